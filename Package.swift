@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Module boundaries follow ../shared/DESIGN.md "Architecture":
+// OpenSSL is reached only through CLatchkeyCrypto (C) and LatchkeyCrypto (Swift);
+// libarchive only through LatchkeyBackup.
+let package = Package(
+    name: "Latchkey",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "Latchkey", targets: ["Latchkey"]),
+        .library(name: "LatchkeySecurity", targets: ["LatchkeySecurity"]),
+        .executable(name: "latchkey", targets: ["latchkey"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
+        .target(
+            name: "CLatchkeyCrypto",
+            dependencies: ["COpenSSL"],
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-O2"])]
+        ),
+        .target(name: "LatchkeyCrypto", dependencies: ["CLatchkeyCrypto"]),
+        .target(name: "LatchkeyFormat", dependencies: ["LatchkeyCrypto"]),
+        .target(name: "Latchkey", dependencies: ["LatchkeyFormat", "LatchkeyCrypto"]),
+        .target(name: "LatchkeyBackup", dependencies: ["Latchkey", "CArchive"]),
+        .target(name: "LatchkeySecurity", dependencies: ["Latchkey"]),
+        .executableTarget(
+            name: "latchkey",
+            dependencies: [
+                "Latchkey", "LatchkeyBackup", "LatchkeySecurity",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
+        .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
+        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),
+        .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat"]),
+        .testTarget(name: "CLITests", dependencies: ["latchkey"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,76 @@
+// CLatchkeyCrypto: the only C code that calls OpenSSL (libcrypto 3).
+// Every OSSL_PARAM array is built here, in C, where the parameter names and
+// values outlive the call (Swift string pointers passed to C are temporary).
+// All functions return 1 on success and 0 on failure unless stated otherwise.
+#ifndef LK_CRYPTO_H
+#define LK_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Fills `out` with `len` bytes from OpenSSL's CSPRNG (RAND_bytes, seeded by the OS).
+int lk_random(uint8_t *out, size_t len);
+
+/// SHA-256 of `data`; `out` holds 32 bytes.
+int lk_sha256(const uint8_t *data, size_t len, uint8_t *out);
+
+/// HMAC-SHA256 over the concatenation of `count` parts; `out` holds 32 bytes.
+int lk_hmac_sha256(const uint8_t *key, size_t key_len,
+                   const uint8_t *const *parts, const size_t *part_lens, size_t count,
+                   uint8_t *out);
+
+/// HKDF-SHA256 (RFC 5869), extract-and-expand.
+int lk_hkdf_sha256(const uint8_t *ikm, size_t ikm_len,
+                   const uint8_t *salt, size_t salt_len,
+                   const uint8_t *info, size_t info_len,
+                   uint8_t *out, size_t out_len);
+
+/// scrypt (RFC 7914) with an explicit memory ceiling `maxmem` in bytes.
+int lk_scrypt(const uint8_t *pass, size_t pass_len,
+              const uint8_t *salt, size_t salt_len,
+              uint64_t n, uint32_t r, uint32_t p, uint64_t maxmem,
+              uint8_t *out, size_t out_len);
+
+/// AES key wrap (RFC 3394, default IV A6A6A6A6A6A6A6A6).
+/// `kek_len` is 16, 24 or 32; `in_len` a multiple of 8, at least 16; `out` holds in_len + 8.
+int lk_aes_kw_wrap(const uint8_t *kek, size_t kek_len,
+                   const uint8_t *in, size_t in_len, uint8_t *out);
+
+/// AES key unwrap (RFC 3394). Returns 0 when the integrity check fails.
+/// `in_len` a multiple of 8, at least 24; `out` holds in_len - 8.
+int lk_aes_kw_unwrap(const uint8_t *kek, size_t kek_len,
+                     const uint8_t *in, size_t in_len, uint8_t *out);
+
+/// AES-GCM encryption with a 16-byte tag. `key_len` 16, 24 or 32. `iv_len` >= 1.
+int lk_aes_gcm_seal(const uint8_t *key, size_t key_len,
+                    const uint8_t *iv, size_t iv_len,
+                    const uint8_t *aad, size_t aad_len,
+                    const uint8_t *pt, size_t pt_len,
+                    uint8_t *ct, uint8_t *tag, size_t tag_len);
+
+/// AES-GCM decryption; returns 0 when the tag does not verify (and `pt` must be discarded).
+int lk_aes_gcm_open(const uint8_t *key, size_t key_len,
+                    const uint8_t *iv, size_t iv_len,
+                    const uint8_t *aad, size_t aad_len,
+                    const uint8_t *ct, size_t ct_len,
+                    const uint8_t *tag, size_t tag_len,
+                    uint8_t *pt);
+
+/// Constant-time comparison (CRYPTO_memcmp): 0 when equal.
+int lk_memcmp_ct(const void *a, const void *b, size_t len);
+
+/// Overwrites `len` bytes at `p` with zeros in a way the compiler cannot elide.
+void lk_cleanse(void *p, size_t len);
+
+/// Copies the oldest queued OpenSSL error as text into `buf` (NUL-terminated) and clears the
+/// queue. Returns the length written (0 when the queue was empty).
+size_t lk_last_error(char *buf, size_t buf_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,226 @@
+import CLatchkeyCrypto
+
+/// The crypto core: every primitive Latchkey uses, backed by OpenSSL 3 libcrypto.
+///
+/// This module (with its C target) is the only place that calls OpenSSL. Inputs are byte
+/// collections; outputs are `[UInt8]` or `SecretKey`. Failures throw `CryptoError`.
+public enum Crypto {
+    /// Bytes from OpenSSL's CSPRNG, which is seeded from the operating system.
+    public static func randomBytes(_ count: Int) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = out.withUnsafeMutableBufferPointer { lk_random($0.baseAddress, count) }
+        guard ok == 1 else { throw failure("RAND_bytes") }
+        return out
+    }
+
+    /// SHA-256.
+    public static func sha256(_ data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        let ok = data.withUnsafeBufferPointer { d in
+            out.withUnsafeMutableBufferPointer { lk_sha256(d.baseAddress, d.count, $0.baseAddress) }
+        }
+        precondition(ok == 1, "SHA-256 failed inside OpenSSL")
+        return out
+    }
+
+    /// HMAC-SHA256 of the concatenation of `parts` under `key`.
+    public static func hmacSHA256(key: [UInt8], _ parts: [UInt8]...) -> [UInt8] {
+        hmacSHA256(key: key, parts: parts)
+    }
+
+    /// HMAC-SHA256 of the concatenation of `parts` under `key`.
+    public static func hmacSHA256(key: [UInt8], parts: [[UInt8]]) -> [UInt8] {
+        key.withUnsafeBufferPointer { k in hmac(k, parts: parts) }
+    }
+
+    /// HMAC-SHA256 under a `SecretKey`.
+    public static func hmacSHA256(key: SecretKey, parts: [[UInt8]]) -> [UInt8] {
+        key.withUnsafeBytes { raw in hmac(raw.bindMemory(to: UInt8.self), parts: parts) }
+    }
+
+    private static func hmac(_ key: UnsafeBufferPointer<UInt8>, parts: [[UInt8]]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        // Pin every part for the duration of the call.
+        func go(_ i: Int, _ ptrs: inout [UnsafePointer<UInt8>?], _ lens: inout [Int]) -> Int32 {
+            if i == parts.count {
+                return ptrs.withUnsafeBufferPointer { p in
+                    lens.withUnsafeBufferPointer { l in
+                        out.withUnsafeMutableBufferPointer {
+                            lk_hmac_sha256(key.baseAddress, key.count, p.baseAddress, l.baseAddress,
+                                           parts.count, $0.baseAddress)
+                        }
+                    }
+                }
+            }
+            return parts[i].withUnsafeBufferPointer { b in
+                ptrs.append(b.baseAddress)
+                lens.append(b.count)
+                return go(i + 1, &ptrs, &lens)
+            }
+        }
+        var ptrs: [UnsafePointer<UInt8>?] = []
+        var lens: [Int] = []
+        ptrs.reserveCapacity(parts.count)
+        lens.reserveCapacity(parts.count)
+        let ok = go(0, &ptrs, &lens)
+        precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
+        return out
+    }
+
+    /// HKDF-SHA256 (RFC 5869) producing `count` bytes.
+    public static func hkdfSHA256(ikm: [UInt8], salt: [UInt8], info: [UInt8], count: Int) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = ikm.withUnsafeBufferPointer { i in
+            salt.withUnsafeBufferPointer { s in
+                info.withUnsafeBufferPointer { f in
+                    out.withUnsafeMutableBufferPointer {
+                        lk_hkdf_sha256(i.baseAddress, i.count, s.baseAddress, s.count,
+                                       f.baseAddress, f.count, $0.baseAddress, count)
+                    }
+                }
+            }
+        }
+        guard ok == 1 else { throw failure("HKDF-SHA256") }
+        return out
+    }
+
+    /// HKDF-SHA256 with a `SecretKey` as input keying material, returning a `SecretKey`.
+    public static func hkdfSHA256(ikm: SecretKey, salt: [UInt8], info: [UInt8], count: Int = 32) throws -> SecretKey {
+        var material = ikm.copyBytes()
+        defer { cleanse(&material) }
+        var out = try hkdfSHA256(ikm: material, salt: salt, info: info, count: count)
+        return SecretKey(consuming: &out)
+    }
+
+    /// scrypt (RFC 7914). `maxMemory` is the explicit ceiling passed to OpenSSL as `maxmem`.
+    public static func scrypt(password: [UInt8], salt: [UInt8], n: UInt64, r: UInt32, p: UInt32,
+                              maxMemory: UInt64, count: Int) throws -> [UInt8] {
+        guard n > 1, n & (n - 1) == 0 else {
+            throw CryptoError.invalidArgument(operation: "scrypt", reason: "N must be a power of two greater than 1")
+        }
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = password.withUnsafeBufferPointer { pw in
+            salt.withUnsafeBufferPointer { s in
+                out.withUnsafeMutableBufferPointer {
+                    lk_scrypt(pw.baseAddress, pw.count, s.baseAddress, s.count, n, r, p, maxMemory,
+                              $0.baseAddress, count)
+                }
+            }
+        }
+        guard ok == 1 else { throw failure("scrypt") }
+        return out
+    }
+
+    /// AES key wrap (RFC 3394) of `key` under `kek`.
+    public static func aesKeyWrap(kek: [UInt8], key: [UInt8]) throws -> [UInt8] {
+        guard [16, 24, 32].contains(kek.count), key.count >= 16, key.count % 8 == 0 else {
+            throw CryptoError.invalidArgument(operation: "AES key wrap", reason: "bad key or KEK length")
+        }
+        var out = [UInt8](repeating: 0, count: key.count + 8)
+        let ok = kek.withUnsafeBufferPointer { k in
+            key.withUnsafeBufferPointer { i in
+                out.withUnsafeMutableBufferPointer { lk_aes_kw_wrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress) }
+            }
+        }
+        guard ok == 1 else { throw failure("AES key wrap") }
+        return out
+    }
+
+    /// AES key unwrap (RFC 3394); throws `.integrityCheckFailed` for a wrong KEK or tampered input.
+    public static func aesKeyUnwrap(kek: [UInt8], wrapped: [UInt8]) throws -> [UInt8] {
+        guard [16, 24, 32].contains(kek.count), wrapped.count >= 24, wrapped.count % 8 == 0 else {
+            throw CryptoError.invalidArgument(operation: "AES key unwrap", reason: "bad key or input length")
+        }
+        var out = [UInt8](repeating: 0, count: wrapped.count - 8)
+        let ok = kek.withUnsafeBufferPointer { k in
+            wrapped.withUnsafeBufferPointer { i in
+                out.withUnsafeMutableBufferPointer { lk_aes_kw_unwrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress) }
+            }
+        }
+        guard ok == 1 else { throw CryptoError.integrityCheckFailed(operation: "AES key unwrap") }
+        return out
+    }
+
+    /// Wraps `key` under the key-encryption key `kek`.
+    public static func wrap(_ key: SecretKey, with kek: SecretKey) throws -> [UInt8] {
+        var k = kek.copyBytes(), m = key.copyBytes()
+        defer { cleanse(&k); cleanse(&m) }
+        return try aesKeyWrap(kek: k, key: m)
+    }
+
+    /// Unwraps a key wrapped by `wrap(_:with:)`.
+    public static func unwrap(_ wrapped: [UInt8], with kek: SecretKey) throws -> SecretKey {
+        var k = kek.copyBytes()
+        defer { cleanse(&k) }
+        var out = try aesKeyUnwrap(kek: k, wrapped: wrapped)
+        return SecretKey(consuming: &out)
+    }
+
+    /// AES-GCM encryption; returns the ciphertext and a 16-byte tag.
+    public static func aesGCMSeal(key: [UInt8], nonce: [UInt8], aad: [UInt8], plaintext: [UInt8]) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
+        guard [16, 24, 32].contains(key.count), !nonce.isEmpty else {
+            throw CryptoError.invalidArgument(operation: "AES-GCM seal", reason: "bad key or nonce length")
+        }
+        var ct = [UInt8](repeating: 0, count: plaintext.count)
+        var tag = [UInt8](repeating: 0, count: 16)
+        let ok = key.withUnsafeBufferPointer { k in
+            nonce.withUnsafeBufferPointer { n in
+                aad.withUnsafeBufferPointer { a in
+                    plaintext.withUnsafeBufferPointer { p in
+                        ct.withUnsafeMutableBufferPointer { c in
+                            tag.withUnsafeMutableBufferPointer { t in
+                                lk_aes_gcm_seal(k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
+                                                p.baseAddress, p.count, c.baseAddress, t.baseAddress, 16)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard ok == 1 else { throw failure("AES-GCM seal") }
+        return (ct, tag)
+    }
+
+    /// AES-GCM decryption; throws `.integrityCheckFailed` when the tag does not verify.
+    public static func aesGCMOpen(key: [UInt8], nonce: [UInt8], aad: [UInt8], ciphertext: [UInt8], tag: [UInt8]) throws -> [UInt8] {
+        guard [16, 24, 32].contains(key.count), !nonce.isEmpty, (12...16).contains(tag.count) else {
+            throw CryptoError.invalidArgument(operation: "AES-GCM open", reason: "bad key, nonce or tag length")
+        }
+        var pt = [UInt8](repeating: 0, count: ciphertext.count)
+        let ok = key.withUnsafeBufferPointer { k in
+            nonce.withUnsafeBufferPointer { n in
+                aad.withUnsafeBufferPointer { a in
+                    ciphertext.withUnsafeBufferPointer { c in
+                        tag.withUnsafeBufferPointer { t in
+                            pt.withUnsafeMutableBufferPointer { p in
+                                lk_aes_gcm_open(k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
+                                                c.baseAddress, c.count, t.baseAddress, t.count, p.baseAddress)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard ok == 1 else { throw CryptoError.integrityCheckFailed(operation: "AES-GCM open") }
+        return pt
+    }
+
+    /// Constant-time equality (CRYPTO_memcmp). Lengths are not secret.
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in lk_memcmp_ct(x.baseAddress, y.baseAddress, a.count) == 0 } }
+    }
+
+    /// Zeroes `buffer` in place (OPENSSL_cleanse), so the compiler cannot drop the write.
+    public static func cleanse(_ buffer: inout [UInt8]) {
+        buffer.withUnsafeMutableBytes { lk_cleanse($0.baseAddress, $0.count) }
+    }
+
+    private static func failure(_ op: String) -> CryptoError {
+        var buf = [CChar](repeating: 0, count: 256)
+        let n = buf.withUnsafeMutableBufferPointer { lk_last_error($0.baseAddress, 256) }
+        let detail = n > 0 ? String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "OpenSSL reported no error"
+        return .failed(operation: op, detail: detail)
+    }
+}

@@ -1,0 +1,57 @@
+import CLatchkeyCrypto
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Key material held outside Swift's copy-on-write arrays: page-locked where the system allows
+/// (`mlock`), zeroed with `OPENSSL_cleanse` when the last reference goes away, and never printed.
+public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
+    private let storage: UnsafeMutableRawBufferPointer
+    private let locked: Bool
+
+    /// The number of key bytes.
+    public var count: Int { storage.count }
+
+    /// Takes a copy of `bytes`; the caller should cleanse its own buffer afterwards.
+    public init<Bytes: Collection>(copying bytes: Bytes) where Bytes.Element == UInt8 {
+        storage = .allocate(byteCount: Swift.max(bytes.count, 1), alignment: 16)
+        locked = mlock(storage.baseAddress!, storage.count) == 0
+        _ = UnsafeMutableRawBufferPointer(rebasing: storage[0..<bytes.count]).copyBytes(from: bytes)
+        if bytes.isEmpty { storage.storeBytes(of: 0, as: UInt8.self) }
+        countStored = bytes.count
+    }
+
+    private let countStored: Int
+
+    /// Moves `bytes` into a key and zeroes the array it came from.
+    public convenience init(consuming bytes: inout [UInt8]) {
+        self.init(copying: bytes)
+        Crypto.cleanse(&bytes)
+    }
+
+    /// A fresh random key of `count` bytes from the CSPRNG.
+    public static func random(count: Int = 32) throws -> SecretKey {
+        var bytes = try Crypto.randomBytes(count)
+        return SecretKey(consuming: &bytes)
+    }
+
+    deinit {
+        lk_cleanse(storage.baseAddress, storage.count)
+        if locked { munlock(storage.baseAddress!, storage.count) }
+        storage.deallocate()
+    }
+
+    /// Calls `body` with the key bytes; do not let the pointer escape.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(rebasing: storage[0..<countStored]))
+    }
+
+    /// A copy of the key bytes as an array (for encoding into the format). Cleanse it after use.
+    public func copyBytes() -> [UInt8] {
+        withUnsafeBytes { Array($0) }
+    }
+
+    public var description: String { "SecretKey(<redacted>, \(countStored) bytes)" }
+}
