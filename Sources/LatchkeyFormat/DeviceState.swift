@@ -1,0 +1,61 @@
+import LatchkeyCrypto
+
+/// What the device remembers about one keychain (spec/FORMAT.md §9): the newest committed
+/// sequence number (rollback detection) and the passcode attempt counter. Kept beside the
+/// device secret, never beside the keychain, so a copied keychain does not carry it.
+public struct DeviceState: Equatable, Sendable {
+    public var fileUUID: [UInt8]
+    public var newestSequence: UInt64
+    public var failedAttempts: UInt32
+    /// Unix seconds of the last failed passcode attempt (0 when none).
+    public var lastFailureAt: Int64
+
+    public init(fileUUID: [UInt8], newestSequence: UInt64, failedAttempts: UInt32 = 0, lastFailureAt: Int64 = 0) {
+        self.fileUUID = fileUUID
+        self.newestSequence = newestSequence
+        self.failedAttempts = failedAttempts
+        self.lastFailureAt = lastFailureAt
+    }
+
+    /// The MAC key: HKDF(device secret, salt = device UUID, "latchkey v1 device state").
+    public static func macKey(device: DeviceSecret) throws -> SecretKey {
+        try Crypto.hkdfSHA256(ikm: device.secret, salt: device.uuid, info: FormatConstants.infoState)
+    }
+
+    public func encode(macKey: SecretKey) -> [UInt8] {
+        var w = ByteWriter(capacity: FormatConstants.stateFileSize)
+        w.raw(FormatConstants.stateMagic)
+        w.u16(1)
+        w.u16(0)
+        w.zeros(4)
+        w.raw(fileUUID)
+        w.u64(newestSequence)
+        w.u32(failedAttempts)
+        w.zeros(4)
+        w.u64(UInt64(bitPattern: lastFailureAt))
+        w.raw(Crypto.hmacSHA256(key: macKey, parts: [w.bytes]))
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8], macKey: SecretKey) throws -> DeviceState {
+        var r = ByteReader(bytes)
+        guard try r.bytes(8, "device state magic") == FormatConstants.stateMagic else {
+            throw FormatError.badMagic(what: "Latchkey device state file")
+        }
+        let major = try r.u16("device state major version")
+        let minor = try r.u16("device state minor version")
+        guard major == 1 else { throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor) }
+        guard bytes.count == FormatConstants.stateFileSize else { throw FormatError.truncated(field: "device state file") }
+        try r.reserved(4, "device state reserved")
+        let uuid = try r.bytes(16, "device state file UUID")
+        let seq = try r.u64("device state sequence")
+        let failures = try r.u32("device state failed attempts")
+        try r.reserved(4, "device state reserved")
+        let last = Int64(bitPattern: try r.u64("device state last failure"))
+        let mac = try r.bytes(32, "device state MAC")
+        guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: macKey, parts: [Array(bytes[0..<56])]), mac) else {
+            throw FormatError.checksumMismatch(what: "device state file")
+        }
+        return DeviceState(fileUUID: uuid, newestSequence: seq, failedAttempts: failures, lastFailureAt: last)
+    }
+}

@@ -1,0 +1,110 @@
+import LatchkeyCrypto
+
+/// The payload of an item-put record (spec/FORMAT.md §7.1).
+public struct ItemPutPayload: Equatable, Sendable {
+    /// Flag bit 0: reading the item's data needs user presence (kSecAttrAccessControl).
+    public static let userPresenceFlag: UInt8 = 0x01
+
+    public var uuid: [UInt8]
+    public var classTag: [UInt8]
+    public var protectionClass: ProtectionClass
+    public var flags: UInt8
+    public var uniqueKeyHash: [UInt8]
+    public var wrappedItemKey: [UInt8]
+    public var ciphertext: [UInt8]
+    public var tag: [UInt8]
+
+    /// The clear part that the AAD covers: bytes 0..<40 of the payload.
+    func clearPart() -> [UInt8] {
+        var w = ByteWriter(capacity: 40)
+        w.raw(uuid)
+        w.raw(classTag)
+        w.u8(protectionClass.rawValue)
+        w.u8(flags)
+        w.zeros(2)
+        w.raw(uniqueKeyHash)
+        return w.bytes
+    }
+
+    public func encode() -> [UInt8] {
+        var out = clearPart()
+        out.reserveCapacity(FormatConstants.itemPutFixedSize + ciphertext.count + FormatConstants.gcmTagSize)
+        out.append(contentsOf: wrappedItemKey)
+        out.append(contentsOf: ciphertext)
+        out.append(contentsOf: tag)
+        return out
+    }
+
+    public static func decode(_ payload: ArraySlice<UInt8>) throws -> ItemPutPayload {
+        var r = ByteReader(payload)
+        let uuid = try r.bytes(16, "item UUID")
+        let classTag = try r.bytes(4, "item class tag")
+        let rawClass = try r.u8("item protection class")
+        guard let pc = ProtectionClass(rawValue: rawClass) else {
+            throw FormatError.invalidField(field: "item protection class", reason: "unknown class \(rawClass)")
+        }
+        let flags = try r.u8("item flags")
+        guard flags & ~userPresenceFlag == 0 else {
+            throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
+        }
+        try r.reserved(2, "item reserved")
+        let hash = try r.bytes(16, "item unique-key hash")
+        let wrapped = try r.bytes(FormatConstants.wrappedKeySize, "item wrapped key")
+        guard r.remaining >= FormatConstants.gcmTagSize else { throw FormatError.truncated(field: "item ciphertext") }
+        let ct = try r.bytes(r.remaining - FormatConstants.gcmTagSize, "item ciphertext")
+        let tag = try r.bytes(FormatConstants.gcmTagSize, "item tag")
+        return ItemPutPayload(uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
+                              uniqueKeyHash: hash, wrappedItemKey: wrapped, ciphertext: ct, tag: tag)
+    }
+
+    /// AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
+    public func aad(fileUUID: [UInt8]) -> [UInt8] {
+        FormatConstants.itemAADPrefix + fileUUID + clearPart()
+    }
+
+    /// Seals `plaintext` under a fresh item key wrapped by `classKey`.
+    public static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
+                            keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8]) throws -> ItemPutPayload {
+        var itemKey = try Crypto.randomBytes(32)
+        defer { Crypto.cleanse(&itemKey) }
+        var body = plaintext.encode()
+        defer { Crypto.cleanse(&body) }
+        var p = ItemPutPayload(uuid: uuid, classTag: keys.classTag(plaintext.itemClass), protectionClass: protectionClass,
+                               flags: flags,
+                               uniqueKeyHash: keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
+                               wrappedItemKey: [], ciphertext: [], tag: [])
+        var kek = classKey.copyBytes()
+        defer { Crypto.cleanse(&kek) }
+        p.wrappedItemKey = try Crypto.aesKeyWrap(kek: kek, key: itemKey)
+        let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
+        p.ciphertext = sealed.ciphertext
+        p.tag = sealed.tag
+        return p
+    }
+
+    /// Opens the item with its class key. Throws `CryptoError.integrityCheckFailed` when the
+    /// key does not unwrap or the tag does not verify, and `FormatError` for a bad plaintext.
+    public func open(classKey: SecretKey, fileUUID: [UInt8]) throws -> ItemPlaintext {
+        var kek = classKey.copyBytes()
+        defer { Crypto.cleanse(&kek) }
+        var itemKey = try Crypto.aesKeyUnwrap(kek: kek, wrapped: wrappedItemKey)
+        defer { Crypto.cleanse(&itemKey) }
+        var body = try Crypto.aesGCMOpen(key: itemKey, nonce: FormatConstants.itemNonce, aad: aad(fileUUID: fileUUID),
+                                         ciphertext: ciphertext, tag: tag)
+        defer { Crypto.cleanse(&body) }
+        return try ItemPlaintext.decode(body)
+    }
+}
+
+/// The payload of an item-delete record (§7.2): the UUID of the item it removes.
+public struct ItemDeletePayload: Equatable, Sendable {
+    public var uuid: [UInt8]
+    public init(uuid: [UInt8]) { self.uuid = uuid }
+    public func encode() -> [UInt8] { uuid }
+    public static func decode(_ payload: ArraySlice<UInt8>) throws -> ItemDeletePayload {
+        var r = ByteReader(payload)
+        let uuid = try r.bytes(16, "deleted item UUID")
+        try r.expectEnd("item delete record")
+        return ItemDeletePayload(uuid: uuid)
+    }
+}

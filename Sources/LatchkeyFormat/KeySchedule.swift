@@ -1,0 +1,145 @@
+import LatchkeyCrypto
+
+/// The per-device secret: 32 random bytes and the device UUID (spec/FORMAT.md §2).
+public struct DeviceSecret: Sendable {
+    public let uuid: [UInt8]
+    public let secret: SecretKey
+
+    public init(uuid: [UInt8], secret: SecretKey) {
+        self.uuid = uuid
+        self.secret = secret
+    }
+
+    /// A new device: random UUID (version 4 bits set) and random secret.
+    public static func generate() throws -> DeviceSecret {
+        var uuid = try Crypto.randomBytes(16)
+        uuid[6] = (uuid[6] & 0x0f) | 0x40
+        uuid[8] = (uuid[8] & 0x3f) | 0x80
+        return DeviceSecret(uuid: uuid, secret: try SecretKey.random(count: FormatConstants.deviceSecretSize))
+    }
+
+    /// The device secret file (§2.1): magic, version, UUID, secret, SHA-256 checksum.
+    public func encodeFile() -> [UInt8] {
+        var w = ByteWriter(capacity: FormatConstants.deviceFileSize)
+        w.raw(FormatConstants.deviceMagic)
+        w.u16(1)
+        w.u16(0)
+        w.zeros(4)
+        w.raw(uuid)
+        secret.withUnsafeBytes { w.raw($0) }
+        w.raw(Crypto.sha256(w.bytes))
+        return w.bytes
+    }
+
+    public static func decodeFile(_ bytes: [UInt8]) throws -> DeviceSecret {
+        var r = ByteReader(bytes)
+        guard try r.bytes(8, "device secret magic") == FormatConstants.deviceMagic else {
+            throw FormatError.badMagic(what: "Latchkey device secret file")
+        }
+        let major = try r.u16("device secret major version")
+        let minor = try r.u16("device secret minor version")
+        guard major == 1 else { throw FormatError.unsupportedVersion(what: "device secret file", major: major, minor: minor) }
+        guard bytes.count == FormatConstants.deviceFileSize else { throw FormatError.truncated(field: "device secret file") }
+        try r.reserved(4, "device secret reserved")
+        let uuid = try r.bytes(16, "device UUID")
+        var secret = try r.bytes(32, "device secret")
+        defer { Crypto.cleanse(&secret) }
+        let sum = try r.bytes(32, "device secret checksum")
+        guard Crypto.constantTimeEqual(Crypto.sha256(Array(bytes[0..<64])), sum) else {
+            throw FormatError.checksumMismatch(what: "device secret file")
+        }
+        return DeviceSecret(uuid: uuid, secret: SecretKey(copying: secret))
+    }
+}
+
+/// Keys derived from the device secret for one keychain file (§5.1). All are always available:
+/// they need no passcode.
+public struct FileKeys: Sendable {
+    /// HKDF(device secret, salt = file UUID, "latchkey v1 device key").
+    public let deviceKey: SecretKey
+    public let headerMAC: SecretKey
+    public let recordMAC: SecretKey
+    public let index: SecretKey
+    public let deviceWrap: SecretKey
+
+    public init(device: DeviceSecret, fileUUID: [UInt8]) throws {
+        deviceKey = try Crypto.hkdfSHA256(ikm: device.secret, salt: fileUUID, info: FormatConstants.infoDeviceKey)
+        headerMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoHeaderMAC)
+        recordMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoRecordMAC)
+        index = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndex)
+        deviceWrap = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoDeviceWrap)
+    }
+
+    /// The passcode key (§5.2): scrypt of the passcode, then HKDF with the device key as salt,
+    /// so that the file and the passcode are not enough without the device.
+    public func passcodeKey(passcode: [UInt8], kdf: KDFParameters) throws -> SecretKey {
+        guard kdf.kind == .scrypt else {
+            throw FormatError.invalidField(field: "keybag KDF", reason: "this keychain has no passcode")
+        }
+        var stretched = try Crypto.scrypt(password: passcode, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
+                                          maxMemory: kdf.maxMemory, count: 32)
+        defer { Crypto.cleanse(&stretched) }
+        var salt = deviceKey.copyBytes()
+        defer { Crypto.cleanse(&salt) }
+        var out = try Crypto.hkdfSHA256(ikm: stretched, salt: salt, info: FormatConstants.infoPasscodeWrap, count: 32)
+        return SecretKey(consuming: &out)
+    }
+
+    /// The 4-byte keyed tag of an item class (§7.5).
+    public func classTag(_ c: ItemClass) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: index, parts: [FormatConstants.classTagPrefix, c.code]).prefix(4))
+    }
+
+    /// The 16-byte keyed hash of an item's unique key (§7.5).
+    public func uniqueKeyHash(_ key: UniqueKey) -> [UInt8] {
+        Array(Crypto.hmacSHA256(key: index, parts: [FormatConstants.uniqueKeyPrefix, key.encoded]).prefix(16))
+    }
+}
+
+/// The canonical encoding of an item's unique key (§7.5): the class code, then for each
+/// attribute of the class's key, in the order of `UniqueKey.attributes(for:)`, its name, kind
+/// and value bytes. Absent attributes take their default (empty bytes, 0, date 0).
+public struct UniqueKey: Hashable, Sendable {
+    public let encoded: [UInt8]
+
+    /// Kinds of the key attributes, which decide the default of an absent one.
+    public enum Kind: Sendable { case bytes, integer, date }
+
+    /// The documented unique key of each class plus `agrp` and `sync` (reference §2.1).
+    public static func attributes(for c: ItemClass) -> [(name: String, kind: Kind)] {
+        switch c {
+        case .genericPassword:
+            return [("acct", .bytes), ("svce", .bytes), ("agrp", .bytes), ("sync", .integer)]
+        case .internetPassword:
+            return [("acct", .bytes), ("sdmn", .bytes), ("srvr", .bytes), ("ptcl", .integer), ("atyp", .bytes),
+                    ("port", .integer), ("path", .bytes), ("agrp", .bytes), ("sync", .integer)]
+        case .certificate:
+            return [("ctyp", .integer), ("issr", .bytes), ("slnr", .bytes), ("agrp", .bytes), ("sync", .integer)]
+        case .key:
+            return [("kcls", .integer), ("klbl", .bytes), ("atag", .bytes), ("crtr", .integer), ("type", .integer),
+                    ("bsiz", .integer), ("esiz", .integer), ("sdat", .date), ("edat", .date), ("agrp", .bytes), ("sync", .integer)]
+        }
+    }
+
+    public init(itemClass: ItemClass, attributes: [String: AttributeValue]) {
+        var w = ByteWriter(capacity: 64)
+        w.raw(itemClass.code)
+        for (name, kind) in UniqueKey.attributes(for: itemClass) {
+            let value = attributes[name] ?? {
+                switch kind {
+                case .bytes: return .data([])
+                case .integer: return .integer(0)
+                case .date: return .date(0)
+                }
+            }()
+            let nameBytes = Array(name.utf8)
+            w.u8(UInt8(nameBytes.count))
+            w.raw(nameBytes)
+            w.u8(value.keyKind)
+            let v = value.keyBytes
+            w.u32(UInt32(v.count))
+            w.raw(v)
+        }
+        encoded = w.bytes
+    }
+}

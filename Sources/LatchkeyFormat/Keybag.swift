@@ -1,0 +1,156 @@
+/// Parameters of the passcode KDF (spec/FORMAT.md §4.1).
+public struct KDFParameters: Equatable, Sendable {
+    public enum Kind: UInt8, Sendable { case none = 0, scrypt = 1 }
+
+    public var kind: Kind
+    /// scrypt cost N = 2^logN.
+    public var logN: UInt8
+    public var r: UInt32
+    public var p: UInt32
+    public var salt: [UInt8]
+
+    /// A keychain without a passcode.
+    public static let none = KDFParameters(kind: .none, logN: 0, r: 0, p: 0, salt: [UInt8](repeating: 0, count: FormatConstants.saltSize))
+
+    /// Defaults for new keychains: scrypt N = 2^15, r = 8, p = 1 (32 MiB); see spec §4.1 for the measured cost.
+    public static let defaultLogN: UInt8 = 15
+    public static func scrypt(salt: [UInt8], logN: UInt8 = defaultLogN, r: UInt32 = 8, p: UInt32 = 1) -> KDFParameters {
+        KDFParameters(kind: .scrypt, logN: logN, r: r, p: p, salt: salt)
+    }
+
+    public var n: UInt64 { UInt64(1) << UInt64(logN) }
+
+    /// Memory scrypt needs for these parameters (128·r·N for V plus 128·r·p for B), and the
+    /// explicit ceiling passed to OpenSSL as `maxmem`: that need plus 1 MiB.
+    public var maxMemory: UInt64 { 128 * UInt64(r) * n + 128 * UInt64(r) * UInt64(p) + (1 << 20) }
+
+    /// Readers refuse parameters beyond these, so a hostile header cannot demand unbounded work
+    /// (spec §4.3): logN 10…22, r 1…32, p 1…16, memory at most 1 GiB.
+    public func validate() throws {
+        switch kind {
+        case .none:
+            guard logN == 0, r == 0, p == 0, salt.allSatisfy({ $0 == 0 }) else {
+                throw FormatError.invalidField(field: "keybag KDF", reason: "parameters must be zero when there is no passcode")
+            }
+        case .scrypt:
+            guard (10...22).contains(logN), (1...32).contains(r), (1...16).contains(p),
+                  128 * UInt64(r) * n <= 1 << 30 else {
+                throw FormatError.invalidField(field: "keybag KDF", reason: "scrypt parameters out of range (logN 10-22, r 1-32, p 1-16, at most 1 GiB)")
+            }
+        }
+    }
+}
+
+/// How a class key is wrapped (spec §4.2).
+public enum WrapKind: UInt8, Sendable {
+    /// Under the device wrap key alone.
+    case device = 1
+    /// Under the passcode key (scrypt of the passcode, tangled with the device key).
+    case passcode = 2
+}
+
+/// One wrapped class key.
+public struct KeybagEntry: Equatable, Sendable {
+    public var protectionClass: ProtectionClass
+    public var wrap: WrapKind
+    /// RFC 3394 wrap of the 32-byte class key: 40 bytes.
+    public var wrappedKey: [UInt8]
+
+    public init(protectionClass: ProtectionClass, wrap: WrapKind, wrappedKey: [UInt8]) {
+        self.protectionClass = protectionClass
+        self.wrap = wrap
+        self.wrappedKey = wrappedKey
+    }
+}
+
+/// The class-key bag: KDF parameters and the wrapped class keys (spec §4).
+public struct Keybag: Equatable, Sendable {
+    public var kdf: KDFParameters
+    public var entries: [KeybagEntry]
+
+    public init(kdf: KDFParameters, entries: [KeybagEntry]) {
+        self.kdf = kdf
+        self.entries = entries.sorted { $0.protectionClass < $1.protectionClass }
+    }
+
+    public var hasPasscode: Bool { kdf.kind == .scrypt }
+
+    public func entry(for pc: ProtectionClass) -> KeybagEntry? { entries.first { $0.protectionClass == pc } }
+
+    public func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: FormatConstants.keybagFixedSize + entries.count * FormatConstants.keybagEntrySize)
+        w.u8(kdf.kind.rawValue)
+        w.u8(kdf.logN)
+        w.zeros(2)
+        w.u32(kdf.r)
+        w.u32(kdf.p)
+        w.zeros(4)
+        w.raw(kdf.salt)
+        w.u8(UInt8(entries.count))
+        w.zeros(1)
+        for e in entries {
+            w.u8(e.protectionClass.rawValue)
+            w.u8(e.wrap.rawValue)
+            w.raw(e.wrappedKey)
+        }
+        return w.bytes
+    }
+
+    /// Decodes and validates a keybag; every rule of spec §4.3 is checked here.
+    public static func decode(_ r: inout ByteReader) throws -> Keybag {
+        guard let kind = KDFParameters.Kind(rawValue: try r.u8("keybag KDF id")) else {
+            throw FormatError.invalidField(field: "keybag KDF id", reason: "unknown KDF")
+        }
+        let logN = try r.u8("keybag scrypt logN")
+        try r.reserved(2, "keybag reserved")
+        let rr = try r.u32("keybag scrypt r")
+        let p = try r.u32("keybag scrypt p")
+        try r.reserved(4, "keybag reserved")
+        let salt = try r.bytes(FormatConstants.saltSize, "keybag salt")
+        let kdf = KDFParameters(kind: kind, logN: logN, r: rr, p: p, salt: salt)
+        try kdf.validate()
+        let count = Int(try r.u8("keybag entry count"))
+        try r.reserved(1, "keybag reserved")
+        var entries: [KeybagEntry] = []
+        for _ in 0..<count {
+            let rawClass = try r.u8("keybag entry class")
+            guard let pc = ProtectionClass(rawValue: rawClass) else {
+                throw FormatError.invalidField(field: "keybag entry class", reason: "unknown protection class \(rawClass)")
+            }
+            guard let wrap = WrapKind(rawValue: try r.u8("keybag entry wrap")) else {
+                throw FormatError.invalidField(field: "keybag entry wrap", reason: "unknown wrap kind")
+            }
+            let wrapped = try r.bytes(FormatConstants.wrappedKeySize, "keybag wrapped key")
+            if let last = entries.last, last.protectionClass >= pc {
+                throw FormatError.invalidField(field: "keybag entries", reason: "classes must be unique and in ascending order")
+            }
+            entries.append(KeybagEntry(protectionClass: pc, wrap: wrap, wrappedKey: wrapped))
+        }
+        let bag = Keybag(kdf: kdf, entries: entries)
+        try bag.validateEntries()
+        return bag
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws -> Keybag {
+        var r = ByteReader(bytes)
+        let bag = try decode(&r)
+        try r.expectEnd("keybag")
+        return bag
+    }
+
+    /// The class set and wrap kinds must be exactly those of spec §4.2.
+    func validateEntries() throws {
+        for pc in ProtectionClass.allCases {
+            let expected: WrapKind? = {
+                if pc == .whenPasscodeSetThisDeviceOnly { return hasPasscode ? .passcode : nil }
+                if pc.isAlwaysAvailable { return .device }
+                return hasPasscode ? .passcode : .device
+            }()
+            let actual = entry(for: pc)?.wrap
+            guard actual == expected else {
+                throw FormatError.invalidField(field: "keybag entries",
+                    reason: "class \(pc.code) must be \(expected.map { "wrapped by \($0)" } ?? "absent")")
+            }
+        }
+    }
+}

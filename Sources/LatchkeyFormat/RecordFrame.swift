@@ -1,0 +1,85 @@
+import LatchkeyCrypto
+
+/// The 20-byte header of every record (spec/FORMAT.md §6.1).
+public struct FrameHeader: Equatable, Sendable {
+    /// Flag bit 0: more records of the same transaction follow.
+    public static let continuesFlag: UInt8 = 0x01
+
+    public var payloadLength: UInt32
+    public var type: UInt8
+    public var flags: UInt8
+    public var sequence: UInt64
+
+    public init(payloadLength: UInt32, type: UInt8, flags: UInt8, sequence: UInt64) {
+        self.payloadLength = payloadLength
+        self.type = type
+        self.flags = flags
+        self.sequence = sequence
+    }
+
+    public var continues: Bool { flags & FrameHeader.continuesFlag != 0 }
+    /// Header, payload and tag.
+    public var recordSize: Int { FormatConstants.frameHeaderSize + Int(payloadLength) + FormatConstants.frameTagSize }
+
+    public func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: FormatConstants.frameHeaderSize)
+        w.u32(payloadLength)
+        w.u8(type)
+        w.u8(flags)
+        w.zeros(2)
+        w.u64(sequence)
+        w.u32(CRC32C.checksum(w.bytes))
+        return w.bytes
+    }
+
+    /// Decodes a frame header. A CRC mismatch is damage (never a torn tail: the caller only
+    /// calls this with 20 bytes present). Reserved bits and sizes are checked after the CRC.
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws -> FrameHeader {
+        guard bytes.count >= FormatConstants.frameHeaderSize else { throw FormatError.truncated(field: "record header") }
+        var r = ByteReader(bytes.prefix(FormatConstants.frameHeaderSize))
+        let length = try r.u32("record length")
+        let type = try r.u8("record type")
+        let flags = try r.u8("record flags")
+        let reserved = try r.u16("record reserved")
+        let sequence = try r.u64("record sequence")
+        let crc = try r.u32("record header CRC")
+        let start = bytes.startIndex
+        guard CRC32C.checksum(bytes[start..<start + 16]) == crc else {
+            throw FormatError.checksumMismatch(what: "record header")
+        }
+        guard reserved == 0, flags & ~FrameHeader.continuesFlag == 0 else {
+            throw FormatError.invalidField(field: "record header", reason: "reserved bits are set")
+        }
+        guard length <= FormatConstants.maxPayloadSize else {
+            throw FormatError.invalidField(field: "record length", reason: "\(length) exceeds the 16 MiB limit")
+        }
+        return FrameHeader(payloadLength: length, type: type, flags: flags, sequence: sequence)
+    }
+}
+
+/// Whole records: header, payload and the 16-byte tag (spec §6.2).
+public enum RecordFrame {
+    /// Encodes a record that will start at file offset `offset`.
+    public static func encode(type: UInt8, flags: UInt8, sequence: UInt64, payload: [UInt8],
+                              offset: UInt64, macKey: SecretKey) -> [UInt8] {
+        let header = FrameHeader(payloadLength: UInt32(payload.count), type: type, flags: flags, sequence: sequence)
+        var out = header.encode()
+        out.reserveCapacity(header.recordSize)
+        out.append(contentsOf: payload)
+        out.append(contentsOf: tag(macKey: macKey, offset: offset, headerAndPayload: out[...]))
+        return out
+    }
+
+    /// The record tag: the first 16 bytes of HMAC-SHA256(record MAC key, offset ‖ header ‖ payload).
+    public static func tag(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
+        var o = ByteWriter(capacity: 8)
+        o.u64(offset)
+        return Array(Crypto.hmacSHA256(key: macKey, parts: [o.bytes, Array(headerAndPayload)]).prefix(FormatConstants.frameTagSize))
+    }
+
+    /// Checks the tag of a complete record (`record` holds header, payload and tag) in constant time.
+    public static func verify(record: ArraySlice<UInt8>, offset: UInt64, macKey: SecretKey) -> Bool {
+        let body = record.dropLast(FormatConstants.frameTagSize)
+        return Crypto.constantTimeEqual(tag(macKey: macKey, offset: offset, headerAndPayload: body), Array(record.suffix(FormatConstants.frameTagSize)))
+    }
+}
