@@ -71,7 +71,7 @@ public struct ByteReader: Sendable {
 
 extension Array where Element == UInt8 {
     /// Big-endian decoding of a fixed-width integer at `offset` (the caller checked the length).
-    @inlinable func readBE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
+    @inlinable public func readBE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
         var v: T = 0
         for i in 0..<MemoryLayout<T>.size { v = v << 8 | T(self[offset + i]) }
         return v

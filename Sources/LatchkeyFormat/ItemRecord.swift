@@ -108,3 +108,31 @@ public struct ItemDeletePayload: Equatable, Sendable {
         return ItemDeletePayload(uuid: uuid)
     }
 }
+
+/// The clear fields of an item-put payload, read without copying the ciphertext.
+public struct ItemPutClear: Sendable {
+    public var uuid: ArraySlice<UInt8>
+    public var classTag: [UInt8]
+    public var protectionClass: ProtectionClass
+    public var flags: UInt8
+    public var uniqueKeyHash: ArraySlice<UInt8>
+}
+
+extension ItemPutPayload {
+    /// Validates the fixed part of a put payload and returns its clear fields (spec §7.1).
+    public static func decodeClear(_ payload: ArraySlice<UInt8>) throws -> ItemPutClear {
+        guard payload.count >= FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize else {
+            throw FormatError.truncated(field: "item put payload")
+        }
+        let s = payload.startIndex
+        guard let pc = ProtectionClass(rawValue: payload[s + 20]) else {
+            throw FormatError.invalidField(field: "item protection class", reason: "unknown class \(payload[s + 20])")
+        }
+        let flags = payload[s + 21]
+        guard flags & ~userPresenceFlag == 0, payload[s + 22] == 0, payload[s + 23] == 0 else {
+            throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
+        }
+        return ItemPutClear(uuid: payload[s..<s + 16], classTag: Array(payload[s + 16..<s + 20]), protectionClass: pc,
+                            flags: flags, uniqueKeyHash: payload[s + 24..<s + 40])
+    }
+}

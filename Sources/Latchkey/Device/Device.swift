@@ -1,0 +1,115 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// The device: its secret file and, beside it, the per-keychain device state
+/// (spec/FORMAT.md §2 and §9).
+public final class Device: @unchecked Sendable {
+    public let path: String
+    let secret: DeviceSecret
+    let fs: FileSystem
+    private let stateKey: SecretKey
+
+    /// The device UUID, as 32 hex digits.
+    public var uuidHex: String { hexString(secret.uuid) }
+
+    init(path: String, secret: DeviceSecret, fs: FileSystem) throws {
+        self.path = path
+        self.secret = secret
+        self.fs = fs
+        self.stateKey = try DeviceState.macKey(device: secret)
+    }
+
+    /// Loads the device secret at `path`. Refuses a file that grants any group or world
+    /// permission (as ssh does for private keys).
+    /// - Throws: `KeychainError` errSecIO (missing or unsafe file), errSecDecode (damaged).
+    package static func load(path: String, fs: FileSystem) throws -> Device {
+        guard let mode = try io({ try fs.permissions(path) }, "read the device secret") else {
+            throw KeychainError(.io, "no device secret at \(path); create one with 'latchkey init', or point LATCHKEY_DEVICE / --device at the right file")
+        }
+        guard mode & 0o077 == 0 else {
+            throw KeychainError(.io, "the device secret \(path) is readable by others (mode \(String(mode, radix: 8))); run 'chmod 600 \(path)'")
+        }
+        guard var bytes = try io({ try fs.readFile(path) }, "read the device secret") else {
+            throw KeychainError(.io, "no device secret at \(path)")
+        }
+        defer { Crypto.cleanse(&bytes) }
+        do {
+            return try Device(path: path, secret: DeviceSecret.decodeFile(bytes), fs: fs)
+        } catch let e as FormatError {
+            throw KeychainError.fromFormat("the device secret \(path)", e)
+        }
+    }
+
+    /// Loads the device secret, creating a new one (mode 0600) when none exists.
+    package static func loadOrCreate(path: String, fs: FileSystem) throws -> (device: Device, created: Bool) {
+        if try io({ try fs.identity(path: path) }, "read the device secret") != nil {
+            return (try load(path: path, fs: fs), false)
+        }
+        let secret = try DeviceSecret.generate()
+        var bytes = secret.encodeFile()
+        defer { Crypto.cleanse(&bytes) }
+        try io({
+            try fs.makeDirectory(directoryOf(path), mode: 0o700)
+            try fs.writeFileAtomically(path, bytes, mode: 0o600)
+        }, "create the device secret")
+        return (try Device(path: path, secret: secret, fs: fs), true)
+    }
+
+    /// The library's public entry points take paths; this loads with the real file system.
+    public static func load(path: String) throws -> Device { try load(path: path, fs: PosixFileSystem.shared) }
+
+    // MARK: Device state (spec §9)
+
+    var stateDirectory: String { path + ".state" }
+
+    func statePath(fileUUID: [UInt8]) -> String { stateDirectory + "/" + hexString(fileUUID) }
+
+    /// The remembered state of a keychain, or nil when this device has none for it.
+    func state(fileUUID: [UInt8]) throws -> DeviceState? {
+        guard let bytes = try io({ try fs.readFile(statePath(fileUUID: fileUUID)) }, "read the device state") else { return nil }
+        do {
+            let state = try DeviceState.decode(bytes, macKey: stateKey)
+            guard state.fileUUID == fileUUID else { throw FormatError.invalidField(field: "device state", reason: "belongs to another keychain") }
+            return state
+        } catch let e as FormatError {
+            throw KeychainError(.decode, "the device state \(statePath(fileUUID: fileUUID)) is damaged; delete it to stop rollback detection for this keychain until its next write",
+                                underlying: e.description)
+        }
+    }
+
+    /// Overwrites the state in place (no fsync: spec §9 explains why that is safe).
+    func saveState(_ state: DeviceState) throws {
+        let path = statePath(fileUUID: state.fileUUID)
+        let bytes = state.encode(macKey: stateKey)
+        try io({
+            if try fs.identity(path: path) == nil {
+                try fs.makeDirectory(stateDirectory, mode: 0o700)
+                try fs.writeFileAtomically(path, bytes, mode: 0o600)
+                return
+            }
+            let fd = try fs.open(path, create: false, exclusive: false, mode: 0o600)
+            defer { fs.close(fd) }
+            try fs.write(fd, offset: 0, bytes)
+        }, "write the device state")
+    }
+}
+
+/// Runs a file-system call, turning its failure into a `KeychainError` that says what failed.
+func io<T>(_ body: () throws -> T, _ what: String) throws -> T {
+    do {
+        return try body()
+    } catch let f as IOFailure {
+        let hint: String
+        switch f.errno {
+        case ENOSPC: hint = "the disk is full; free some space and try again"
+        case EACCES, EPERM: hint = "permission denied; check the file's owner and mode"
+        case EROFS: hint = "the file system is read-only"
+        default: hint = "an I/O error occurred; check the disk"
+        }
+        throw KeychainError(.io, "could not \(what): \(hint)", underlying: f.description)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

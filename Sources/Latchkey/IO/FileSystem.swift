@@ -1,0 +1,98 @@
+/// The one seam through which the store touches files: open, read, write, fsync, rename,
+/// lock. `PosixFileSystem` is the real one; `MemoryFileSystem` injects faults and power cuts.
+package protocol FileSystem: AnyObject, Sendable {
+    /// Opens for reading and writing. `create` with `exclusive` fails when the file exists.
+    func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32
+    func openReadOnly(_ path: String) throws -> Int32
+    func close(_ fd: Int32)
+    func size(_ fd: Int32) throws -> UInt64
+    func identity(_ fd: Int32) throws -> FileIdentity
+    /// nil when nothing exists at `path`.
+    func identity(path: String) throws -> FileIdentity?
+    /// Reads up to `count` bytes at `offset` (fewer only at the end of the file).
+    func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8]
+    /// Writes all of `bytes` at `offset`.
+    func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws
+    func sync(_ fd: Int32) throws
+    func truncate(_ fd: Int32, to size: UInt64) throws
+    func rename(_ from: String, _ to: String) throws
+    func syncDirectory(_ path: String) throws
+    /// Exclusive advisory lock across processes (flock); blocks until granted.
+    func lock(_ fd: Int32) throws
+    func unlock(_ fd: Int32)
+    func remove(_ path: String) throws
+    /// Permission bits (mode & 0o7777), nil when absent.
+    func permissions(_ path: String) throws -> UInt32?
+    /// Creates `path` and missing parents; the last component gets `mode`.
+    func makeDirectory(_ path: String, mode: UInt32) throws
+}
+
+/// Device and inode: tells whether a path still names the file a descriptor has open.
+package struct FileIdentity: Equatable, Sendable {
+    package var device: UInt64
+    package var inode: UInt64
+    package init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// A failed system call: the operation, the path and errno.
+package struct IOFailure: Error, Equatable, CustomStringConvertible {
+    package var operation: String
+    package var path: String
+    package var errno: Int32
+
+    package init(_ operation: String, _ path: String, _ errno: Int32) {
+        self.operation = operation
+        self.path = path
+        self.errno = errno
+    }
+
+    package var description: String { "\(operation) \(path): \(errnoText(errno))" }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+func errnoText(_ e: Int32) -> String {
+    if let s = strerror(e) { return String(cString: s) }
+    return "errno \(e)"
+}
+
+extension FileSystem {
+    /// Reads a whole (small) file, or nil when it does not exist.
+    package func readFile(_ path: String) throws -> [UInt8]? {
+        guard try identity(path: path) != nil else { return nil }
+        let fd = try openReadOnly(path)
+        defer { close(fd) }
+        return try read(fd, offset: 0, count: Int(try size(fd)))
+    }
+
+    /// Writes a small file atomically and durably: temp file, fsync, rename, fsync directory.
+    package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32) throws {
+        let temp = path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = try open(temp, create: true, exclusive: true, mode: mode)
+        do {
+            try write(fd, offset: 0, bytes)
+            try sync(fd)
+            close(fd)
+            try rename(temp, path)
+            try syncDirectory(directoryOf(path))
+        } catch {
+            close(fd)
+            try? remove(temp)
+            throw error
+        }
+    }
+}
+
+/// The directory part of a path ("." when there is none).
+func directoryOf(_ path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    if slash == path.startIndex { return "/" }
+    return String(path[..<slash])
+}

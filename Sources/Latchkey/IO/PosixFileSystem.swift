@@ -1,0 +1,129 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The real file system, through POSIX calls. EINTR is retried; short writes are continued.
+package final class PosixFileSystem: FileSystem, @unchecked Sendable {
+    package static let shared = PosixFileSystem()
+    package init() {}
+
+    package func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
+        var flags = O_RDWR | O_CLOEXEC
+        if create { flags |= O_CREAT }
+        if exclusive { flags |= O_EXCL }
+        let fd = retrying { Glibc.open(path, flags, mode_t(mode)) }
+        guard fd >= 0 else { throw IOFailure("open", path, errno) }
+        return fd
+    }
+
+    package func openReadOnly(_ path: String) throws -> Int32 {
+        let fd = retrying { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        guard fd >= 0 else { throw IOFailure("open", path, errno) }
+        return fd
+    }
+
+    package func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    package func size(_ fd: Int32) throws -> UInt64 {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
+        return UInt64(st.st_size)
+    }
+
+    package func identity(_ fd: Int32) throws -> FileIdentity {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    package func identity(path: String) throws -> FileIdentity? {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw IOFailure("stat", path, errno)
+        }
+        return FileIdentity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+    }
+
+    package func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
+        if count == 0 { return [] }
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        try out.withUnsafeMutableBytes { buf in
+            while done < count {
+                let n = retrying { pread(fd, buf.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+                if n < 0 { throw IOFailure("read", "fd \(fd)", errno) }
+                if n == 0 { break }
+                done += n
+            }
+        }
+        if done < count { out.removeSubrange(done...) }
+        return out
+    }
+
+    package func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws {
+        var done = 0
+        try bytes.withUnsafeBytes { buf in
+            while done < bytes.count {
+                let n = retrying { pwrite(fd, buf.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+                if n < 0 { throw IOFailure("write", "fd \(fd)", errno) }
+                done += n
+            }
+        }
+    }
+
+    package func sync(_ fd: Int32) throws {
+        guard retrying({ fsync(fd) }) == 0 else { throw IOFailure("fsync", "fd \(fd)", errno) }
+    }
+
+    package func truncate(_ fd: Int32, to size: UInt64) throws {
+        guard retrying({ ftruncate(fd, off_t(size)) }) == 0 else { throw IOFailure("ftruncate", "fd \(fd)", errno) }
+    }
+
+    package func rename(_ from: String, _ to: String) throws {
+        guard Glibc.rename(from, to) == 0 else { throw IOFailure("rename", from, errno) }
+    }
+
+    package func syncDirectory(_ path: String) throws {
+        let fd = retrying { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        guard fd >= 0 else { throw IOFailure("open", path, errno) }
+        defer { _ = Glibc.close(fd) }
+        guard retrying({ fsync(fd) }) == 0 else { throw IOFailure("fsync", path, errno) }
+    }
+
+    package func lock(_ fd: Int32) throws {
+        guard retrying({ flock(fd, LOCK_EX) }) == 0 else { throw IOFailure("flock", "fd \(fd)", errno) }
+    }
+
+    package func unlock(_ fd: Int32) { _ = flock(fd, LOCK_UN) }
+
+    package func remove(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw IOFailure("unlink", path, errno) }
+    }
+
+    package func permissions(_ path: String) throws -> UInt32? {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            if errno == ENOENT { return nil }
+            throw IOFailure("stat", path, errno)
+        }
+        return UInt32(st.st_mode) & 0o7777
+    }
+
+    package func makeDirectory(_ path: String, mode: UInt32) throws {
+        if try identity(path: path) != nil { return }
+        let parent = directoryOf(path)
+        if parent != path, parent != ".", parent != "/" { try makeDirectory(parent, mode: 0o700) }
+        if mkdir(path, mode_t(mode)) != 0, errno != EEXIST { throw IOFailure("mkdir", path, errno) }
+    }
+
+    private func retrying<T: BinaryInteger>(_ call: () -> T) -> T {
+        while true {
+            let r = call()
+            if r < 0, errno == EINTR { continue }
+            return r
+        }
+    }
+}

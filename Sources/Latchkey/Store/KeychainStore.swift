@@ -1,0 +1,545 @@
+import Foundation
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// One change inside a transaction.
+enum Mutation {
+    case put(id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8)
+    case delete(ID16)
+}
+
+/// The storage engine: one open keychain file (spec/FORMAT.md §10–§13).
+///
+/// Readers see records appended by other processes (`refresh`); writers take an exclusive
+/// `flock`, catch up, append one transaction with one write and one fsync, then update the
+/// device state. All file access goes through `FileSystem`.
+package final class KeychainStore: @unchecked Sendable {
+    package let path: String
+    let device: Device
+    let fs: FileSystem
+    private let mutex = NSRecursiveLock()
+
+    private var fd: Int32
+    private var identity: FileIdentity
+    private(set) var header: FileHeader
+    private(set) var headerSize: Int
+    private(set) var keys: FileKeys
+    private(set) var log: LogState
+    private var classKeys: [ProtectionClass: SecretKey] = [:]
+    private var tagToClass: [UInt32: ItemClass] = [:]
+    /// True once the passcode has been given since open (ck/cku then stay available).
+    package private(set) var unlockedOnce = false
+    /// The file has a newer minor version: read-only (spec §12).
+    package private(set) var readOnly = false
+    /// Bytes of an incomplete tail removed on open, for the caller to report.
+    package private(set) var recoveredTailBytes: UInt64 = 0
+
+    private init(path: String, device: Device, fs: FileSystem, fd: Int32, identity: FileIdentity,
+                 header: FileHeader, headerSize: Int, keys: FileKeys) {
+        self.path = path
+        self.device = device
+        self.fs = fs
+        self.fd = fd
+        self.identity = identity
+        self.header = header
+        self.headerSize = headerSize
+        self.keys = keys
+        self.log = LogState(header: header, headerSize: headerSize)
+        for c in ItemClass.allCases { tagToClass[keys.classTag(c).readBE(UInt32.self, at: 0)] = c }
+    }
+
+    deinit {
+        fs.close(fd)
+    }
+
+    // MARK: Create
+
+    /// Creates a new keychain file. Without a passcode every class but akpu is wrapped by the
+    /// device key alone.
+    /// - Throws: errSecDuplicateKeychain when a file exists at `path`; errSecIO.
+    package static func create(path: String, device: Device, passcode: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN,
+                               now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws -> KeychainStore {
+        let fs = device.fs
+        if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); pick another path or delete it first")
+        }
+        let fileUUID = try ID16.random().bytes
+        let keys = try FileKeys(device: device.secret, fileUUID: fileUUID)
+        var classKeys: [ProtectionClass: SecretKey] = [:]
+        for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || passcode != nil {
+            classKeys[pc] = try SecretKey.random()
+        }
+        let kdf: KDFParameters = passcode == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
+        let passKey = try passcode.map { try keys.passcodeKey(passcode: $0, kdf: kdf) }
+        let bag = try wrapKeybag(classKeys, kdf: kdf, keys: keys, passcodeKey: passKey)
+        let header = FileHeader(fileUUID: fileUUID, deviceUUID: device.secret.uuid, baseSequence: 0, createdAt: now, keybag: bag)
+        let bytes = header.encode(macKey: keys.headerMAC)
+        try io({
+            try fs.makeDirectory(directoryOf(path), mode: 0o700)
+            let temp = path + ".create-" + hexString(try Crypto.randomBytes(4))
+            let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
+            do {
+                try fs.write(tfd, offset: 0, bytes)
+                try fs.sync(tfd)
+                fs.close(tfd)
+                if try fs.identity(path: path) != nil {
+                    try? fs.remove(temp)
+                    throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
+                }
+                try fs.rename(temp, path)
+                try fs.syncDirectory(directoryOf(path))
+            } catch {
+                fs.close(tfd)
+                try? fs.remove(temp)
+                throw error
+            }
+        }, "create the keychain")
+        try? device.saveState(DeviceState(fileUUID: fileUUID, newestSequence: 0))
+        let store = try open(path: path, device: device)
+        if let p = passcode { try store.unlock(passcode: p) }
+        return store
+    }
+
+    static func wrapKeybag(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, keys: FileKeys,
+                           passcodeKey: SecretKey?) throws -> Keybag {
+        var entries: [KeybagEntry] = []
+        for (pc, key) in classKeys.sorted(by: { $0.key < $1.key }) {
+            let usePasscode = !pc.isAlwaysAvailable && passcodeKey != nil
+            let kek = usePasscode ? passcodeKey! : keys.deviceWrap
+            entries.append(KeybagEntry(protectionClass: pc, wrap: usePasscode ? .passcode : .device,
+                                       wrappedKey: try Crypto.wrap(key, with: kek)))
+        }
+        return Keybag(kdf: kdf, entries: entries)
+    }
+
+    // MARK: Open
+
+    /// Opens a keychain locked: only the classes wrapped by the device key are available.
+    /// Cuts off and reports an incomplete tail; refuses damage, foreign devices, newer majors
+    /// and rolled-back files.
+    /// - Throws: errSecDecode (damaged, newer version, rolled back), errSecAuthFailed (another
+    ///   device's keychain), errSecIO.
+    package static func open(path: String, device: Device, acceptRollback: Bool = false) throws -> KeychainStore {
+        let fs = device.fs
+        guard try io({ try fs.identity(path: path) }, "open the keychain") != nil else {
+            throw KeychainError(.io, "no keychain at \(path); create one with 'latchkey init' or set LATCHKEY_KEYCHAIN / --keychain")
+        }
+        let fd = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+        let parts: (FileHeader, Int, FileKeys, FileIdentity)
+        do {
+            let (header, size, keys) = try readHeader(fs: fs, fd: fd, path: path, device: device)
+            parts = (header, size, keys, try io({ try fs.identity(fd) }, "open the keychain"))
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+        // From here the store owns fd and closes it in deinit.
+        let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
+                                  header: parts.0, headerSize: parts.1, keys: parts.2)
+        store.readOnly = parts.0.minor > FormatConstants.fileMinor
+        try store.catchUp(mayTruncate: !store.readOnly)
+        try store.checkRollback(accept: acceptRollback)
+        try store.unwrapDeviceClasses()
+        return store
+    }
+
+    static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (FileHeader, Int, FileKeys) {
+        let what = "the keychain \(path)"
+        let prefix = try io({ try fs.read(fd, offset: 0, count: 16) }, "read the keychain")
+        do {
+            let length = try FileHeader.peekLength(prefix)
+            let bytes = try io({ try fs.read(fd, offset: 0, count: length) }, "read the keychain")
+            let (header, authenticated, mac) = try FileHeader.decode(bytes)
+            guard header.deviceUUID == device.secret.uuid else {
+                throw KeychainError(.authFailed, "\(what) belongs to another device (device \(hexString(header.deviceUUID)), this device secret is \(device.uuidHex)); use the device secret it was made with, or restore a backup here")
+            }
+            let keys = try FileKeys(device: device.secret, fileUUID: header.fileUUID)
+            guard FileHeader.verifyMAC(authenticated: authenticated, mac: mac, macKey: keys.headerMAC) else {
+                throw KeychainError(.decode, "\(what): the header failed its integrity check (damaged, tampered with, or made with a different device secret that has the same UUID); restore from a backup")
+            }
+            return (header, length, keys)
+        } catch let e as FormatError {
+            if case .truncated = e, prefix.count < 16 {
+                throw KeychainError(.decode, "\(what) is empty or truncated inside its header; restore from a backup")
+            }
+            throw KeychainError.fromFormat(what, e)
+        }
+    }
+
+    // MARK: Reading the log
+
+    /// Applies records appended since the last look. With `mayTruncate` (a writer, or open),
+    /// an incomplete tail is confirmed under the lock and cut off.
+    private func catchUp(mayTruncate: Bool) throws {
+        let found = try scanMapped()
+        guard found.tornAt != nil, mayTruncate else { return }
+        try io({ try fs.lock(fd) }, "lock the keychain")
+        defer { fs.unlock(fd) }
+        // Another writer may have been mid-append: look again now that nobody can be.
+        let again = try scanMapped()
+        guard let stillTorn = again.tornAt else { return }
+        try io({
+            try fs.truncate(fd, to: stillTorn)
+            try fs.sync(fd)
+        }, "cut off the incomplete end of the keychain")
+        recoveredTailBytes += again.fileSize - stillTorn
+    }
+
+    private func scanMapped() throws -> ScanEnd {
+        do {
+            return try io({ try log.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
+        } catch let c as Corruption {
+            switch c {
+            case .damaged(let offset, let reason):
+                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed; run 'latchkey verify' and restore from a backup")
+            case .newerVersion(let offset, let type):
+                throw KeychainError(.decode, "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey")
+            }
+        }
+    }
+
+    private func checkRollback(accept: Bool) throws {
+        let state = try device.state(fileUUID: header.fileUUID)
+        if let s = state, log.lastSequence < s.newestSequence, !accept {
+            throw KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(s.newestSequence), the file ends at change \(log.lastSequence) (an older copy was put back?); to adopt this file anyway run 'latchkey verify --accept-rollback'")
+        }
+        if state == nil || state!.newestSequence != log.lastSequence {
+            var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
+            if accept || log.lastSequence > s.newestSequence {
+                s.newestSequence = log.lastSequence
+                try? device.saveState(s)
+            }
+        }
+    }
+
+    /// Sees what other processes appended, and reopens when compaction replaced the file.
+    package func refresh() throws {
+        mutex.lock(); defer { mutex.unlock() }
+        let now = try io({ try fs.identity(path: path) }, "read the keychain")
+        if now != identity {
+            try reopen()
+            return
+        }
+        if try io({ try fs.size(fd) }, "read the keychain") != log.end {
+            _ = try scanMapped()
+        }
+    }
+
+    /// Re-reads the file from the start (after a compaction by another process), keeping the
+    /// unlocked class keys: compaction never changes them.
+    private func reopen() throws {
+        let newFD = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+        do {
+            let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
+            guard h.fileUUID == header.fileUUID else {
+                fs.close(newFD)
+                throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
+            }
+            fs.close(fd)
+            fd = newFD
+            identity = try io({ try fs.identity(newFD) }, "open the keychain")
+            header = h
+            headerSize = size
+            keys = k
+            log = LogState(header: h, headerSize: size)
+            _ = try scanMapped()
+        } catch {
+            if fd != newFD { fs.close(newFD) }
+            throw error
+        }
+    }
+
+    // MARK: Keys and lock state
+
+    package var hasPasscode: Bool { mutex.lock(); defer { mutex.unlock() }; return log.keybag.hasPasscode }
+
+    private func unwrapDeviceClasses() throws {
+        for e in log.keybag.entries where e.wrap == .device {
+            do {
+                classKeys[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap)
+            } catch {
+                throw KeychainError(.decode, "the keychain \(path): the \(e.protectionClass.code) class key does not unwrap with this device's key (damaged or tampered keybag)")
+            }
+        }
+    }
+
+    /// Unlocks the passcode-protected classes.
+    /// - Throws: errSecAuthFailed for a wrong passcode; errSecParam when there is no passcode.
+    package func unlock(passcode: [UInt8]) throws {
+        mutex.lock(); defer { mutex.unlock() }
+        try refreshLocked()
+        let bag = log.keybag
+        guard bag.hasPasscode else { return }
+        let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
+        var unwrapped: [ProtectionClass: SecretKey] = [:]
+        for e in bag.entries where e.wrap == .passcode {
+            do {
+                unwrapped[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: passKey)
+            } catch {
+                throw KeychainError(.authFailed, "wrong passcode for the keychain \(path)")
+            }
+        }
+        classKeys.merge(unwrapped) { $1 }
+        unlockedOnce = true
+    }
+
+    private func refreshLocked() throws { try refresh() }
+
+    /// Drops the WhenUnlocked keys (ak, aku, akpu); AfterFirstUnlock (ck, cku) stay.
+    package func lock() {
+        mutex.lock(); defer { mutex.unlock() }
+        guard log.keybag.hasPasscode else { return }
+        for pc in [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly] {
+            classKeys[pc] = nil
+        }
+    }
+
+    /// Whether items of `pc` can be read and written now.
+    package func isAvailable(_ pc: ProtectionClass) -> Bool {
+        mutex.lock(); defer { mutex.unlock() }
+        return classKeys[pc] != nil
+    }
+
+    /// The class key, or the error the API must return for it (spec: DESIGN "Behaviour profile").
+    func classKey(_ pc: ProtectionClass) throws -> SecretKey {
+        if let k = classKeys[pc] { return k }
+        if pc == .whenPasscodeSetThisDeviceOnly && !log.keybag.hasPasscode {
+            throw KeychainError(.notAvailable, "WhenPasscodeSetThisDeviceOnly (akpu) items need a keychain with a passcode; set one with 'latchkey passwd'")
+        }
+        throw KeychainError.locked(pc)
+    }
+
+    // MARK: Items
+
+    /// A snapshot of the live items (after `refresh`).
+    func slots() -> [(ID16, ItemSlot)] {
+        mutex.lock(); defer { mutex.unlock() }
+        return Array(log.items)
+    }
+
+    func itemClass(of slot: ItemSlot) -> ItemClass? { tagToClass[slot.classTag] }
+
+    func classTag(_ c: ItemClass) -> UInt32 { keys.classTag(c).readBE(UInt32.self, at: 0) }
+
+    func slot(uniqueKey: UniqueKey) -> (ID16, ItemSlot)? {
+        mutex.lock(); defer { mutex.unlock() }
+        guard let id = log.uniqueIndex[ID16(keys.uniqueKeyHash(uniqueKey))], let s = log.items[id] else { return nil }
+        return (id, s)
+    }
+
+    func slot(id: ID16) -> ItemSlot? {
+        mutex.lock(); defer { mutex.unlock() }
+        return log.items[id]
+    }
+
+    /// Decrypts one item.
+    /// - Throws: errSecInteractionNotAllowed / errSecNotAvailable when its class is locked;
+    ///   errSecDecode when it does not decrypt.
+    func read(_ slot: ItemSlot) throws -> ItemPlaintext {
+        mutex.lock(); defer { mutex.unlock() }
+        let key = try classKey(slot.protection)
+        let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+        guard record.count == Int(slot.recordSize) else {
+            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey")
+        }
+        let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
+        do {
+            let put = try ItemPutPayload.decode(payload)
+            return try put.open(classKey: key, fileUUID: header.fileUUID)
+        } catch {
+            throw KeychainError(.decode, "an item at byte \(slot.offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` with the exclusive file lock held and the log caught up: the place for
+    /// read-check-write sequences such as "fail if the unique key exists, else add".
+    func withWriteLock<T>(_ body: () throws -> T) throws -> T {
+        mutex.lock(); defer { mutex.unlock() }
+        guard !readOnly else {
+            throw KeychainError(.readOnly, "the keychain \(path) was written by a newer Latchkey (format 1.\(header.minor)); it can be read but not changed here; upgrade Latchkey")
+        }
+        while true {
+            try io({ try fs.lock(fd) }, "lock the keychain")
+            let now = try io({ try fs.identity(path: path) }, "lock the keychain")
+            if now == identity { break }
+            fs.unlock(fd)
+            try reopen()
+        }
+        defer { fs.unlock(fd) }
+        try catchUpLocked()
+        return try body()
+    }
+
+    private func catchUpLocked() throws {
+        let found = try scanMapped()
+        if let torn = found.tornAt {
+            try io({
+                try fs.truncate(fd, to: torn)
+                try fs.sync(fd)
+            }, "cut off the incomplete end of the keychain")
+            recoveredTailBytes += found.fileSize - torn
+        }
+    }
+
+    /// Appends one transaction: every record in one write, then one fsync. Call inside
+    /// `withWriteLock`. Checks unique keys first; on any failure nothing changes.
+    /// - Throws: errSecDuplicateItem, errSecItemNotFound (delete of a missing item), class-key
+    ///   errors, errSecIO.
+    func commit(_ mutations: [Mutation], keybag newBag: Keybag? = nil) throws {
+        guard !mutations.isEmpty || newBag != nil else { return }
+        // Seal and validate against a scratch copy of the state.
+        var scratch = log
+        var offset = log.end
+        var sequence = log.lastSequence
+        var records: [UInt8] = []
+        var planned: [(RecordType, [UInt8])] = []
+        if let bag = newBag { planned.append((.keybagChange, bag.encode())) }
+        for m in mutations {
+            switch m {
+            case .put(let id, let plaintext, let pc, let flags):
+                let sealed = try ItemPutPayload.seal(plaintext, uuid: id.bytes, protectionClass: pc, flags: flags,
+                                                     keys: keys, classKey: try classKey(pc), fileUUID: header.fileUUID)
+                let hash = ID16(sealed.uniqueKeyHash)
+                if let owner = scratch.uniqueIndex[hash], owner != id {
+                    throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
+                }
+                planned.append((.itemPut, sealed.encode()))
+                if let old = scratch.items[id] { scratch.uniqueIndex[old.uniqueHash] = nil }
+                scratch.uniqueIndex[hash] = id
+                scratch.items[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                                             protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
+            case .delete(let id):
+                guard let old = scratch.items.removeValue(forKey: id) else {
+                    throw KeychainError(.itemNotFound, "the item to delete no longer exists")
+                }
+                scratch.uniqueIndex[old.uniqueHash] = nil
+                planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode()))
+            }
+        }
+        for (i, (type, payload)) in planned.enumerated() {
+            sequence += 1
+            let flags = i < planned.count - 1 ? FrameHeader.continuesFlag : 0
+            let record = RecordFrame.encode(type: type.rawValue, flags: flags, sequence: sequence, payload: payload,
+                                            offset: offset, macKey: keys.recordMAC)
+            offset += UInt64(record.count)
+            records.append(contentsOf: record)
+        }
+        let start = log.end
+        do {
+            try fs.write(fd, offset: start, records)
+            try fs.sync(fd)
+        } catch {
+            // Leave the file as it was: cut back whatever part of the write landed.
+            try? fs.truncate(fd, to: start)
+            try? fs.sync(fd)
+            _ = try io({ throw error }, "write to the keychain")
+        }
+        // The records are durable: apply them exactly as a reader would.
+        _ = try scanMapped()
+        var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
+        state.newestSequence = log.lastSequence
+        try? device.saveState(state)
+    }
+
+    // MARK: Passcode change
+
+    /// Appends a keybag record with the class keys rewrapped under `newPasscode` (spec §11).
+    /// A keychain without a passcode gains one (and an akpu key).
+    /// - Throws: errSecAuthFailed for a wrong old passcode; errSecParam for an empty new one.
+    package func changePasscode(old: [UInt8]?, new: [UInt8], logN: UInt8 = KDFParameters.defaultLogN) throws {
+        guard !new.isEmpty else { throw KeychainError(.param, "the new passcode is empty; choose a non-empty passcode") }
+        try withWriteLock {
+            let bag = log.keybag
+            var all: [ProtectionClass: SecretKey] = [:]
+            if bag.hasPasscode {
+                guard let old else { throw KeychainError(.authFailed, "the current passcode is needed to change it") }
+                let oldKey = try keys.passcodeKey(passcode: old, kdf: bag.kdf)
+                for e in bag.entries {
+                    do {
+                        all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: e.wrap == .passcode ? oldKey : keys.deviceWrap)
+                    } catch {
+                        throw KeychainError(.authFailed, "wrong current passcode for the keychain \(path)")
+                    }
+                }
+            } else {
+                for e in bag.entries { all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap) }
+                all[.whenPasscodeSetThisDeviceOnly] = try SecretKey.random()
+            }
+            let kdf = KDFParameters.scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
+            let newKey = try keys.passcodeKey(passcode: new, kdf: kdf)
+            var newBag = try KeychainStore.wrapKeybag(all, kdf: kdf, keys: keys, passcodeKey: newKey)
+            // dk/dku entries stay byte-for-byte as they were (spec §11).
+            newBag.entries = newBag.entries.map { e in e.wrap == .device ? (bag.entry(for: e.protectionClass) ?? e) : e }
+            try commit([], keybag: newBag)
+            classKeys.merge(all) { $1 }
+            unlockedOnce = true
+        }
+    }
+
+    // MARK: Compaction
+
+    /// Rewrites the live records into a new file: temp file, fsync, rename, fsync directory
+    /// (spec §11). Works while locked: item payloads are copied unchanged.
+    /// - Returns: bytes before and after.
+    @discardableResult
+    package func compact() throws -> (before: UInt64, after: UInt64) {
+        try withWriteLock {
+            let before = log.end
+            var newHeader = header
+            newHeader.baseSequence = log.lastSequence
+            newHeader.keybag = log.keybag
+            newHeader.minor = FormatConstants.fileMinor
+            newHeader.extensionBytes = []
+            let headerBytes = newHeader.encode(macKey: keys.headerMAC)
+            let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
+            var offset = UInt64(headerBytes.count)
+            var sequence = log.lastSequence
+            let tfd = try io({ try fs.open(temp, create: true, exclusive: true, mode: 0o600) }, "create the compacted file")
+            do {
+                try io({ try fs.write(tfd, offset: 0, headerBytes) }, "write the compacted file")
+                var batch: [UInt8] = []
+                batch.reserveCapacity(1 << 20)
+                for (_, slot) in log.items.sorted(by: { $0.value.offset < $1.value.offset }) {
+                    let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+                    let payload = Array(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize))
+                    sequence += 1
+                    let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence,
+                                                      payload: payload, offset: offset, macKey: keys.recordMAC)
+                    offset += UInt64(reframed.count)
+                    batch.append(contentsOf: reframed)
+                    if batch.count >= 1 << 20 {
+                        try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the compacted file")
+                        batch.removeAll(keepingCapacity: true)
+                    }
+                }
+                if !batch.isEmpty {
+                    try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the compacted file")
+                }
+                try io({ try fs.sync(tfd) }, "write the compacted file")
+                try io({ try fs.rename(temp, path) }, "replace the keychain with the compacted file")
+            } catch {
+                fs.close(tfd)
+                try? fs.remove(temp)
+                throw error
+            }
+            fs.close(tfd)
+            try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
+            // From here on the compacted file is the keychain.
+            try reopen()
+            var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
+            state.newestSequence = log.lastSequence
+            try? device.saveState(state)
+            return (before, log.end)
+        }
+    }
+
+    // MARK: Facts
+
+    package var fileUUID: [UInt8] { header.fileUUID }
+    package var fileSize: UInt64 { mutex.lock(); defer { mutex.unlock() }; return log.end }
+    package var recordCount: Int { mutex.lock(); defer { mutex.unlock() }; return log.recordCount }
+    package var lastSequence: UInt64 { mutex.lock(); defer { mutex.unlock() }; return log.lastSequence }
+    package var kdf: KDFParameters { mutex.lock(); defer { mutex.unlock() }; return log.keybag.kdf }
+}

@@ -1,0 +1,200 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// 16 bytes (an item UUID or a unique-key hash) as a cheap dictionary key.
+struct ID16: Hashable, Sendable {
+    var high: UInt64
+    var low: UInt64
+
+    init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        var h: UInt64 = 0, l: UInt64 = 0
+        for (i, b) in bytes.enumerated() {
+            if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+        }
+        high = h
+        low = l
+    }
+
+    var bytes: [UInt8] {
+        var w = ByteWriter(capacity: 16)
+        w.u64(high)
+        w.u64(low)
+        return w.bytes
+    }
+
+    static func random() throws -> ID16 {
+        var b = try Crypto.randomBytes(16)
+        b[6] = (b[6] & 0x0f) | 0x40
+        b[8] = (b[8] & 0x3f) | 0x80
+        return ID16(b)
+    }
+}
+
+/// Where a live item's newest put record is, and its clear fields.
+struct ItemSlot: Sendable {
+    var offset: UInt64
+    var recordSize: UInt32
+    var classTag: UInt32
+    var protection: ProtectionClass
+    var flags: UInt8
+    var uniqueHash: ID16
+    var sequence: UInt64
+}
+
+/// The state a reader builds from the log: live items, the unique-key index, the current
+/// keybag and how far the committed records reach.
+struct LogState: Sendable {
+    var items: [ID16: ItemSlot] = [:]
+    var uniqueIndex: [ID16: ID16] = [:]
+    var keybag: Keybag
+    var end: UInt64
+    var lastSequence: UInt64
+    var recordCount = 0
+    var skippedAncillary = 0
+
+    init(header: FileHeader, headerSize: Int) {
+        keybag = header.keybag
+        end = UInt64(headerSize)
+        lastSequence = header.baseSequence
+    }
+}
+
+/// A decoded record waiting for its transaction to close.
+enum PendingOp: Sendable {
+    case put(ID16, ItemSlot)
+    case delete(ID16)
+    case keybag(Keybag)
+}
+
+/// What a scan found beyond the committed records.
+struct ScanEnd: Sendable {
+    /// Offset where an incomplete tail starts (nil when the file ends on a committed record).
+    var tornAt: UInt64?
+    var fileSize: UInt64
+}
+
+enum Corruption: Error {
+    case damaged(offset: UInt64, reason: String)
+    case newerVersion(offset: UInt64, type: UInt8)
+}
+
+extension LogState {
+    /// Applies one committed operation, checking the invariants of spec §10.
+    mutating func apply(_ op: PendingOp, at offset: UInt64) throws {
+        switch op {
+        case .put(let id, let slot):
+            if let owner = uniqueIndex[slot.uniqueHash], owner != id {
+                throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
+            }
+            if let old = items[id] { uniqueIndex[old.uniqueHash] = nil }
+            items[id] = slot
+            uniqueIndex[slot.uniqueHash] = id
+        case .delete(let id):
+            guard let old = items.removeValue(forKey: id) else {
+                throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
+            }
+            uniqueIndex[old.uniqueHash] = nil
+        case .keybag(let bag):
+            keybag = bag
+        }
+    }
+
+    /// Reads records from `end` to the end of the file and applies every closed transaction.
+    /// Stops at an incomplete tail and reports where it starts; throws `Corruption` for damage.
+    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys) throws -> ScanEnd {
+        let fileSize = try fs.size(fd)
+        var offset = end
+        var pending: [(PendingOp, UInt64)] = []
+        var groupStart = end
+        var sequence = lastSequence
+        var buffer: [UInt8] = []
+        var bufferStart = offset
+        let chunk = 8 << 20
+
+        // Makes bytes [at, at + count) available in `buffer`; false when the file is shorter.
+        func ensure(_ at: UInt64, _ count: Int) throws -> Bool {
+            if at + UInt64(count) > fileSize { return false }
+            if at >= bufferStart, at + UInt64(count) <= bufferStart + UInt64(buffer.count) { return true }
+            let want = max(count, min(chunk, Int(fileSize - at)))
+            buffer = try fs.read(fd, offset: at, count: want)
+            bufferStart = at
+            return buffer.count >= count
+        }
+        func slice(_ at: UInt64, _ count: Int) -> ArraySlice<UInt8> {
+            let s = Int(at - bufferStart)
+            return buffer[s..<s + count]
+        }
+
+        while offset < fileSize {
+            guard try ensure(offset, FormatConstants.frameHeaderSize) else {
+                return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+            }
+            let frame: FrameHeader
+            do {
+                frame = try FrameHeader.decode(slice(offset, FormatConstants.frameHeaderSize))
+            } catch FormatError.checksumMismatch {
+                if try allZero(fs: fs, fd: fd, from: offset, to: fileSize) {
+                    return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+                }
+                throw Corruption.damaged(offset: offset, reason: "record header checksum mismatch")
+            } catch let e as FormatError {
+                throw Corruption.damaged(offset: offset, reason: e.description)
+            }
+            let size = frame.recordSize
+            guard try ensure(offset, size) else {
+                return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+            }
+            let record = slice(offset, size)
+            guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
+                throw Corruption.damaged(offset: offset, reason: "record tag does not verify")
+            }
+            guard frame.sequence == sequence + 1 else {
+                throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
+            }
+            let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
+            if pending.isEmpty { groupStart = offset }
+            do {
+                switch RecordType(rawValue: frame.type) {
+                case .itemPut:
+                    let p = try ItemPutPayload.decodeClear(payload)
+                    pending.append((.put(ID16(p.uuid), ItemSlot(offset: offset, recordSize: UInt32(size),
+                                                                 classTag: p.classTag.readBE(UInt32.self, at: 0),
+                                                                 protection: p.protectionClass, flags: p.flags,
+                                                                 uniqueHash: ID16(p.uniqueKeyHash), sequence: frame.sequence)), offset))
+                case .itemDelete:
+                    pending.append((.delete(ID16(try ItemDeletePayload.decode(payload).uuid)), offset))
+                case .keybagChange:
+                    pending.append((.keybag(try Keybag.decode(Array(payload))), offset))
+                case nil:
+                    guard RecordType.isAncillary(frame.type) else {
+                        throw Corruption.newerVersion(offset: offset, type: frame.type)
+                    }
+                    skippedAncillary += 1
+                }
+            } catch let e as FormatError {
+                throw Corruption.damaged(offset: offset, reason: e.description)
+            }
+            sequence = frame.sequence
+            offset += UInt64(size)
+            recordCount += 1
+            if !frame.continues {
+                for (op, at) in pending { try apply(op, at: at) }
+                pending.removeAll(keepingCapacity: true)
+                end = offset
+                lastSequence = sequence
+            }
+        }
+        return ScanEnd(tornAt: pending.isEmpty ? nil : groupStart, fileSize: fileSize)
+    }
+}
+
+private func allZero(fs: FileSystem, fd: Int32, from: UInt64, to: UInt64) throws -> Bool {
+    var at = from
+    while at < to {
+        let block = try fs.read(fd, offset: at, count: Int(min(1 << 20, to - at)))
+        if block.isEmpty { break }
+        if block.contains(where: { $0 != 0 }) { return false }
+        at += UInt64(block.count)
+    }
+    return true
+}
