@@ -1,0 +1,49 @@
+import LatchkeyFormat
+
+/// A keychain item as the typed API returns it.
+public struct Item: Sendable, Equatable, CustomStringConvertible {
+    public var itemClass: ItemClass
+    /// Attributes by Apple's 4-character code (`acct`, `svce`, `agrp`, `labl`, `cdat`, …),
+    /// including `pdmn` (the protection class) and the dates the keychain sets.
+    public var attributes: [String: AttributeValue]
+    /// The secret data (kSecValueData). Never printed.
+    public var data: [UInt8]
+    public var protection: ProtectionClass
+    /// Persistent reference: class code (4 bytes) ‖ item UUID (16 bytes).
+    public var persistentRef: [UInt8]
+
+    public var description: String {
+        let attrs = attributes.keys.sorted().map { "\($0)=\(attributes[$0]!)" }.joined(separator: ", ")
+        return "Item(\(itemClass.rawValue), \(attrs), data: <redacted>)"
+    }
+}
+
+/// Which items a call acts on: a class and attribute values that must all match.
+public struct Query: Sendable {
+    public var itemClass: ItemClass
+    /// Attributes that must be equal. A string and data with the same bytes are equal.
+    public var attributes: [String: AttributeValue]
+    /// Only items of these protection classes (nil: any).
+    public var protection: ProtectionClass?
+    /// Compare string attributes ignoring case (Unicode case folding).
+    public var caseInsensitive: Bool
+
+    public init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue] = [:],
+                protection: ProtectionClass? = nil, caseInsensitive: Bool = false) {
+        self.itemClass = itemClass
+        self.attributes = attributes
+        self.protection = protection
+        self.caseInsensitive = caseInsensitive
+    }
+}
+
+extension AttributeValue {
+    /// Matching as the keychain does it: same kind of key and same bytes; with
+    /// `caseInsensitive`, two strings compare after Unicode case folding (no normalization).
+    func matches(_ other: AttributeValue, caseInsensitive: Bool) -> Bool {
+        if caseInsensitive, case .string(let a) = self, case .string(let b) = other {
+            return a.lowercased() == b.lowercased() && a.uppercased() == b.uppercased()
+        }
+        return keyKind == other.keyKind && keyBytes == other.keyBytes
+    }
+}

@@ -1,0 +1,103 @@
+import LatchkeyFormat
+
+/// What `verify` found (spec §10 rules, applied to every byte).
+public struct VerifyReport: Sendable, Codable {
+    public var ok: Bool { problems.isEmpty }
+    public var problems: [String] = []
+    public var fileSize: UInt64 = 0
+    public var records = 0
+    public var liveItems = 0
+    /// Items decrypted and checked.
+    public var checkedItems = 0
+    /// Items whose class key was locked, so only their record tags were checked.
+    public var lockedItems = 0
+    public var recoveredTailBytes: UInt64 = 0
+}
+
+extension KeychainStore {
+    /// Re-reads the whole file from its first byte with a fresh state (not trusting what is
+    /// in memory), then decrypts every live item whose class key is available.
+    func verify() -> VerifyReport {
+        var report = VerifyReport()
+        report.recoveredTailBytes = recoveredTailBytes
+        do {
+            let fd = try io({ try fs.openReadOnly(path) }, "open the keychain")
+            defer { fs.close(fd) }
+            let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: fd, path: path, device: device)
+            var fresh = LogState(header: h, headerSize: size)
+            do {
+                let end = try io({ try fresh.scan(fs: fs, fd: fd, keys: k) }, "read the keychain")
+                report.fileSize = end.fileSize
+                if let torn = end.tornAt {
+                    report.problems.append("incomplete record at byte \(torn) (\(end.fileSize - torn) bytes): another process may be writing; otherwise it is cut off at the next write")
+                }
+            } catch Corruption.damaged(let offset, let reason) {
+                report.problems.append("damage at byte \(offset): \(reason)")
+            } catch Corruption.newerVersion(let offset, let type) {
+                report.problems.append("record type \(type) at byte \(offset) needs a newer Latchkey")
+            }
+            report.records = fresh.recordCount
+            report.liveItems = fresh.items.count
+            for (_, slot) in fresh.items.sorted(by: { $0.value.offset < $1.value.offset }) {
+                guard isAvailable(slot.protection) else { report.lockedItems += 1; continue }
+                do {
+                    _ = try read(slot)
+                    report.checkedItems += 1
+                } catch {
+                    report.problems.append("item at byte \(slot.offset): \(error)")
+                }
+            }
+        } catch {
+            report.problems.append(String(describing: error))
+        }
+        return report
+    }
+}
+
+/// Facts about a keychain for `latchkey info`.
+public struct KeychainInfo: Sendable, Codable {
+    public var path: String
+    public var formatVersion: String
+    public var fileUUID: String
+    public var deviceUUID: String
+    public var hasPasscode: Bool
+    public var kdf: String
+    public var fileSize: UInt64
+    public var records: Int
+    public var liveItems: Int
+    /// Count per class code; items whose class key is locked are counted under "locked".
+    public var itemsByClass: [String: Int]
+    public var itemsByProtection: [String: Int]
+    public var unlockedClasses: [String]
+}
+
+extension Keychain {
+    /// Checks every byte of the file and decrypts every item it can.
+    public func verify() -> VerifyReport { store.verify() }
+
+    /// Format version, counts, sizes and device binding. Counts per class need no class key
+    /// (the class tag is keyed by the device).
+    public func info() throws -> KeychainInfo {
+        try store.refresh()
+        var byClass: [String: Int] = [:]
+        var byProtection: [String: Int] = [:]
+        for (_, slot) in store.slots() {
+            byClass[store.itemClass(of: slot)?.rawValue ?? "unknown", default: 0] += 1
+            byProtection[slot.protection.code, default: 0] += 1
+        }
+        let kdf = store.kdf
+        return KeychainInfo(
+            path: store.path,
+            formatVersion: "\(store.header.major).\(store.header.minor)",
+            fileUUID: hexString(store.fileUUID),
+            deviceUUID: store.device.uuidHex,
+            hasPasscode: kdf.kind == .scrypt,
+            kdf: kdf.kind == .scrypt ? "scrypt N=2^\(kdf.logN) r=\(kdf.r) p=\(kdf.p)" : "none",
+            fileSize: store.fileSize,
+            records: store.recordCount,
+            liveItems: store.slots().count,
+            itemsByClass: byClass,
+            itemsByProtection: byProtection,
+            unlockedClasses: ProtectionClass.allCases.filter { store.isAvailable($0) }.map(\.code))
+    }
+}
