@@ -43,6 +43,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(
+            name: "latchkey-fixtures",
+            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"],
+            path: "tools/FixtureGenerator"
+        ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
         .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),

@@ -64,8 +64,10 @@ public struct ItemPutPayload: Equatable, Sendable {
 
     /// Seals `plaintext` under a fresh item key wrapped by `classKey`.
     public static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
-                            keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8]) throws -> ItemPutPayload {
-        var itemKey = try Crypto.randomBytes(32)
+                            keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
+                            itemKey fixedKey: [UInt8]? = nil) throws -> ItemPutPayload {
+        // `fixedKey` exists for the deterministic fixture generator only; writers use a fresh key.
+        var itemKey = try fixedKey ?? Crypto.randomBytes(32)
         defer { Crypto.cleanse(&itemKey) }
         var body = plaintext.encode()
         defer { Crypto.cleanse(&body) }

@@ -1,0 +1,1 @@
+print("fixture generator: not written yet")
