@@ -12,7 +12,7 @@ public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
     private let locked: Bool
 
     /// The number of key bytes.
-    public var count: Int { storage.count }
+    public var count: Int { countStored }
 
     /// Takes a copy of `bytes`; the caller should cleanse its own buffer afterwards.
     public init<Bytes: Collection>(copying bytes: Bytes) where Bytes.Element == UInt8 {
