@@ -48,6 +48,11 @@ let package = Package(
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"],
             path: "tools/FixtureGenerator"
         ),
+        .executableTarget(
+            name: "latchkey-bench",
+            dependencies: ["Latchkey"],
+            path: "Benchmarks/latchkey-bench"
+        ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
         .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),
