@@ -65,16 +65,14 @@ public final class Device: @unchecked Sendable {
     func statePath(fileUUID: [UInt8]) -> String { stateDirectory + "/" + hexString(fileUUID) }
 
     /// The remembered state of a keychain, or nil when this device has none for it.
+    ///
+    /// A state file that fails its MAC is treated as absent (spec §9): it is overwritten in
+    /// place without fsync, so a power cut can tear it, and refusing the keychain then would be
+    /// a false alarm. This costs no security: whoever can damage it can also delete it.
     func state(fileUUID: [UInt8]) throws -> DeviceState? {
         guard let bytes = try io({ try fs.readFile(statePath(fileUUID: fileUUID)) }, "read the device state") else { return nil }
-        do {
-            let state = try DeviceState.decode(bytes, macKey: stateKey)
-            guard state.fileUUID == fileUUID else { throw FormatError.invalidField(field: "device state", reason: "belongs to another keychain") }
-            return state
-        } catch let e as FormatError {
-            throw KeychainError(.decode, "the device state \(statePath(fileUUID: fileUUID)) is damaged; delete it to stop rollback detection for this keychain until its next write",
-                                underlying: e.description)
-        }
+        guard let state = try? DeviceState.decode(bytes, macKey: stateKey), state.fileUUID == fileUUID else { return nil }
+        return state
     }
 
     /// Overwrites the state in place (no fsync: spec §9 explains why that is safe).

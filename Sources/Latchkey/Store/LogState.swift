@@ -106,6 +106,9 @@ extension LogState {
         var offset = end
         var pending: [(PendingOp, UInt64)] = []
         var groupStart = end
+        // True from the first record of a transaction until the record that closes it
+        // (ancillary records count: a group may open with one).
+        var inGroup = false
         var sequence = lastSequence
         var buffer: [UInt8] = []
         var bufferStart = offset
@@ -127,14 +130,14 @@ extension LogState {
 
         while offset < fileSize {
             guard try ensure(offset, FormatConstants.frameHeaderSize) else {
-                return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+                return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
             }
             let frame: FrameHeader
             do {
                 frame = try FrameHeader.decode(slice(offset, FormatConstants.frameHeaderSize))
             } catch FormatError.checksumMismatch {
                 if try allZero(fs: fs, fd: fd, from: offset, to: fileSize) {
-                    return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+                    return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
                 }
                 throw Corruption.damaged(offset: offset, reason: "record header checksum mismatch")
             } catch let e as FormatError {
@@ -142,7 +145,7 @@ extension LogState {
             }
             let size = frame.recordSize
             guard try ensure(offset, size) else {
-                return ScanEnd(tornAt: pending.isEmpty ? offset : groupStart, fileSize: fileSize)
+                return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
             }
             let record = slice(offset, size)
             guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
@@ -152,7 +155,7 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
             }
             let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
-            if pending.isEmpty { groupStart = offset }
+            if !inGroup { groupStart = offset }
             do {
                 switch RecordType(rawValue: frame.type) {
                 case .itemPut:
@@ -177,6 +180,7 @@ extension LogState {
             sequence = frame.sequence
             offset += UInt64(size)
             recordCount += 1
+            inGroup = frame.continues
             if !frame.continues {
                 for (op, at) in pending { try apply(op, at: at) }
                 pending.removeAll(keepingCapacity: true)
@@ -184,7 +188,7 @@ extension LogState {
                 lastSequence = sequence
             }
         }
-        return ScanEnd(tornAt: pending.isEmpty ? nil : groupStart, fileSize: fileSize)
+        return ScanEnd(tornAt: inGroup ? groupStart : nil, fileSize: fileSize)
     }
 }
 
