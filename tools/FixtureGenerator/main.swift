@@ -1,1 +1,23 @@
-print("fixture generator: not written yet")
+// latchkey-fixtures: writes the deterministic keychain fixtures.
+//
+//     swift run latchkey-fixtures [ROOT]      (ROOT defaults to "fixtures")
+//
+// Deletes and rewrites ROOT/keychain/ (nothing else under ROOT is touched). See
+// fixtures/keychain/README.md, which this program writes too.
+import Foundation
+
+let root = CommandLine.arguments.dropFirst().first ?? "fixtures"
+if root == "-h" || root == "--help" {
+    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/ (default ROOT: fixtures)")
+    exit(0)
+}
+do {
+    let fixtures = try FixtureCatalog.all()
+    let dump = try goldenSmallHexDump(try FixtureCatalog.buildGoldenSmall())
+    let target = URL(fileURLWithPath: root).appendingPathComponent("keychain")
+    try FixtureWriter.writeAll(fixtures, hexDump: dump, to: target)
+    print("wrote \(fixtures.count) fixtures to \(target.path)")
+} catch {
+    FileHandle.standardError.write(Data("latchkey-fixtures: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,53 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// What a conforming reader must do with a fixture (FIXTURE.txt `expect:`).
+enum Expectation: String {
+    case success
+    case authFailure = "auth-failure"
+    case integrityFailure = "integrity-failure"
+    case unsupportedVersion = "unsupported-version"
+    case rolledBack = "rolled-back"
+}
+
+/// One directory under fixtures/keychain/.
+struct Fixture {
+    var name: String
+    var expect: Expectation
+    var description: String
+    /// For a negative fixture: the one defect, with its offset and the bytes before and after.
+    var defect: String?
+    var keychain: [UInt8]
+    var device: DeviceSecret
+    var fileUUID: [UInt8]
+    /// Device state file contents, nil for none.
+    var state: [UInt8]?
+    var passcode: String?
+    /// For `success`: every live item a reader must find, and nothing else.
+    var items: [FixtureItem] = []
+    /// For `success`: bytes of an incomplete tail the reader cuts off on open.
+    var recoveredTailBytes = 0
+    /// Further `key: value` lines for FIXTURE.txt.
+    var notes: [(String, String)] = []
+
+    init(name: String, expect: Expectation, description: String, defect: String? = nil, builder: KeychainBuilder,
+         keychain: [UInt8]? = nil, stateSequence: UInt64? = nil) throws {
+        self.name = name
+        self.expect = expect
+        self.description = description
+        self.defect = defect
+        self.keychain = keychain ?? builder.file
+        self.device = builder.device
+        self.fileUUID = builder.fileUUID
+        self.state = try builder.stateFile(newestSequence: stateSequence ?? builder.sequence)
+        self.passcode = builder.passcode
+        if expect == .success { items = builder.liveItems }
+    }
+}
+
+/// Flips bit 0 of `bytes[offset]` and describes the change.
+func flip(_ bytes: inout [UInt8], at offset: Int, what: String) -> String {
+    let before = bytes[offset]
+    bytes[offset] ^= 0x01
+    return "byte \(offset) (\(what)) changed from 0x\(hexString([before])) to 0x\(hexString([bytes[offset]]))"
+}

@@ -1,0 +1,258 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// Every keychain fixture. Negative fixtures are golden_small with exactly one defect, so a
+/// reader that fails one of them fails for that defect alone.
+enum FixtureCatalog {
+    static let goldenPasscode = "fixture-passcode-0000"
+    static let oldPasscode = "old-passcode-1234"
+    static let newPasscode = "new-passcode-5678"
+
+    /// golden_small's records (0-based): the middle one damaged by the record_* fixtures.
+    /// Record 4 is the cku item's put, which stays live to the end.
+    static let middleRecord = 4
+
+    static func all() throws -> [Fixture] {
+        var out: [Fixture] = []
+        out += try goldens()
+        out += try headerDefects()
+        out += try keybagDefects()
+        out += try recordDefects()
+        out += try logCases()
+        return out.sorted { $0.name < $1.name }
+    }
+
+    // MARK: golden_small
+
+    /// golden_small's writes: a genp item in each of the 7 protection classes and one inet item,
+    /// then an update (a replacing put) and a delete. `between` runs after the inet item, before
+    /// the update, so a fixture can slip one extra record into the middle of the same log.
+    static func buildGoldenSmall(between: ((KeychainBuilder) throws -> Void)? = nil) throws -> KeychainBuilder {
+        let b = try KeychainBuilder(seed: "golden_small", passcode: goldenPasscode)
+        var byClass: [ProtectionClass: FixtureItem] = [:]
+        for (i, pc) in ProtectionClass.allCases.enumerated() {
+            var attrs: [String: AttributeValue] = [
+                "acct": .string("user-\(pc.code)"),
+                "svce": .string("fixtures.latchkey.example/\(pc.code)"),
+                "labl": .string("Golden \(pc.longName)"),
+            ]
+            // One item per attribute type beyond strings: UTF-8 text, data, an integer.
+            switch pc {
+            case .afterFirstUnlock: attrs["icmt"] = .string("non-ASCII: clé ключ 🔑")
+            case .whenPasscodeSetThisDeviceOnly:
+                attrs["gena"] = .data([0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff])
+                attrs["crtr"] = .integer(0x4C4B_4658)    // 'LKFX'
+            case .alwaysThisDeviceOnly: attrs["type"] = .integer(-2)
+            default: break
+            }
+            byClass[pc] = b.makeItem(.genericPassword, attrs, data: "secret-\(pc.code)", protection: pc, minute: i)
+        }
+        let inet = b.makeItem(.internetPassword, [
+            "acct": .string("bob"), "srvr": .string("www.example.com"), "port": .integer(443),
+            "path": .string("/login"), "labl": .string("Golden internet password"),
+        ], data: "pw-for-web", protection: .whenUnlocked, minute: 7)
+
+        // The first transaction holds two records (the first carries the continues flag).
+        try b.commit([.put(byClass[.whenUnlocked]!), .put(byClass[.afterFirstUnlock]!)])
+        for pc in ProtectionClass.allCases.dropFirst(2) { try b.commit([.put(byClass[pc]!)]) }
+        try b.commit([.put(inet)])
+        try between?(b)
+        // Update: same UUID, new data, new label, mdat moves and cdat stays (a replacing put).
+        var updated = b.item(byClass[.afterFirstUnlock]!.uuid)
+        updated.plaintext.data = Array("secret-ck-rotated".utf8)
+        updated.plaintext.attributes["labl"] = .string("Golden AfterFirstUnlock (updated)")
+        updated.plaintext.attributes["mdat"] = .date(KeychainBuilder.createdAtAbsolute + 3600)
+        try b.commit([.put(updated)])
+        try b.commit([.delete(uuid: byClass[.alwaysThisDeviceOnly]!.uuid)])
+        return b
+    }
+
+    // MARK: Goldens
+
+    static func goldens() throws -> [Fixture] {
+        let small = try buildGoldenSmall()
+
+        let nopass = try KeychainBuilder(seed: "golden_nopasscode", passcode: nil)
+        for (i, pc) in ProtectionClass.allCases.enumerated() where pc != .whenPasscodeSetThisDeviceOnly {
+            try nopass.commit([.put(nopass.makeItem(.genericPassword, [
+                "acct": .string("user-\(pc.code)"), "svce": .string("fixtures.latchkey.example/\(pc.code)"),
+            ], data: "no-passcode-\(pc.code)", protection: pc, minute: i))])
+        }
+
+        let passwd = try KeychainBuilder(seed: "golden_passwd", passcode: oldPasscode)
+        for (i, pc) in [ProtectionClass.whenUnlocked, .whenPasscodeSetThisDeviceOnly, .always].enumerated() {
+            try passwd.commit([.put(passwd.makeItem(.genericPassword, [
+                "acct": .string("before-change-\(pc.code)"), "svce": .string("fixtures.latchkey.example/passwd"),
+            ], data: "written-under-old-passcode-\(pc.code)", protection: pc, minute: i))])
+        }
+        try passwd.changePasscode(to: newPasscode)
+        try passwd.commit([.put(passwd.makeItem(.genericPassword, [
+            "acct": .string("after-change-aku"), "svce": .string("fixtures.latchkey.example/passwd"),
+        ], data: "written-under-new-passcode", protection: .whenUnlockedThisDeviceOnly, minute: 10))])
+        var passwdFixture = try Fixture(
+            name: "golden_passwd", expect: .success,
+            description: "passcode \(oldPasscode) changed to \(newPasscode) by a keybag-change record (record \(passwd.records.count - 1) of \(passwd.records.count)); the new passcode unlocks every item, including those written before the change; the old passcode must fail (errSecAuthFailed)",
+            builder: passwd)
+        passwdFixture.notes.append(("old-passcode-must-fail", oldPasscode))
+
+        return [
+            try Fixture(name: "golden_small", expect: .success,
+                        description: "passcode; a genp item in each of the 7 protection classes (the ak and ck puts share one two-record transaction) and an inet item, then an update of the ck item (a replacing put) and a delete of the dku item",
+                        builder: small),
+            try Fixture(name: "golden_nopasscode", expect: .success,
+                        description: "no passcode (KDF none, every class key wrapped by the device key, no akpu key); a genp item in each of the six other protection classes",
+                        builder: nopass),
+            passwdFixture,
+        ]
+    }
+
+    // MARK: Header
+
+    static func headerDefects() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        var badMagic = b.file
+        let magicDefect = flip(&badMagic, at: 3, what: "magic, 4th byte")
+
+        var major2 = b.header
+        major2.major = 2
+        var minor1 = b.header
+        minor1.minor = 1
+
+        var flipped = b.file
+        let flippedDefect = flip(&flipped, at: 71, what: "creation time, last byte; header MAC left as it was")
+
+        return [
+            try Fixture(name: "header_bad_magic", expect: .integrityFailure,
+                        description: "golden_small with one byte of the magic number changed; a reader must refuse the file as not a Latchkey keychain",
+                        defect: magicDefect, builder: b, keychain: badMagic),
+            try Fixture(name: "header_unknown_major", expect: .unsupportedVersion,
+                        description: "golden_small with header major version 2 and a valid header MAC; a reader must refuse it as needing a newer Latchkey before reading anything else",
+                        defect: "bytes 8-9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
+                        builder: b, keychain: major2.encode(macKey: b.keys.headerMAC) + b.body),
+            try Fixture(name: "header_newer_minor", expect: .success,
+                        description: "golden_small with header minor version 1 and a valid header MAC; a newer minor only adds, so a 1.0 reader must read every item (read-only, spec §12)",
+                        builder: b, keychain: minor1.encode(macKey: b.keys.headerMAC) + b.body),
+            try Fixture(name: "header_flipped_byte", expect: .integrityFailure,
+                        description: "golden_small with one bit flipped inside the authenticated header, in a field that still parses; only the header MAC catches it",
+                        defect: flippedDefect, builder: b, keychain: flipped),
+        ]
+    }
+
+    // MARK: Keybag
+
+    static func keybagDefects() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        func tamper(_ pc: ProtectionClass) -> ([UInt8], String) {
+            var h = b.header
+            let index = h.keybag.entries.firstIndex { $0.protectionClass == pc }!
+            let inWrap = 20
+            h.keybag.entries[index].wrappedKey[inWrap] ^= 0x01
+            let offset = FormatConstants.headerFixedSize + FormatConstants.keybagFixedSize
+                + index * FormatConstants.keybagEntrySize + 2 + inWrap
+            let bytes = h.encode(macKey: b.keys.headerMAC) + b.body
+            let defect = "byte \(offset) (keybag entry \(index), class \(pc.code), wrapped key byte \(inWrap)) changed from 0x\(hexString([bytes[offset] ^ 0x01])) to 0x\(hexString([bytes[offset]])); header MAC recomputed"
+            return (bytes, defect)
+        }
+        let (dk, dkDefect) = tamper(.always)
+        let (ak, akDefect) = tamper(.whenUnlocked)
+        return [
+            try Fixture(name: "keybag_wrap_tampered", expect: .integrityFailure,
+                        description: "golden_small with one byte of the dk class key's wrapped bytes flipped and the header MAC recomputed, so only the RFC 3394 unwrap (with the device key, no passcode involved) can catch it",
+                        defect: dkDefect, builder: b, keychain: dk),
+            try Fixture(name: "keybag_ak_wrap_tampered", expect: .authFailure,
+                        description: "golden_small with one byte of the ak class key's wrapped bytes flipped and the header MAC recomputed; the file opens, but unlocking with the right passcode fails, as a wrong passcode would (errSecAuthFailed)",
+                        defect: akDefect, builder: b, keychain: ak),
+        ]
+    }
+
+    // MARK: Records
+
+    static func recordDefects() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        let r = b.records[middleRecord]
+
+        var tagFlipped = b.file
+        let tagDefect = flip(&tagFlipped, at: r.offset + r.size - 1,
+                             what: "last byte of the 16-byte tag of record \(middleRecord), sequence \(r.sequence)")
+
+        var lengthDamaged = b.file
+        let lengthDefect = flip(&lengthDamaged, at: r.offset + 3,
+                                what: "low byte of the payload length of record \(middleRecord), sequence \(r.sequence); header CRC left as it was")
+
+        // The GCM tag is the payload's last 16 bytes; the record tag is recomputed over the change.
+        var itemTag = b.file
+        let gcmByte = r.offset + r.size - FormatConstants.frameTagSize - 1
+        let itemDefect = flip(&itemTag, at: gcmByte,
+                              what: "last byte of the AES-GCM tag of the item in record \(middleRecord), sequence \(r.sequence); record tag recomputed")
+        let newTag = RecordFrame.tag(macKey: b.keys.recordMAC, offset: UInt64(r.offset),
+                                     headerAndPayload: itemTag[r.offset..<(r.offset + r.size - FormatConstants.frameTagSize)])
+        itemTag.replaceSubrange((r.offset + r.size - FormatConstants.frameTagSize)..<(r.offset + r.size), with: newTag)
+
+        return [
+            try Fixture(name: "record_tag_flipped", expect: .integrityFailure,
+                        description: "golden_small with one bit of a middle record's tag flipped; the record tag check must catch it on open",
+                        defect: tagDefect, builder: b, keychain: tagFlipped),
+            try Fixture(name: "record_length_damaged", expect: .integrityFailure,
+                        description: "golden_small with a middle record's length field changed and its header CRC left alone; this is damage, never an incomplete tail to cut off",
+                        defect: lengthDefect, builder: b, keychain: lengthDamaged),
+            try Fixture(name: "item_tag_flipped", expect: .integrityFailure,
+                        description: "golden_small with one bit of a cku item's AES-GCM tag flipped and the record tag recomputed, so the file opens and only decrypting that item (after unlock) catches it",
+                        defect: itemDefect, builder: b, keychain: itemTag),
+        ]
+    }
+
+    // MARK: The log's end and record types
+
+    static func logCases() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        let last = b.records.last!
+        let beforeLast = b.snapshots[b.snapshots.count - 2]
+        precondition(beforeLast.fileSize == last.offset, "golden_small's last transaction is one record")
+        let keep = FormatConstants.frameHeaderSize + 6
+
+        var torn = try Fixture(name: "torn_tail", expect: .success,
+                               description: "golden_small cut \(keep) bytes into its last record (the delete of the dku item), as a crash during the append leaves it; the reader cuts the incomplete record off, and the dku item is still live",
+                               defect: "file cut to \(last.offset + keep) bytes: the last record (sequence \(last.sequence), \(last.size) bytes at byte \(last.offset)) is incomplete; the device state remembers sequence \(beforeLast.sequence), as the engine leaves it when the append never completed",
+                               builder: b, keychain: Array(b.file.prefix(last.offset + keep)), stateSequence: beforeLast.sequence)
+        torn.items = beforeLast.live
+        torn.recoveredTailBytes = keep
+
+        let rolledBack = try Fixture(name: "rolled_back", expect: .rolledBack,
+                                     description: "golden_small without its last transaction (an older copy put back), while the device state remembers the newer file's last sequence",
+                                     defect: "device state remembers sequence \(b.sequence); the file ends cleanly at sequence \(beforeLast.sequence) (\(beforeLast.fileSize) bytes)",
+                                     builder: b, keychain: Array(b.file.prefix(beforeLast.fileSize)), stateSequence: b.sequence)
+
+        let futurePayload = Array("a record from v1.x".utf8)
+        var futureInfo: RecordInfo?
+        let future = try buildGoldenSmall { b in
+            try b.commit([.raw(type: 0x05, payload: futurePayload)])
+            futureInfo = b.records.last
+        }
+        let notePayload = Array("ancillary: readers that do not know type 0x90 skip it".utf8)
+        var noteInfo: RecordInfo?
+        let note = try buildGoldenSmall { b in
+            try b.commit([.raw(type: 0x90, payload: notePayload)])
+            noteInfo = b.records.last
+        }
+        return [
+            torn,
+            rolledBack,
+            try Fixture(name: "unknown_record_type", expect: .unsupportedVersion,
+                        description: "golden_small with a record of type 0x05 (below 0x80, so not skippable) properly framed and tagged in the middle of the log; a reader must refuse the file as needing a newer Latchkey",
+                        defect: "record \(future.records.firstIndex { $0.type == 0x05 }!) at byte \(futureInfo!.offset), sequence \(futureInfo!.sequence), has type 0x05",
+                        builder: future),
+            try Fixture(name: "ancillary_record", expect: .success,
+                        description: "golden_small with an ancillary record of type 0x90 properly framed and tagged in the middle of the log; a reader skips it and finds every item",
+                        defect: nil, builder: note)
+                .noting("ancillary-record", "type 0x90 at byte \(noteInfo!.offset), sequence \(noteInfo!.sequence)"),
+        ]
+    }
+}
+
+extension Fixture {
+    func noting(_ key: String, _ value: String) -> Fixture {
+        var copy = self
+        copy.notes.append((key, value))
+        return copy
+    }
+}

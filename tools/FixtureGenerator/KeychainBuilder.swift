@@ -1,0 +1,179 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// One item as the fixture writes it and as a reader must find it.
+struct FixtureItem {
+    var uuid: [UInt8]
+    var plaintext: ItemPlaintext
+    var protection: ProtectionClass
+    var flags: UInt8 = 0
+}
+
+/// One record of a transaction.
+enum Change {
+    case put(FixtureItem)
+    case delete(uuid: [UInt8])
+    case keybag(Keybag)
+    /// Any record type with any payload, framed and tagged correctly.
+    case raw(type: UInt8, payload: [UInt8])
+}
+
+/// Where a record landed in the file.
+struct RecordInfo {
+    var offset: Int
+    var size: Int
+    var type: UInt8
+    var sequence: UInt64
+}
+
+/// The file as it stood after a committed transaction.
+struct Snapshot {
+    var fileSize: Int
+    var sequence: UInt64
+    var live: [FixtureItem]
+}
+
+/// A second, independent writer of the keychain format: it composes the LatchkeyFormat
+/// encoders directly (no KeychainStore), draws every random byte from `DeterministicRandom`,
+/// and keeps the whole file in memory so fixtures can be cut and damaged afterwards.
+final class KeychainBuilder {
+    /// Creation time of every fixture: 2025-01-01T00:00:00Z (Unix seconds).
+    static let createdAt: UInt64 = 1_735_689_600
+    /// The same instant as a CFAbsoluteTime (seconds since 2001-01-01), for cdat/mdat.
+    static let createdAtAbsolute: Double = Double(createdAt) - 978_307_200
+    /// scrypt cost of every fixture: N = 2^10, the smallest a reader accepts, so tests are fast.
+    static let logN: UInt8 = 10
+
+    private(set) var rng: DeterministicRandom
+    let device: DeviceSecret
+    let fileUUID: [UInt8]
+    let keys: FileKeys
+    private(set) var header: FileHeader
+    private(set) var passcode: String?
+    /// The keybag in force (the header's, or the last keybag-change record's).
+    private(set) var keybag: Keybag
+    private(set) var classKeys: [ProtectionClass: SecretKey] = [:]
+    /// Item keys by item UUID hex, for the annotated dump.
+    private(set) var itemKeys: [String: [UInt8]] = [:]
+    /// Everything after the header.
+    private(set) var body: [UInt8] = []
+    private(set) var records: [RecordInfo] = []
+    private(set) var sequence: UInt64 = 0
+    private(set) var live: [String: FixtureItem] = [:]
+    private(set) var snapshots: [Snapshot] = []
+    /// Fixed at creation: keybag changes go into records, so the header never changes size.
+    let headerSize: Int
+
+    init(seed: String, passcode: String?) throws {
+        rng = DeterministicRandom(label: seed)
+        let deviceUUID = rng.uuid()
+        device = DeviceSecret(uuid: deviceUUID, secret: SecretKey(copying: rng.bytes(FormatConstants.deviceSecretSize)))
+        fileUUID = rng.uuid()
+        keys = try FileKeys(device: device, fileUUID: fileUUID)
+        self.passcode = passcode
+        let kdf: KDFParameters = passcode == nil
+            ? .none : .scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
+        for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || passcode != nil {
+            classKeys[pc] = SecretKey(copying: rng.bytes(32))
+        }
+        let bag = try KeychainBuilder.wrap(classKeys, kdf: kdf, passcode: passcode, keys: keys)
+        keybag = bag
+        header = FileHeader(fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: 0,
+                            createdAt: KeychainBuilder.createdAt, keybag: bag)
+        headerSize = header.encode(macKey: keys.headerMAC).count
+        snapshots.append(Snapshot(fileSize: headerSize, sequence: 0, live: []))
+    }
+
+    /// Wraps each class key as spec §4.2 says: dk/dku by the device wrap key; the others by the
+    /// passcode key when there is a passcode (akpu exists only then), else by the device key.
+    static func wrap(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, passcode: String?,
+                     keys: FileKeys) throws -> Keybag {
+        let passKey = try passcode.map { try keys.passcodeKey(passcode: Array($0.utf8), kdf: kdf) }
+        var entries: [KeybagEntry] = []
+        for pc in ProtectionClass.allCases {
+            guard let key = classKeys[pc] else { continue }
+            let byPasscode = passKey != nil && !pc.isAlwaysAvailable
+            let kek = byPasscode ? passKey! : keys.deviceWrap
+            entries.append(KeybagEntry(protectionClass: pc, wrap: byPasscode ? .passcode : .device,
+                                       wrappedKey: try Crypto.wrap(key, with: kek)))
+        }
+        return Keybag(kdf: kdf, entries: entries)
+    }
+
+    var headerBytes: [UInt8] { header.encode(macKey: keys.headerMAC) }
+    var file: [UInt8] { headerBytes + body }
+
+    // MARK: Items
+
+    /// A new item with a deterministic UUID; cdat = mdat = the fixture epoch plus `minute` minutes.
+    func makeItem(_ itemClass: ItemClass, _ attributes: [String: AttributeValue], data: String,
+                  protection: ProtectionClass, minute: Int) -> FixtureItem {
+        var attrs = attributes
+        let t = KeychainBuilder.createdAtAbsolute + Double(minute * 60)
+        attrs["cdat"] = .date(t)
+        attrs["mdat"] = .date(t)
+        return FixtureItem(uuid: rng.uuid(),
+                           plaintext: ItemPlaintext(itemClass: itemClass, attributes: attrs, data: Array(data.utf8)),
+                           protection: protection)
+    }
+
+    func item(_ uuid: [UInt8]) -> FixtureItem { live[hexString(uuid)]! }
+
+    // MARK: Writing
+
+    /// Appends one transaction: every record but the last carries the continues flag (§6.1).
+    func commit(_ changes: [Change]) throws {
+        var payloads: [(RecordType.RawValue, [UInt8])] = []
+        var next = live
+        for change in changes {
+            switch change {
+            case .put(let item):
+                let itemKey = rng.bytes(32)
+                itemKeys[hexString(item.uuid)] = itemKey
+                let sealed = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection,
+                                                     flags: item.flags, keys: keys, classKey: classKeys[item.protection]!,
+                                                     fileUUID: fileUUID, itemKey: itemKey)
+                payloads.append((RecordType.itemPut.rawValue, sealed.encode()))
+                next[hexString(item.uuid)] = item
+            case .delete(let uuid):
+                precondition(next.removeValue(forKey: hexString(uuid)) != nil, "fixture deletes a missing item")
+                payloads.append((RecordType.itemDelete.rawValue, ItemDeletePayload(uuid: uuid).encode()))
+            case .keybag(let bag):
+                payloads.append((RecordType.keybagChange.rawValue, bag.encode()))
+                keybag = bag
+            case .raw(let type, let payload):
+                payloads.append((type, payload))
+            }
+        }
+        for (i, (type, payload)) in payloads.enumerated() {
+            sequence += 1
+            let offset = headerSize + body.count
+            let flags = i < payloads.count - 1 ? FrameHeader.continuesFlag : 0
+            let record = RecordFrame.encode(type: type, flags: flags, sequence: sequence, payload: payload,
+                                            offset: UInt64(offset), macKey: keys.recordMAC)
+            records.append(RecordInfo(offset: offset, size: record.count, type: type, sequence: sequence))
+            body += record
+        }
+        live = next
+        snapshots.append(Snapshot(fileSize: headerSize + body.count, sequence: sequence, live: liveItems))
+    }
+
+    /// The live items in a stable order (UUID).
+    var liveItems: [FixtureItem] { live.keys.sorted().map { live[$0]! } }
+
+    /// Changes the passcode as spec §11 describes: a keybag-change record with a fresh salt and
+    /// the same class keys rewrapped; dk/dku entries stay byte for byte.
+    func changePasscode(to newPasscode: String) throws {
+        precondition(passcode != nil, "the fixtures only change an existing passcode")
+        let kdf = KDFParameters.scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
+        var bag = try KeychainBuilder.wrap(classKeys, kdf: kdf, passcode: newPasscode, keys: keys)
+        bag.entries = bag.entries.map { e in e.wrap == .device ? keybag.entry(for: e.protectionClass)! : e }
+        passcode = newPasscode
+        try commit([.keybag(bag)])
+    }
+
+    /// The device state file (§9) remembering `newestSequence`.
+    func stateFile(newestSequence: UInt64) throws -> [UInt8] {
+        DeviceState(fileUUID: fileUUID, newestSequence: newestSequence).encode(macKey: try DeviceState.macKey(device: device))
+    }
+}
