@@ -1,0 +1,55 @@
+import ArgumentParser
+import Latchkey
+import LatchkeyFormat
+
+/// `latchkey init`: creates the keychain and, when absent, the device secret.
+struct InitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create the keychain (and the device secret if absent); never overwrites.",
+        discussion: """
+            The passcode comes from --passcode-file or LATCHKEY_PASSCODE, or is asked twice \
+            without echo when stdin is a terminal. Without a terminal one of them, or \
+            --no-passcode, is required. A keychain without a passcode keeps every item \
+            available to whoever can read the device secret, and cannot hold \
+            WhenPasscodeSetThisDeviceOnly (akpu) items until 'latchkey passwd' sets one.
+
+            Fails with errSecDuplicateKeychain (exit 7) when the keychain exists.
+
+            Example:
+              LATCHKEY_PASSCODE='correct horse' latchkey init
+              latchkey init --keychain ./ci.keychain --device ./ci.device --no-passcode
+            """
+    )
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    @Flag(name: .customLong("no-passcode"), help: "Create the keychain without a passcode (items are protected by the device secret alone).")
+    var noPasscode = false
+
+    /// Testing knob: scrypt cost as log2(N), 10–22 (engine default 15). Lower values make
+    /// the CLI tests fast; they weaken the passcode, so the option is hidden from help.
+    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
+    var kdfLogN: UInt8 = KDFParameters.defaultLogN
+
+    func validate() throws {
+        guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }
+        if noPasscode, global.passcodeFile != nil {
+            throw ValidationError("--no-passcode and --passcode-file contradict each other; give one")
+        }
+    }
+
+    func run() throws {
+        var passcode: [UInt8]?
+        if !noPasscode {
+            passcode = try global.newPasscodeOrPrompt(given: try global.givenPasscode(),
+                                                      prompt: "New passcode for \(global.keychainPath): ")
+            guard passcode != nil else {
+                throw UsageError("init needs a passcode and there is no terminal to ask on; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode", command: "init")
+            }
+        }
+        _ = try Keychain.create(path: global.keychainPath, devicePath: global.devicePath,
+                                passcode: passcode, kdfLogN: kdfLogN)
+        Output.progress("created \(global.keychainPath)\(passcode == nil ? " without a passcode" : "")")
+    }
+}

@@ -1,0 +1,70 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// `latchkey`: the command-line front end of the keychain (contract: shared/CLI.md).
+@main
+struct LatchkeyCommand: ParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "latchkey",
+        abstract: "Apple's Keychain Services model on Linux: an encrypted keychain file of passwords, keys and certificates.",
+        discussion: """
+            Options follow the subcommand. Every option that names a file has an environment \
+            variable (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE, …), so scripts need \
+            no flags. Data goes to stdout, diagnostics to stderr.
+
+            Exit status: 0 success, 1 errSecItemNotFound, 2 usage error or errSecParam, \
+            3 errSecDuplicateItem, 4 locked / wrong passcode, 5 damaged or tampered keychain, \
+            6 no access (access groups), 7 any other failure.
+
+            Example:
+              latchkey init
+              printf 's3cret' | latchkey add --account alice --service mail
+              latchkey find --account alice --service mail
+            """,
+        version: version,
+        subcommands: [
+            InitCommand.self, AddCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
+            VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
+        ]
+    )
+
+    /// Parses, runs and maps every error to shared/CLI.md's stderr form and exit status.
+    static func main() {
+        Terminal.disableCoreDumps()
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as KeychainError {
+            Output.note(error.description)
+            exitProcess(error.status.exitCode)
+        } catch let error as UsageError {
+            Output.note(error.description)
+            exitProcess(2)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success {
+                // --help, --version: ArgumentParser prints them to stdout.
+                exit(withError: error)
+            } else if code == .validationFailure {
+                // ArgumentParser's usage errors exit 64 (EX_USAGE); the contract says 2.
+                var text = fullMessage(for: error)
+                if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
+                Output.note(text)
+                exitProcess(2)
+            } else if let exitCode = error as? ExitCode {
+                exitProcess(exitCode.rawValue)
+            } else {
+                let status = KeychainStatus.internal
+                Output.note("\(error) (\(status.name) \(status.rawValue))")
+                exitProcess(status.exitCode)
+            }
+        }
+    }
+
+    static func exitProcess(_ code: Int32) -> Never {
+        Foundation.exit(code)
+    }
+}

@@ -1,0 +1,155 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+
+/// Where the keychain is and who is asking (shared/CLI.md "Where things are"). Every option
+/// that names a file has an environment variable; an explicit option wins over the variable.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .customLong("keychain"), help: ArgumentHelp(
+        "The keychain file (env LATCHKEY_KEYCHAIN).",
+        discussion: "Default: $XDG_DATA_HOME/latchkey/login.keychain, or ~/.local/share/latchkey/login.keychain when XDG_DATA_HOME is unset.",
+        valueName: "path"))
+    var keychainOption: String?
+
+    @Option(name: .customLong("device"), help: ArgumentHelp(
+        "The device secret file (env LATCHKEY_DEVICE); 'init' creates it (mode 0600) when absent.",
+        discussion: "Default: $XDG_DATA_HOME/latchkey/device.secret.",
+        valueName: "path"))
+    var deviceOption: String?
+
+    @Option(name: .customLong("passcode-file"), help: ArgumentHelp(
+        "Read the passcode from this file (one trailing newline is ignored).",
+        discussion: "Or put the passcode itself in LATCHKEY_PASSCODE. With neither, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable).",
+        valueName: "path"))
+    var passcodeFile: String?
+
+    @Option(name: .customLong("new-passcode-file"), help: ArgumentHelp(
+        "Read the new passcode for 'passwd' from this file (or LATCHKEY_NEW_PASSCODE holds it).",
+        valueName: "path"))
+    var newPasscodeFile: String?
+
+    @Option(name: .customLong("app-id"), help: ArgumentHelp(
+        "The application identifier of the caller (env LATCHKEY_APP_ID; default latchkey.cli).",
+        discussion: "Items added without --access-group go to this access group.",
+        valueName: "id"))
+    var appIDOption: String?
+
+    // MARK: Resolved values
+
+    static func environment(_ name: String) -> String? {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey` (XDG Base Directory: a relative
+    /// XDG_DATA_HOME is ignored).
+    static var dataDirectory: String {
+        if let xdg = environment("XDG_DATA_HOME"), xdg.hasPrefix("/") { return xdg + "/latchkey" }
+        let home = environment("HOME") ?? NSHomeDirectory()
+        return home + "/.local/share/latchkey"
+    }
+
+    var keychainPath: String {
+        keychainOption ?? GlobalOptions.environment("LATCHKEY_KEYCHAIN") ?? GlobalOptions.dataDirectory + "/login.keychain"
+    }
+
+    var devicePath: String {
+        deviceOption ?? GlobalOptions.environment("LATCHKEY_DEVICE") ?? GlobalOptions.dataDirectory + "/device.secret"
+    }
+
+    var appID: String { appIDOption ?? GlobalOptions.environment("LATCHKEY_APP_ID") ?? "latchkey.cli" }
+
+    // MARK: Passcodes
+
+    /// The passcode given by --passcode-file or LATCHKEY_PASSCODE, without prompting.
+    func givenPasscode() throws -> [UInt8]? {
+        try GlobalOptions.secret(file: passcodeFile, environment: "LATCHKEY_PASSCODE", what: "passcode")
+    }
+
+    /// The new passcode given by --new-passcode-file or LATCHKEY_NEW_PASSCODE.
+    func givenNewPasscode() throws -> [UInt8]? {
+        try GlobalOptions.secret(file: newPasscodeFile, environment: "LATCHKEY_NEW_PASSCODE", what: "new passcode")
+    }
+
+    static func secret(file: String?, environment name: String, what: String) throws -> [UInt8]? {
+        if let file {
+            guard var bytes = FileManager.default.contents(atPath: file).map({ [UInt8]($0) }) else {
+                throw KeychainError(.io, "cannot read the \(what) file \(file); check the path and its permissions")
+            }
+            if bytes.last == UInt8(ascii: "\n") {
+                bytes.removeLast()
+                if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            }
+            return bytes
+        }
+        return environment(name).map { Array($0.utf8) }
+    }
+
+    /// The passcode from its source, or asked on the terminal when stdin is one; nil otherwise.
+    func passcodeOrPrompt(_ prompt: String) throws -> [UInt8]? {
+        if let given = try givenPasscode() { return given }
+        guard Terminal.stdinIsTerminal else { return nil }
+        return try Terminal.readSecret(prompt: prompt)
+    }
+
+    /// A new passcode from its source, or asked twice on the terminal; nil when neither.
+    /// - Throws: errSecParam when the two entries differ or the passcode is empty.
+    func newPasscodeOrPrompt(given: [UInt8]?, prompt: String) throws -> [UInt8]? {
+        var passcode = given
+        if passcode == nil, Terminal.stdinIsTerminal {
+            guard let first = try Terminal.readSecret(prompt: prompt) else { return nil }
+            let second = try Terminal.readSecret(prompt: "Repeat it: ")
+            guard first == second else { throw KeychainError(.param, "the two passcodes differ; nothing was changed") }
+            passcode = first
+        }
+        if let p = passcode, p.isEmpty { throw KeychainError(.param, "the passcode is empty; choose a non-empty passcode") }
+        return passcode
+    }
+
+    // MARK: Opening
+
+    /// How a command gets the passcode for a keychain that has one.
+    enum Unlock {
+        /// Don't unlock (the command needs no class key).
+        case never
+        /// Only a passcode given by file or environment; never prompt.
+        case givenOnly
+        /// A given passcode unlocks at once; with none, prompt on the terminal only when an
+        /// operation finds its class locked (see `retryingUnlocked`).
+        case whenNeeded
+        /// A given passcode, or prompt at once when stdin is a terminal.
+        case eager
+    }
+
+    /// Opens the keychain, reports a recovered tail, and unlocks as `unlock` says.
+    /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
+    func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
+        let keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
+        if keychain.recoveredTailBytes > 0 {
+            Output.note("recovered: removed \(keychain.recoveredTailBytes) bytes of an incomplete write")
+        }
+        guard keychain.hasPasscode else { return keychain }
+        let passcode: [UInt8]?
+        switch unlock {
+        case .never: passcode = nil
+        case .givenOnly, .whenNeeded: passcode = try givenPasscode()
+        case .eager: passcode = try passcodeOrPrompt("Passcode for \(keychainPath): ")
+        }
+        if let passcode { try keychain.unlock(passcode: passcode) }
+        return keychain
+    }
+
+    /// Runs `body`; when it fails because the keychain is locked and no passcode was given,
+    /// asks for the passcode on the terminal (if stdin is one), unlocks and runs it once more.
+    @discardableResult
+    func retryingUnlocked<T>(_ keychain: Keychain, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as KeychainError where error.status == .interactionNotAllowed {
+            guard keychain.hasPasscode, try givenPasscode() == nil, Terminal.stdinIsTerminal,
+                  let passcode = try Terminal.readSecret(prompt: "Passcode for \(keychainPath): ") else { throw error }
+            try keychain.unlock(passcode: passcode)
+            return try body()
+        }
+    }
+}
