@@ -83,6 +83,44 @@ done:
     return ok;
 }
 
+void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len) {
+    pthread_once(&fetch_once, fetch_all);
+    if (mac_hmac == NULL) return NULL;
+    static const uint8_t empty_key[1] = {0};
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac_hmac);
+    if (ctx == NULL) return NULL;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_MAC_init(ctx, key_len ? key : empty_key, key_len, params) != 1) {
+        EVP_MAC_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t *part_lens,
+                         size_t count, uint8_t *out) {
+    if (handle == NULL) return 0;
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup((EVP_MAC_CTX *)handle);
+    if (ctx == NULL) return 0;
+    int ok = 0;
+    size_t out_len = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (part_lens[i] == 0) continue;
+        if (EVP_MAC_update(ctx, parts[i], part_lens[i]) != 1) goto done;
+    }
+    ok = EVP_MAC_final(ctx, out, &out_len, 32) == 1 && out_len == 32;
+done:
+    EVP_MAC_CTX_free(ctx);
+    return ok;
+}
+
+void lk_hmac_sha256_key_free(void *handle) {
+    EVP_MAC_CTX_free((EVP_MAC_CTX *)handle);
+}
+
 int lk_hkdf_sha256(const uint8_t *ikm, size_t ikm_len,
                    const uint8_t *salt, size_t salt_len,
                    const uint8_t *info, size_t info_len,

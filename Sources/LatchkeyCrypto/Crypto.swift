@@ -33,9 +33,34 @@ public enum Crypto {
         key.withUnsafeBufferPointer { k in hmac(k, parts: parts) }
     }
 
-    /// HMAC-SHA256 under a `SecretKey`.
+    /// HMAC-SHA256 under a `SecretKey`, through its cached keyed context.
     public static func hmacSHA256(key: SecretKey, parts: [[UInt8]]) -> [UInt8] {
-        key.withUnsafeBytes { raw in hmac(raw.bindMemory(to: UInt8.self), parts: parts) }
+        let ctx = key.hmacContext
+        var out = [UInt8](repeating: 0, count: 32)
+        let ok = withPinned(parts) { ptrs, lens in
+            out.withUnsafeMutableBufferPointer { lk_hmac_sha256_keyed(ctx.handle, ptrs, lens, parts.count, $0.baseAddress) }
+        }
+        precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
+        return out
+    }
+
+    /// Calls `body` with C arrays of pointers to and lengths of every part, all pinned.
+    private static func withPinned<R>(_ parts: [[UInt8]], _ body: (UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?) -> R) -> R {
+        var ptrs: [UnsafePointer<UInt8>?] = []
+        var lens: [Int] = []
+        ptrs.reserveCapacity(parts.count)
+        lens.reserveCapacity(parts.count)
+        func go(_ i: Int) -> R {
+            if i == parts.count {
+                return ptrs.withUnsafeBufferPointer { p in lens.withUnsafeBufferPointer { l in body(p.baseAddress, l.baseAddress) } }
+            }
+            return parts[i].withUnsafeBufferPointer { b in
+                ptrs.append(b.baseAddress)
+                lens.append(b.count)
+                return go(i + 1)
+            }
+        }
+        return go(0)
     }
 
     private static func hmac(_ key: UnsafeBufferPointer<UInt8>, parts: [[UInt8]]) -> [UInt8] {

@@ -37,6 +37,17 @@ public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
         return SecretKey(consuming: &bytes)
     }
 
+    /// A pre-keyed HMAC-SHA256 context under this key, made on first use.
+    public var hmacContext: HMACContext {
+        hmacLock.lock(); defer { hmacLock.unlock() }
+        if let c = cachedHMAC { return c }
+        let c = withUnsafeBytes { HMACContext(key: $0) }
+        cachedHMAC = c
+        return c
+    }
+    private var cachedHMAC: HMACContext?
+    private let hmacLock = NSLockLite()
+
     deinit {
         lk_cleanse(storage.baseAddress, storage.count)
         if locked { munlock(storage.baseAddress!, storage.count) }
@@ -54,4 +65,28 @@ public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
     }
 
     public var description: String { "SecretKey(<redacted>, \(countStored) bytes)" }
+}
+
+/// A keyed HMAC-SHA256 template (OpenSSL EVP_MAC_CTX), duplicated for each MAC, so the digest
+/// fetch and key schedule are paid once per key rather than once per MAC.
+public final class HMACContext: @unchecked Sendable {
+    let handle: UnsafeMutableRawPointer
+
+    init(key: UnsafeRawBufferPointer) {
+        guard let h = lk_hmac_sha256_key_new(key.baseAddress?.assumingMemoryBound(to: UInt8.self), key.count) else {
+            preconditionFailure("OpenSSL could not create an HMAC-SHA256 context")
+        }
+        handle = h
+    }
+
+    deinit { lk_hmac_sha256_key_free(handle) }
+}
+
+/// A minimal mutex over pthread_mutex_t (this module does not import Foundation).
+final class NSLockLite: @unchecked Sendable {
+    private var m = pthread_mutex_t()
+    init() { pthread_mutex_init(&m, nil) }
+    deinit { pthread_mutex_destroy(&m) }
+    func lock() { pthread_mutex_lock(&m) }
+    func unlock() { pthread_mutex_unlock(&m) }
 }
