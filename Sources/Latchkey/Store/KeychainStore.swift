@@ -334,7 +334,8 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Decrypts one item.
     /// - Throws: errSecInteractionNotAllowed / errSecNotAvailable when its class is locked;
-    ///   errSecDecode when it does not decrypt.
+    ///   errSecDecode when it does not decrypt, or when its plaintext has a version this
+    ///   Latchkey does not know (then the message says to upgrade, spec §12.5).
     func read(_ slot: ItemSlot) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
@@ -347,6 +348,10 @@ package final class KeychainStore: @unchecked Sendable {
             let put = try ItemPutPayload.decode(payload)
             return try put.open(classKey: key, fileUUID: header.fileUUID)
         } catch {
+            // An unknown plaintext version needs a newer Latchkey; it is not damage (spec §1.4, §12.5).
+            if let e = error as? FormatError, case .unsupportedVersion = e {
+                throw KeychainError.fromFormat("an item at byte \(slot.offset) of \(path)", e)
+            }
             throw KeychainError(.decode, "an item at byte \(slot.offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
         }
     }
