@@ -1,0 +1,137 @@
+import Foundation
+
+/// The built `latchkey` binary: next to the test bundle in the scratch path in use
+/// (`.build*/debug/`), or else the newest `.build*/debug/latchkey` under the package root.
+enum CLIBinary {
+    static let url: URL? = locate()
+
+    static func locate() -> URL? {
+        let fm = FileManager.default
+        var directories: [URL] = []
+        // On Linux the test bundle is an executable: /proc/self/exe sits in .build*/<triple>/debug.
+        directories.append(URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent())
+        directories.append(Bundle.main.bundleURL)
+        directories.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        // On macOS the .xctest bundle sits in .build*/debug.
+        directories += Bundle.allBundles.map { $0.bundleURL.deletingLastPathComponent() }
+        if let arg0 = CommandLine.arguments.first {
+            directories.append(URL(fileURLWithPath: arg0).resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        for dir in directories {
+            let candidate = dir.appendingPathComponent("latchkey")
+            if fm.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        // Fallback: the package root is three levels above this file.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let scratch = (try? fm.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build") } ?? []
+        let found = scratch.map { root.appendingPathComponent($0).appendingPathComponent("debug/latchkey") }
+            .filter { fm.isExecutableFile(atPath: $0.path) }
+        func modified(_ url: URL) -> Date {
+            ((try? fm.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date) ?? .distantPast
+        }
+        return found.max { modified($0) < modified($1) }
+    }
+}
+
+/// What one run of the binary produced.
+struct CLIResult {
+    var status: Int32
+    var stdout: [UInt8]
+    var stderr: String
+
+    var out: String { String(decoding: stdout, as: UTF8.self) }
+
+    /// stdout parsed as JSON.
+    func json() throws -> Any { try JSONSerialization.jsonObject(with: Data(stdout)) }
+}
+
+/// A temporary directory holding one keychain and device secret, with LATCHKEY_* variables
+/// pointing at them, no terminal (stdin is a file), and a passcode in LATCHKEY_PASSCODE.
+final class CLISandbox {
+    static let passcode = "correct horse"
+    /// scrypt cost for the tests' keychains: 2^10 keeps each unlock to a millisecond or so.
+    static let kdfLogN = "10"
+
+    let directory: URL
+    var environment: [String: String]
+
+    var keychainPath: String { directory.appendingPathComponent("login.keychain").path }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        environment = [
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            "HOME": directory.path,
+            "XDG_DATA_HOME": directory.appendingPathComponent("xdg").path,
+            "LATCHKEY_KEYCHAIN": directory.appendingPathComponent("login.keychain").path,
+            "LATCHKEY_DEVICE": directory.appendingPathComponent("device.secret").path,
+            "LATCHKEY_PASSCODE": CLISandbox.passcode,
+        ]
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    /// Runs `latchkey args…` with `stdin` as its standard input. `env` adds variables; a nil
+    /// value removes one.
+    @discardableResult
+    func run(_ args: [String], stdin: [UInt8] = [], env: [String: String?] = [:]) throws -> CLIResult {
+        guard let binary = CLIBinary.url else {
+            throw CLITestError("the latchkey binary was not found; build with 'swift build --scratch-path .build-cli --build-tests'")
+        }
+        let id = UUID().uuidString
+        let inURL = directory.appendingPathComponent("stdin-\(id)")
+        let outURL = directory.appendingPathComponent("stdout-\(id)")
+        let errURL = directory.appendingPathComponent("stderr-\(id)")
+        try Data(stdin).write(to: inURL)
+        try Data().write(to: outURL)
+        try Data().write(to: errURL)
+        defer { for url in [inURL, outURL, errURL] { try? FileManager.default.removeItem(at: url) } }
+
+        var environment = self.environment
+        for (name, value) in env { environment[name] = value }
+
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = args
+        process.environment = environment
+        process.currentDirectoryURL = directory
+        let input = try FileHandle(forReadingFrom: inURL)
+        let output = try FileHandle(forWritingTo: outURL)
+        let error = try FileHandle(forWritingTo: errURL)
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        process.waitUntilExit()
+        try? input.close()
+        try? output.close()
+        try? error.close()
+        return CLIResult(status: process.terminationStatus,
+                         stdout: [UInt8](try Data(contentsOf: outURL)),
+                         stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+    }
+
+    /// `init` with the sandbox passcode (or none) at the tests' scrypt cost.
+    func initKeychain(noPasscode: Bool = false) throws {
+        let result = try run(noPasscode ? ["init", "--no-passcode"] : ["init", "--kdf-log-n", CLISandbox.kdfLogN])
+        guard result.status == 0 else { throw CLITestError("init failed (\(result.status)): \(result.stderr)") }
+    }
+
+    /// `add --account A --service S [extra]` with `data` on stdin; throws unless it succeeds.
+    func add(account: String, service: String = "mail", data: [UInt8], _ extra: [String] = [], env: [String: String?] = [:]) throws {
+        let result = try run(["add", "--account", account, "--service", service] + extra, stdin: data, env: env)
+        guard result.status == 0 else { throw CLITestError("add failed (\(result.status)): \(result.stderr)") }
+    }
+
+    func writeFile(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        try Data(bytes).write(to: url)
+        return url.path
+    }
+}
+
+struct CLITestError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// Flags, help and version: usage errors exit 2 (shared/CLI.md), help goes to stdout.
+@Suite struct UsageTests {
+    @Test(arguments: [
+        ["find", "--bogus"],
+        ["frobnicate"],
+        ["find", "--account"],
+        ["find", "--class", "idnt-nope"],
+        ["find", "--accessible", "Sometimes"],
+        ["find", "--limit", "some"],
+        ["add", "--port", "eighty"],
+        ["init", "--kdf-log-n", "5"],
+        ["find", "--passcode", "secret"],
+    ])
+    func badCommandLine_exits2WithMessageOnStderr(_ args: [String]) throws {
+        let sandbox = try CLISandbox()
+        let result = try sandbox.run(args)
+        #expect(result.status == 2, "\(args): \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("latchkey: "), "\(args): \(result.stderr)")
+        #expect(!result.stderr.contains("secret") || !args.contains("secret"), "a passcode-like value was echoed")
+    }
+
+    @Test func version_printsAndExits0() throws {
+        let result = try CLISandbox().run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.out.split(separator: ".").count == 3)
+    }
+
+    @Test(arguments: ["init", "add", "find", "update", "delete", "verify", "compact", "info", "passwd"])
+    func help_hasAbstractOptionsAndExample(_ command: String) throws {
+        let result = try CLISandbox().run([command, "--help"])
+        #expect(result.status == 0)
+        #expect(result.out.hasPrefix("OVERVIEW: "))
+        #expect(result.out.contains("Example:"))
+        #expect(result.out.contains("--keychain <path>"))
+        #expect(result.out.contains("--passcode-file <path>"))
+        #expect(!result.out.contains("kdf-log-n"), "the testing knob is hidden")
+    }
+
+    @Test func update_helpListsASetOptionForEveryAttribute() throws {
+        let help = try CLISandbox().run(["update", "--help"]).out
+        for name in ["account", "service", "access-group", "accessible", "label", "description", "comment", "generic",
+                     "server", "protocol", "port", "path", "security-domain", "authentication-type"] {
+            #expect(help.contains("--\(name) "), "missing --\(name)")
+            #expect(help.contains("--set-\(name) "), "missing --set-\(name)")
+        }
+        #expect(help.contains("--set-data"))
+    }
+}
