@@ -42,28 +42,29 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let path = global.keychainPath
-        let keychain: Keychain
+        var report: Report
         do {
-            keychain = try global.open(unlock: .eager, acceptRollback: acceptRollback)
-        } catch let error as KeychainError where json && error.status == .decode {
-            // A keychain too damaged to open is still a verify result.
-            try Output.json(encoding: Report(path: path, ok: false, problems: [error.description], fileSize: 0, records: 0,
-                                             liveItems: 0, checkedItems: 0, lockedItems: 0, recoveredTailBytes: 0))
-            throw error
+            let keychain = try global.open(unlock: .eager, acceptRollback: acceptRollback)
+            let r = keychain.verify()
+            report = Report(path: path, ok: r.ok, problems: r.problems, fileSize: r.fileSize, records: r.records,
+                            liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
+                            recoveredTailBytes: r.recoveredTailBytes)
+        } catch let error as KeychainError where error.status == .decode {
+            // A keychain too damaged to open is still a verify result (opening stops at the
+            // first damaged byte, so that is the one problem reported).
+            report = Report(path: path, ok: false, problems: [error.description], fileSize: 0, records: 0,
+                            liveItems: 0, checkedItems: 0, lockedItems: 0, recoveredTailBytes: 0)
         }
-        let r = keychain.verify()
         if json {
-            try Output.json(encoding: Report(path: path, ok: r.ok, problems: r.problems, fileSize: r.fileSize, records: r.records,
-                                             liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
-                                             recoveredTailBytes: r.recoveredTailBytes))
-        } else if r.ok {
-            Output.line("ok: \(path): \(r.fileSize) bytes, \(r.records) records, \(r.liveItems) live items (\(r.checkedItems) decrypted, \(r.lockedItems) locked)")
+            try Output.json(encoding: report)
+        } else if report.ok {
+            Output.line("ok: \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)")
         } else {
-            Output.line("damaged: \(path): \(r.problems.count) problem(s)")
-            for problem in r.problems { Output.line("  \(problem)") }
+            Output.line("damaged: \(path): \(report.problems.count) problem(s)")
+            for problem in report.problems { Output.line("  \(problem)") }
         }
-        guard r.ok else {
-            throw KeychainError(.decode, "the keychain \(path) failed verification (\(r.problems.count) problem(s)); restore it from a backup")
+        guard report.ok else {
+            throw KeychainError(.decode, "the keychain \(path) failed verification (\(report.problems.count) problem(s)); restore it from a backup")
         }
     }
 }
