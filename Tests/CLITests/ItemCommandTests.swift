@@ -85,6 +85,15 @@ import Testing
         #expect(byAccount["b"]?["v_Data"] as? String == "aGVsbG8=")
     }
 
+    @Test func find_returnDataJSON_wrapsTheSecretInBase64() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "a", data: [0xFF, 0x00])
+        let result = try sandbox.run(["find", "--account", "a", "--json"])
+        #expect(result.status == 0)
+        #expect((try result.json() as? [String: String]) == ["v_Data": "/wA="])
+    }
+
     @Test func find_limitAllWithData_isAUsageError() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()

@@ -157,6 +157,24 @@ import Testing
         #expect(report["checkedItems"] as? Int == 1)
     }
 
+    @Test func rolledBackKeychain_exits5_untilVerifyAcceptRollback() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "a", data: [1])
+        let url = URL(fileURLWithPath: sandbox.keychainPath)
+        let older = try Data(contentsOf: url)
+        try sandbox.add(account: "b", data: [2])
+        try older.write(to: url)
+
+        let find = try sandbox.run(["find", "--account", "a"])
+        #expect(find.status == 5)
+        #expect(find.stderr.contains("--accept-rollback"))
+        #expect(try sandbox.run(["verify"]).status == 5)
+        #expect(try sandbox.run(["verify", "--accept-rollback"]).status == 0)
+        #expect(try sandbox.run(["find", "--account", "a"]).stdout == [1])
+        #expect(try sandbox.run(["find", "--account", "b"]).status == 1)
+    }
+
     @Test func incompleteTail_isCutOffWithANotice() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
