@@ -19,6 +19,8 @@ enum FixtureCatalog {
         out += try keybagDefects()
         out += try recordDefects()
         out += try logCases()
+        out += try deviceCases()
+        out += try itemCases()
         return out.sorted { $0.name < $1.name }
     }
 
@@ -27,8 +29,12 @@ enum FixtureCatalog {
     /// golden_small's writes: a genp item in each of the 7 protection classes and one inet item,
     /// then an update (a replacing put) and a delete. `between` runs after the inet item, before
     /// the update, so a fixture can slip one extra record into the middle of the same log.
-    static func buildGoldenSmall(between: ((KeychainBuilder) throws -> Void)? = nil) throws -> KeychainBuilder {
-        let b = try KeychainBuilder(seed: "golden_small", passcode: goldenPasscode)
+    /// `minor`, `extensionBytes` and `flagsAndReserved` shape the header (the items stay the same).
+    static func buildGoldenSmall(minor: UInt16 = FormatConstants.fileMinor, extensionBytes: [UInt8] = [],
+                                 flagsAndReserved: [UInt8]? = nil,
+                                 between: ((KeychainBuilder) throws -> Void)? = nil) throws -> KeychainBuilder {
+        let b = try KeychainBuilder(seed: "golden_small", passcode: goldenPasscode, minor: minor,
+                                    extensionBytes: extensionBytes, flagsAndReserved: flagsAndReserved)
         var byClass: [ProtectionClass: FixtureItem] = [:]
         for (i, pc) in ProtectionClass.allCases.enumerated() {
             var attrs: [String: AttributeValue] = [
@@ -91,7 +97,7 @@ enum FixtureCatalog {
         ], data: "written-under-new-passcode", protection: .whenUnlockedThisDeviceOnly, minute: 10))])
         var passwdFixture = try Fixture(
             name: "golden_passwd", expect: .success,
-            description: "passcode \(oldPasscode) changed to \(newPasscode) by a keybag-change record (record \(passwd.records.count - 1) of \(passwd.records.count)); the new passcode unlocks every item, including those written before the change; the old passcode must fail (errSecAuthFailed)",
+            description: "passcode \(oldPasscode) changed to \(newPasscode) by a keybag-change record (sequence \(passwd.records.first { $0.type == RecordType.keybagChange.rawValue }!.sequence) of \(passwd.sequence)); the new passcode unlocks every item, including those written before the change; the old passcode must fail (errSecAuthFailed)",
             builder: passwd)
         passwdFixture.notes.append(("old-passcode-must-fail", oldPasscode))
 
@@ -115,8 +121,14 @@ enum FixtureCatalog {
 
         var major2 = b.header
         major2.major = 2
-        var minor1 = b.header
-        minor1.minor = 1
+
+        // A 1.1 header that uses every extension point a 1.0 reader must tolerate (§12.2).
+        let minor1 = try buildGoldenSmall(minor: 1, extensionBytes: Array("LKv1.1 extension".utf8),
+                                          flagsAndReserved: [0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x07])
+
+        var flags = b.file
+        let flagsDefect = flip(&flags, at: 51, what: "header flags, low byte; header MAC recomputed")
+        KeychainBuilder.recomputeHeaderMAC(&flags, headerSize: b.headerSize, keys: b.keys)
 
         var flipped = b.file
         let flippedDefect = flip(&flipped, at: 71, what: "creation time, last byte; header MAC left as it was")
@@ -130,8 +142,11 @@ enum FixtureCatalog {
                         defect: "bytes 8-9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
                         builder: b, keychain: major2.encode(macKey: b.keys.headerMAC) + b.body),
             try Fixture(name: "header_newer_minor", expect: .success,
-                        description: "golden_small with header minor version 1 and a valid header MAC; a newer minor only adds, so a 1.0 reader must read every item (read-only, spec §12)",
-                        builder: b, keychain: minor1.encode(macKey: b.keys.headerMAC) + b.body),
+                        description: "golden_small's items under a 1.1 header that sets a header flag, the reserved bytes 52-55 and \(minor1.header.extensionBytes.count) extension bytes, all under a valid MAC; a 1.0 reader tolerates exactly these (spec §12.2) and reads every item, read-only",
+                        builder: minor1),
+            try Fixture(name: "header_flags_nonzero", expect: .integrityFailure,
+                        description: "golden_small with a header flag set in a 1.0 header and the header MAC recomputed; a reader of the same minor must reject flags it does not know (spec §3.5)",
+                        defect: flagsDefect, builder: b, keychain: flags),
             try Fixture(name: "header_flipped_byte", expect: .integrityFailure,
                         description: "golden_small with one bit flipped inside the authenticated header, in a field that still parses; only the header MAC catches it",
                         defect: flippedDefect, builder: b, keychain: flipped),
@@ -173,17 +188,17 @@ enum FixtureCatalog {
 
         var tagFlipped = b.file
         let tagDefect = flip(&tagFlipped, at: r.offset + r.size - 1,
-                             what: "last byte of the 16-byte tag of record \(middleRecord), sequence \(r.sequence)")
+                             what: "last byte of the 16-byte tag of the record with sequence \(r.sequence)")
 
         var lengthDamaged = b.file
         let lengthDefect = flip(&lengthDamaged, at: r.offset + 3,
-                                what: "low byte of the payload length of record \(middleRecord), sequence \(r.sequence); header CRC left as it was")
+                                what: "low byte of the payload length of the record with sequence \(r.sequence); header CRC left as it was")
 
         // The GCM tag is the payload's last 16 bytes; the record tag is recomputed over the change.
         var itemTag = b.file
         let gcmByte = r.offset + r.size - FormatConstants.frameTagSize - 1
         let itemDefect = flip(&itemTag, at: gcmByte,
-                              what: "last byte of the AES-GCM tag of the item in record \(middleRecord), sequence \(r.sequence); record tag recomputed")
+                              what: "last byte of the AES-GCM tag of the item in the record with sequence \(r.sequence); record tag recomputed")
         let newTag = RecordFrame.tag(macKey: b.keys.recordMAC, offset: UInt64(r.offset),
                                      headerAndPayload: itemTag[r.offset..<(r.offset + r.size - FormatConstants.frameTagSize)])
         itemTag.replaceSubrange((r.offset + r.size - FormatConstants.frameTagSize)..<(r.offset + r.size), with: newTag)
@@ -234,17 +249,117 @@ enum FixtureCatalog {
             try b.commit([.raw(type: 0x90, payload: notePayload)])
             noteInfo = b.records.last
         }
+        // A last transaction that opens with an ancillary record and whose closing put is cut:
+        // the whole transaction is torn, from its first record (§10.2).
+        let group = try buildGoldenSmall()
+        let groupStart = group.snapshots.last!
+        var rotated = group.item(group.liveItems.first { $0.protection == .whenUnlocked && $0.plaintext.itemClass == .genericPassword }!.uuid)
+        rotated.plaintext.data = Array("secret-ak-never-committed".utf8)
+        try group.commit([.raw(type: 0x90, payload: Array("ancillary record opening a transaction".utf8)), .put(rotated)])
+        let closer = group.records.last!
+        let groupKeep = closer.offset + closer.size / 2
+        var tornGroup = try Fixture(name: "torn_transaction", expect: .success,
+                                    description: "golden_small followed by a two-record transaction (an ancillary record with the continues flag, then a put that updates the ak item) cut in the middle of its second record; an incomplete transaction is torn as a whole, from its first record, and the update is absent",
+                                    defect: "file cut to \(groupKeep) bytes, \(closer.size / 2) bytes into the transaction's closing record (sequence \(closer.sequence)); the transaction starts at byte \(groupStart.fileSize)",
+                                    builder: group, keychain: Array(group.file.prefix(groupKeep)), stateSequence: groupStart.sequence)
+        tornGroup.items = groupStart.live
+        tornGroup.recoveredTailBytes = groupKeep - groupStart.fileSize
+
+        let zeroCount = 4096
+        var zeroTail = try Fixture(name: "zero_tail", expect: .success,
+                                   description: "golden_small followed by \(zeroCount) zero bytes, as a crash can leave blocks the file system allocated but never wrote; an all-zero end is a torn tail, not damage",
+                                   defect: "\(zeroCount) zero bytes appended at byte \(b.file.count)",
+                                   builder: b, keychain: b.file + [UInt8](repeating: 0, count: zeroCount))
+        zeroTail.recoveredTailBytes = zeroCount
+
+        var gapAt: RecordInfo?
+        let gap = try buildGoldenSmall { b in
+            b.skipSequenceNumber()
+            try b.commit([.put(b.makeItem(.genericPassword, ["acct": .string("after-the-gap"), "svce": .string("fixtures.latchkey.example/gap")],
+                                          data: "gap", protection: .always, minute: 20))])
+            gapAt = b.records.last
+        }
+        var missingAt: RecordInfo?
+        var missingUUID: [UInt8] = []
+        let missing = try buildGoldenSmall { b in
+            missingUUID = b.newUUID()
+            try b.commit([.raw(type: RecordType.itemDelete.rawValue, payload: ItemDeletePayload(uuid: missingUUID).encode())])
+            missingAt = b.records.last
+        }
+        var duplicateAt: RecordInfo?
+        let duplicate = try buildGoldenSmall { b in
+            // Same class, account and service as the live ak item, under another UUID.
+            let ak = b.liveItems.first { $0.protection == .whenUnlocked && $0.plaintext.itemClass == .genericPassword }!
+            var twin = b.makeItem(.genericPassword, [:], data: "twin", protection: .always, minute: 30)
+            twin.plaintext.attributes["acct"] = ak.plaintext.attributes["acct"]
+            twin.plaintext.attributes["svce"] = ak.plaintext.attributes["svce"]
+            try b.commit([.put(twin)])
+            duplicateAt = b.records.last
+        }
+
         return [
             torn,
+            tornGroup,
+            zeroTail,
+            try Fixture(name: "sequence_gap", expect: .integrityFailure,
+                        description: "golden_small with one sequence number skipped before a properly framed and tagged record in the middle of the log (spec §6.5: each record carries the previous one's number plus one)",
+                        defect: "record at byte \(gapAt!.offset) carries sequence \(gapAt!.sequence) where \(gapAt!.sequence - 1) is due",
+                        builder: gap),
+            try Fixture(name: "delete_missing_item", expect: .integrityFailure,
+                        description: "golden_small with a properly framed and tagged delete record, in the middle of the log, naming a UUID that was never live (spec §10.3)",
+                        defect: "record at byte \(missingAt!.offset), sequence \(missingAt!.sequence), deletes \(hexString(missingUUID)), which is not live",
+                        builder: missing),
+            try Fixture(name: "duplicate_unique_key", expect: .integrityFailure,
+                        description: "golden_small with a put, in the middle of the log, of a second genp item under a new UUID with the same account and service (so the same unique-key hash) as the live ak item (spec §10.3)",
+                        defect: "record at byte \(duplicateAt!.offset), sequence \(duplicateAt!.sequence), repeats a live item's unique-key hash",
+                        builder: duplicate),
             rolledBack,
             try Fixture(name: "unknown_record_type", expect: .unsupportedVersion,
                         description: "golden_small with a record of type 0x05 (below 0x80, so not skippable) properly framed and tagged in the middle of the log; a reader must refuse the file as needing a newer Latchkey",
-                        defect: "record \(future.records.firstIndex { $0.type == 0x05 }!) at byte \(futureInfo!.offset), sequence \(futureInfo!.sequence), has type 0x05",
+                        defect: "the record at byte \(futureInfo!.offset), sequence \(futureInfo!.sequence), has type 0x05",
                         builder: future),
             try Fixture(name: "ancillary_record", expect: .success,
                         description: "golden_small with an ancillary record of type 0x90 properly framed and tagged in the middle of the log; a reader skips it and finds every item",
                         defect: nil, builder: note)
                 .noting("ancillary-record", "type 0x90 at byte \(noteInfo!.offset), sequence \(noteInfo!.sequence)"),
+        ]
+    }
+}
+
+extension FixtureCatalog {
+    // MARK: Device secret and device state
+
+    static func deviceCases() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        var foreign = try Fixture(name: "device_foreign", expect: .authFailure,
+                                  description: "golden_small's keychain with the device secret of another device; the file is intact, but this device cannot open it (spec §10.1: authentication error, not integrity)",
+                                  defect: "device.secret is another device's (seed \"foreign_device\"); no device state",
+                                  builder: b)
+        foreign.device = try KeychainBuilder(seed: "foreign_device", passcode: nil).device
+        foreign.state = nil
+
+        var damagedState = try Fixture(name: "state_damaged", expect: .success,
+                                       description: "golden_small whose device state fails its MAC: a reader must treat it as absent (spec §9.4), not trust it; the damage raises its remembered sequence, so a reader that skipped the MAC would wrongly report a rollback",
+                                       builder: b)
+        damagedState.defect = flip(&damagedState.state!, at: 39, what: "device state: low byte of the remembered sequence; state MAC left as it was")
+        return [foreign, damagedState]
+    }
+
+    // MARK: Item plaintext
+
+    static func itemCases() throws -> [Fixture] {
+        var at: RecordInfo?
+        let b = try buildGoldenSmall { b in
+            let item = b.makeItem(.genericPassword, ["acct": .string("from-the-future"), "svce": .string("fixtures.latchkey.example/v2")],
+                                  data: "v2", protection: .always, minute: 40)
+            try b.commit([.raw(type: RecordType.itemPut.rawValue, payload: try b.putPayload(item, plaintextVersion: 2))])
+            at = b.records.last
+        }
+        return [
+            try Fixture(name: "item_plaintext_newer_version", expect: .unsupportedVersion,
+                        description: "golden_small with a dk item, in the middle of the log, whose plaintext carries version 2, correctly encrypted and tagged; the file opens, and reading that item must report that a newer Latchkey is needed (spec §12.5), not damage",
+                        defect: "the item in the record at byte \(at!.offset), sequence \(at!.sequence), has plaintext version 2",
+                        builder: b),
         ]
     }
 }

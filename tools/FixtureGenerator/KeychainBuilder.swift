@@ -63,8 +63,14 @@ final class KeychainBuilder {
     private(set) var snapshots: [Snapshot] = []
     /// Fixed at creation: keybag changes go into records, so the header never changes size.
     let headerSize: Int
+    /// Bytes 48..<56 of the header (flags and reserved), when a fixture sets them; the header
+    /// MAC is computed over them.
+    let flagsAndReserved: [UInt8]?
 
-    init(seed: String, passcode: String?) throws {
+    /// - Parameters:
+    ///   - minor, extensionBytes, flagsAndReserved: header fields a newer minor version may use (§12).
+    init(seed: String, passcode: String?, minor: UInt16 = FormatConstants.fileMinor, extensionBytes: [UInt8] = [],
+         flagsAndReserved: [UInt8]? = nil) throws {
         rng = DeterministicRandom(label: seed)
         let deviceUUID = rng.uuid()
         device = DeviceSecret(uuid: deviceUUID, secret: SecretKey(copying: rng.bytes(FormatConstants.deviceSecretSize)))
@@ -80,6 +86,9 @@ final class KeychainBuilder {
         keybag = bag
         header = FileHeader(fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: 0,
                             createdAt: KeychainBuilder.createdAt, keybag: bag)
+        header.minor = minor
+        header.extensionBytes = extensionBytes
+        self.flagsAndReserved = flagsAndReserved
         headerSize = header.encode(macKey: keys.headerMAC).count
         snapshots.append(Snapshot(fileSize: headerSize, sequence: 0, live: []))
     }
@@ -100,7 +109,20 @@ final class KeychainBuilder {
         return Keybag(kdf: kdf, entries: entries)
     }
 
-    var headerBytes: [UInt8] { header.encode(macKey: keys.headerMAC) }
+    var headerBytes: [UInt8] {
+        var bytes = header.encode(macKey: keys.headerMAC)
+        if let patch = flagsAndReserved {
+            bytes.replaceSubrange(48..<56, with: patch)
+            KeychainBuilder.recomputeHeaderMAC(&bytes, headerSize: headerSize, keys: keys)
+        }
+        return bytes
+    }
+
+    /// Rewrites the header MAC (the header's last 32 bytes) over the bytes before it.
+    static func recomputeHeaderMAC(_ file: inout [UInt8], headerSize: Int, keys: FileKeys) {
+        let macAt = headerSize - FormatConstants.headerMACSize
+        file.replaceSubrange(macAt..<headerSize, with: Crypto.hmacSHA256(key: keys.headerMAC, parts: [Array(file[0..<macAt])]))
+    }
     var file: [UInt8] { headerBytes + body }
 
     // MARK: Items
@@ -116,6 +138,9 @@ final class KeychainBuilder {
                            plaintext: ItemPlaintext(itemClass: itemClass, attributes: attrs, data: Array(data.utf8)),
                            protection: protection)
     }
+
+    /// A fresh deterministic UUID.
+    func newUUID() -> [UInt8] { rng.uuid() }
 
     func item(_ uuid: [UInt8]) -> FixtureItem { live[hexString(uuid)]! }
 
@@ -157,6 +182,23 @@ final class KeychainBuilder {
         live = next
         snapshots.append(Snapshot(fileSize: headerSize + body.count, sequence: sequence, live: liveItems))
     }
+
+    /// An item-put payload whose plaintext carries `plaintextVersion` in its version byte
+    /// (§8.1), sealed and wrapped correctly otherwise; for `.raw(type: 1, …)`.
+    func putPayload(_ item: FixtureItem, plaintextVersion: UInt8) throws -> [UInt8] {
+        let itemKey = rng.bytes(32)
+        var p = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
+                                        keys: keys, classKey: classKeys[item.protection]!, fileUUID: fileUUID, itemKey: itemKey)
+        var body = item.plaintext.encode()
+        body[0] = plaintextVersion
+        let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
+        p.ciphertext = sealed.ciphertext
+        p.tag = sealed.tag
+        return p.encode()
+    }
+
+    /// Makes the next record skip one sequence number (§6.5 forbids it).
+    func skipSequenceNumber() { sequence += 1 }
 
     /// The live items in a stable order (UUID).
     var liveItems: [FixtureItem] { live.keys.sorted().map { live[$0]! } }
