@@ -11,6 +11,8 @@ public struct Item: Sendable, Equatable, CustomStringConvertible {
     public var protection: ProtectionClass
     /// Persistent reference: class code (4 bytes) ‖ item UUID (16 bytes).
     public var persistentRef: [UInt8]
+    /// Reading the data asks for the passcode again (kSecAttrAccessControl, user presence).
+    public var requiresUserPresence: Bool = false
 
     public var description: String {
         let attrs = attributes.keys.sorted().map { "\($0)=\(attributes[$0]!)" }.joined(separator: ", ")
@@ -27,14 +29,31 @@ public struct Query: Sendable {
     public var protection: ProtectionClass?
     /// Compare string attributes ignoring case (Unicode case folding).
     public var caseInsensitive: Bool
+    /// kSecAttrSynchronizable: by default only items with sync = 0 match.
+    public var synchronizable: SyncFilter
+    /// Find exactly this item (kSecValuePersistentRef); other filters must then be absent.
+    public var persistentRef: [UInt8]?
 
     public init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue] = [:],
-                protection: ProtectionClass? = nil, caseInsensitive: Bool = false) {
+                protection: ProtectionClass? = nil, caseInsensitive: Bool = false,
+                synchronizable: SyncFilter = .notSynchronizable, persistentRef: [UInt8]? = nil) {
         self.itemClass = itemClass
         self.attributes = attributes
         self.protection = protection
         self.caseInsensitive = caseInsensitive
+        self.synchronizable = synchronizable
+        self.persistentRef = persistentRef
     }
+}
+
+/// The implicit `sync` filter of queries (reference §5.11).
+public enum SyncFilter: Sendable, Equatable {
+    /// sync = 0 (the default of every query).
+    case notSynchronizable
+    /// sync = 1.
+    case synchronizable
+    /// kSecAttrSynchronizableAny: both.
+    case any
 }
 
 extension AttributeValue {

@@ -13,6 +13,12 @@ import LatchkeyFormat
 /// ```
 public final class Keychain: @unchecked Sendable {
     let store: KeychainStore
+    /// Who is calling. nil: a trusted tool that sees every access group and gives new items
+    /// no default group. The CLI and LatchkeySecurity always set one.
+    public var caller: CallerIdentity?
+    /// Asked for the passcode when an item that needs user presence is read with its data.
+    /// Returns nil when the user cancels.
+    public var authenticationHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
     /// Attributes the keychain sets itself and callers cannot.
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
@@ -62,38 +68,116 @@ public final class Keychain: @unchecked Sendable {
 
     static func now() -> Double { Date().timeIntervalSinceReferenceDate }
 
-    /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`.
-    /// - Throws: errSecDuplicateItem when the unique key exists; errSecInteractionNotAllowed when
-    ///   the class is locked; errSecNotAvailable for akpu without a passcode.
-    @discardableResult
-    public func add(_ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
-                    protection: ProtectionClass = .whenUnlocked, requiresUserPresence: Bool = false) throws -> Item {
-        var attrs = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-        let t = Keychain.now()
-        attrs["cdat"] = .date(t)
-        attrs["mdat"] = .date(t)
-        let id = try ID16.random()
-        let plaintext = ItemPlaintext(itemClass: itemClass, attributes: attrs, data: data)
-        try store.withWriteLock {
-            try store.commit([.put(id: id, plaintext: plaintext, protection: protection,
-                                   flags: requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0)])
+    /// Checks that every attribute exists in the class (errSecNoSuchAttr, −25303).
+    static func validateNames(_ attributes: [String: AttributeValue], _ c: ItemClass) throws {
+        for name in attributes.keys where ItemSchema.kind(name, in: c) == nil {
+            throw KeychainError(.noSuchAttr, "'\(name)' is not an attribute of class \(c.rawValue)")
         }
-        return makeItem(plaintext, protection: protection, id: id)
     }
 
-    func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16) -> Item {
+    /// The caller's groups, or the error for a caller without any (errSecMissingEntitlement).
+    func callerGroups() throws -> [String]? {
+        guard let caller else { return nil }
+        let groups = caller.accessGroups
+        guard !groups.isEmpty else {
+            throw KeychainError(.missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups; set LATCHKEY_APP_ID or LATCHKEY_ENTITLEMENTS (--app-id / --entitlements)")
+        }
+        return groups
+    }
+
+    /// A group in new values (add, update) that the caller may not use (errSecNoAccessForItem).
+    func checkWritableGroup(_ attributes: [String: AttributeValue], _ groups: [String]?) throws {
+        guard let groups, let agrp = attributes["agrp"] else { return }
+        guard case .string(let g) = agrp, groups.contains(g) else {
+            throw KeychainError(.noAccessForItem, "the caller may not use access group \(agrp); its groups are \(groups.joined(separator: ", "))")
+        }
+    }
+
+    /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`
+    /// (default: ak, certificates dk); `agrp` defaults to the caller's first group; `sync` to 0.
+    /// - Throws: errSecNoSuchAttr (unknown attribute), errSecNoAccessForItem (foreign group),
+    ///   errSecMissingEntitlement (caller without groups), errSecDuplicateItem,
+    ///   errSecInteractionNotAllowed (class locked), errSecNotAvailable (akpu without passcode,
+    ///   or user presence on a keychain without passcode).
+    @discardableResult
+    public func add(_ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
+                    protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Item {
+        try add(contentsOf: [NewItem(itemClass, attributes: attributes, data: data, protection: protection,
+                                     requiresUserPresence: requiresUserPresence)]).first!
+    }
+
+    /// Adds every item in one transaction (one write, one fsync): all or none.
+    /// - Throws: as `add`; errSecDuplicateItem if any unique key exists or repeats in the batch.
+    @discardableResult
+    public func add(contentsOf items: [NewItem]) throws -> [Item] {
+        guard !items.isEmpty else { return [] }
+        let groups = try callerGroups()
+        let t = Keychain.now()
+        var mutations: [Mutation] = []
+        var added: [Item] = []
+        mutations.reserveCapacity(items.count)
+        for item in items {
+            try Keychain.validateNames(item.attributes, item.itemClass)
+            try checkWritableGroup(item.attributes, groups)
+            var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
+            if attrs["agrp"] == nil, let g = groups?.first { attrs["agrp"] = .string(g) }
+            if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
+            attrs["cdat"] = .date(t)
+            attrs["mdat"] = .date(t)
+            let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
+            if item.requiresUserPresence && !store.hasPasscode {
+                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode; set one with 'latchkey passwd'")
+            }
+            let id = try ID16.random()
+            let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
+            let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
+            mutations.append(.put(id: id, plaintext: plaintext, protection: pc, flags: flags))
+            added.append(makeItem(plaintext, protection: pc, id: id, flags: flags))
+        }
+        try store.withWriteLock { try store.commit(mutations) }
+        return added
+    }
+
+    func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
         var attrs = p.attributes
         attrs["pdmn"] = .string(protection.code)
         return Item(itemClass: p.itemClass, attributes: attrs, data: p.data, protection: protection,
-                    persistentRef: p.itemClass.code + id.bytes)
+                    persistentRef: p.itemClass.code + id.bytes,
+                    requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
     }
 
     /// Items matching `query`, at most `limit` (nil: all).
+    /// - Parameters:
+    ///   - includeData: false returns items with empty `data` and never asks for user presence.
+    ///   - prompt: shown by the authentication handler for user-presence items.
     /// - Throws: errSecInteractionNotAllowed when a candidate's class is locked (the whole call
-    ///   fails, as on iOS); errSecDecode for a damaged item.
-    public func find(_ query: Query, limit: Int? = nil) throws -> [Item] {
+    ///   fails, as on iOS); errSecMissingEntitlement; errSecDecode for a damaged item;
+    ///   errSecUserCanceled / errSecAuthFailed from user presence.
+    public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
         try store.refresh()
-        return try matches(query, limit: limit).map { makeItem($0.plaintext, protection: $0.slot.protection, id: $0.id) }
+        var out: [Item] = []
+        for m in try matches(query, limit: limit) {
+            var item = makeItem(m.plaintext, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
+            if !includeData {
+                item.data = []
+            } else if item.requiresUserPresence {
+                try authenticate(prompt: prompt)
+            }
+            out.append(item)
+        }
+        return out
+    }
+
+    /// Asks the authentication handler for the passcode and checks it (user presence).
+    func authenticate(prompt: String?) throws {
+        guard let handler = authenticationHandler else {
+            throw KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")
+        }
+        guard var passcode = handler(prompt) else {
+            throw KeychainError(.userCanceled, "authentication was cancelled")
+        }
+        defer { Crypto.cleanse(&passcode) }
+        try store.checkPasscode(passcode)
     }
 
     struct Match {
@@ -102,21 +186,58 @@ public final class Keychain: @unchecked Sendable {
         var plaintext: ItemPlaintext
     }
 
-    /// The matching items with their slots. Uses the unique-key index when the query names
-    /// every attribute of the class's unique key.
+    /// The matching items with their slots, after the implicit filters (caller's groups,
+    /// sync). Uses the unique-key index when the query pins the unique key (the caller's few
+    /// groups and the sync values are enumerated).
     func matches(_ query: Query, limit: Int? = nil) throws -> [Match] {
-        if !query.caseInsensitive, let key = exactUniqueKey(query) {
-            guard let (id, slot) = store.slot(uniqueKey: key) else { return [] }
-            if let pc = query.protection, slot.protection != pc { return [] }
+        let groups = try callerGroups()
+        try Keychain.validateNames(query.attributes, query.itemClass)
+        if let ref = query.persistentRef {
+            guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
+                  c == query.itemClass, let slot = store.slot(id: ID16(ref.suffix(16))),
+                  store.itemClass(of: slot) == c else { return [] }
             let p = try store.read(slot)
-            return Keychain.filter(p, query) ? [Match(id: id, slot: slot, plaintext: p)] : []
+            if let groups, case .string(let g)? = p.attributes["agrp"], !groups.contains(g) { return [] }
+            return [Match(id: ID16(ref.suffix(16)), slot: slot, plaintext: p)]
         }
-        let tag = store.classTag(query.itemClass)
+        var q = query
+        if let groups {
+            if let agrp = q.attributes["agrp"] {
+                guard case .string(let g) = agrp, groups.contains(g) else { return [] }
+            }
+        }
+        switch q.synchronizable {
+        case .notSynchronizable: if q.attributes["sync"] == nil { q.attributes["sync"] = .integer(0) }
+        case .synchronizable: q.attributes["sync"] = .integer(1)
+        case .any: q.attributes["sync"] = nil
+        }
+        let allowed: Set<String>? = q.attributes["agrp"] == nil ? groups.map(Set.init) : nil
+        if let l = limit, l <= 0 { return [] }
+
+        func accept(_ p: ItemPlaintext) -> Bool {
+            if let allowed {
+                guard case .string(let g)? = p.attributes["agrp"], allowed.contains(g) else { return false }
+            }
+            return Keychain.filter(p, q)
+        }
+
+        if !q.caseInsensitive, let keys = uniqueKeyCandidates(q, groups: groups) {
+            var out: [Match] = []
+            for key in keys {
+                guard let (id, slot) = store.slot(uniqueKey: key) else { continue }
+                if let pc = q.protection, slot.protection != pc { continue }
+                let p = try store.read(slot)
+                if accept(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+                if let l = limit, out.count >= l { break }
+            }
+            return out
+        }
+        let tag = store.classTag(q.itemClass)
         var out: [Match] = []
         for (id, slot) in store.slots().sorted(by: { $0.1.offset < $1.1.offset }) where slot.classTag == tag {
-            if let pc = query.protection, slot.protection != pc { continue }
+            if let pc = q.protection, slot.protection != pc { continue }
             let p = try store.read(slot)
-            if Keychain.filter(p, query) {
+            if accept(p) {
                 out.append(Match(id: id, slot: slot, plaintext: p))
                 if let l = limit, out.count >= l { break }
             }
@@ -124,10 +245,28 @@ public final class Keychain: @unchecked Sendable {
         return out
     }
 
-    func exactUniqueKey(_ q: Query) -> UniqueKey? {
-        let names = UniqueKey.attributes(for: q.itemClass).map(\.name)
-        guard names.allSatisfy({ q.attributes[$0] != nil || $0 == "sync" }) else { return nil }
-        return UniqueKey(itemClass: q.itemClass, attributes: q.attributes)
+    /// Every unique key the query can match, when it names all of the class's unique-key
+    /// attributes except possibly `agrp` (then: each of the caller's groups) — else nil.
+    func uniqueKeyCandidates(_ q: Query, groups: [String]?) -> [UniqueKey]? {
+        var agrps: [AttributeValue?] = [q.attributes["agrp"]]
+        if q.attributes["agrp"] == nil {
+            guard let groups, groups.count <= 16 else { return nil }
+            agrps = groups.map { .string($0) }
+        }
+        let syncs: [AttributeValue?] = q.attributes["sync"] != nil ? [q.attributes["sync"]] : [.integer(0), .integer(1)]
+        for (name, _) in UniqueKey.attributes(for: q.itemClass) where name != "agrp" && name != "sync" {
+            if q.attributes[name] == nil { return nil }
+        }
+        var out: [UniqueKey] = []
+        for a in agrps {
+            for s in syncs {
+                var attrs = q.attributes
+                attrs["agrp"] = a
+                attrs["sync"] = s
+                out.append(UniqueKey(itemClass: q.itemClass, attributes: attrs))
+            }
+        }
+        return out
     }
 
     static func filter(_ p: ItemPlaintext, _ q: Query) -> Bool {
@@ -148,13 +287,17 @@ public final class Keychain: @unchecked Sendable {
         }
     }
 
-    /// Updates every match in one transaction (all or nothing). `mdat` moves, `cdat` stays.
+    /// Updates every match in one transaction (all or nothing). `mdat` moves, `cdat` stays;
+    /// a new `protection` re-encrypts the items under that class.
     /// - Returns: the number of items changed.
     /// - Throws: errSecItemNotFound when nothing matches; errSecDuplicateItem when the change
-    ///   would give two items the same unique key (then nothing changes).
+    ///   would give two items the same unique key (then nothing changes); errSecNoSuchAttr;
+    ///   errSecNoAccessForItem for a new group the caller may not use.
     @discardableResult
     public func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
                        protection: ProtectionClass? = nil) throws -> Int {
+        try Keychain.validateNames(attributes, query.itemClass)
+        try checkWritableGroup(attributes, try callerGroups())
         let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
         return try store.withWriteLock {
             let found = try matches(query)

@@ -548,3 +548,26 @@ package final class KeychainStore: @unchecked Sendable {
     package var lastSequence: UInt64 { mutex.lock(); defer { mutex.unlock() }; return log.lastSequence }
     package var kdf: KDFParameters { mutex.lock(); defer { mutex.unlock() }; return log.keybag.kdf }
 }
+
+extension KeychainStore {
+    /// Checks a passcode without changing the lock state (user presence).
+    /// - Throws: errSecAuthFailed when it is wrong; errSecNotAvailable without a passcode.
+    package func checkPasscode(_ passcode: [UInt8]) throws {
+        let bag = kdfAndEntry()
+        guard let entry = bag.entry else {
+            throw KeychainError(.notAvailable, "this keychain has no passcode to check")
+        }
+        let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
+        do {
+            _ = try Crypto.unwrap(entry.wrappedKey, with: passKey)
+        } catch {
+            throw KeychainError(.authFailed, "wrong passcode")
+        }
+    }
+
+    private func kdfAndEntry() -> (kdf: KDFParameters, entry: KeybagEntry?) {
+        mutex.lock(); defer { mutex.unlock() }
+        let bag = log.keybag
+        return (bag.kdf, bag.entries.first { $0.wrap == .passcode })
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import LatchkeyFormat
+
+/// The attributes of each item class, with Apple's 4-character codes and value kinds
+/// (shared/reference/apple-keychain.md §1.2–§1.6; schema v12.11 of SecItemSchema.c).
+public enum ItemSchema {
+    /// How a value given by a caller is coerced (reference §1.2).
+    public enum Kind: Sendable, Equatable {
+        /// String, data or number, stored as given (a string stays a string).
+        case blob
+        /// Data; a string becomes its UTF-8 bytes, a number 4 bytes.
+        case data
+        /// String; data is decoded as UTF-8.
+        case string
+        /// Number; a boolean becomes 0/1, a decimal string a number, any other string is kept.
+        case number
+        /// Date only.
+        case date
+        /// `pdmn`: one of ak, ck, dk, aku, cku, dku, akpu.
+        case access
+    }
+
+    static let common: [String: Kind] = [
+        "cdat": .date, "mdat": .date, "labl": .blob, "agrp": .string, "pdmn": .access, "sync": .number,
+        "vwht": .string, "tkid": .string,
+    ]
+    static let password: [String: Kind] = [
+        "acct": .blob, "desc": .blob, "icmt": .blob, "crtr": .number, "type": .number, "alis": .blob,
+        "invi": .number, "nega": .number, "cusi": .number, "prot": .blob, "scrp": .number,
+    ]
+    static let genericOnly: [String: Kind] = ["svce": .blob, "gena": .blob]
+    static let internetOnly: [String: Kind] = [
+        "sdmn": .blob, "srvr": .blob, "ptcl": .number, "atyp": .blob, "port": .number, "path": .blob,
+    ]
+    static let certificate: [String: Kind] = [
+        "ctyp": .number, "cenc": .number, "subj": .data, "issr": .data, "slnr": .data, "skid": .data,
+        "pkhh": .data, "alis": .blob,
+    ]
+    static let key: [String: Kind] = [
+        "kcls": .number, "klbl": .data, "atag": .blob, "crtr": .number, "type": .number, "bsiz": .number,
+        "esiz": .number, "sdat": .date, "edat": .date, "perm": .number, "priv": .number, "modi": .number,
+        "sens": .number, "asen": .number, "extr": .number, "next": .number, "encr": .number, "decr": .number,
+        "drve": .number, "sign": .number, "vrfy": .number, "wrap": .number, "unwp": .number,
+        "snrc": .number, "vyrc": .number, "alis": .blob,
+    ]
+
+    private static let tables: [ItemClass: [String: Kind]] = {
+        func merge(_ parts: [String: Kind]...) -> [String: Kind] {
+            parts.reduce(into: [:]) { $0.merge($1) { a, _ in a } }
+        }
+        return [
+            .genericPassword: merge(common, password, genericOnly),
+            .internetPassword: merge(common, password, internetOnly),
+            .certificate: merge(common, certificate),
+            .key: merge(common, key),
+        ]
+    }()
+
+    /// The attributes of `c` and their kinds.
+    public static func attributes(of c: ItemClass) -> [String: Kind] { tables[c]! }
+
+    /// The kind of attribute `code` in class `c`, or nil when the class has no such attribute
+    /// (errSecNoSuchAttr, −25303).
+    public static func kind(_ code: String, in c: ItemClass) -> Kind? { tables[c]![code] }
+
+    /// The protection class a new item gets when none is given (reference §3.2).
+    public static func defaultProtection(for c: ItemClass) -> ProtectionClass {
+        c == .certificate ? .always : .whenUnlocked
+    }
+}
+
+/// A value as a caller hands it over, before coercion to the attribute's kind.
+public enum InputValue: Sendable, Equatable {
+    case string(String)
+    case data([UInt8])
+    case integer(Int64)
+    case bool(Bool)
+    case date(Double)
+
+    /// Coerces to the kind of `code` (reference §1.2).
+    /// - Throws: errSecParam when the value cannot be coerced.
+    public func coerced(to kind: ItemSchema.Kind, code: String) throws -> AttributeValue {
+        func bad() -> KeychainError {
+            KeychainError(.param, "the value given for attribute '\(code)' has the wrong type")
+        }
+        switch (kind, self) {
+        case (.blob, .string(let s)): return .string(s)
+        case (.blob, .data(let d)): return .data(d)
+        case (.blob, .integer(let i)): return .integer(i)
+        case (.blob, .bool(let b)): return .integer(b ? 1 : 0)
+        case (.data, .data(let d)): return .data(d)
+        case (.data, .string(let s)): return .data(Array(s.utf8))
+        case (.data, .integer(let i)):
+            let v = Int32(truncatingIfNeeded: i)
+            return .data(withUnsafeBytes(of: v.littleEndian) { Array($0) })
+        case (.string, .string(let s)): return .string(s)
+        case (.string, .data(let d)):
+            guard let s = String(validating: d, as: UTF8.self) else { throw bad() }
+            return .string(s)
+        case (.number, .integer(let i)): return .integer(i)
+        case (.number, .bool(let b)): return .integer(b ? 1 : 0)
+        case (.number, .string(let s)):
+            if let i = Int64(s) { return .integer(i) }
+            return .string(s)
+        case (.date, .date(let d)): return .date(d)
+        case (.access, .string(let s)):
+            guard let pc = ProtectionClass(code: s) else {
+                throw KeychainError(.param, "'\(s)' is not a protection class; use ak, ck, dk, aku, cku, dku or akpu")
+            }
+            return .string(pc.code)
+        default: throw bad()
+        }
+    }
+}
