@@ -41,7 +41,9 @@ extension KeychainStore {
             for (_, slot) in fresh.items.sorted(by: { $0.value.offset < $1.value.offset }) {
                 guard isAvailable(slot.protection) else { report.lockedItems += 1; continue }
                 do {
-                    _ = try read(slot)
+                    // The slot's offset is in the file just scanned, not necessarily the one
+                    // this store has open (another process may have compacted it).
+                    _ = try read(slot, from: fd)
                     report.checkedItems += 1
                 } catch {
                     report.problems.append("item at byte \(slot.offset): \(error)")

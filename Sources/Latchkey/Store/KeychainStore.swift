@@ -336,10 +336,12 @@ package final class KeychainStore: @unchecked Sendable {
     /// - Throws: errSecInteractionNotAllowed / errSecNotAvailable when its class is locked;
     ///   errSecDecode when it does not decrypt, or when its plaintext has a version this
     ///   Latchkey does not know (then the message says to upgrade, spec §12.5).
-    func read(_ slot: ItemSlot) throws -> ItemPlaintext {
+    /// `descriptor` is the file the slot was found in, when that is not the store's own
+    /// (`verify` scans the file now at the path, which a compaction may have replaced).
+    func read(_ slot: ItemSlot, from descriptor: Int32? = nil) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
-        let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+        let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
         guard record.count == Int(slot.recordSize) else {
             throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey")
         }
