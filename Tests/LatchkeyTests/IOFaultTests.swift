@@ -1,0 +1,80 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import Latchkey
+
+/// ENOSPC and EIO at every mutating file operation (spec §11.3, §11.5): the call fails with
+/// errSecIO and the keychain keeps exactly its previous state, both in the instance that
+/// failed and for a fresh open of the same disk.
+@Suite struct IOFaultTests {
+    struct Case: CustomStringConvertible, Sendable {
+        var scenario: FaultScenario
+        var errno: Int32
+        var description: String { "\(scenario) with \(errno == ENOSPC ? "ENOSPC" : "EIO")" }
+    }
+
+    static let cases: [Case] = FaultScenario.all.flatMap { s in [ENOSPC, EIO].map { Case(scenario: s, errno: $0) } }
+
+    @Test(arguments: cases)
+    func operation_failingAtEveryStep_throwsIOAndKeepsPreviousState(_ c: Case) throws {
+        let prepared = try PreparedKeychain.make()
+        let old = prepared.items
+        let knownRefs = Set(old.keys)
+        let reference = try prepared.openCopy()
+        try c.scenario.operation(reference.keychain)
+        let newShape = shape(try reference.keychain.snapshot(), knownRefs: knownRefs)
+
+        var k = 0
+        while true {
+            #expect(k < 50, "the operation never completed")
+            if k >= 50 { break }
+            let run = try prepared.openCopy()
+            let start = run.disk.mutations
+            run.disk.plan = (at: k, fault: .error(c.errno))
+            let result = Result { try c.scenario.operation(run.keychain) }
+            let hit = run.disk.mutations - start > k
+            run.disk.plan = nil
+            guard hit else {
+                #expect(throws: Never.self) { try result.get() }
+                #expect(shape(try run.keychain.snapshot(), knownRefs: knownRefs) == newShape)
+                break
+            }
+            let faulted = run.tracer.operation(at: start + k)
+            let at = "\(c) at mutation \(k) (\(faulted.map { "\($0)" } ?? "?"))"
+
+            if let f = faulted, f.path.hasPrefix(TestEnv.stateDirectory) {
+                // The commit was durable before the device state update failed; that update is
+                // best effort (spec §9.3), so the call succeeds with the new state.
+                #expect(throws: Never.self, "\(at)") { try result.get() }
+                #expect(shape(try run.keychain.snapshot(), knownRefs: knownRefs) == newShape, "\(at)")
+                k += 1
+                continue
+            }
+
+            switch result {
+            case .success:
+                Issue.record("\(at): the call succeeded although a write to the keychain failed")
+            case .failure(let error):
+                #expect((error as? KeychainError)?.status == .io, "\(at): got \(error)")
+            }
+            // The same instance still sees exactly the old items, and the file verifies.
+            #expect(try run.keychain.snapshot() == old, "\(at): the failing instance sees changed items")
+            let report = run.keychain.verify()
+            #expect(report.ok, "\(at): \(report.problems)")
+            // A new process sees the same.
+            let fresh = try openKeychain(on: run.disk)
+            let unlocks = passcodesThatUnlock(fresh)
+            #expect(unlocks.old && !unlocks.new, "\(at): passcodes that unlock after the failure: \(unlocks)")
+            #expect(try fresh.snapshot() == old, "\(at): a fresh open sees changed items")
+            #expect(fresh.verify().ok, "\(at)")
+            #expect(run.disk.listFiles().filter { $0.contains(".compact-") || $0.contains(".create-") }.isEmpty,
+                    "\(at): temporary files left behind: \(run.disk.listFiles())")
+            // And the failure did not wedge the instance: once the disk works, so does the call.
+            try c.scenario.operation(run.keychain)
+            #expect(shape(try run.keychain.snapshot(), knownRefs: knownRefs) == newShape, "\(at): retry")
+            k += 1
+        }
+        #expect(k > 0)
+    }
+}

@@ -1,0 +1,91 @@
+import Testing
+@testable import Latchkey
+
+/// Power cuts between any two mutating file operations (spec §11.4, §11.5, §11.6).
+///
+/// For each operation, the power is cut at its 0th, 1st, 2nd … mutating file operation until
+/// one run completes without reaching the cut. After each cut the disk is rebooted in every
+/// `CrashMode` and opened: it must open, verify, and hold either exactly the old items or
+/// exactly the new ones, never a mix.
+@Suite struct PowerCutTests {
+    static let modes: [MemoryFileSystem.CrashMode] = [.loseUnsynced, .keepUnsynced, .tearUnsynced]
+
+    @Test(arguments: FaultScenario.all)
+    func open_afterPowerCutAtEveryStep_hasOldOrNewStateNeverMix(_ scenario: FaultScenario) throws {
+        let prepared = try PreparedKeychain.make()
+        let old = prepared.items
+        let knownRefs = Set(old.keys)
+
+        // A clean run gives the shape of the new state.
+        let reference = try prepared.openCopy()
+        try scenario.operation(reference.keychain)
+        let newState = try openKeychain(on: reference.disk)
+        try newState.unlock(passcode: scenario.changesPasscode ? TestEnv.newPasscode : TestEnv.passcode)
+        let newShape = shape(try newState.snapshot(), knownRefs: knownRefs)
+        if scenario.changesItems {
+            #expect(newShape != shape(old, knownRefs: knownRefs), "the operation should change the items")
+        } else {
+            #expect(try newState.snapshot() == old)
+        }
+
+        var sawOld = false, sawNew = false
+        var k = 0
+        while true {
+            #expect(k < 50, "the operation never completed")
+            if k >= 50 { break }
+            let run = try prepared.openCopy()
+            let start = run.disk.mutations
+            run.disk.plan = (at: k, fault: .powerCut)
+            _ = try? scenario.operation(run.keychain)
+            let hit = run.disk.mutations - start > k
+            run.disk.plan = nil
+            guard hit else { break }
+            let at = "power cut at mutation \(k) (\(run.tracer.operation(at: start + k).map { "\($0)" } ?? "?")) during \(scenario)"
+
+            var states: [MemoryFileSystem.CrashMode: Snapshot] = [:]
+            for mode in Self.modes {
+                let kc: Keychain
+                do {
+                    kc = try openKeychain(on: run.disk.rebooted(mode))
+                } catch {
+                    Issue.record("\(at), \(mode): the keychain does not open: \(error)")
+                    continue
+                }
+                let unlocks = passcodesThatUnlock(kc)
+                if scenario.changesPasscode {
+                    #expect(unlocks.old != unlocks.new, "\(at), \(mode): exactly one of the old and new passcodes must unlock, got \(unlocks)")
+                    if unlocks.new { sawNew = true } else { sawOld = true }
+                } else {
+                    #expect(unlocks.old, "\(at), \(mode): the passcode no longer unlocks")
+                }
+                let report = kc.verify()
+                #expect(report.ok, "\(at), \(mode): \(report.problems)")
+                states[mode] = try kc.snapshot()
+            }
+
+            // Keeping every unsynced write gives the most advanced state this cut can leave;
+            // every mode must give it or the old one, and it must be the old or the new state.
+            guard let furthest = states[.keepUnsynced] else { continue }
+            for (mode, state) in states {
+                #expect(state == old || state == furthest, "\(at), \(mode): neither the old state nor the state the operation wrote")
+            }
+            if furthest == old {
+                sawOld = true
+            } else if scenario.changesItems {
+                #expect(shape(furthest, knownRefs: knownRefs) == newShape, "\(at): a mix of old and new items")
+                for (ref, item) in furthest where old[ref] != nil {
+                    #expect(item.attributes["cdat"] == old[ref]!.attributes["cdat"], "\(at): cdat changed")
+                }
+                sawNew = true
+            } else {
+                Issue.record("\(at): \(scenario) changed the items")
+            }
+            k += 1
+        }
+        #expect(k > 0, "the operation made no mutating file operation")
+        #expect(sawOld, "no cut left the old state: the loop did not exercise the operation")
+        if scenario.changesItems || scenario.changesPasscode {
+            #expect(sawNew, "no cut after the commit point: the durability point was never crossed")
+        }
+    }
+}
