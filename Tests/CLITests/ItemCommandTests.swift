@@ -166,14 +166,31 @@ import Testing
         #expect(try sandbox.run(["delete", "--service", "mail"]).status == 1)
     }
 
-    @Test func accessGroup_defaultsToAppID_andFiltersQueries() throws {
+    @Test func accessGroup_defaultsToAppID_andQueriesSeeOnlyTheCallersGroups() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "a", data: [1], env: ["LATCHKEY_APP_ID": "com.example.one"])
         try sandbox.add(account: "a", data: [2], ["--app-id", "com.example.two"])
-        #expect(try sandbox.run(["find", "--account", "a", "--access-group", "com.example.two"]).stdout == [2])
-        #expect(try sandbox.run(["find", "--account", "a", "--access-group", "com.example.one"]).stdout == [1])
-        let all = try #require(try sandbox.run(["find", "--account", "a", "--limit", "all", "--return", "attributes"]).json() as? [Any])
+        // Each app finds its own item; an explicit group it does not have finds nothing.
+        #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.one"]).stdout == [1])
+        #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.two"]).stdout == [2])
+        #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.one", "--access-group", "com.example.two"]).status == 1)
+        #expect(try sandbox.run(["find", "--account", "a"]).status == 1, "the default app id latchkey.cli sees neither")
+        // A caller whose entitlements list both groups sees both.
+        let plist = sandbox.directory.appendingPathComponent("both.plist").path
+        try """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><dict>
+              <key>application-identifier</key><string>com.example.three</string>
+              <key>keychain-access-groups</key><array><string>com.example.one</string><string>com.example.two</string></array>
+            </dict></plist>
+            """.write(toFile: plist, atomically: true, encoding: .utf8)
+        let all = try #require(try sandbox.run(["find", "--account", "a", "--limit", "all", "--return", "attributes", "--entitlements", plist]).json() as? [Any])
         #expect(all.count == 2)
+        // Adding to a group the caller does not have is errSecNoAccessForItem (exit 6).
+        let denied = try sandbox.run(["add", "--account", "z", "--access-group", "com.example.one", "--app-id", "com.example.two"], stdin: [9])
+        #expect(denied.status == 6)
+        #expect(denied.stderr.contains("(errSecNoAccessForItem -25243)"))
     }
 }

@@ -29,12 +29,11 @@ struct AddCommand: ParsableCommand {
 
     func run() throws {
         let data = try AddCommand.readSecretData(file: dataFile)
-        var attributes = item.attributes
-        if attributes["agrp"] == nil { attributes["agrp"] = .string(global.appID) }
+        let attributes = item.attributes
         let keychain = try global.open(unlock: .whenNeeded)
         try global.retryingUnlocked(keychain) {
             try keychain.add(item.itemClass.itemClass, attributes: attributes, data: data,
-                             protection: item.protection ?? .whenUnlocked)
+                             protection: item.protection)
         }
     }
 

@@ -34,6 +34,12 @@ struct GlobalOptions: ParsableArguments {
         valueName: "id"))
     var appIDOption: String?
 
+    @Option(name: .customLong("entitlements"), help: ArgumentHelp(
+        "An Entitlements.plist (XML or binary) giving application-identifier and keychain-access-groups (env LATCHKEY_ENTITLEMENTS).",
+        discussion: "The caller may use its keychain-access-groups (in order) and its application-identifier; new items go to the first of them. Without a plist the caller is --app-id alone.",
+        valueName: "plist"))
+    var entitlementsOption: String?
+
     // MARK: Resolved values
 
     static func environment(_ name: String) -> String? {
@@ -58,6 +64,18 @@ struct GlobalOptions: ParsableArguments {
     }
 
     var appID: String { appIDOption ?? GlobalOptions.environment("LATCHKEY_APP_ID") ?? "latchkey.cli" }
+
+    /// The caller: the entitlements plist (its application-identifier, else --app-id) or --app-id.
+    /// - Throws: errSecIO (unreadable plist), errSecParam (not an entitlements plist).
+    func caller() throws -> CallerIdentity {
+        guard let path = entitlementsOption ?? GlobalOptions.environment("LATCHKEY_ENTITLEMENTS") else {
+            return CallerIdentity(applicationIdentifier: appID)
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw KeychainError(.io, "cannot read the entitlements file \(path); check the path (--entitlements / LATCHKEY_ENTITLEMENTS)")
+        }
+        return try CallerIdentity(entitlementsPlist: data, fallbackApplicationIdentifier: appID)
+    }
 
     // MARK: Passcodes
 
@@ -125,6 +143,15 @@ struct GlobalOptions: ParsableArguments {
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
     func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
         let keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
+        keychain.caller = try caller()
+        // Items that need user presence ask for the passcode again on every read of their data.
+        let given = try givenPasscode()
+        let path = keychainPath
+        keychain.authenticationHandler = { prompt in
+            if let given { return given }
+            guard Terminal.stdinIsTerminal else { return nil }
+            return try? Terminal.readSecret(prompt: (prompt.map { $0 + "\n" } ?? "") + "Passcode for \(path): ")
+        }
         if keychain.recoveredTailBytes > 0 {
             Output.note("recovered: removed \(keychain.recoveredTailBytes) bytes of an incomplete write")
         }
