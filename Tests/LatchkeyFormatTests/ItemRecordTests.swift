@@ -1,0 +1,106 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+import Testing
+
+/// Item put and delete payloads (spec §7).
+@Suite struct ItemRecordTests {
+    static let keys = try! FileKeys(device: DeviceSecretFileTests.secret, fileUUID: Sample.fileUUID)
+    static let classKey = SecretKey(copying: [UInt8](repeating: 0x77, count: 32))
+    static let itemUUID: [UInt8] = (0..<16).map { UInt8(0xC0 + $0) }
+    static let plaintext = ItemPlaintext(itemClass: .genericPassword,
+                                         attributes: ["acct": .string("alice"), "svce": .string("mail")], data: Array("s3cret".utf8))
+
+    func sealed(flags: UInt8 = 0) throws -> ItemPutPayload {
+        try ItemPutPayload.seal(Self.plaintext, uuid: Self.itemUUID, protectionClass: .whenUnlocked, flags: flags,
+                                keys: Self.keys, classKey: Self.classKey, fileUUID: Sample.fileUUID)
+    }
+
+    @Test func putPayload_roundTripsAndOpens() throws {
+        let put = try sealed(flags: ItemPutPayload.userPresenceFlag)
+        let bytes = put.encode()
+        #expect(bytes.count == 80 + Self.plaintext.encode().count + 16)
+        #expect(Array(bytes.prefix(16)) == Self.itemUUID)
+        #expect(Array(bytes[16..<20]) == Self.keys.classTag(.genericPassword))
+        #expect(bytes[20] == ProtectionClass.whenUnlocked.rawValue)
+        #expect(bytes[21] == 1)
+        #expect(Array(bytes[24..<40]) == Self.keys.uniqueKeyHash(UniqueKey(itemClass: .genericPassword, attributes: Self.plaintext.attributes)))
+        let decoded = try ItemPutPayload.decode(bytes[...])
+        #expect(decoded == put)
+        #expect(try decoded.open(classKey: Self.classKey, fileUUID: Sample.fileUUID) == Self.plaintext)
+        let clear = try ItemPutPayload.decodeClear(bytes[...])
+        #expect(Array(clear.uuid) == Self.itemUUID && clear.protectionClass == .whenUnlocked && clear.flags == 1)
+    }
+
+    @Test func noPlaintextByteReachesThePayload() throws {
+        let bytes = try sealed().encode()
+        for needle in ["alice", "mail", "s3cret", "acct"] {
+            let n = Array(needle.utf8)
+            let found = (0...(bytes.count - n.count)).contains { Array(bytes[$0..<$0 + n.count]) == n }
+            #expect(!found, "\(needle) appears in clear")
+        }
+    }
+
+    @Test func freshItemKey_eachSeal() throws {
+        #expect(try sealed().encode() != sealed().encode())
+    }
+
+    @Test func open_failsForAnyFlippedByteOrAnotherFileOrClassKey() throws {
+        let bytes = try sealed().encode()
+        for offset in bytes.indices {
+            let damaged = bytes.flipping(offset)
+            guard let put = try? ItemPutPayload.decode(damaged[...]) else { continue }
+            #expect(throws: (any Error).self, "byte \(offset)") { try put.open(classKey: Self.classKey, fileUUID: Sample.fileUUID) }
+        }
+        let put = try ItemPutPayload.decode(bytes[...])
+        #expect(throws: (any Error).self) { try put.open(classKey: Self.classKey, fileUUID: Sample.deviceUUID) }
+        #expect(throws: (any Error).self) { try put.open(classKey: SecretKey(copying: [UInt8](repeating: 1, count: 32)), fileUUID: Sample.fileUUID) }
+    }
+
+    @Test func putPayload_shorterThan96Bytes_isRejected() throws {
+        let bytes = try sealed().encode()
+        for length in [0, 16, 40, 79, 80, 95] {
+            expectRejection(.truncated, "decodeClear, length \(length)") { try ItemPutPayload.decodeClear(bytes.prefix(length)) }
+            expectRejection(.truncated, "decode, length \(length)") { try ItemPutPayload.decode(bytes.prefix(length)) }
+        }
+        #expect(throws: Never.self) { try ItemPutPayload.decodeClear(bytes.prefix(96)) }
+    }
+
+    @Test(arguments: [0, 5, 13, 0xFF] as [UInt8])
+    func putPayload_unknownProtectionClass_isRejected(rawClass: UInt8) throws {
+        let bytes = try sealed().encode().setting(rawClass, at: 20)
+        expectRejection(.invalidField) { try ItemPutPayload.decodeClear(bytes[...]) }
+        expectRejection(.invalidField) { try ItemPutPayload.decode(bytes[...]) }
+    }
+
+    @Test func putPayload_reservedFlagBitsAndBytes_areRejected() throws {
+        let bytes = try sealed().encode()
+        for bit in 1..<8 {
+            expectRejection(.invalidField, "flag bit \(bit)") { try ItemPutPayload.decodeClear(bytes.flipping(21, UInt8(1 << bit))[...]) }
+            expectRejection(.invalidField, "flag bit \(bit)") { try ItemPutPayload.decode(bytes.flipping(21, UInt8(1 << bit))[...]) }
+        }
+        for offset in [22, 23] {
+            expectRejection(.invalidField, "byte \(offset)") { try ItemPutPayload.decodeClear(bytes.flipping(offset)[...]) }
+            expectRejection(.invalidField, "byte \(offset)") { try ItemPutPayload.decode(bytes.flipping(offset)[...]) }
+        }
+    }
+
+    @Test func deletePayload_isExactly16Bytes() throws {
+        let bytes = ItemDeletePayload(uuid: Self.itemUUID).encode()
+        #expect(bytes == Self.itemUUID)
+        #expect(try ItemDeletePayload.decode(bytes[...]).uuid == Self.itemUUID)
+        expectRejection(.truncated) { try ItemDeletePayload.decode(bytes.prefix(15)) }
+        expectRejection(.invalidField) { try ItemDeletePayload.decode((bytes + [0])[...]) }
+    }
+
+    @Test func classTagAndUniqueKeyHash_areKeyedByTheDevice() throws {
+        let other = try FileKeys(device: DeviceSecret(uuid: Sample.deviceUUID, secret: SecretKey(copying: [UInt8](repeating: 5, count: 32))),
+                                 fileUUID: Sample.fileUUID)
+        #expect(Self.keys.classTag(.genericPassword) != other.classTag(.genericPassword))
+        let key = UniqueKey(itemClass: .genericPassword, attributes: Self.plaintext.attributes)
+        #expect(Self.keys.uniqueKeyHash(key) != other.uniqueKeyHash(key))
+        // A string and data with the same bytes are the same key; absent attributes take defaults.
+        #expect(UniqueKey(itemClass: .genericPassword, attributes: ["acct": .data(Array("alice".utf8)), "svce": .string("mail")]) == key)
+        #expect(UniqueKey(itemClass: .genericPassword, attributes: Self.plaintext.attributes.merging(["sync": .integer(0)]) { $1 }) == key)
+        #expect(UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("alice")]) != key)
+    }
+}
