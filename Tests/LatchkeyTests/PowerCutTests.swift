@@ -10,6 +10,22 @@ import Testing
 @Suite struct PowerCutTests {
     static let modes: [MemoryFileSystem.CrashMode] = [.loseUnsynced, .keepUnsynced, .tearUnsynced]
 
+    /// After a call returns, a power cut loses nothing of the keychain file, whatever the
+    /// crash mode: every byte of it is durable (spec §11.4, §11.5).
+    func expectDurable(_ disk: MemoryFileSystem, _ scenario: FaultScenario, sourceLocation: SourceLocation = #_sourceLocation) {
+        for mode in Self.modes {
+            let after = disk.rebooted(mode)
+            let durable = after.keychainBytes == disk.keychainBytes
+            #expect(durable, "\(scenario) returned, then a power cut (\(mode)) lost part of the keychain file", sourceLocation: sourceLocation)
+            do {
+                let kc = try openKeychain(on: after)
+                try kc.unlock(passcode: scenario.changesPasscode ? TestEnv.newPasscode : TestEnv.passcode)
+            } catch {
+                Issue.record("\(scenario) returned, then a power cut (\(mode)): \(error)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
     @Test(arguments: FaultScenario.all)
     func open_afterPowerCutAtEveryStep_hasOldOrNewStateNeverMix(_ scenario: FaultScenario) throws {
         let prepared = try PreparedKeychain.make()
@@ -36,10 +52,14 @@ import Testing
             let run = try prepared.openCopy()
             let start = run.disk.mutations
             run.disk.plan = (at: k, fault: .powerCut)
-            _ = try? scenario.operation(run.keychain)
+            let reportedSuccess = (try? scenario.operation(run.keychain)) != nil
             let hit = run.disk.mutations - start > k
             run.disk.plan = nil
-            guard hit else { break }
+            guard hit else {
+                #expect(reportedSuccess, "the run without a fault failed")
+                expectDurable(run.disk, scenario)
+                break
+            }
             let at = "power cut at mutation \(k) (\(run.tracer.operation(at: start + k).map { "\($0)" } ?? "?")) during \(scenario)"
 
             var states: [MemoryFileSystem.CrashMode: Snapshot] = [:]
@@ -52,6 +72,9 @@ import Testing
                     continue
                 }
                 let unlocks = passcodesThatUnlock(kc)
+                if scenario.changesPasscode && reportedSuccess {
+                    #expect(unlocks.new && !unlocks.old, "\(at), \(mode): the passcode change succeeded but was lost")
+                }
                 if scenario.changesPasscode {
                     #expect(unlocks.old != unlocks.new, "\(at), \(mode): exactly one of the old and new passcodes must unlock, got \(unlocks)")
                     if unlocks.new { sawNew = true } else { sawOld = true }
@@ -67,12 +90,18 @@ import Testing
             // every mode must give it or the old one, and it must be the old or the new state.
             guard let furthest = states[.keepUnsynced] else { continue }
             for (mode, state) in states {
-                #expect(state == old || state == furthest, "\(at), \(mode): neither the old state nor the state the operation wrote")
+                let isOld = state == old
+                #expect(isOld || state == furthest, "\(at), \(mode): neither the old state nor the state the operation wrote")
+                // A call that reported success was durable: no crash mode may lose it.
+                if reportedSuccess && scenario.changesItems {
+                    #expect(!isOld, "\(at), \(mode): the call succeeded but its change was lost")
+                }
             }
             if furthest == old {
                 sawOld = true
             } else if scenario.changesItems {
-                #expect(shape(furthest, knownRefs: knownRefs) == newShape, "\(at): a mix of old and new items")
+                let isNew = shape(furthest, knownRefs: knownRefs) == newShape
+                #expect(isNew, "\(at): a mix of old and new items")
                 for (ref, item) in furthest where old[ref] != nil {
                     #expect(item.attributes["cdat"] == old[ref]!.attributes["cdat"], "\(at): cdat changed")
                 }
@@ -83,6 +112,7 @@ import Testing
             k += 1
         }
         #expect(k > 0, "the operation made no mutating file operation")
+        #expect(k < 50)
         #expect(sawOld, "no cut left the old state: the loop did not exercise the operation")
         if scenario.changesItems || scenario.changesPasscode {
             #expect(sawNew, "no cut after the commit point: the durability point was never crossed")
