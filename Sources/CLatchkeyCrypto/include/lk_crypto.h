@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Certificates and asymmetric keys. Included here so that module caches built before that
+// header existed are invalidated (the module map is an umbrella directory).
+#include "lk_x509.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
