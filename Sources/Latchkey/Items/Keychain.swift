@@ -116,8 +116,9 @@ public final class Keychain: @unchecked Sendable {
         var mutations: [Mutation] = []
         var added: [Item] = []
         mutations.reserveCapacity(items.count)
-        for item in items {
-            try Keychain.validateNames(item.attributes, item.itemClass)
+        for given in items {
+            try Keychain.validateNames(given.attributes, given.itemClass)
+            let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
             try checkWritableGroup(item.attributes, groups)
             var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
             if attrs["agrp"] == nil, let g = groups?.first { attrs["agrp"] = .string(g) }
