@@ -77,4 +77,37 @@ import Testing
         }
         #expect(k > 0)
     }
+
+    @Test(arguments: [ENOSPC, EIO])
+    func create_failingAtEveryStep_leavesNoHalfMadeKeychain(errno: Int32) throws {
+        var k = 0
+        while k < 50 {
+            let disk = try makeDisk()
+            let tracer = TracingFileSystem(disk)
+            let start = disk.mutations
+            disk.plan = (at: k, fault: .error(errno))
+            let result = Result { try createKeychain(on: tracer) }
+            let hit = disk.mutations - start > k
+            disk.plan = nil
+            if !hit {
+                #expect(throws: Never.self) { try result.get() }
+                break
+            }
+            let at = "create with errno \(errno) at mutation \(k) (\(tracer.operation(at: start + k).map { "\($0)" } ?? "?"))"
+            if case .failure(let error) = result {
+                #expect((error as? KeychainError)?.status == .io, "\(at): \(error)")
+            }
+            #expect(disk.listFiles().filter { $0.contains(".create-") }.isEmpty, "\(at): temporary file left: \(disk.listFiles())")
+            // Either there is no keychain, and creating it again works, or there is a whole one.
+            if disk.contents(TestEnv.keychainPath) == nil {
+                #expect(throws: Never.self, "\(at)") { try createKeychain(on: disk) }
+            } else {
+                #expect(throws: Never.self, "\(at): a keychain file was left that does not open") {
+                    try openKeychain(on: disk).unlock(passcode: TestEnv.passcode)
+                }
+            }
+            k += 1
+        }
+        #expect(k > 0 && k < 50)
+    }
 }

@@ -26,6 +26,31 @@ import Testing
         }
     }
 
+    @Test func create_afterPowerCutAtEveryStep_leavesNoKeychainOrAWholeOne() throws {
+        var k = 0
+        while k < 50 {
+            let disk = try makeDisk()
+            let start = disk.mutations
+            disk.plan = (at: k, fault: .powerCut)
+            let created = (try? createKeychain(on: disk)) != nil
+            let hit = disk.mutations - start > k
+            disk.plan = nil
+            if !hit { break }
+            for mode in Self.modes {
+                let after = disk.rebooted(mode)
+                guard after.contents(TestEnv.keychainPath) != nil else {
+                    #expect(!created, "cut at \(k), \(mode): create returned but the keychain is gone")
+                    continue
+                }
+                #expect(throws: Never.self, "cut at \(k), \(mode): a keychain file that does not open") {
+                    try openKeychain(on: after).unlock(passcode: TestEnv.passcode)
+                }
+            }
+            k += 1
+        }
+        #expect(k > 0 && k < 50)
+    }
+
     @Test(arguments: FaultScenario.all)
     func open_afterPowerCutAtEveryStep_hasOldOrNewStateNeverMix(_ scenario: FaultScenario) throws {
         let prepared = try PreparedKeychain.make()
