@@ -1,0 +1,284 @@
+import Foundation
+
+/// Which keychain the SecItem functions use, who is asking, and how the keychain is unlocked.
+///
+/// `shared` starts from the environment variables of shared/CLI.md, like the `latchkey` CLI:
+///
+/// | property | environment | default |
+/// |---|---|---|
+/// | `keychainPath` | `LATCHKEY_KEYCHAIN` | `$XDG_DATA_HOME/latchkey/login.keychain` (`~/.local/share/…`) |
+/// | `devicePath` | `LATCHKEY_DEVICE` | `$XDG_DATA_HOME/latchkey/device.secret` |
+/// | `passcodeSource` | `LATCHKEY_PASSCODE` (the passcode itself) | `.none` |
+/// | `caller` | `LATCHKEY_ENTITLEMENTS` (plist), `LATCHKEY_APP_ID` | application-identifier `latchkey.cli` |
+///
+/// Every property can be set from Swift at any time (thread-safe); changing where the keychain
+/// is, or how it is unlocked, closes the cached keychain so that the next call opens it again.
+///
+/// ```swift
+/// let config = LatchkeySecurityConfiguration.shared
+/// config.keychainPath = "/srv/app/app.keychain"
+/// config.caller = CallerIdentity(applicationIdentifier: "TEAM.com.example.app",
+///                                keychainAccessGroups: ["TEAM.shared"])
+/// config.passcodeSource = .passcode(Array("1234".utf8))
+/// ```
+///
+/// **The keychain.** It is opened on the first SecItem call and kept open (so `ck`/`cku` items
+/// stay usable after `lock()`, as after a first unlock). A keychain with a passcode is unlocked
+/// with `passcodeSource` when it gives one; otherwise it stays locked (dk/dku items only).
+/// A keychain that does not exist yet is created — with the passcode of `passcodeSource`, or
+/// without a passcode for `.noPasscode` — when `createsKeychainIfAbsent` is true (the default);
+/// with `.none` (no passcode known) or `createsKeychainIfAbsent == false` the calls return
+/// errSecNotAvailable (−25291), Apple's status for "no keychain available", and `lastError`
+/// says how to create one (`latchkey init`).
+///
+/// **Scoping.** `use(_:)` makes a configuration the current one for the SecItem calls made
+/// inside its closure (a task-local binding), so independent configurations — for example one
+/// per test — can run side by side. Outside any `use`, `shared` is current.
+public final class LatchkeySecurityConfiguration: @unchecked Sendable {
+    /// Where a passcode comes from.
+    public enum PasscodeSource: Sendable {
+        /// No passcode is known: a keychain with a passcode stays locked, and an absent
+        /// keychain is not created (errSecNotAvailable).
+        case none
+        /// This passcode unlocks the keychain, answers user-presence checks by default, and
+        /// protects a keychain created here.
+        case passcode([UInt8])
+        /// The passcode is asked for when needed (nil: none available).
+        case provider(@Sendable () -> [UInt8]?)
+        /// Keychains without a passcode: an absent keychain is created without one (no akpu
+        /// items, no user presence).
+        case noPasscode
+    }
+
+    /// Answers a user-presence check: gets the operation prompt (kSecUseOperationPrompt), returns
+    /// the passcode, or nil when the user cancels (errSecUserCanceled −128).
+    public typealias AuthenticationHandler = @Sendable (_ prompt: String?) -> [UInt8]?
+
+    /// The configuration made from the process environment at first use.
+    public static let shared = LatchkeySecurityConfiguration(environment: ProcessInfo.processInfo.environment)
+
+    @TaskLocal static var scoped: LatchkeySecurityConfiguration?
+
+    /// The configuration SecItem calls use here: the innermost `use(_:)`, else `shared`.
+    public static var current: LatchkeySecurityConfiguration { scoped ?? shared }
+
+    private let mutex = NSRecursiveLock()
+    private var _keychainPath: String
+    private var _devicePath: String
+    private var _caller: Result<CallerIdentity, KeychainError>
+    private var _passcodeSource: PasscodeSource
+    private var _authenticationHandler: AuthenticationHandler?
+    private var _createsKeychainIfAbsent = true
+    private var _kdfLogN: UInt8 = KDFParameters.defaultLogN
+    private var _lastError: KeychainError?
+    private var cached: Keychain?
+
+    /// A configuration from environment variables (shared/CLI.md); `shared` uses the process's.
+    /// A malformed LATCHKEY_ENTITLEMENTS is not thrown here: every call then fails with its
+    /// status (errSecParam, errSecIO) until `caller` is set.
+    public init(environment env: [String: String]) {
+        func value(_ name: String) -> String? {
+            guard let v = env[name], !v.isEmpty else { return nil }
+            return v
+        }
+        let home = value("HOME") ?? NSHomeDirectory()
+        let xdg = value("XDG_DATA_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
+        _keychainPath = value("LATCHKEY_KEYCHAIN") ?? xdg + "/latchkey/login.keychain"
+        _devicePath = value("LATCHKEY_DEVICE") ?? xdg + "/latchkey/device.secret"
+        _passcodeSource = value("LATCHKEY_PASSCODE").map { .passcode(Array($0.utf8)) } ?? .none
+        do {
+            _caller = .success(try CallerIdentity.fromEnvironment(env))
+        } catch let e as KeychainError {
+            _caller = .failure(e)
+        } catch {
+            _caller = .failure(KeychainError(.param, "cannot read the caller identity", underlying: "\(error)"))
+        }
+    }
+
+    /// A configuration for one keychain, caller and passcode source.
+    public init(keychainPath: String, devicePath: String, caller: CallerIdentity,
+                passcodeSource: PasscodeSource = .none,
+                authenticationHandler: AuthenticationHandler? = nil) {
+        _keychainPath = keychainPath
+        _devicePath = devicePath
+        _caller = .success(caller)
+        _passcodeSource = passcodeSource
+        _authenticationHandler = authenticationHandler
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        mutex.lock()
+        defer { mutex.unlock() }
+        return try body()
+    }
+
+    // MARK: Settings
+
+    /// The keychain file. Setting it closes the cached keychain.
+    public var keychainPath: String {
+        get { locked { _keychainPath } }
+        set { locked { _keychainPath = newValue; cached = nil } }
+    }
+
+    /// The device secret file. Setting it closes the cached keychain.
+    public var devicePath: String {
+        get { locked { _devicePath } }
+        set { locked { _devicePath = newValue; cached = nil } }
+    }
+
+    /// Who is calling: the access groups it may use. nil only when the environment's identity
+    /// could not be read (see `callerError`).
+    public var caller: CallerIdentity? {
+        get { locked { try? _caller.get() } }
+        set {
+            locked {
+                _caller = newValue.map { .success($0) }
+                    ?? .success(CallerIdentity(applicationIdentifier: nil, keychainAccessGroups: []))
+            }
+        }
+    }
+
+    /// Why the environment's caller identity could not be read, if it could not.
+    public var callerError: KeychainError? {
+        locked {
+            if case .failure(let e) = _caller { return e }
+            return nil
+        }
+    }
+
+    /// Where the passcode comes from. Setting it closes the cached keychain.
+    public var passcodeSource: PasscodeSource {
+        get { locked { _passcodeSource } }
+        set { locked { _passcodeSource = newValue; cached = nil } }
+    }
+
+    /// Asked for the passcode when an item added with a user-presence access control is read
+    /// with its data. nil (the default): the passcode of `passcodeSource` answers (so
+    /// LATCHKEY_PASSCODE answers non-interactively); with no passcode there, such reads fail
+    /// with errSecInteractionNotAllowed (−25308).
+    public var authenticationHandler: AuthenticationHandler? {
+        get { locked { _authenticationHandler } }
+        set { locked { _authenticationHandler = newValue } }
+    }
+
+    /// Whether a missing keychain is created on first use (see the type's discussion).
+    public var createsKeychainIfAbsent: Bool {
+        get { locked { _createsKeychainIfAbsent } }
+        set { locked { _createsKeychainIfAbsent = newValue } }
+    }
+
+    /// scrypt cost (log2 N) of a keychain created here.
+    public var kdfLogN: UInt8 {
+        get { locked { _kdfLogN } }
+        set { locked { _kdfLogN = newValue } }
+    }
+
+    /// The error of the most recent failed SecItem call with this configuration: its status
+    /// and a message that says what to do. Apple's API returns only the OSStatus; this keeps
+    /// the rest.
+    public var lastError: KeychainError? { locked { _lastError } }
+
+    // MARK: The keychain
+
+    /// The open keychain (opened, unlocked or created on first use, as the type's discussion
+    /// says). The typed API on it sees the same items as the SecItem functions.
+    /// - Throws: errSecNotAvailable (no keychain and none to be created), errSecAuthFailed
+    ///   (wrong passcode), and the errors of `Keychain.open` / `Keychain.create`.
+    public func keychain() throws -> Keychain {
+        try locked { try openLocked() }
+    }
+
+    /// Closes the cached keychain: the next call opens it again (and AfterFirstUnlock items
+    /// need a new unlock).
+    public func close() { locked { cached = nil } }
+
+    /// Locks the open keychain: WhenUnlocked items become unusable (errSecInteractionNotAllowed);
+    /// AfterFirstUnlock items stay usable until `close()`.
+    public func lock() { locked { cached?.lock() } }
+
+    /// Unlocks the keychain with a passcode (opening it first if needed).
+    /// - Throws: errSecAuthFailed for a wrong passcode.
+    public func unlock(passcode: [UInt8]) throws {
+        try locked { try openLocked().unlock(passcode: passcode) }
+    }
+
+    /// Runs `body` with this configuration current for every SecItem call inside it (on this
+    /// task and the tasks it creates).
+    public func use<T>(_ body: () throws -> T) rethrows -> T {
+        try LatchkeySecurityConfiguration.$scoped.withValue(self) { try body() }
+    }
+
+    /// Async variant of `use(_:)`.
+    public func use<T>(_ body: () async throws -> T) async rethrows -> T {
+        try await LatchkeySecurityConfiguration.$scoped.withValue(self) { try await body() }
+    }
+
+    private func currentPasscode() -> [UInt8]? {
+        switch _passcodeSource {
+        case .none, .noPasscode: return nil
+        case .passcode(let p): return p
+        case .provider(let f): return f()
+        }
+    }
+
+    private func openLocked() throws -> Keychain {
+        if let kc = cached { return kc }
+        let kc: Keychain
+        if FileManager.default.fileExists(atPath: _keychainPath) {
+            kc = try Keychain.open(path: _keychainPath, devicePath: _devicePath)
+            if kc.hasPasscode, let p = currentPasscode() {
+                try kc.unlock(passcode: p)
+            }
+        } else {
+            let advice = "create it with 'latchkey init' (LATCHKEY_KEYCHAIN=\(_keychainPath)), or give a passcode (LATCHKEY_PASSCODE, LatchkeySecurityConfiguration.passcodeSource) so that it is created on first use"
+            guard _createsKeychainIfAbsent else {
+                throw KeychainError(.notAvailable, "no keychain at \(_keychainPath); \(advice)")
+            }
+            switch _passcodeSource {
+            case .noPasscode:
+                kc = try Keychain.create(path: _keychainPath, devicePath: _devicePath, passcode: nil, kdfLogN: _kdfLogN)
+            case .none, .passcode, .provider:
+                guard let p = currentPasscode(), !p.isEmpty else {
+                    throw KeychainError(.notAvailable, "no keychain at \(_keychainPath); \(advice)")
+                }
+                kc = try Keychain.create(path: _keychainPath, devicePath: _devicePath, passcode: p, kdfLogN: _kdfLogN)
+            }
+        }
+        cached = kc
+        return kc
+    }
+
+    /// Runs one SecItem call on the open keychain with this configuration's caller and
+    /// authentication handler; records a failure in `lastError`.
+    func perform<T>(authenticationUI: SecAuthenticationUI = .allow, _ body: (Keychain) throws -> T) -> Result<T, SecFailure> {
+        locked {
+            do {
+                let caller = try _caller.get()
+                let kc = try openLocked()
+                kc.caller = caller
+                kc.authenticationHandler = authenticationUI == .fail ? nil : effectiveHandler()
+                defer { kc.authenticationHandler = nil }
+                let value = try body(kc)
+                return .success(value)
+            } catch {
+                let failure = SecFailure.from(error)
+                _lastError = failure.error
+                return .failure(failure)
+            }
+        }
+    }
+
+    /// Records the failure of a call that did not reach the keychain (a malformed dictionary).
+    func record(_ failure: SecFailure) {
+        locked { _lastError = failure.error }
+    }
+
+    private func effectiveHandler() -> AuthenticationHandler? {
+        if let h = _authenticationHandler { return h }
+        switch _passcodeSource {
+        case .none, .noPasscode: return nil
+        case .passcode(let p): return { _ in p }
+        case .provider(let f): return { _ in f() }
+        }
+    }
+}

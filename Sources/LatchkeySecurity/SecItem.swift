@@ -1,0 +1,217 @@
+import Foundation
+
+// SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete with Apple's signatures
+// (keychain/headers/SecItem.h), on the keychain of `LatchkeySecurityConfiguration.current`.
+// Which keys each call takes, and the status of each mistake, follow reference §5.2 and the
+// decisions of DESIGN.md "Behaviour profile". A failed call changes nothing in the keychain.
+
+/// Adds an item, as Apple's `SecItemAdd`.
+///
+/// ```swift
+/// var result: AnyObject?
+/// let status = withUnsafeMutablePointer(to: &result) {
+///     SecItemAdd([kSecClass as String: kSecClassGenericPassword,
+///                 kSecAttrAccount as String: "alice",
+///                 kSecValueData as String: Data("s3cret".utf8),
+///                 kSecReturnAttributes as String: true] as CFDictionary, UnsafeMutablePointer($0))
+/// }
+/// ```
+/// The keychain sets `cdat`/`mdat` (values given are replaced), `agrp` defaults to the caller's
+/// first access group, `sync` to 0, `pdmn` to `ak` (certificates `dk`) or to the protection of
+/// kSecAttrAccessControl. kSecAttrAccessControl with user presence makes every later read of
+/// the data ask the authentication handler.
+///
+/// - Parameters:
+///   - attributes: kSecClass, item attributes, kSecValueData, kSecReturn… keys, kSecUse… keys.
+///   - result: receives the shape the kSecReturn… keys ask for (reference §5.4), or nil.
+/// - Returns: errSecSuccess, or
+///   - errSecParam (−50): no kSecClass; a value of the wrong type; kSecReturn… not a boolean;
+///     kSecValuePersistentRef or kSecValueRef; **any kSecMatch… key** — Apple's daemon returns
+///     success without adding anything (an iOS bug, reference §5.2 ‡); Latchkey refuses it,
+///     a deliberate fix; kSecAttrAccessible and kSecAttrAccessControl that differ;
+///   - errSecNoSuchClass (−25306), errSecNoSuchAttr (−25303) for an attribute the class lacks;
+///   - errSecDuplicateItem (−25299); errSecNoAccessForItem (−25243) for an access group the
+///     caller may not use; errSecMissingEntitlement (−34018) for a caller without groups;
+///   - errSecInteractionNotAllowed (−25308) when the item's class is locked; errSecNotAvailable
+///     (−25291) for akpu or user presence on a keychain without passcode, or no keychain;
+///   - errSecUnimplemented (−4) for kSecClassIdentity (see `identityCall`).
+public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    result?.pointee = nil
+    let config = LatchkeySecurityConfiguration.current
+    let request: SecItemRequest
+    do {
+        let entries = try secEntries(attributes)
+        switch try SecItemRequest.itemClass(of: entries, call: .add) {
+        case .identity: return identityCall(.add, entries, nil, result)
+        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .add)
+        }
+    } catch {
+        return fail(SecFailure.from(error), config)
+    }
+    let outcome = config.perform { kc in
+        try kc.add(request.itemClass, attributes: request.attributes, data: request.data ?? [],
+                   protection: request.protection, requiresUserPresence: request.requiresUserPresence)
+    }
+    switch outcome {
+    case .success(let item):
+        result?.pointee = SecItemResult.object(for: item, returns: request.returns)
+        return errSecSuccess
+    case .failure(let f):
+        return f.error.osStatus
+    }
+}
+
+/// Finds items, as Apple's `SecItemCopyMatching`.
+///
+/// ```swift
+/// var queryResult: AnyObject?
+/// let status = withUnsafeMutablePointer(to: &queryResult) {
+///     SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword,
+///                          kSecAttrAccount as String: "alice",
+///                          kSecReturnData as String: kCFBooleanTrue] as CFDictionary,
+///                         UnsafeMutablePointer($0))
+/// }
+/// let password = String(data: queryResult as! Data, encoding: .utf8)
+/// ```
+/// Attribute filters are exact (a string and data with the same bytes are equal);
+/// kSecMatchCaseInsensitive compares strings with Unicode case folding (unlike iOS, where it
+/// is ignored). Only items of the caller's access groups and, unless kSecAttrSynchronizable
+/// says otherwise, with sync = 0 are seen. kSecMatchLimit: one (the default, a single object),
+/// all (an array), or a number (an array unless 1; 0 finds nothing). kSecReturnData with
+/// kSecMatchLimitAll is allowed. Reading the data of a user-presence item asks the
+/// authentication handler with kSecUseOperationPrompt.
+///
+/// - Returns: errSecSuccess (with no kSecReturn… key the result stays nil), or
+///   errSecItemNotFound (−25300); errSecParam (−50) for a malformed query (a persistent ref
+///   with other attribute filters, a bad kSecMatchLimit, kSecReturn… not a boolean,
+///   kSecUseItemList, …); errSecNoSuchClass; errSecNoSuchAttr; errSecUnimplemented for
+///   kSecMatchPolicy/Issuers/HostOrSubdomainOfHost and identities; errSecInteractionNotAllowed
+///   (locked class, or user presence needed with kSecUseAuthenticationUIFail or no handler);
+///   errSecUserCanceled (−128) and errSecAuthFailed (−25293) from user presence;
+///   errSecMissingEntitlement.
+public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+    result?.pointee = nil
+    let config = LatchkeySecurityConfiguration.current
+    let request: SecItemRequest
+    do {
+        let entries = try secEntries(query)
+        switch try SecItemRequest.itemClass(of: entries, call: .copyMatching) {
+        case .identity: return identityCall(.copyMatching, entries, nil, result)
+        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .copyMatching)
+        }
+    } catch {
+        return fail(SecFailure.from(error), config)
+    }
+    let limit = request.limit ?? .one
+    let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
+        let items = try find(kc, request, limit: limit)
+        guard !items.isEmpty else {
+            throw KeychainError(.itemNotFound, "no item matches the query")
+        }
+        return items
+    }
+    switch outcome {
+    case .success(let items):
+        result?.pointee = SecItemResult.object(for: items, returns: request.returns, limit: limit)
+        return errSecSuccess
+    case .failure(let f):
+        return f.error.osStatus
+    }
+}
+
+/// The matches of a CopyMatching request. Data (and so user presence) only when kSecReturnData
+/// asks for it; kSecUseAuthenticationUISkip leaves out the items that would ask.
+private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimit) throws -> [Item] {
+    let fetch = limit.fetchLimit
+    if fetch == 0 { return [] }
+    guard request.returns.data, request.authenticationUI == .skip else {
+        return try kc.find(request.query, limit: fetch, includeData: request.returns.data, prompt: request.prompt)
+    }
+    var out: [Item] = []
+    for candidate in try kc.find(request.query, includeData: false) where !candidate.requiresUserPresence {
+        let one = Query(request.itemClass, persistentRef: candidate.persistentRef)
+        out += try kc.find(one, limit: 1, includeData: true)
+        if let l = fetch, out.count >= l { break }
+    }
+    return out
+}
+
+/// Changes every item that matches `query`, as Apple's `SecItemUpdate`, in one transaction.
+///
+/// ```swift
+/// let query = [kSecClass as String: kSecClassGenericPassword,
+///              kSecAttrAccount as String: "alice"] as CFDictionary
+/// let status = SecItemUpdate(query, [kSecValueData as String: Data("new".utf8)] as CFDictionary)
+/// ```
+/// `mdat` moves, `cdat` stays (dates given are replaced); a new kSecAttrAccessible re-encrypts
+/// the items under that class.
+///
+/// - Parameters:
+///   - query: kSecClass (or kSecValuePersistentRef alone) and attribute filters. kSecValueData
+///     here is not a filter and is ignored.
+///   - attributesToUpdate: item attributes and kSecValueData only.
+/// - Returns: errSecSuccess, or errSecItemNotFound when nothing matches; errSecParam (−50) for
+///   kSecMatch… or kSecReturn… keys in the query; errSecNoSuchAttr (−25303) for any key of
+///   `attributesToUpdate` that is not an attribute of the class (kSecClass, kSecReturn…,
+///   kSecMatch…, kSecUse…, unknown keys); errSecDuplicateItem when a change would give two
+///   items one unique key (then nothing changes); errSecNoAccessForItem (−25243) for a new
+///   access group the caller may not use (a foreign group in the *query* finds nothing);
+///   errSecInteractionNotAllowed for a locked class; errSecUnimplemented for identities and
+///   for access-control constraints in `attributesToUpdate`.
+public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
+    let config = LatchkeySecurityConfiguration.current
+    let request: SecItemRequest
+    let changes: SecItemChanges
+    do {
+        let entries = try secEntries(query)
+        switch try SecItemRequest.itemClass(of: entries, call: .updateQuery) {
+        case .identity: return identityCall(.update, entries, try secEntries(attributesToUpdate), nil)
+        case .stored(let c):
+            request = try SecItemRequest(entries, itemClass: c, call: .updateQuery)
+            changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: c)
+        }
+    } catch {
+        return fail(SecFailure.from(error), config)
+    }
+    let outcome = config.perform { kc in
+        try kc.update(request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
+    }
+    switch outcome {
+    case .success: return errSecSuccess
+    case .failure(let f): return f.error.osStatus
+    }
+}
+
+/// Deletes every item that matches `query`, as Apple's `SecItemDelete`, in one transaction.
+///
+/// ```swift
+/// let status = SecItemDelete([kSecClass as String: kSecClassGenericPassword,
+///                             kSecAttrService as String: "mail"] as CFDictionary)
+/// ```
+/// - Returns: errSecSuccess, or errSecItemNotFound when nothing matches (also for an access
+///   group the caller may not use); errSecParam (−50) for any kSecMatch… key, kSecMatchLimit
+///   of any value included; errSecNoSuchClass; errSecNoSuchAttr; errSecInteractionNotAllowed
+///   for a locked class; errSecMissingEntitlement; errSecUnimplemented for identities.
+///   kSecReturn… keys are ignored.
+public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    let config = LatchkeySecurityConfiguration.current
+    let request: SecItemRequest
+    do {
+        let entries = try secEntries(query)
+        switch try SecItemRequest.itemClass(of: entries, call: .delete) {
+        case .identity: return identityCall(.delete, entries, nil, nil)
+        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .delete)
+        }
+    } catch {
+        return fail(SecFailure.from(error), config)
+    }
+    switch config.perform({ kc in try kc.delete(request.query) }) {
+    case .success: return errSecSuccess
+    case .failure(let f): return f.error.osStatus
+    }
+}
+
+private func fail(_ failure: SecFailure, _ config: LatchkeySecurityConfiguration) -> OSStatus {
+    config.record(failure)
+    return failure.error.osStatus
+}
