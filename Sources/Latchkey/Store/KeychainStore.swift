@@ -137,8 +137,11 @@ package final class KeychainStore: @unchecked Sendable {
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
                                   header: parts.0, headerSize: parts.1, keys: parts.2)
         store.readOnly = parts.0.minor > FormatConstants.fileMinor
-        try store.catchUp(mayTruncate: !store.readOnly)
+        // Rollback is judged on the committed records before anything is cut off: a file
+        // that is rolled back (or carries a forged tail) keeps every byte (spec §10.5, §13).
+        try store.catchUp(mayTruncate: false)
         try store.checkRollback(accept: acceptRollback)
+        try store.catchUp(mayTruncate: !store.readOnly)
         try store.unwrapDeviceClasses()
         return store
     }
