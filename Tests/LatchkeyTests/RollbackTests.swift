@@ -28,6 +28,26 @@ import Testing
         #expect(try openKeychain(on: disk).snapshot().count == 2)
     }
 
+    /// A file cut inside a record the device already counts as committed is a rollback, and
+    /// refusing it must not first cut off the tail (spec §10.5): every byte stays.
+    @Test func open_ofFileCutInsideACommittedRecord_refusesAsRolledBack_withoutTruncating() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk, passcode: nil)
+        try kc.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("a"))
+        let committed = disk.keychainBytes.count
+        try kc.add(.genericPassword, attributes: attrs(["acct": "bob"]), data: bytes("b"))
+        let full = disk.keychainBytes
+        let cut = Array(full.prefix(committed + (full.count - committed) / 2))
+        disk.setContents(TestEnv.keychainPath, cut)
+        let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
+        #expect(error?.message.contains("rolled back") == true, "\(String(describing: error))")
+        #expect(disk.keychainBytes == cut, "a refused file keeps every byte, its tail included")
+        // Adopting it deliberately then recovers the committed part.
+        let adopted = try openKeychain(on: disk, acceptRollback: true)
+        #expect(adopted.recoveredTailBytes == UInt64(cut.count - committed))
+        #expect(try adopted.find(Query(.genericPassword)).map(\.data) == [bytes("a")])
+    }
+
     @Test func open_ofPreCompactionCopyPutBackAfterCompaction_throwsDecodeRolledBack() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
