@@ -61,7 +61,10 @@ extension AttributeValue {
     /// `caseInsensitive`, two strings compare after Unicode case folding (no normalization).
     func matches(_ other: AttributeValue, caseInsensitive: Bool) -> Bool {
         if caseInsensitive, case .string(let a) = self, case .string(let b) = other {
-            return a.lowercased() == b.lowercased() && a.uppercased() == b.uppercased()
+            // Compare the folded strings' bytes: String's == is canonical equivalence, which
+            // would make NFC and NFD spellings equal (DESIGN: no Unicode normalization).
+            return a.lowercased().utf8.elementsEqual(b.lowercased().utf8)
+                && a.uppercased().utf8.elementsEqual(b.uppercased().utf8)
         }
         return keyKind == other.keyKind && keyBytes == other.keyBytes
     }
