@@ -4,6 +4,8 @@ import Foundation
 // (keychain/headers/SecItem.h), on the keychain of `LatchkeySecurityConfiguration.current`.
 // Which keys each call takes, and the status of each mistake, follow reference §5.2 and the
 // decisions of DESIGN.md "Behaviour profile". A failed call changes nothing in the keychain.
+// They are `@discardableResult`, as C functions imported from Apple's headers are, so that a
+// status left unread (as in seed 002's samples) compiles without a warning there and here.
 
 /// Adds an item, as Apple's `SecItemAdd`.
 ///
@@ -35,6 +37,7 @@ import Foundation
 ///   - errSecInteractionNotAllowed (−25308) when the item's class is locked; errSecNotAvailable
 ///     (−25291) for akpu or user presence on a keychain without passcode, or no keychain;
 ///   - errSecUnimplemented (−4) for kSecClassIdentity (see `identityCall`).
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     result?.pointee = nil
     let config = LatchkeySecurityConfiguration.current
@@ -89,6 +92,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   (locked class, or user presence needed with kSecUseAuthenticationUIFail or no handler);
 ///   errSecUserCanceled (−128) and errSecAuthFailed (−25293) from user presence;
 ///   errSecMissingEntitlement.
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     result?.pointee = nil
     let config = LatchkeySecurityConfiguration.current
@@ -158,6 +162,7 @@ private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimi
 ///   access group the caller may not use (a foreign group in the *query* finds nothing);
 ///   errSecInteractionNotAllowed for a locked class; errSecUnimplemented for identities and
 ///   for access-control constraints in `attributesToUpdate`.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     let config = LatchkeySecurityConfiguration.current
     let request: SecItemRequest
@@ -193,6 +198,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///   of any value included; errSecNoSuchClass; errSecNoSuchAttr; errSecInteractionNotAllowed
 ///   for a locked class; errSecMissingEntitlement; errSecUnimplemented for identities.
 ///   kSecReturn… keys are ignored.
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     let config = LatchkeySecurityConfiguration.current
     let request: SecItemRequest
