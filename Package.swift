@@ -58,6 +58,8 @@ let package = Package(
         .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
+        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity"]),
+        .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,188 @@
+import Foundation
+import Testing
+import LatchkeySecurity
+
+// Access groups as the seeds describe them (seed 000 §3.5–§3.8, seed 003) and DESIGN decides:
+// foreign group in new values → errSecNoAccessForItem (−25243); in a query → not found
+// (−25300); a caller without any identity → errSecMissingEntitlement (−34018).
+
+@Suite("Access groups: seed 000 §3.8")
+struct Seed000AccessGroupTests {
+    static let prefix = "GFDZH8PDDD"
+    static let app = "GFDZH8PDDD.com.yourcompany.KeyChainApp"
+    static let forbidden = ["GFDZH8PDDD.", "GFDZH8PDDD.com.yourcompany.OtherApp", "XJ7GS56DBA.com.apple.MailApp", "GFDZH8PDDD.other"]
+
+    /// Items of other apps in the groups this app may not use, added by a caller that may.
+    static func seedForeignItems(_ kc: SecTestKeychain) {
+        for group in forbidden {
+            kc.app(CallerIdentity(applicationIdentifier: group)).use {
+                #expect(add(genpItem("foreign", [kSecAttrAccessGroup as String: group])) == errSecSuccess)
+            }
+        }
+    }
+
+    @Test func case1_withoutEntitlements_defaultAndOnlyGroupIsTheApplicationIdentifier() throws {
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app))
+        Self.seedForeignItems(kc)
+        kc.run {
+            // [1]-1 default group
+            #expect(add(genpItem("mine")) == errSecSuccess)
+            #expect(attributes(genp("mine"))?["agrp"] as? String == Self.app)
+            // [1]-2 groups it may name
+            #expect(add(genpItem("explicit", [kSecAttrAccessGroup as String: Self.app])) == errSecSuccess)
+            // [1]-4 groups it may not use: adding is −25243, finding finds nothing
+            for group in Self.forbidden {
+                #expect(add(genpItem("x", [kSecAttrAccessGroup as String: group])) == errSecNoAccessForItem, "\(group)")
+                #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound, "\(group)")
+            }
+            // [1]-3 it sees only its own group
+            #expect(count(genp(nil, service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == 2)
+            #expect(count(genp("foreign")) == 0)
+        }
+    }
+
+    @Test func case2_withEntitlements_defaultIsTheFirstKeychainAccessGroup() throws {
+        let groups = ["GFDZH8PDDD.private", "GFDZH8PDDD.com.yourcompany.share"]
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: groups))
+        Self.seedForeignItems(kc)
+        kc.run {
+            // [2]-1 default group: the first keychain-access-groups entry
+            #expect(add(genpItem("default")) == errSecSuccess)
+            #expect(attributes(genp("default"))?["agrp"] as? String == "GFDZH8PDDD.private")
+            // [2]-2 it may name both groups and its application-identifier
+            for group in groups + [Self.app] {
+                #expect(add(genpItem("in " + group, [kSecAttrAccessGroup as String: group])) == errSecSuccess, "\(group)")
+            }
+            // [2]-3 it reads all three groups
+            for group in groups + [Self.app] {
+                #expect(count(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])) >= 1, "\(group)")
+            }
+            #expect(count(genp()) == 4)
+            // [2]-4 and none of the others
+            for group in Self.forbidden {
+                #expect(add(genpItem("x", [kSecAttrAccessGroup as String: group])) == errSecNoAccessForItem, "\(group)")
+                #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound, "\(group)")
+            }
+        }
+    }
+
+    @Test func update_toForeignGroup_returnsNoAccessForItemAndChangesNothing() throws {
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: ["GFDZH8PDDD.share"]))
+        kc.run {
+            #expect(add(genpItem("a")) == errSecSuccess)
+            #expect(update(genp("a"), [kSecAttrAccessGroup as String: "XJ7GS56DBA.com.apple.MailApp"]) == errSecNoAccessForItem)
+            #expect(attributes(genp("a"))?["agrp"] as? String == "GFDZH8PDDD.share")
+            #expect(update(genp("a"), [kSecAttrAccessGroup as String: Self.app]) == errSecSuccess, "moving between its own groups is allowed")
+            #expect(attributes(genp("a"))?["agrp"] as? String == Self.app)
+        }
+    }
+
+    @Test func updateQueryAndDelete_naming_aForeignGroup_findNothing() throws {
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app))
+        Self.seedForeignItems(kc)
+        kc.run {
+            let foreign = genp("foreign", service: nil, [kSecAttrAccessGroup as String: "GFDZH8PDDD.other"])
+            #expect(update(foreign, [kSecAttrLabel as String: "mine now"]) == errSecItemNotFound)
+            #expect(delete(foreign) == errSecItemNotFound)
+            #expect(delete(genp("foreign")) == errSecItemNotFound)
+        }
+        kc.app(CallerIdentity(applicationIdentifier: "GFDZH8PDDD.other")).use {
+            #expect(count(genp("foreign")) == 1, "the owner still has it")
+            #expect(attributes(genp("foreign"))?["labl"] == nil)
+        }
+    }
+}
+
+@Suite("Access groups: seed 003, two apps sharing a group")
+struct Seed003SharingTests {
+    static let share = "GFDZH8PXXX.share"
+    static let app1 = CallerIdentity(applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-1",
+                                     keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-1", share])
+    static let app2 = CallerIdentity(applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-2",
+                                     keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-2", share])
+    static let app3 = CallerIdentity(applicationIdentifier: "XJ7GS56DBA.com.othercompany.App-3")
+
+    /// The dump of KeyChainApp-2's `dumpItems`: class genp, attributes and data, all items.
+    static func dump() -> (OSStatus, [[String: Any]]) {
+        let query: Dict = [kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: kCFBooleanTrue!,
+                           kSecReturnData as String: kCFBooleanTrue!, kSecMatchLimit as String: kSecMatchLimitAll]
+        let (status, result) = copy(query)
+        return (status, result as? [[String: Any]] ?? [])
+    }
+
+    @Test func twoAppsOfOneGroup_seeAndUpdateEachOthersSharedItems_aThirdSeesNothing() throws {
+        let kc = try SecTestKeychain(caller: Self.app1)
+        let app1 = kc.config, app2 = kc.app(Self.app2), app3 = kc.app(Self.app3)
+
+        // KeyChainApp-1: addNewItem into the shared group, plus one private item.
+        app1.use {
+            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
+                         kSecValueData as String: Data("pass00".utf8), kSecAttrAccessGroup as String: Self.share]) == errSecSuccess)
+            #expect(add(genpItem("app1-only")) == errSecSuccess)
+        }
+        app2.use { #expect(add(genpItem("app2-only")) == errSecSuccess) }
+
+        // KeyChainApp-2: dumpItems shows the shared item, as in the seed's output.
+        app2.use {
+            let (status, items) = Self.dump()
+            #expect(status == errSecSuccess)
+            let shared = items.first { $0["acct"] as? String == "hashiguchi" }
+            #expect(shared?["agrp"] as? String == Self.share)
+            #expect(shared?["pdmn"] as? String == "ak")
+            #expect(shared?["svce"] as? String == "")
+            #expect(shared?["v_Data"] as? Data == Data("pass00".utf8))
+            #expect(Set(items.compactMap { $0["acct"] as? String }) == ["hashiguchi", "app2-only"], "not app 1's private item")
+        }
+
+        // KeyChainApp-2: updateItem rewrites the password (the seed's "pass11").
+        app2.use {
+            let query: Dict = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi"]
+            #expect(SecItemCopyMatching(query as CFDictionary, nil) == noErr)
+            #expect(update(query, [kSecValueData as String: Data("pass11".utf8)]) == noErr)
+        }
+        app1.use {
+            #expect(secret(genp("hashiguchi")) == "pass11")
+            #expect(count(genp("app2-only")) == 0)
+        }
+
+        // A third app, of another team: nothing of theirs, by any call.
+        app3.use {
+            #expect(Self.dump().0 == errSecItemNotFound)
+            #expect(copy(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])).0 == errSecItemNotFound)
+            #expect(update(genp("hashiguchi"), [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
+            #expect(delete(genp("hashiguchi")) == errSecItemNotFound)
+            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
+                         kSecAttrAccessGroup as String: Self.share]) == errSecNoAccessForItem)
+            #expect(add(genpItem("hashiguchi")) == errSecSuccess, "its own group is separate: no collision")
+        }
+        app1.use { #expect(secret(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])) == "pass11") }
+    }
+
+    @Test func simulatorIdentity_usesGroupTestAndAllSimulatorAppsShareIt() throws {
+        let kc = try SecTestKeychain(caller: .simulator)
+        let otherSimulatorApp = kc.app(.simulator)
+        kc.run {
+            #expect(add(genpItem("hashiguchi", data: "pass")) == errSecSuccess)
+            #expect(attributes(genp("hashiguchi"))?["agrp"] as? String == "test")
+            // Seed 003 §補足: setting an access group on the simulator fails with −25243.
+            #expect(add(genpItem("x", [kSecAttrAccessGroup as String: "GFDZH8PXXX.share"])) == errSecNoAccessForItem)
+        }
+        otherSimulatorApp.use {
+            #expect(secret(genp("hashiguchi")) == "pass")
+        }
+    }
+}
+
+@Suite("errSecMissingEntitlement")
+struct MissingEntitlementTests {
+    @Test func callerWithoutIdentity_everyCall_returnsMissingEntitlement() throws {
+        let kc = try SecTestKeychain(caller: nil)
+        kc.run {
+            #expect(add(genpItem("a")) == errSecMissingEntitlement)
+            #expect(copy(genp("a")).0 == errSecMissingEntitlement)
+            #expect(update(genp("a"), [kSecAttrLabel as String: "x"]) == errSecMissingEntitlement)
+            #expect(delete(genp("a")) == errSecMissingEntitlement)
+            #expect(kc.config.lastError?.status == .missingEntitlement)
+        }
+    }
+}
