@@ -181,11 +181,19 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     // MARK: The keychain
 
     /// The open keychain (opened, unlocked or created on first use, as the type's discussion
-    /// says). The typed API on it sees the same items as the SecItem functions.
+    /// says), with `caller` as its caller, so the typed API on it sees the same items as the
+    /// SecItem functions (and finds by unique key through the index, which needs the caller's
+    /// groups).
     /// - Throws: errSecNotAvailable (no keychain and none to be created), errSecAuthFailed
-    ///   (wrong passcode), and the errors of `Keychain.open` / `Keychain.create`.
+    ///   (wrong passcode), the error of an unreadable caller identity, and the errors of
+    ///   `Keychain.open` / `Keychain.create`.
     public func keychain() throws -> Keychain {
-        try locked { try openLocked() }
+        try locked {
+            let caller = try _caller.get()
+            let kc = try openLocked()
+            kc.caller = caller
+            return kc
+        }
     }
 
     /// Closes the cached keychain: the next call opens it again (and AfterFirstUnlock items
