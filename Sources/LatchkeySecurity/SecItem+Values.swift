@@ -19,9 +19,8 @@ enum SecValue {
     init(_ raw: Any) {
         // An implicitly unwrapped optional stored in `[String: Any]` (e.g. `kCFBooleanTrue`
         // in a dictionary literal) keeps its Optional box; look through it.
-        let mirror = Mirror(reflecting: raw)
-        if mirror.displayStyle == .optional {
-            if let inner = mirror.children.first?.value {
+        if let optional = raw as? AnyOptional {
+            if let inner = optional.wrapped {
                 self.init(inner)
             } else {
                 self = .null
@@ -99,6 +98,15 @@ enum SecValue {
         if case .bool(let b) = self { return b }
         throw SecFailure.param("the value of \(key) must be a boolean (kCFBooleanTrue / kCFBooleanFalse), not \(typeName)")
     }
+}
+
+/// Any `Optional`, seen through `Any` (cheaper than reflecting on every value).
+private protocol AnyOptional {
+    var wrapped: Any? { get }
+}
+
+extension Optional: AnyOptional {
+    var wrapped: Any? { self.map { $0 as Any } }
 }
 
 /// A failed SecItem call: the OSStatus to return and the message kept in

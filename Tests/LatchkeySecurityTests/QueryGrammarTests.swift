@@ -485,6 +485,20 @@ struct ReturnKeyTests {
         }
     }
 
+    @Test func returnKey_givenAsOptionalBooleanConstant_isUnderstood() throws {
+        // `kSecReturnData as String: kCFBooleanTrue` in a `[String: Any]` literal stores the
+        // implicitly unwrapped optional itself; Apple's bridging unwraps it, and so does Latchkey.
+        let kc = try SecTestKeychain()
+        kc.run {
+            #expect(add(genpItem("a", data: "pw")) == errSecSuccess)
+            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
+                                        kSecReturnData as String: kCFBooleanTrue as Any]
+            let (status, result) = copy(query)
+            #expect(status == errSecSuccess)
+            #expect(result as? Data == Data("pw".utf8))
+        }
+    }
+
     @Test func returnKey_withNonBooleanValue_returnsParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
