@@ -127,7 +127,9 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     }
 
     /// Who is calling: the access groups it may use. nil only when the environment's identity
-    /// could not be read (see `callerError`).
+    /// could not be read (see `callerError`); every call then fails with that error's status.
+    /// Setting nil leaves a caller without any identity: every call then fails with
+    /// errSecMissingEntitlement (−34018), as an app without entitlements does on iOS.
     public var caller: CallerIdentity? {
         get { locked { try? _caller.get() } }
         set {
