@@ -66,6 +66,15 @@ extension AttributeValue {
             return a.lowercased().utf8.elementsEqual(b.lowercased().utf8)
                 && a.uppercased().utf8.elementsEqual(b.uppercased().utf8)
         }
-        return keyKind == other.keyKind && keyBytes == other.keyBytes
+        // The same test as `keyKind == other.keyKind && keyBytes == other.keyBytes`, without
+        // building byte arrays (this runs once per candidate item in a query).
+        switch (self, other) {
+        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.data(let a), .data(let b)): return a == b
+        case (.string(let a), .data(let b)), (.data(let b), .string(let a)): return a.utf8.elementsEqual(b)
+        case (.integer(let a), .integer(let b)): return a == b
+        case (.date(let a), .date(let b)): return a.bitPattern == b.bitPattern
+        default: return false
+        }
     }
 }

@@ -19,6 +19,8 @@ public final class Keychain: @unchecked Sendable {
     /// Asked for the passcode when an item that needs user presence is read with its data.
     /// Returns nil when the user cancels.
     public var authenticationHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
+    /// Decrypted attributes for queries on non-unique attributes (see AttributeCache).
+    let cache = AttributeCache()
     /// Attributes the keychain sets itself and callers cannot.
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
@@ -56,8 +58,12 @@ public final class Keychain: @unchecked Sendable {
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.
     public func unlock(passcode: [UInt8]) throws { try store.unlock(passcode: passcode) }
 
-    /// Drops the WhenUnlocked keys; AfterFirstUnlock keys stay until the keychain is closed.
-    public func lock() { store.lock() }
+    /// Drops the WhenUnlocked keys (and the attributes of their items this keychain had read);
+    /// AfterFirstUnlock keys stay until the keychain is closed.
+    public func lock() {
+        store.lock()
+        cache.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
+    }
 
     public var hasPasscode: Bool { store.hasPasscode }
     public func isAvailable(_ pc: ProtectionClass) -> Bool { store.isAvailable(pc) }
@@ -157,8 +163,9 @@ public final class Keychain: @unchecked Sendable {
     public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
         try store.refresh()
         var out: [Item] = []
-        for m in try matches(query, limit: limit) {
-            var item = makeItem(m.plaintext, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
+        for m in try matches(query, limit: limit, attributesOnly: !includeData) {
+            let p = m.plaintext
+            var item = makeItem(p, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
             if !includeData {
                 item.data = []
             } else if item.requiresUserPresence {
@@ -185,12 +192,18 @@ public final class Keychain: @unchecked Sendable {
         var id: ID16
         var slot: ItemSlot
         var plaintext: ItemPlaintext
+        /// The plaintext came from the attribute cache and has no data (only with
+        /// `matches(attributesOnly: true)`).
+        var cached = false
     }
 
     /// The matching items with their slots, after the implicit filters (caller's groups,
     /// sync). Uses the unique-key index when the query pins the unique key (the caller's few
     /// groups and the sync values are enumerated).
-    func matches(_ query: Query, limit: Int? = nil) throws -> [Match] {
+    ///
+    /// With `attributesOnly`, matches served from the attribute cache carry no data (`cached`);
+    /// otherwise every match holds the full plaintext, data included.
+    func matches(_ query: Query, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
         let groups = try callerGroups()
         try Keychain.validateNames(query.attributes, query.itemClass)
         if let ref = query.persistentRef {
@@ -234,13 +247,32 @@ public final class Keychain: @unchecked Sendable {
             return out
         }
         let tag = store.classTag(q.itemClass)
+        // Candidates in file order; an item read before (and not changed since) is checked
+        // against its cached attributes, the others are decrypted (and cached).
+        let candidates = store.slots().filter { $0.1.classTag == tag && (q.protection == nil || $0.1.protection == q.protection) }
         var out: [Match] = []
-        for (id, slot) in store.slots().sorted(by: { $0.1.offset < $1.1.offset }) where slot.classTag == tag {
-            if let pc = q.protection, slot.protection != pc { continue }
+        var unknown: [(ID16, ItemSlot)] = []
+        let available = Set(ProtectionClass.allCases.filter { store.isAvailable($0) })
+        cache.withEntries { entries in
+            for (id, slot) in candidates {
+                if let e = entries[id], e.sequence == slot.sequence, available.contains(slot.protection) {
+                    if accept(e.plaintext) { out.append(Match(id: id, slot: slot, plaintext: e.plaintext, cached: true)) }
+                } else {
+                    unknown.append((id, slot))
+                }
+            }
+        }
+        for (id, slot) in unknown {
             let p = try store.read(slot)
-            if accept(p) {
-                out.append(Match(id: id, slot: slot, plaintext: p))
-                if let l = limit, out.count >= l { break }
+            cache.remember(id, sequence: slot.sequence, protection: slot.protection, p)
+            if accept(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+        }
+        out.sort { $0.slot.offset < $1.slot.offset }
+        if let l = limit, out.count > l { out.removeSubrange(l...) }
+        if !attributesOnly {
+            for i in out.indices where out[i].cached {
+                out[i].plaintext = try store.read(out[i].slot)
+                out[i].cached = false
             }
         }
         return out

@@ -400,7 +400,12 @@ package final class KeychainStore: @unchecked Sendable {
     func commit(_ mutations: [Mutation], keybag newBag: Keybag? = nil) throws {
         guard !mutations.isEmpty || newBag != nil else { return }
         // Seal and validate against a scratch copy of the state.
-        var scratch = log
+        // Validate against small overlays on the live indexes (copying the indexes would
+        // cost O(items) per commit): nil in an overlay means "removed by this transaction".
+        var owners: [ID16: ID16?] = [:]
+        var slots: [ID16: ItemSlot?] = [:]
+        func owner(_ hash: ID16) -> ID16? { if let o = owners[hash] { return o }; return log.uniqueIndex[hash] }
+        func slot(_ id: ID16) -> ItemSlot? { if let s = slots[id] { return s }; return log.items[id] }
         var offset = log.end
         var sequence = log.lastSequence
         var records: [UInt8] = []
@@ -412,19 +417,20 @@ package final class KeychainStore: @unchecked Sendable {
                 let sealed = try ItemPutPayload.seal(plaintext, uuid: id.bytes, protectionClass: pc, flags: flags,
                                                      keys: keys, classKey: try classKey(pc), fileUUID: header.fileUUID)
                 let hash = ID16(sealed.uniqueKeyHash)
-                if let owner = scratch.uniqueIndex[hash], owner != id {
+                if let o = owner(hash), o != id {
                     throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
                 }
                 planned.append((.itemPut, sealed.encode()))
-                if let old = scratch.items[id] { scratch.uniqueIndex[old.uniqueHash] = nil }
-                scratch.uniqueIndex[hash] = id
-                scratch.items[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
-                                             protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
+                if let old = slot(id) { owners[old.uniqueHash] = .some(nil) }
+                owners[hash] = id
+                slots[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                                     protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
             case .delete(let id):
-                guard let old = scratch.items.removeValue(forKey: id) else {
+                guard let old = slot(id) else {
                     throw KeychainError(.itemNotFound, "the item to delete no longer exists")
                 }
-                scratch.uniqueIndex[old.uniqueHash] = nil
+                slots[id] = .some(nil)
+                owners[old.uniqueHash] = .some(nil)
                 planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode()))
             }
         }
