@@ -132,6 +132,7 @@ void lk_x509_info_free(lk_x509_info *info) {
     buf_free(&info->public_key);
     buf_free(&info->spki);
     buf_free(&info->summary);
+    buf_free(&info->common_name);
 }
 
 int lk_x509_parse(const uint8_t *der, size_t len, lk_x509_info *out, char *err, size_t err_len) {
@@ -227,6 +228,7 @@ int lk_x509_parse(const uint8_t *der, size_t len, lk_x509_info *out, char *err, 
 
     {
         const X509_NAME *subject = X509_get_subject_name(x);
+        name_entry_utf8(subject, NID_commonName, 0, &out->common_name);
         if (!name_entry_utf8(subject, NID_commonName, 0, &out->summary) &&
             !name_entry_utf8(subject, NID_pkcs9_emailAddress, 1, &out->summary) &&
             !name_entry_utf8(subject, NID_organizationalUnitName, 0, &out->summary)) {

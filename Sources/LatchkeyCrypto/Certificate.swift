@@ -72,6 +72,8 @@ public struct CertificateInfo: Sendable, Equatable {
     /// For labels and SecCertificateCopySubjectSummary: the last commonName, else the first
     /// emailAddress, else the last organizationalUnitName, else the last organizationName.
     public let subjectSummary: String?
+    /// The last commonName of the subject, nil when it has none.
+    public let commonName: String?
     public let keyAlgorithm: KeyAlgorithm
     /// Size of the subject public key in bits (0 when OpenSSL does not know the algorithm).
     public let keySizeInBits: Int
@@ -100,6 +102,8 @@ public struct CertificateInfo: Sendable, Equatable {
         publicKeyHash = withUnsafeBytes(of: info.public_key_hash) { Array($0) }
         let summaryBytes = copy(info.summary)
         subjectSummary = summaryBytes.isEmpty ? nil : String(decoding: summaryBytes, as: UTF8.self)
+        let cnBytes = copy(info.common_name)
+        commonName = cnBytes.isEmpty ? nil : String(decoding: cnBytes, as: UTF8.self)
         keyAlgorithm = KeyAlgorithm(lk: info.key_algorithm)
         keySizeInBits = Int(info.key_bits)
     }

@@ -80,6 +80,7 @@ import Testing
         #expect(c.serialNumber.hex == "00f1e2d3c4b5a6978800")
         #expect(c.publicKeyHash.hex == Self.otherHash)
         #expect(c.subjectSummary == "Latchkey Other Leaf")
+        #expect(c.commonName == "Latchkey Other Leaf")
     }
 
     @Test func invalidCertificates_throwWithAReason() throws {

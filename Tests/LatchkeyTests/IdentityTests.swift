@@ -242,4 +242,79 @@ import Testing
         #expect(try kc.identities(matching: IdentityQuery(synchronizable: .any)) == [synced])
         #expect(try kc.identities(matching: IdentityQuery(synchronizable: .synchronizable)) == [synced])
     }
+
+    @Test func updateIdentities_changesBothItems_inOneTransaction() throws {
+        let (disk, kc, rsa, ec) = try keychainWithTwoIdentities()
+        try kc.add(.genericPassword, attributes: ["acct": .string("probe")], data: [1])
+        let m0 = disk.mutations
+        try kc.update(Query(.genericPassword), attributes: ["labl": .string("x")])
+        let oneTransaction = disk.mutations - m0
+
+        let m1 = disk.mutations
+        #expect(try kc.updateIdentities(matching: IdentityQuery(["type": .integer(73)]),
+                                        attributes: ["labl": .string("renamed"), "atag": .string("new-tag")]) == 1)
+        #expect(disk.mutations - m1 == oneTransaction)
+        let found = try #require(try kc.identities(matching: IdentityQuery(["labl": .string("renamed")])).first)
+        #expect(found.certificate.persistentRef == ec.certificate.persistentRef)
+        #expect(found.privateKey.attributes["labl"] == .string("renamed"))
+        #expect(found.privateKey.attributes["atag"] == .string("new-tag"))
+        #expect(found.certificate.attributes["atag"] == nil)
+        #expect(try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test")])) == [rsa])
+
+        // Protection moves both items.
+        try kc.updateIdentities(matching: IdentityQuery(["labl": .string("renamed")]), attributes: [:], protection: .alwaysThisDeviceOnly)
+        let moved = try #require(try kc.identities(matching: IdentityQuery(["labl": .string("renamed")])).first)
+        #expect(moved.certificate.protection == .alwaysThisDeviceOnly)
+        #expect(moved.privateKey.protection == .alwaysThisDeviceOnly)
+
+        let before = disk.keychainBytes
+        for forbidden: [String: AttributeValue] in [["pkhh": .data([1])], ["subj": .data([1])], ["klbl": .data([1])], ["kcls": .integer(0)]] {
+            expectKeychainError(.param) { try kc.updateIdentities(matching: IdentityQuery(), attributes: forbidden) }
+        }
+        expectKeychainError(.noSuchAttr) { try kc.updateIdentities(matching: IdentityQuery(), attributes: ["acct": .string("x")]) }
+        expectKeychainError(.itemNotFound) { try kc.updateIdentities(matching: IdentityQuery(["labl": .string("none")]), attributes: ["labl": .string("y")]) }
+        #expect(disk.keychainBytes == before)
+    }
+
+    @Test func updateIdentities_collision_changesNothing() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk, passcode: nil)
+        kc.caller = CallerIdentity(applicationIdentifier: "TEAM.app.one", keychainAccessGroups: ["TEAM.a", "TEAM.b"])
+        try kc.addIdentity(certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey, attributes: ["agrp": .string("TEAM.a")])
+        try kc.add(.certificate, attributes: ["agrp": .string("TEAM.b")], data: PKIFixture.rsaCert)
+        // The copy in TEAM.b joins the key in TEAM.a: two identities share the key.
+        #expect(try kc.identities().count == 2)
+        let before = disk.keychainBytes
+        expectKeychainError(.duplicateItem) {
+            try kc.updateIdentities(matching: IdentityQuery(["agrp": .string("TEAM.b")]), attributes: ["agrp": .string("TEAM.a")])
+        }
+        #expect(disk.keychainBytes == before)
+        #expect(try kc.find(Query(.key)).first?.attributes["agrp"] == .string("TEAM.a"))
+    }
+
+    @Test func identities_byPersistentReference_ofEitherItem() throws {
+        let (_, kc, rsa, ec) = try keychainWithTwoIdentities()
+        #expect(try kc.identities(matching: IdentityQuery(persistentRef: ec.privateKey.persistentRef)) == [ec])
+        #expect(try kc.identities(matching: IdentityQuery(persistentRef: rsa.certificate.persistentRef)) == [rsa])
+        #expect(try kc.identities(matching: IdentityQuery(persistentRef: Array(repeating: 0, count: 20))).isEmpty)
+        #expect(try kc.deleteIdentities(matching: IdentityQuery(persistentRef: rsa.privateKey.persistentRef)) == 1)
+        #expect(try kc.identities() == [ec])
+    }
+
+    @Test func addIdentity_withUserPresence_protectsTheKeyOnly() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk)
+        try kc.unlock(passcode: TestEnv.passcode)
+        kc.caller = CallerIdentity(applicationIdentifier: "TEAM.app.one")
+        let id = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, requiresUserPresence: true)
+        #expect(id.privateKey.requiresUserPresence)
+        #expect(!id.certificate.requiresUserPresence)
+        // Without a handler, reading the key's data is refused; without data it is not asked for.
+        expectKeychainError(.interactionNotAllowed) { _ = try kc.identities() }
+        #expect(try kc.identities(includeData: false).count == 1)
+        nonisolated(unsafe) var asked = 0
+        kc.authenticationHandler = { _ in asked += 1; return TestEnv.passcode }
+        #expect(try kc.identities().first?.privateKey.data == PKIFixture.ecKey)
+        #expect(asked == 1)
+    }
 }

@@ -58,6 +58,8 @@ typedef struct {
     /// else the first emailAddress, else the last organizationalUnitName, else the last
     /// organizationName. len 0 when the subject has none of these.
     lk_buf summary;
+    /// The last commonName of the subject (UTF-8); len 0 when there is none.
+    lk_buf common_name;
     /// LK_KEYALG_* of the subject public key, and its size in bits (0 when unknown).
     int key_algorithm;
     int key_bits;

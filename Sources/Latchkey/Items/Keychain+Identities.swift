@@ -23,13 +23,18 @@ public struct IdentityQuery: Sendable {
     public var caseInsensitive: Bool
     /// Applies to both items (default: sync = 0 only).
     public var synchronizable: SyncFilter
+    /// Only the identity whose certificate or private key has this persistent reference (then
+    /// synchronizable items are found too, as with any persistent reference).
+    public var persistentRef: [UInt8]?
 
     public init(_ attributes: [String: AttributeValue] = [:], protection: ProtectionClass? = nil,
-                caseInsensitive: Bool = false, synchronizable: SyncFilter = .notSynchronizable) {
+                caseInsensitive: Bool = false, synchronizable: SyncFilter = .notSynchronizable,
+                persistentRef: [UInt8]? = nil) {
         self.attributes = attributes
         self.protection = protection
         self.caseInsensitive = caseInsensitive
         self.synchronizable = synchronizable
+        self.persistentRef = persistentRef
     }
 }
 
@@ -65,9 +70,11 @@ extension Keychain {
     /// - Throws: errSecParam when the certificate is not DER X.509, the key is not a private key,
     ///   or the key does not belong to the certificate (public key hashes differ);
     ///   errSecDuplicateItem when the key exists; the errors of `add(contentsOf:)`.
+    ///   - requiresUserPresence: reading the private key's data asks for the passcode again
+    ///     (the certificate, which is public, never does).
     @discardableResult
     public func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
-                            protection: ProtectionClass? = nil) throws -> Identity {
+                            protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Identity {
         let cert = try Keychain.parseCertificate(certificate)
         let key: KeyInfo
         do {
@@ -88,7 +95,8 @@ extension Keychain {
         keyAttributes["klbl"] = .data(key.publicKeyHash)
 
         let certItem = NewItem(.certificate, attributes: split.certificate, data: certificate, protection: protection)
-        let keyItem = NewItem(.key, attributes: keyAttributes, data: privateKey, protection: protection)
+        let keyItem = NewItem(.key, attributes: keyAttributes, data: privateKey, protection: protection,
+                              requiresUserPresence: requiresUserPresence)
         if let existing = try existingCertificate(cert, attributes: split.certificate), existing.data == certificate {
             let added = try add(contentsOf: [keyItem])
             return Identity(certificate: existing, privateKey: added[0])
@@ -129,12 +137,12 @@ extension Keychain {
         var keyAttributes = split.key
         if let kcls = keyAttributes["kcls"], Keychain.givenKeyClass(kcls) != 1 { return [] }
         keyAttributes["kcls"] = .integer(1)
+        let sync = query.persistentRef == nil ? query.synchronizable : .any
 
         let certs = try matches(Query(.certificate, split.certificate, protection: protection,
-                                      caseInsensitive: query.caseInsensitive, synchronizable: query.synchronizable))
+                                      caseInsensitive: query.caseInsensitive, synchronizable: sync))
         guard !certs.isEmpty else { return [] }
-        let keys = try matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive,
-                                     synchronizable: query.synchronizable))
+        let keys = try matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync))
         var byLabel: [[UInt8]: [Match]] = [:]
         for k in keys {
             guard let klbl = k.plaintext.attributes["klbl"]?.keyBytes, !klbl.isEmpty else { continue }
@@ -144,6 +152,8 @@ extension Keychain {
         for c in certs {
             guard let pkhh = c.plaintext.attributes["pkhh"]?.keyBytes, let pairs = byLabel[pkhh] else { continue }
             for k in pairs {
+                if let ref = query.persistentRef,
+                   ItemClass.certificate.code + c.id.bytes != ref, ItemClass.key.code + k.id.bytes != ref { continue }
                 out.append(IdentityMatch(certificate: c, key: k))
                 if let l = limit, out.count >= l { return out }
             }
@@ -174,6 +184,49 @@ extension Keychain {
             out.append(Identity(certificate: cert, privateKey: key))
         }
         return out
+    }
+
+    /// Changes the certificate and the private key of every identity matching `query`, all in one
+    /// transaction: attributes of both schemas (labl, agrp, sync, …) change on both items, the
+    /// others on the item whose class has them; `protection` re-encrypts both. `mdat` moves.
+    /// - Returns: the number of identities changed.
+    /// - Throws: errSecItemNotFound when none match; errSecParam for a derived certificate
+    ///   attribute (ctyp, cenc, subj, issr, slnr, skid, pkhh) or the key's `klbl`/`kcls`, which
+    ///   hold the identity together; errSecNoSuchAttr; errSecNoAccessForItem;
+    ///   errSecDuplicateItem (then nothing changes).
+    @discardableResult
+    public func updateIdentities(matching query: IdentityQuery, attributes: [String: AttributeValue],
+                                 protection: ProtectionClass? = nil) throws -> Int {
+        let split = try Keychain.splitIdentityAttributes(attributes, common: true)
+        for name in split.certificate.keys where Keychain.derivedCertificateAttributes.contains(name) {
+            throw KeychainError(.param, "'\(name)' of a certificate is derived from its data and cannot be changed")
+        }
+        for name in ["kcls", "klbl"] where split.key[name] != nil {
+            throw KeychainError(.param, "'\(name)' joins the private key to its certificate and cannot be changed through the identity")
+        }
+        try checkWritableGroup(attributes, try callerGroups())
+        let certChanges = split.certificate.filter { !Keychain.keychainOwned.contains($0.key) }
+        let keyChanges = split.key.filter { !Keychain.keychainOwned.contains($0.key) }
+        return try store.withWriteLock {
+            let found = try identityMatches(query)
+            guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
+            let t = Keychain.now()
+            var seen = Set<ID16>()
+            var mutations: [Mutation] = []
+            func put(_ m: Match, _ changes: [String: AttributeValue]) {
+                guard seen.insert(m.id).inserted else { return }
+                var p = m.plaintext
+                p.attributes.merge(changes) { $1 }
+                p.attributes["mdat"] = .date(t)
+                mutations.append(.put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags))
+            }
+            for m in found {
+                put(m.certificate, certChanges)
+                put(m.key, keyChanges)
+            }
+            try store.commit(mutations)
+            return found.count
+        }
     }
 
     /// Deletes the certificate and the private key of every identity matching `query`, all in
