@@ -89,6 +89,7 @@ extension SecItemRequest {
     /// - Throws: errSecParam when there is none (or it is not a string), errSecNoSuchClass for
     ///   an unknown class.
     static func itemClass(of entries: [String: SecValue], call: SecItemCall) throws -> SecItemClass {
+        if let byReference = referenceClass(entries) { return byReference } // kSecValueRef (SecCertificate.swift)
         let name: String
         switch entries["class"] {
         case .string(let s)?:
@@ -295,7 +296,7 @@ extension SecItemRequest {
             }
             persistentRef = ref
         case "v_Ref":
-            throw SecFailure.param("kSecValueRef needs a certificate, key or identity object, which this keychain does not have yet")
+            try valueReference(value) // SecCertificate.swift
         default:
             throw SecFailure.param("'\(key)' is not a kSecValue… key")
         }

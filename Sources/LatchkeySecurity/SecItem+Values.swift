@@ -13,6 +13,8 @@ enum SecValue {
     case date(Double)
     case null
     case accessControl(SecAccessControl)
+    /// A SecCertificate, SecKey or SecIdentity (kSecValueRef; SecCertificate.swift).
+    case ref(AnyObject)
     /// Anything else (an array, a dictionary, an unknown object): always errSecParam.
     case other(String)
 
@@ -38,6 +40,7 @@ enum SecValue {
         case let d as Date: self = .date(d.timeIntervalSinceReferenceDate)
         case is NSNull: self = .null
         case let ac as SecAccessControl: self = .accessControl(ac)
+        case let r as any SecItemReference: self = .ref(r)
         case let i as any BinaryInteger:
             if let v = Int64(exactly: i) { self = .integer(v) } else { self = .other("an integer out of range") }
         case let f as any BinaryFloatingPoint: self = .double(Double(f))
@@ -71,6 +74,7 @@ enum SecValue {
         case .date: return "a date"
         case .null: return "null"
         case .accessControl: return "a SecAccessControl"
+        case .ref(let r): return "a \(type(of: r))"
         case .other(let t): return t
         }
     }

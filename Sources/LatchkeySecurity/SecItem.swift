@@ -128,8 +128,10 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimit) throws -> [Item] {
     let fetch = limit.fetchLimit
     if fetch == 0 { return [] }
-    guard request.returns.data, request.authenticationUI == .skip else {
-        return try kc.find(request.query, limit: fetch, includeData: request.returns.data, prompt: request.prompt)
+    // kSecReturnRef needs the data too: a certificate or key object is made from it.
+    let withData = request.returns.data || (request.returns.ref && [.certificate, .key].contains(request.itemClass))
+    guard withData, request.authenticationUI == .skip else {
+        return try kc.find(request.query, limit: fetch, includeData: withData, prompt: request.prompt)
     }
     var out: [Item] = []
     for candidate in try kc.find(request.query, includeData: false) where !candidate.requiresUserPresence {
