@@ -9,44 +9,86 @@ struct AddCommand: ParsableCommand {
         commandName: "add",
         abstract: "Add an item; the secret is read from stdin (all bytes, as is) or --data-file.",
         discussion: """
-            When stdin is a terminal the secret is asked as one line without echo. Prints \
-            nothing on success. Without --access-group the item goes to the --app-id \
-            access group; without --accessible it is protected WhenUnlocked (ak). The keychain \
-            sets cdat and mdat. Fails with errSecDuplicateItem (exit 3) when an item with the \
-            same unique key (genp: account, service, access group) exists.
+            Prints nothing on success. When stdin is a terminal the secret is asked as one line \
+            without echo; a secret is never taken from the command line. For --class cert the \
+            data is one DER certificate, and subject, issuer, serial number and the other \
+            certificate attributes are derived from it; for --class keys it is the key (a DER \
+            private or public key, or the raw bytes of a symmetric key). Without \
+            --access-group the item goes to the caller's first access group (--entitlements, \
+            else --app-id); without --accessible it is protected WhenUnlocked (ak), \
+            certificates Always (dk). The keychain sets cdat and mdat. Fails with \
+            errSecDuplicateItem (exit 3) when an item with the same unique key exists (genp: \
+            account, service, access group), errSecNoAccessForItem (exit 6) for a group the \
+            caller may not use, and errSecInteractionNotAllowed (exit 4) when the protection \
+            class is locked and no passcode is given.
 
             Example:
               printf 's3cret' | latchkey add --account alice --service mail --label 'Mail'
               latchkey add --class inet --server example.com --protocol htps --account bob --data-file pw.txt
+              latchkey add --class cert --data-file server.der
+              head -c 32 /dev/urandom | latchkey add --class keys --key-class symmetric --application-tag com.example.aes
             """
     )
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-    @OptionGroup(title: "Item options") var item: ItemOptions
+    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
+    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
+    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
+    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
+    @OptionGroup(title: "Certificates: cert (derived from the certificate; for queries)") var certificate: CertificateAttributes
+    @OptionGroup(title: "Keys: keys") var key: KeyAttributes
+    var item: ItemOptions {
+        ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
+    }
 
     @Option(name: .customLong("data-file"), help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"))
     var dataFile: String?
 
+    @Flag(name: .customLong("require-user-presence"), help: ArgumentHelp(
+        "Ask for the passcode again whenever the item's data is read (kSecAccessControlUserPresence).",
+        discussion: "Needs a keychain with a passcode (errSecNotAvailable, exit 4, otherwise)."))
+    var requireUserPresence = false
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
     func run() throws {
-        let data = try AddCommand.readSecretData(file: dataFile)
-        let attributes = item.attributes
+        let attributes = try item.newItemAttributes(command: "add")
+        let data = try AddCommand.readSecretData(file: dataFile, command: "add")
         let keychain = try global.open(unlock: .whenNeeded)
         try global.retryingUnlocked(keychain) {
-            try keychain.add(item.itemClass.itemClass, attributes: attributes, data: data,
-                             protection: item.protection)
+            try keychain.add(item.itemClass, attributes: attributes, data: data,
+                             protection: item.protection, requiresUserPresence: requireUserPresence)
         }
     }
 
     /// All bytes of `file`, or of stdin when nil.
-    static func readSecretData(file: String?) throws -> [UInt8] {
-        if let file {
-            guard let contents = FileManager.default.contents(atPath: file) else {
-                throw KeychainError(.io, "cannot read the data file \(file); check the path and its permissions")
-            }
-            return [UInt8](contents)
-        }
+    /// - Throws: errSecIO for an unreadable file; a usage error when stdin is closed.
+    static func readSecretData(file: String?, command: String) throws -> [UInt8] {
+        if let file { return try readFile(file, what: "data file") }
+        try Terminal.requireStdin("\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH", command: command)
         // On a terminal, ask for one line without echo instead of echoing the secret.
         if Terminal.stdinIsTerminal, let line = try Terminal.readSecret(prompt: "Secret (not echoed): ") { return line }
         return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+    }
+
+    /// All bytes of `path`. - Throws: errSecIO naming the file, the reason and what to check.
+    static func readFile(_ path: String, what: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check the path and its permissions")
+        }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 {
+                let reason = String(cString: strerror(errno))
+                throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check that it is a readable file")
+            }
+            if n == 0 { return out }
+            out.append(contentsOf: buffer[0..<n])
+        }
     }
 }

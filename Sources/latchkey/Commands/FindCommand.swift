@@ -7,47 +7,91 @@ import LatchkeyFormat
 struct FindCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "find",
-        abstract: "Find items; write the secret of the match, or its attributes as JSON.",
+        abstract: "Find items; write the secret of the match, or attributes as JSON.",
         discussion: """
-            Every given attribute must match. With --return data (the default) the raw secret \
-            bytes of the first match go to stdout, nothing added. With attributes or all, a \
-            JSON object (an array with --limit all) with Apple's 4-character keys (class, acct, \
-            svce, agrp, pdmn, labl, cdat, mdat, …), dates in ISO 8601 UTC, data values in \
-            base64, and with all the secret in base64 under v_Data. Fails with \
-            errSecItemNotFound (exit 1) when nothing matches, and errSecInteractionNotAllowed \
-            (exit 4) when a candidate item's class is locked.
+            Every given attribute must match; the caller sees only its own access groups, and \
+            only items with sync = 0 unless --synchronizable says otherwise. With --return data \
+            (the default) the raw secret bytes of the first match go to stdout, nothing added. \
+            With attributes or all, JSON with Apple's 4-character keys (class, acct, svce, agrp, \
+            pdmn, labl, cdat, mdat, …; see the README's "JSON output"): an object with --limit \
+            one, an array with all or a number. Fails with errSecItemNotFound (exit 1) when \
+            nothing matches and errSecInteractionNotAllowed (exit 4) when a candidate item's \
+            class is locked and no passcode is given.
 
             Example:
               latchkey find --account alice --service mail > secret.txt
               latchkey find --service mail --limit all --return attributes
+              latchkey find --class inet --server EXAMPLE.com --case-insensitive --return all
             """
     )
 
-    enum Limit: String, ExpressibleByArgument, CaseIterable { case one, all }
+    /// kSecMatchLimit: one, all, or a number.
+    enum Limit: ExpressibleByArgument, Equatable {
+        case one, all, count(Int)
+
+        init?(argument: String) {
+            switch argument {
+            case "one": self = .one
+            case "all": self = .all
+            default:
+                guard let n = Int(argument), n >= 1 else { return nil }
+                self = n == 1 ? .one : .count(n)
+            }
+        }
+
+        static var defaultCompletionKind: CompletionKind { .list(["one", "all"]) }
+
+        var maximum: Int? {
+            switch self {
+            case .one: return 1
+            case .all: return nil
+            case .count(let n): return n
+            }
+        }
+    }
+
     enum Return: String, ExpressibleByArgument, CaseIterable { case data, attributes, all }
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-    @OptionGroup(title: "Query options") var item: ItemOptions
+    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
+    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
+    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
+    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
+    @OptionGroup(title: "Certificates: cert (derived from the certificate; for queries)") var certificate: CertificateAttributes
+    @OptionGroup(title: "Keys: keys") var key: KeyAttributes
+    var item: ItemOptions {
+        ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
+    }
 
-    @Option(help: "How many matches: one (the first) or all.")
+    @Option(help: ArgumentHelp(
+        "How many matches (kSecMatchLimit): one, all, or a number.",
+        discussion: "one prints a JSON object, all or a number a JSON array (even of one item).",
+        valueName: "one|all|N"))
     var limit: Limit = .one
 
-    @Option(name: .customLong("return"), help: "What to print: data (the raw secret), attributes (JSON), or all (JSON with v_Data).")
+    @Option(name: .customLong("return"), help: ArgumentHelp(
+        "What to print: data (the raw secret), attributes (JSON), or all (JSON with the secret in base64 under v_Data).",
+        valueName: "data|attributes|all"))
     var returnKind: Return = .data
 
-    @Flag(help: "Print JSON (with --return data: an object holding v_Data in base64).")
+    @Flag(name: .customLong("case-insensitive"), help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive).")
+    var caseInsensitive = false
+
+    @Flag(help: "Print JSON; with --return data an object {\"v_Data\": base64}.")
     var json = false
 
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
     func validate() throws {
-        if limit == .all && returnKind == .data {
-            throw ValidationError("--limit all cannot return raw data of several items; use --return attributes or --return all")
+        if limit != .one && returnKind == .data {
+            throw ValidationError("--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all")
         }
     }
 
     func run() throws {
+        let query = try item.query(command: "find", caseInsensitive: caseInsensitive)
         let keychain = try global.open(unlock: .whenNeeded)
         let items = try global.retryingUnlocked(keychain) {
-            try keychain.find(item.query, limit: limit == .one ? 1 : nil)
+            try keychain.find(query, limit: limit.maximum, includeData: returnKind != .attributes)
         }
         guard let first = items.first else { throw KeychainError(.itemNotFound, "no item matches the query") }
         switch (returnKind, limit) {
@@ -59,7 +103,7 @@ struct FindCommand: ParsableCommand {
             }
         case (_, .one):
             try Output.json(ItemJSON.object(first, includeData: returnKind == .all))
-        case (_, .all):
+        default:
             try Output.json(items.map { ItemJSON.object($0, includeData: returnKind == .all) })
         }
     }

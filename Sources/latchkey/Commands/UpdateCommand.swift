@@ -17,12 +17,27 @@ struct UpdateCommand: ParsableCommand {
             Example:
               latchkey update --account alice --service mail --set-label 'Work mail'
               printf 'n3w' | latchkey update --account alice --service mail --set-data
+              latchkey update --class inet --server example.com --set-accessible ck
             """
     )
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-    @OptionGroup(title: "Query options") var item: ItemOptions
-    @OptionGroup(title: "New values") var set: SetOptions
+    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
+    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
+    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
+    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
+    @OptionGroup(title: "Certificates: cert (derived from the certificate; for queries)") var certificate: CertificateAttributes
+    @OptionGroup(title: "Keys: keys") var key: KeyAttributes
+    var item: ItemOptions {
+        ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
+    }
+    @OptionGroup(title: "New values: common attributes") var setCommon: SetCommonAttributes
+    @OptionGroup(title: "New values: passwords, genp and inet") var setPassword: SetPasswordAttributes
+    @OptionGroup(title: "New values: generic passwords, genp") var setGeneric: SetGenericPasswordAttributes
+    @OptionGroup(title: "New values: internet passwords, inet") var setInternet: SetInternetPasswordAttributes
+    @OptionGroup(title: "New values: keys") var setKey: SetKeyAttributes
+    var set: SetOptions {
+        SetOptions(common: setCommon, password: setPassword, generic: setGeneric, internet: setInternet, key: setKey)
+    }
 
     @Flag(name: .customLong("set-data"), help: "Replace the secret with the bytes read from stdin (or --data-file).")
     var setData = false
@@ -30,8 +45,10 @@ struct UpdateCommand: ParsableCommand {
     @Option(name: .customLong("data-file"), help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"))
     var dataFile: String?
 
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
     func validate() throws {
-        if set.attributes.isEmpty && set.protection == nil && !setData {
+        if set.isEmpty && !setData {
             throw ValidationError("nothing to change; give at least one --set-X option or --set-data")
         }
         if dataFile != nil && !setData {
@@ -40,10 +57,12 @@ struct UpdateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let data = setData ? try AddCommand.readSecretData(file: dataFile) : nil
+        let query = try item.query(command: "update")
+        let attributes = try set.attributes(for: item.itemClass, command: "update")
+        let data = setData ? try AddCommand.readSecretData(file: dataFile, command: "update") : nil
         let keychain = try global.open(unlock: .whenNeeded)
         let count = try global.retryingUnlocked(keychain) {
-            try keychain.update(item.query, attributes: set.attributes, data: data, protection: set.protection)
+            try keychain.update(query, attributes: attributes, data: data, protection: set.protection)
         }
         Output.progress("updated \(count) item(s)")
     }

@@ -2,154 +2,276 @@ import ArgumentParser
 import Latchkey
 import LatchkeyFormat
 
-/// `--class`: the stored item classes by Apple's kSecClass value.
-enum ClassArgument: String, ExpressibleByArgument, CaseIterable {
-    case genp, inet, cert, keys
-
-    var itemClass: ItemClass { ItemClass(rawValue: rawValue)! }
+/// A group of attribute options: each option with its text, when given.
+protocol AttributeGroup {
+    var given: [(AttributeOption, String?)] { get }
 }
 
-/// `--accessible`: a pdmn code (ak … akpu) or a long name (WhenUnlocked, …), with or without
-/// the `kSecAttrAccessible` prefix.
-struct AccessibleArgument: ExpressibleByArgument {
-    var protection: ProtectionClass
+extension AttributeOption {
+    static let classNames: [ItemClass: String] = [
+        .genericPassword: "genp (generic passwords)", .internetPassword: "inet (internet passwords)",
+        .certificate: "cert (certificates)", .key: "keys (keys)",
+    ]
 
-    init?(argument: String) {
-        guard let pc = ProtectionClass(code: argument) else { return nil }
-        protection = pc
+    /// Parses `text` as this attribute of class `c`, given as `--prefix+flag`.
+    /// - Throws: `UsageError` when the class has no such attribute or the value does not parse.
+    func value(_ text: String, prefix: String = "", in c: ItemClass, command: String) throws -> AttributeValue {
+        let option = "--" + prefix + flag
+        guard classes.contains(c) else {
+            let owners = ItemClass.allCases.filter { classes.contains($0) }.map(\.rawValue).joined(separator: " or ")
+            throw UsageError("\(option) is not an attribute of class \(AttributeOption.classNames[c]!); it belongs to --class \(owners)",
+                             command: command)
+        }
+        return try value(text, option: option, command: command)
     }
-
-    static var allValueStrings: [String] { ProtectionClass.allCases.map(\.code) }
-    static var defaultCompletionKind: CompletionKind { .list(allValueStrings + ProtectionClass.allCases.map(\.longName)) }
 }
 
-/// How an option's text becomes an attribute value. Apple's Blob attributes keep a string as a
-/// string (reference §1.2); Number attributes take a decimal string as a number and keep any
-/// other string (e.g. kSecAttrProtocolHTTPS = "htps") as a string.
-enum AttributeKind {
-    case blob
-    case number
-
-    func value(_ text: String) -> AttributeValue {
-        switch self {
-        case .blob: return .string(text)
-        case .number: return Int64(text).map(AttributeValue.integer) ?? .string(text)
+/// Collects the given options of several groups as attributes of class `c`.
+func parsedAttributes(_ groups: [AttributeGroup], prefix: String = "", in c: ItemClass, command: String,
+                      forAdd: Bool = false) throws -> [String: AttributeValue] {
+    var out: [String: AttributeValue] = [:]
+    for group in groups {
+        for case let (option, text?) in group.given {
+            if forAdd, option.derived {
+                throw UsageError("--\(option.flag) is derived from the certificate itself; it can select certificates in find, update and delete, but add sets it from the data",
+                                 command: command)
+            }
+            out[option.code] = try option.value(text, prefix: prefix, in: c, command: command)
         }
     }
+    return out
 }
 
-/// The attribute options, in one table shared by ITEM/QUERY options and `update --set-…`.
-enum AttributeOption: CaseIterable {
-    case account, service, accessGroup, label, description, comment, generic
-    case server, `protocol`, port, path, securityDomain, authenticationType
+/// ITEM and QUERY options (shared/CLI.md): the class, the protection class and every attribute
+/// of each class (ItemSchema), grouped by class in help.
+///
+/// Commands declare the six groups themselves (see `ItemOptionGroups`) instead of one nested
+/// `@OptionGroup`: swift-argument-parser's debug-build checks walk every nesting level again,
+/// which made each run of a debug binary twice as slow.
+struct ItemOptions {
+    var common: CommonAttributes
+    var password: PasswordAttributes
+    var generic: GenericPasswordAttributes
+    var internet: InternetPasswordAttributes
+    var certificate: CertificateAttributes
+    var key: KeyAttributes
 
-    /// Apple's 4-character attribute code.
-    var code: String {
-        switch self {
-        case .account: return "acct"
-        case .service: return "svce"
-        case .accessGroup: return "agrp"
-        case .label: return "labl"
-        case .description: return "desc"
-        case .comment: return "icmt"
-        case .generic: return "gena"
-        case .server: return "srvr"
-        case .protocol: return "ptcl"
-        case .port: return "port"
-        case .path: return "path"
-        case .securityDomain: return "sdmn"
-        case .authenticationType: return "atyp"
+    var itemClass: ItemClass { common.itemClass.itemClass }
+    var protection: ProtectionClass? { common.accessible?.protection }
+
+    private var groups: [AttributeGroup] { [common, password, generic, internet, certificate, key] }
+
+    /// The attributes of a new item: the given ones, and `sync` from --synchronizable.
+    /// - Throws: `UsageError` for an option of another class, a value that does not parse, an
+    ///   attribute derived from a certificate, or `--synchronizable any`.
+    func newItemAttributes(command: String) throws -> [String: AttributeValue] {
+        var attributes = try parsedAttributes(groups, in: itemClass, command: command, forAdd: true)
+        switch common.synchronizable {
+        case .yes?: attributes["sync"] = .integer(1)
+        case .no?: attributes["sync"] = .integer(0)
+        case .any?: throw UsageError("--synchronizable any selects items in queries; an item is added with yes or no", command: command)
+        case nil: break
         }
+        return attributes
     }
 
-    var kind: AttributeKind { self == .protocol || self == .port ? .number : .blob }
+    /// The query these options describe: every given attribute must match.
+    /// - Throws: `UsageError` for an option of another class or a value that does not parse.
+    func query(command: String, caseInsensitive: Bool = false) throws -> Query {
+        Query(itemClass, try parsedAttributes(groups, in: itemClass, command: command), protection: protection,
+              caseInsensitive: caseInsensitive, synchronizable: common.synchronizable?.filter ?? .notSynchronizable)
+    }
 }
 
-/// ITEM and QUERY options (shared/CLI.md): the class, the attributes and the protection class.
-struct ItemOptions: ParsableArguments {
-    @Option(name: .customLong("class"), help: "Item class: genp (generic password), inet (internet password), cert or keys.")
+// MARK: - The option groups (one property per attribute option of AttributeOption.all)
+
+/// ITEM/QUERY options: Class and common attributes.
+struct CommonAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong("class"), help: ArgumentHelp("Item class (kSecClass).", valueName: "class"))
     var itemClass: ClassArgument = .genp
 
-    @Option(help: ArgumentHelp("Account name (acct).", valueName: "name"))
-    var account: String?
-
-    @Option(help: ArgumentHelp("Service name (svce), genp only.", valueName: "name"))
-    var service: String?
-
-    @Option(name: .customLong("access-group"), help: ArgumentHelp(
-        "Access group (agrp). For add, defaults to the --app-id value; for queries, filters only when given.",
-        valueName: "group"))
-    var accessGroup: String?
-
     @Option(help: ArgumentHelp(
-        "Protection class (pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly. Default for add: ak.",
+        "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly.",
+        discussion: "For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only.",
         valueName: "class"))
     var accessible: AccessibleArgument?
 
-    @Option(help: ArgumentHelp("User-visible label (labl).", valueName: "text"))
+    @Option(help: ArgumentHelp(
+        "kSecAttrSynchronizable (sync): yes or no; in a query also any.",
+        discussion: "Items are added with no (sync = 0), and queries see only those unless given yes or any. Nothing is ever synchronised.",
+        valueName: "yes|no|any"))
+    var synchronizable: SynchronizableArgument?
+
+    @Option(name: .customLong(AttributeOption.label.flag), help: AttributeOption.label.help)
     var label: String?
+    @Option(name: .customLong(AttributeOption.accessGroup.flag), help: AttributeOption.accessGroup.help)
+    var accessGroup: String?
+    @Option(name: .customLong(AttributeOption.alias.flag), help: AttributeOption.alias.help)
+    var alias: String?
+    @Option(name: .customLong(AttributeOption.syncViewHint.flag), help: AttributeOption.syncViewHint.help)
+    var syncViewHint: String?
+    @Option(name: .customLong(AttributeOption.tokenID.flag), help: AttributeOption.tokenID.help)
+    var tokenID: String?
 
-    @Option(help: ArgumentHelp("Description, the kind of item (desc).", valueName: "text"))
+    var given: [(AttributeOption, String?)] {
+        [
+            (.label, label), (.accessGroup, accessGroup), (.alias, alias), (.syncViewHint, syncViewHint),
+            (.tokenID, tokenID),
+        ]
+    }
+}
+
+/// ITEM/QUERY options: Passwords.
+struct PasswordAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong(AttributeOption.account.flag), help: AttributeOption.account.help)
+    var account: String?
+    @Option(name: .customLong(AttributeOption.description.flag), help: AttributeOption.description.help)
     var description: String?
-
-    @Option(help: ArgumentHelp("Comment (icmt).", valueName: "text"))
+    @Option(name: .customLong(AttributeOption.comment.flag), help: AttributeOption.comment.help)
     var comment: String?
+    @Option(name: .customLong(AttributeOption.creator.flag), help: AttributeOption.creator.help)
+    var creator: String?
+    @Option(name: .customLong(AttributeOption.itemType.flag), help: AttributeOption.itemType.help)
+    var itemType: String?
+    @Option(name: .customLong(AttributeOption.isInvisible.flag), help: AttributeOption.isInvisible.help)
+    var isInvisible: String?
+    @Option(name: .customLong(AttributeOption.isNegative.flag), help: AttributeOption.isNegative.help)
+    var isNegative: String?
+    @Option(name: .customLong(AttributeOption.hasCustomIcon.flag), help: AttributeOption.hasCustomIcon.help)
+    var hasCustomIcon: String?
+    @Option(name: .customLong(AttributeOption.protected.flag), help: AttributeOption.protected.help)
+    var protected: String?
+    @Option(name: .customLong(AttributeOption.scriptCode.flag), help: AttributeOption.scriptCode.help)
+    var scriptCode: String?
 
-    @Option(help: ArgumentHelp("Application-defined generic attribute (gena), genp only.", valueName: "text"))
+    var given: [(AttributeOption, String?)] {
+        [
+            (.account, account), (.description, description), (.comment, comment), (.creator, creator),
+            (.itemType, itemType), (.isInvisible, isInvisible), (.isNegative, isNegative), (.hasCustomIcon, hasCustomIcon),
+            (.protected, protected), (.scriptCode, scriptCode),
+        ]
+    }
+}
+
+/// ITEM/QUERY options: Generic passwords.
+struct GenericPasswordAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong(AttributeOption.service.flag), help: AttributeOption.service.help)
+    var service: String?
+    @Option(name: .customLong(AttributeOption.generic.flag), help: AttributeOption.generic.help)
     var generic: String?
 
-    @Option(help: ArgumentHelp("Server host name (srvr), inet only.", valueName: "host"))
+    var given: [(AttributeOption, String?)] {
+        [(.service, service), (.generic, generic)]
+    }
+}
+
+/// ITEM/QUERY options: Internet passwords.
+struct InternetPasswordAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong(AttributeOption.securityDomain.flag), help: AttributeOption.securityDomain.help)
+    var securityDomain: String?
+    @Option(name: .customLong(AttributeOption.server.flag), help: AttributeOption.server.help)
     var server: String?
-
-    @Option(name: .customLong("protocol"), help: ArgumentHelp(
-        "Protocol (ptcl), inet only: a number or a 4-character code such as htps.",
-        valueName: "code"))
+    @Option(name: .customLong(AttributeOption.`protocol`.flag), help: AttributeOption.`protocol`.help)
     var protocolValue: String?
-
-    @Option(help: ArgumentHelp("Port number (port), inet only.", valueName: "number"))
-    var port: Int64?
-
-    @Option(help: ArgumentHelp("Path on the server (path), inet only.", valueName: "path"))
+    @Option(name: .customLong(AttributeOption.authenticationType.flag), help: AttributeOption.authenticationType.help)
+    var authenticationType: String?
+    @Option(name: .customLong(AttributeOption.port.flag), help: AttributeOption.port.help)
+    var port: String?
+    @Option(name: .customLong(AttributeOption.path.flag), help: AttributeOption.path.help)
     var path: String?
 
-    @Option(name: .customLong("security-domain"), help: ArgumentHelp("Security domain or realm (sdmn), inet only.", valueName: "domain"))
-    var securityDomain: String?
-
-    @Option(name: .customLong("authentication-type"), help: ArgumentHelp(
-        "Authentication type (atyp), inet only: a 4-character code such as form, http, dflt.",
-        valueName: "code"))
-    var authenticationType: String?
-
-    func text(_ option: AttributeOption) -> String? {
-        switch option {
-        case .account: return account
-        case .service: return service
-        case .accessGroup: return accessGroup
-        case .label: return label
-        case .description: return description
-        case .comment: return comment
-        case .generic: return generic
-        case .server: return server
-        case .protocol: return protocolValue
-        case .port: return port.map { String($0) }
-        case .path: return path
-        case .securityDomain: return securityDomain
-        case .authenticationType: return authenticationType
-        }
+    var given: [(AttributeOption, String?)] {
+        [
+            (.securityDomain, securityDomain), (.server, server), (.`protocol`, protocolValue), (.authenticationType, authenticationType),
+            (.port, port), (.path, path),
+        ]
     }
+}
 
-    /// The attributes given on the command line, by 4-character code.
-    var attributes: [String: AttributeValue] {
-        var out: [String: AttributeValue] = [:]
-        for option in AttributeOption.allCases {
-            if let text = text(option) { out[option.code] = option.kind.value(text) }
-        }
-        if let port { out["port"] = .integer(port) }
-        return out
+/// ITEM/QUERY options: Certificates.
+struct CertificateAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong(AttributeOption.certificateType.flag), help: AttributeOption.certificateType.help)
+    var certificateType: String?
+    @Option(name: .customLong(AttributeOption.certificateEncoding.flag), help: AttributeOption.certificateEncoding.help)
+    var certificateEncoding: String?
+    @Option(name: .customLong(AttributeOption.subject.flag), help: AttributeOption.subject.help)
+    var subject: String?
+    @Option(name: .customLong(AttributeOption.issuer.flag), help: AttributeOption.issuer.help)
+    var issuer: String?
+    @Option(name: .customLong(AttributeOption.serialNumber.flag), help: AttributeOption.serialNumber.help)
+    var serialNumber: String?
+    @Option(name: .customLong(AttributeOption.subjectKeyID.flag), help: AttributeOption.subjectKeyID.help)
+    var subjectKeyID: String?
+    @Option(name: .customLong(AttributeOption.publicKeyHash.flag), help: AttributeOption.publicKeyHash.help)
+    var publicKeyHash: String?
+
+    var given: [(AttributeOption, String?)] {
+        [
+            (.certificateType, certificateType), (.certificateEncoding, certificateEncoding), (.subject, subject), (.issuer, issuer),
+            (.serialNumber, serialNumber), (.subjectKeyID, subjectKeyID), (.publicKeyHash, publicKeyHash),
+        ]
     }
+}
 
-    var protection: ProtectionClass? { accessible?.protection }
+/// ITEM/QUERY options: Keys.
+struct KeyAttributes: ParsableArguments, AttributeGroup {
+    @Option(name: .customLong(AttributeOption.keyClass.flag), help: AttributeOption.keyClass.help)
+    var keyClass: String?
+    @Option(name: .customLong(AttributeOption.applicationLabel.flag), help: AttributeOption.applicationLabel.help)
+    var applicationLabel: String?
+    @Option(name: .customLong(AttributeOption.applicationTag.flag), help: AttributeOption.applicationTag.help)
+    var applicationTag: String?
+    @Option(name: .customLong(AttributeOption.keyType.flag), help: AttributeOption.keyType.help)
+    var keyType: String?
+    @Option(name: .customLong(AttributeOption.keySizeInBits.flag), help: AttributeOption.keySizeInBits.help)
+    var keySizeInBits: String?
+    @Option(name: .customLong(AttributeOption.effectiveKeySize.flag), help: AttributeOption.effectiveKeySize.help)
+    var effectiveKeySize: String?
+    @Option(name: .customLong(AttributeOption.startDate.flag), help: AttributeOption.startDate.help)
+    var startDate: String?
+    @Option(name: .customLong(AttributeOption.endDate.flag), help: AttributeOption.endDate.help)
+    var endDate: String?
+    @Option(name: .customLong(AttributeOption.isPermanent.flag), help: AttributeOption.isPermanent.help)
+    var isPermanent: String?
+    @Option(name: .customLong(AttributeOption.isPrivate.flag), help: AttributeOption.isPrivate.help)
+    var isPrivate: String?
+    @Option(name: .customLong(AttributeOption.isModifiable.flag), help: AttributeOption.isModifiable.help)
+    var isModifiable: String?
+    @Option(name: .customLong(AttributeOption.isSensitive.flag), help: AttributeOption.isSensitive.help)
+    var isSensitive: String?
+    @Option(name: .customLong(AttributeOption.wasAlwaysSensitive.flag), help: AttributeOption.wasAlwaysSensitive.help)
+    var wasAlwaysSensitive: String?
+    @Option(name: .customLong(AttributeOption.isExtractable.flag), help: AttributeOption.isExtractable.help)
+    var isExtractable: String?
+    @Option(name: .customLong(AttributeOption.wasNeverExtractable.flag), help: AttributeOption.wasNeverExtractable.help)
+    var wasNeverExtractable: String?
+    @Option(name: .customLong(AttributeOption.canEncrypt.flag), help: AttributeOption.canEncrypt.help)
+    var canEncrypt: String?
+    @Option(name: .customLong(AttributeOption.canDecrypt.flag), help: AttributeOption.canDecrypt.help)
+    var canDecrypt: String?
+    @Option(name: .customLong(AttributeOption.canDerive.flag), help: AttributeOption.canDerive.help)
+    var canDerive: String?
+    @Option(name: .customLong(AttributeOption.canSign.flag), help: AttributeOption.canSign.help)
+    var canSign: String?
+    @Option(name: .customLong(AttributeOption.canVerify.flag), help: AttributeOption.canVerify.help)
+    var canVerify: String?
+    @Option(name: .customLong(AttributeOption.canWrap.flag), help: AttributeOption.canWrap.help)
+    var canWrap: String?
+    @Option(name: .customLong(AttributeOption.canUnwrap.flag), help: AttributeOption.canUnwrap.help)
+    var canUnwrap: String?
+    @Option(name: .customLong(AttributeOption.canSignRecover.flag), help: AttributeOption.canSignRecover.help)
+    var canSignRecover: String?
+    @Option(name: .customLong(AttributeOption.canVerifyRecover.flag), help: AttributeOption.canVerifyRecover.help)
+    var canVerifyRecover: String?
 
-    /// The query these options describe: every given attribute must match.
-    var query: Query { Query(itemClass.itemClass, attributes, protection: protection) }
+    var given: [(AttributeOption, String?)] {
+        [
+            (.keyClass, keyClass), (.applicationLabel, applicationLabel), (.applicationTag, applicationTag), (.keyType, keyType),
+            (.keySizeInBits, keySizeInBits), (.effectiveKeySize, effectiveKeySize), (.startDate, startDate), (.endDate, endDate),
+            (.isPermanent, isPermanent), (.isPrivate, isPrivate), (.isModifiable, isModifiable), (.isSensitive, isSensitive),
+            (.wasAlwaysSensitive, wasAlwaysSensitive), (.isExtractable, isExtractable), (.wasNeverExtractable, wasNeverExtractable), (.canEncrypt, canEncrypt),
+            (.canDecrypt, canDecrypt), (.canDerive, canDerive), (.canSign, canSign), (.canVerify, canVerify),
+            (.canWrap, canWrap), (.canUnwrap, canUnwrap), (.canSignRecover, canSignRecover), (.canVerifyRecover, canVerifyRecover),
+        ]
+    }
 }

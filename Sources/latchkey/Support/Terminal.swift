@@ -11,7 +11,40 @@ import Latchkey
 /// secrets on `/dev/tty` with echo off (never on stdout, so `find` output stays clean).
 enum Terminal {
     static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) == 1 }
+    static var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+    /// Whether the process started with stdin closed (`<&-`); see `guardStandardStreams`.
+    nonisolated(unsafe) private(set) static var stdinWasClosed = false
+
+    /// Puts /dev/null on any of fds 0–2 that the process was started without, so that no file
+    /// the keychain opens later can land on them: error text written to a closed stderr would
+    /// otherwise go into the keychain file, and a closed stdin would read it as a secret.
+    /// Remembers a closed stdin, so that commands that need it say so (`requireStdin`).
+    static func guardStandardStreams() {
+        for fd in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            if fd == STDIN_FILENO { stdinWasClosed = true }
+            let null = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY)
+            if null >= 0 && null != fd {
+                _ = dup2(null, fd)
+                close(null)
+            }
+        }
+    }
+
+    /// Throws `message` as a usage error when stdin was closed.
+    static func requireStdin(_ message: @autoclosure () -> String, command: String) throws {
+        if stdinWasClosed { throw UsageError(message(), command: command) }
+    }
+
+    /// Columns of the terminal on `fd`, or nil when it is not one.
+    static func columns(_ fd: Int32) -> Int? {
+        guard isatty(fd) == 1 else { return nil }
+        var size = winsize()
+        if ioctl(fd, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let text = GlobalOptions.environment("COLUMNS"), let n = Int(text), n > 0 { return n }
+        return 80
+    }
 
     /// Asks for a secret on `/dev/tty` with echo off. Returns nil when there is no terminal.
     /// - Throws: errSecUserCanceled when the input ends before a line (Ctrl-D).
@@ -64,7 +97,9 @@ enum Terminal {
         }
     }
 
-    /// Turns off core dumps so a crash cannot write passcodes or class keys to disk.
+    /// Turns off core dumps (soft and hard limit 0, so no child can raise them again) so a crash
+    /// cannot write passcodes, class keys or item data to disk. Called first thing in `main`,
+    /// before any command is parsed.
     static func disableCoreDumps() {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         #if canImport(Glibc)
