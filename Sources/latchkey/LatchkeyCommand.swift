@@ -28,12 +28,14 @@ struct LatchkeyCommand: ParsableCommand {
         subcommands: [
             InitCommand.self, AddCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
+            DumpCommand.self, ImportCommand.self, GenerateManualCommand.self,
         ]
     )
 
     /// Parses, runs and maps every error to shared/CLI.md's stderr form and exit status.
     static func main() {
         Terminal.disableCoreDumps()
+        Terminal.guardStandardStreams()
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Latchkey
 
 /// `latchkey compact`: rewrites the log to its live records.
@@ -20,7 +21,38 @@ struct CompactCommand: ParsableCommand {
 
     func run() throws {
         let keychain = try global.open(unlock: .never)
-        let (before, after) = try keychain.compact()
+        // The engine reports nothing while it copies, so the bar follows the size of the new
+        // file it writes beside the keychain, against an estimate of the live records' bytes.
+        var estimate = 0
+        if Progress.stderrCanShow {
+            let info = try keychain.info()
+            estimate = Int(Double(info.fileSize) * Double(info.liveItems) / Double(max(info.records, 1)))
+        }
+        let progress = Progress("compact", total: estimate, unit: .bytes)
+        defer { progress.finish() }
+        let (before, after) = try progress.whileRunning(tick: CompactCommand.follow(beside: global.keychainPath)) {
+            try keychain.compact()
+        }
+        progress.finish()
         Output.status("compacted \(global.keychainPath): \(before) -> \(after) bytes")
+    }
+
+    /// A progress tick that follows the size of the file `compact` writes beside `path`
+    /// (`<name>.compact-…`); once it has been renamed into place, the engine reads it back.
+    static func follow(beside path: String) -> @Sendable (Progress) -> Void {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let prefix = url.lastPathComponent + ".compact-"
+        let seen = AtomicFlag()
+        let announced = AtomicFlag()
+        return { progress in
+            if let name = (try? FileManager.default.contentsOfDirectory(atPath: directory))?.first(where: { $0.hasPrefix(prefix) }),
+               let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name))?[.size] as? Int {
+                seen.set()
+                progress.update(completed: size)
+            } else if seen.isSet && !announced.set() {
+                progress.restart("compact: reading the new file", total: nil, counting: false)
+            }
+        }
     }
 }

@@ -22,8 +22,6 @@ struct InitCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-
     @Flag(name: .customLong("no-passcode"), help: "Create the keychain without a passcode (items are protected by the device secret alone).")
     var noPasscode = false
 
@@ -31,6 +29,8 @@ struct InitCommand: ParsableCommand {
     /// the CLI tests fast; they weaken the passcode, so the option is hidden from help.
     @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
     var kdfLogN: UInt8 = KDFParameters.defaultLogN
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
         guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }

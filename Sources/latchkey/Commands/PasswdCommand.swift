@@ -19,12 +19,12 @@ struct PasswdCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-
     /// Testing knob: scrypt cost of the new passcode as log2(N), 10–22 (engine default 15);
     /// hidden from help because lower values weaken the passcode.
     @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
     var kdfLogN: UInt8 = KDFParameters.defaultLogN
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
         guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }

@@ -19,13 +19,13 @@ struct VerifyCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup(title: "Global options") var global: GlobalOptions
-
     @Flag(help: "Print the report as JSON: ok, problems, fileSize, records, liveItems, checkedItems, lockedItems, recoveredTailBytes.")
     var json = false
 
     @Flag(name: .customLong("accept-rollback"), help: "Open a keychain older than the newest this device has seen (e.g. restored from a copy) and accept it as the new newest.")
     var acceptRollback = false
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
 
     /// The JSON form of a report (VerifyReport's `ok` is computed, so it is spelled out here).
     struct Report: Encodable {
@@ -58,9 +58,9 @@ struct VerifyCommand: ParsableCommand {
         if json {
             try Output.json(encoding: report)
         } else if report.ok {
-            Output.line("ok: \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)")
+            Output.line(Style.stdout.green("ok:") + " \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)")
         } else {
-            Output.line("damaged: \(path): \(report.problems.count) problem(s)")
+            Output.line(Style.stdout.red("damaged:") + " \(path): \(report.problems.count) problem(s)")
             for problem in report.problems { Output.line("  \(problem)") }
         }
         guard report.ok else {

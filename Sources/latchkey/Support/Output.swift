@@ -10,8 +10,8 @@ import Latchkey
 import LatchkeyFormat
 
 /// Data goes to stdout, diagnostics to stderr (STYLE.md "CLI"). Both are written unbuffered
-/// with write(2), so raw secret bytes and text never interleave out of order. No colour is
-/// ever used, so `NO_COLOR` is respected trivially.
+/// with write(2), so raw secret bytes and text never interleave out of order. Colour and bold
+/// only through `Style`, which honours `NO_COLOR`.
 enum Output {
     static func data(_ bytes: [UInt8]) { Terminal.writeAll(STDOUT_FILENO, bytes) }
     static func line(_ text: String) { data(Array((text + "\n").utf8)) }
@@ -27,6 +27,11 @@ enum Output {
     static func json(_ object: Any) throws {
         let bytes = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         data(Array(bytes) + [UInt8(ascii: "\n")])
+    }
+
+    /// A table on stdout, fitted to the terminal and styled when stdout is one.
+    static func table(_ table: Table) {
+        for line in table.render(width: Terminal.columns(STDOUT_FILENO), style: .stdout) { self.line(line) }
     }
 
     static func json<T: Encodable>(encoding value: T) throws {
@@ -52,15 +57,31 @@ enum ItemJSON {
         case .string(let s): return s
         case .data(let d): return Data(d).base64EncodedString()
         case .integer(let i): return NSNumber(value: i)
-        case .date(let t): return iso8601(t)
+        case .date(let t): return ISODate.format(t)
         }
     }
+}
 
-    /// `2025-01-02T03:04:05.678Z` for a CFAbsoluteTime.
-    static func iso8601(_ absolute: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSinceReferenceDate: absolute))
+/// ANSI bold and colour for human output, only when the stream is a terminal, `NO_COLOR` is
+/// unset or empty (no-color.org) and `TERM` is not `dumb`.
+struct Style: Sendable {
+    var enabled: Bool
+
+    static let plain = Style(enabled: false)
+    /// Styling for stdout.
+    static let stdout = Style(enabled: Style.allowed(isTerminal: Terminal.stdoutIsTerminal, environment: ProcessInfo.processInfo.environment))
+
+    static func allowed(isTerminal: Bool, environment: [String: String]) -> Bool {
+        guard isTerminal else { return false }
+        if let noColor = environment["NO_COLOR"], !noColor.isEmpty { return false }
+        return environment["TERM"] != "dumb"
+    }
+
+    func bold(_ text: String) -> String { wrap(text, "1") }
+    func green(_ text: String) -> String { wrap(text, "32") }
+    func red(_ text: String) -> String { wrap(text, "31") }
+
+    private func wrap(_ text: String, _ code: String) -> String {
+        enabled ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
     }
 }

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyFormat
+
+/// `latchkey dump`: the attributes of every item the caller can reach, never the secrets.
+struct DumpCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "List the attributes of every item the caller can reach; never the secrets.",
+        discussion: """
+            Shows the items of every class in the caller's access groups (--entitlements, \
+            --app-id), synchronizable or not, ordered by class and creation date. The table \
+            shows NAME (account; for keys the application tag), SERVICE (service; for internet \
+            passwords protocol://server:port/path; for keys type, size and key class; for \
+            certificates the serial number), LABEL, GROUP (access group), PDMN (protection \
+            class) and MODIFIED (UTC). --json prints every attribute with Apple's 4-character \
+            keys instead (see the README's "JSON output"). When the keychain is locked, items \
+            of the locked protection classes cannot be read: they are left out and stderr says \
+            how many; give the passcode to see them.
+
+            Example:
+              latchkey dump
+              latchkey dump --entitlements MailApp.entitlements --json
+            """
+    )
+
+    @Flag(help: "Print a JSON array of items (Apple's 4-character keys plus class; no v_Data).")
+    var json = false
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    func run() throws {
+        let keychain = try global.open(unlock: .whenNeeded)
+        var items: [Item]
+        do {
+            items = try global.retryingUnlocked(keychain) { try DumpCommand.items(keychain, protections: nil) }
+        } catch let error as KeychainError where error.status == .interactionNotAllowed {
+            // Locked: list what the available classes hold, and say what is left out.
+            let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
+            items = try DumpCommand.items(keychain, protections: available)
+            let byProtection = try keychain.info().itemsByProtection
+            let locked = ProtectionClass.allCases.filter { !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0 }
+            let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
+            Output.note("the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them")
+        }
+        if json {
+            try Output.json(items.map { ItemJSON.object($0, includeData: false) })
+        } else if items.isEmpty {
+            Output.note("no items that this caller can reach in \(global.keychainPath)")
+        } else {
+            var table = Table(["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"])
+            for item in items { table.append(DumpCommand.row(item)) }
+            Output.table(table)
+        }
+    }
+
+    /// Every item of every class the caller can see, without data, in class then creation order;
+    /// only of `protections` when given.
+    static func items(_ keychain: Keychain, protections: [ProtectionClass]?) throws -> [Item] {
+        var out: [Item] = []
+        for c in ItemClass.allCases {
+            var found: [Item] = []
+            for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
+                found += try keychain.find(Query(c, protection: pc, synchronizable: .any), includeData: false)
+            }
+            out += found.sorted { date($0, "cdat") < date($1, "cdat") }
+        }
+        return out
+    }
+
+    static func date(_ item: Item, _ code: String) -> Double {
+        if case .date(let t)? = item.attributes[code] { return t }
+        return 0
+    }
+
+    /// The table row of an item.
+    static func row(_ item: Item) -> [String] {
+        let a = item.attributes
+        func text(_ code: String) -> String { a[code].map(DumpCommand.text) ?? "" }
+        var name = text("acct")
+        var service = text("svce")
+        switch item.itemClass {
+        case .genericPassword:
+            break
+        case .internetPassword:
+            var url = text("srvr")
+            if let ptcl = a["ptcl"] { url = DumpCommand.text(ptcl).trimmingCharacters(in: .whitespaces) + "://" + url }
+            if case .integer(let port)? = a["port"], port != 0 { url += ":\(port)" }
+            service = url + text("path")
+        case .key:
+            name = text("atag")
+            let type: String
+            if case .integer(let code)? = a["type"] {
+                type = AttributeOption.keyTypes.first { $0.value == code && $0.key != "ecsecprimerandom" }?.key ?? "type \(code)"
+            } else {
+                type = ""
+            }
+            let keyClass: String
+            if case .integer(let code)? = a["kcls"] {
+                keyClass = AttributeOption.keyClasses.first { $0.value == code }?.key ?? "class \(code)"
+            } else {
+                keyClass = ""
+            }
+            service = [type, text("bsiz"), keyClass].filter { !$0.isEmpty }.joined(separator: " ")
+        case .certificate:
+            name = ""
+            service = a["slnr"].map { "serial " + DumpCommand.text($0) } ?? ""
+        }
+        let modified = a["mdat"].flatMap { value -> String? in
+            guard case .date(let t) = value else { return nil }
+            return String(ISODate.format(t).prefix(16)).replacingOccurrences(of: "T", with: " ")
+        } ?? ""
+        let group = text("agrp") + (a["sync"] == .integer(1) ? " (sync)" : "")
+        return [item.itemClass.rawValue, name, service, text("labl"), group, item.protection.code, modified]
+    }
+
+    /// A value for people: strings as they are, numbers in decimal, data as UTF-8 when it is
+    /// printable text, else hex.
+    static func text(_ value: AttributeValue) -> String {
+        switch value {
+        case .string(let s): return s
+        case .integer(let i): return String(i)
+        case .date(let t): return ISODate.format(t)
+        case .data(let d):
+            if let s = String(validating: d, as: UTF8.self), !s.isEmpty,
+               s.unicodeScalars.allSatisfy({ !$0.properties.generalCategory.isControl }) { return s }
+            return Hex.encode(d)
+        }
+    }
+}
+
+private extension Unicode.GeneralCategory {
+    var isControl: Bool { self == .control || self == .format || self == .unassigned }
+}

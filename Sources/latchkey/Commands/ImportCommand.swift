@@ -1,0 +1,247 @@
+import ArgumentParser
+import Foundation
+import Latchkey
+import LatchkeyFormat
+
+/// `latchkey import`: adds the items of a JSON-lines file in one transaction.
+struct ImportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Add the items of a JSON-lines file (or stdin) in one transaction: all or none.",
+        discussion: """
+            One JSON object a line: "class" (genp, inet, cert or keys), Apple's 4-character \
+            attribute keys ("acct", "svce", "labl", "agrp", …), the secret in base64 under \
+            "v_Data" (absent: empty), and optionally the protection class under "pdmn" (ak, ck, \
+            dk, aku, cku, dku, akpu; default ak, certificates dk). Data-valued attributes \
+            (klbl, subj, …) are base64, dates ISO 8601; "cdat" and "mdat" are ignored, as the \
+            keychain sets them. Blank lines are skipped. This is the form `find --return all` \
+            prints, one object a line. Every line is checked before anything is written; a \
+            bad line fails with errSecParam (exit 2) naming its number, a unique key that is \
+            already in the keychain or repeats an earlier line with errSecDuplicateItem \
+            (exit 3), and then nothing is imported. Prints the count on stdout; a progress \
+            bar on stderr when it is a terminal.
+
+            Example:
+              printf '%s\\n' '{"class":"genp","acct":"alice","svce":"mail","v_Data":"aHVudGVyMg=="}' > items.jsonl
+              latchkey import items.jsonl
+              latchkey find --limit all --return all | jq -c '.[]' | latchkey import --keychain new.keychain -
+            """
+    )
+
+    @Argument(help: ArgumentHelp("The JSON-lines file, or - for stdin.", valueName: "file|-"))
+    var file: String
+
+    @Flag(name: .customLong("dry-run"), help: "Check every line and print the count; import nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print the result as JSON: {\"imported\": N, \"dryRun\": bool, \"keychain\": path}.")
+    var json = false
+
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    /// Keys of a line that are not attributes.
+    static let nonAttributes: Set<String> = ["class", "v_Data", "pdmn", "cdat", "mdat"]
+
+    func run() throws {
+        // Open (and so check the keychain and caller) before reading a possibly large input.
+        let keychain = dryRun ? nil : try global.open(unlock: .whenNeeded)
+        let progress = Progress("import")
+        defer { progress.finish() }
+        let input = try readInput()
+
+        // 1. Parse and check every line before anything is written.
+        var lines = input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        progress.restart("check", total: lines.count)
+        var items: [NewItem] = []
+        var lineNumbers: [Int] = []
+        for (index, line) in lines.enumerated() {
+            progress.update(completed: index + 1)
+            guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }) else { continue }
+            items.append(try ImportCommand.newItem(Array(line), line: index + 1))
+            lineNumbers.append(index + 1)
+        }
+        try ImportCommand.checkRepeatedKeys(items, lines: lineNumbers)
+
+        // 2. One transaction: all or none.
+        if let keychain {
+            try ImportCommand.checkGroups(items, lines: lineNumbers, caller: keychain.caller)
+            progress.restart("import: writing \(Progress.grouped(items.count)) items in one transaction", total: nil, counting: false)
+            do {
+                try progress.whileRunning {
+                    try global.retryingUnlocked(keychain) { try keychain.add(contentsOf: items) }
+                }
+            } catch let error as KeychainError where error.status == .duplicateItem {
+                throw ImportCommand.explainDuplicate(error, items, lines: lineNumbers, keychain: keychain)
+            } catch let error as KeychainError {
+                throw KeychainError(error.status, error.message + "; nothing was imported", underlying: error.underlying)
+            }
+        }
+        progress.finish()
+        let path = global.keychainPath
+        if json {
+            try Output.json(["imported": dryRun ? 0 : items.count, "checked": items.count, "dryRun": dryRun, "keychain": path] as [String: Any])
+        } else if dryRun {
+            Output.line("\(items.count) item(s) checked; nothing imported (--dry-run)")
+        } else {
+            Output.line("imported \(items.count) item(s) into \(path)")
+        }
+    }
+
+    /// The bytes of FILE, or of stdin for `-`, with a progress bar when the size is known.
+    func readInput() throws -> [UInt8] {
+        if file == "-" {
+            try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
+            return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+        }
+        return try AddCommand.readFile(file, what: "import file")
+    }
+
+    static func bad(_ line: Int, _ what: String) -> KeychainError {
+        KeychainError(.param, "line \(line): \(what); nothing was imported")
+    }
+
+    /// The item of one line. - Throws: errSecParam naming the line.
+    static func newItem(_ bytes: [UInt8], line: Int) throws -> NewItem {
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: Data(bytes))
+        } catch {
+            throw bad(line, "not valid JSON; each line must be one JSON object")
+        }
+        guard let dict = object as? [String: Any] else { throw bad(line, "not a JSON object") }
+        guard let className = dict["class"] as? String else {
+            throw bad(line, "no \"class\"; give \"class\": \"genp\" (or inet, cert, keys)")
+        }
+        guard let itemClass = ItemClass(rawValue: className) else {
+            throw bad(line, "class '\(className)' cannot be imported; use genp, inet, cert or keys")
+        }
+        var data: [UInt8] = []
+        if let value = dict["v_Data"] {
+            guard let text = value as? String, let decoded = Data(base64Encoded: text) else {
+                throw bad(line, "\"v_Data\" must be the secret in base64")
+            }
+            data = [UInt8](decoded)
+        }
+        var protection: ProtectionClass?
+        if let value = dict["pdmn"] {
+            guard let text = value as? String, let pc = ProtectionClass(code: text) else {
+                throw bad(line, "\"pdmn\" must be one of ak, ck, dk, aku, cku, dku, akpu")
+            }
+            protection = pc
+        }
+        var attributes: [String: AttributeValue] = [:]
+        for (key, value) in dict where !nonAttributes.contains(key) {
+            guard let kind = ItemSchema.kind(key, in: itemClass), kind != .access else {
+                throw bad(line, "\"\(key)\" is not an attribute of class \(itemClass.rawValue)")
+            }
+            let input = try inputValue(value, kind: kind, key: key, line: line)
+            do {
+                attributes[key] = try input.coerced(to: kind, code: key)
+            } catch let error as KeychainError {
+                throw bad(line, error.message)
+            }
+        }
+        if itemClass == .certificate {
+            do {
+                _ = try CertificateInfo(der: data)
+            } catch {
+                throw bad(line, "\"v_Data\" of a certificate must be one DER X.509 certificate in base64")
+            }
+        }
+        return NewItem(itemClass, attributes: attributes, data: data, protection: protection)
+    }
+
+    /// A JSON value as the library takes it: data-valued attributes from base64, dates from
+    /// ISO 8601, whole numbers and booleans as numbers.
+    static func inputValue(_ value: Any, kind: ItemSchema.Kind, key: String, line: Int) throws -> InputValue {
+        if let text = value as? String {
+            switch kind {
+            case .data:
+                guard let d = Data(base64Encoded: text) else { throw bad(line, "\"\(key)\" holds data: give it in base64") }
+                return .data([UInt8](d))
+            case .date:
+                guard let t = ISODate.parse(text) else { throw bad(line, "\"\(key)\" is a date: give it as ISO 8601, e.g. 2026-01-31T12:00:00Z") }
+                return .date(t)
+            default:
+                return .string(text)
+            }
+        }
+        if let number = value as? NSNumber, !(value is String) {
+            let type = String(cString: number.objCType)
+            if type == "c" || type == "B" { return .bool(number.boolValue) }
+            let d = number.doubleValue
+            guard d == d.rounded(), let i = Int64(exactly: d) else { throw bad(line, "\"\(key)\" must be a whole number") }
+            return .integer(i)
+        }
+        throw bad(line, "\"\(key)\" must be a string, a number or true/false")
+    }
+
+    /// Two lines with the same unique key would make the transaction fail; say which.
+    /// - Throws: errSecDuplicateItem naming both lines.
+    static func checkRepeatedKeys(_ items: [NewItem], lines: [Int]) throws {
+        var seen: [UniqueKey: Int] = [:]
+        for (item, line) in zip(items, lines) {
+            guard let key = uniqueKey(item) else { continue }
+            if let first = seen[key] {
+                throw KeychainError(.duplicateItem, "line \(line) has the same unique key as line \(first); nothing was imported")
+            }
+            seen[key] = line
+        }
+    }
+
+    /// The unique key an item will have, as far as it can be told before adding: the access
+    /// group is compared only when the line gives one (nil → not compared across defaults).
+    static func uniqueKey(_ item: NewItem) -> UniqueKey? {
+        var attributes = item.attributes
+        switch item.itemClass {
+        case .certificate:
+            guard let info = try? CertificateInfo(der: item.data) else { return nil }
+            attributes.merge(Keychain.certificateAttributes(info)) { $1 }
+        case .key:
+            // As the keychain does: a key not declared symmetric gets the attributes of its data.
+            let symmetric = attributes["kcls"] == .integer(2) || attributes["kcls"] == .string("2")
+            if !symmetric, let info = try? KeyInfo(data: item.data) {
+                for (name, value) in Keychain.keyAttributes(info) where attributes[name] == nil { attributes[name] = value }
+            }
+        case .genericPassword, .internetPassword:
+            break
+        }
+        if attributes["agrp"] == nil { attributes["agrp"] = .string("\u{0}default") }
+        return UniqueKey(itemClass: item.itemClass, attributes: attributes)
+    }
+
+    /// A line naming a group the caller may not use: errSecNoAccessForItem with its number.
+    static func checkGroups(_ items: [NewItem], lines: [Int], caller: CallerIdentity?) throws {
+        guard let groups = caller?.accessGroups else { return }
+        for (item, line) in zip(items, lines) {
+            if let agrp = item.attributes["agrp"], !(groups.contains { agrp == .string($0) }) {
+                throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \(groups.joined(separator: ", ")); nothing was imported")
+            }
+        }
+    }
+
+    /// errSecDuplicateItem from the transaction: name the first password line whose item is
+    /// already in the keychain (found by its whole unique key, through the index).
+    static func explainDuplicate(_ error: KeychainError, _ items: [NewItem], lines: [Int], keychain: Keychain) -> KeychainError {
+        for (item, line) in zip(items, lines) where item.itemClass == .genericPassword || item.itemClass == .internetPassword {
+            var attributes: [String: AttributeValue] = [:]
+            for (name, kind) in UniqueKey.attributes(for: item.itemClass) where name != "sync" {
+                attributes[name] = item.attributes[name] ?? {
+                    switch kind {
+                    case .bytes: return .data([])
+                    case .integer: return .integer(0)
+                    case .date: return .date(0)
+                    }
+                }()
+            }
+            if item.attributes["agrp"] == nil, let group = keychain.caller?.defaultAccessGroup { attributes["agrp"] = .string(group) }
+            let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
+            if let found = try? keychain.find(Query(item.itemClass, attributes, synchronizable: sync), limit: 1, includeData: false),
+               !found.isEmpty {
+                return KeychainError(.duplicateItem, "line \(line): an item with the same unique key is already in the keychain; nothing was imported")
+            }
+        }
+        return KeychainError(error.status, error.message + "; nothing was imported", underlying: error.underlying)
+    }
+}

@@ -1,0 +1,47 @@
+/// A table for people: a header row and left-aligned columns two spaces apart, the header in
+/// bold when styling is on. On a terminal the widest columns are shortened (with `…`) to fit
+/// its width; elsewhere nothing is cut (scripts should use `--json` anyway).
+struct Table {
+    var header: [String]
+    var rows: [[String]] = []
+    /// Columns aligned to the right (numbers).
+    var rightAligned: Set<Int>
+
+    init(_ header: [String], rightAligned: Set<Int> = []) {
+        self.header = header
+        self.rightAligned = rightAligned
+    }
+
+    mutating func append(_ row: [String]) { rows.append(row) }
+
+    /// The lines of the table, without newlines.
+    func render(width: Int? = nil, style: Style = .plain) -> [String] {
+        var widths = header.indices.map { column in
+            ([header] + rows).map { $0[column].count }.max() ?? 0
+        }
+        if let width {
+            // Take a column off the widest one until it fits, down to 8 characters each.
+            let gaps = 2 * (widths.count - 1)
+            while widths.reduce(0, +) + gaps > width - 1,
+                  let widest = widths.indices.max(by: { widths[$0] < widths[$1] }), widths[widest] > 8 {
+                widths[widest] -= 1
+            }
+        }
+        func line(_ cells: [String]) -> String {
+            var out = ""
+            for (column, cell) in cells.enumerated() {
+                let text = cell.count > widths[column] ? String(cell.prefix(widths[column] - 1)) + "…" : cell
+                let padding = String(repeating: " ", count: widths[column] - text.count)
+                if rightAligned.contains(column) {
+                    out += padding + text
+                } else {
+                    out += text
+                    if column < cells.count - 1 { out += padding }
+                }
+                if column < cells.count - 1 { out += "  " }
+            }
+            return out
+        }
+        return [style.bold(line(header))] + rows.map(line)
+    }
+}
