@@ -45,19 +45,20 @@ let package = Package(
         ),
         .executableTarget(
             name: "latchkey-fixtures",
-            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"],
+            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"],
             path: "tools/FixtureGenerator"
         ),
         .executableTarget(
             name: "latchkey-bench",
-            dependencies: ["Latchkey"],
+            dependencies: ["Latchkey", "LatchkeyBackup"],
             path: "Benchmarks/latchkey-bench"
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
         .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),
-        .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat"]),
+        .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
+        .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup"]),
         .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity"]),
         .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity"]),
     ],

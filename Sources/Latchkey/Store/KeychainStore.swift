@@ -19,7 +19,7 @@ package final class KeychainStore: @unchecked Sendable {
     let fs: FileSystem
     private let mutex = NSRecursiveLock()
 
-    private var fd: Int32
+    private(set) var fd: Int32
     private var identity: FileIdentity
     private(set) var header: FileHeader
     private(set) var headerSize: Int
@@ -188,7 +188,7 @@ package final class KeychainStore: @unchecked Sendable {
         recoveredTailBytes += again.fileSize - stillTorn
     }
 
-    private func scanMapped() throws -> ScanEnd {
+    func scanMapped() throws -> ScanEnd {
         do {
             return try io({ try log.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
         } catch let c as Corruption {

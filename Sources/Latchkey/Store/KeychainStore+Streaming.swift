@@ -1,0 +1,202 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// A live item as another module of the package sees it: its UUID and where its newest put
+/// record is. Read it with `KeychainStore.read(_:)`.
+package struct StoredItem: Sendable {
+    package let uuid: [UInt8]
+    let slot: ItemSlot
+    package var protection: ProtectionClass { slot.protection }
+    package var flags: UInt8 { slot.flags }
+}
+
+/// One transaction of any size, written as it goes (spec/FORMAT.md §6.5, §10.4, §11.3):
+/// every record but the last carries the continues flag and is appended in batches of about
+/// 1 MiB without an fsync; `finish` appends the closing record and fsyncs once. Until then the
+/// records are an unclosed group, which every reader ignores and a writer's recovery cuts off,
+/// so the transaction lands whole or not at all. On any failure the file is truncated back to
+/// where the transaction began. Memory holds one batch and the scratch item index, never the
+/// whole transaction.
+///
+/// Use it only inside `KeychainStore.withStreamingTransaction`, and do not write to the
+/// keychain through any other API from its body.
+package final class StreamingTransaction {
+    private let store: KeychainStore
+    private var items: [ID16: ItemSlot]
+    private var uniqueIndex: [ID16: ID16]
+    /// Where the transaction began: the committed end of the file.
+    let start: UInt64
+    private var offset: UInt64
+    private var sequence: UInt64
+    /// The newest record, not yet framed: whether it closes the transaction is known only
+    /// when the next one arrives or `finish` is called.
+    private var pending: (type: RecordType, payload: [UInt8])?
+    private var batch: [UInt8] = []
+    /// Records appended so far (including the pending one).
+    package private(set) var recordCount = 0
+    static let batchSize = 1 << 20
+
+    init(store: KeychainStore) {
+        self.store = store
+        items = store.log.items
+        uniqueIndex = store.log.uniqueIndex
+        start = store.log.end
+        offset = store.log.end
+        sequence = store.log.lastSequence
+        batch.reserveCapacity(StreamingTransaction.batchSize + (64 << 10))
+    }
+
+    /// Puts an item with the given UUID: a new item, or a replacement of the live item with
+    /// that UUID. The plaintext is stored as given (its `cdat`/`mdat` included).
+    /// - Throws: errSecDuplicateItem when another live item has the same unique key; class-key
+    ///   errors (locked class); errSecIO.
+    package func put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws {
+        let id = ID16(uuid)
+        let sealed = try ItemPutPayload.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags,
+                                             keys: store.keys, classKey: try store.classKey(protection),
+                                             fileUUID: store.header.fileUUID)
+        let hash = ID16(sealed.uniqueKeyHash)
+        if let owner = uniqueIndex[hash], owner != id {
+            throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
+        }
+        if let old = items[id] { uniqueIndex[old.uniqueHash] = nil }
+        uniqueIndex[hash] = id
+        // Offset 0 marks a slot written by this transaction (not readable until it closes).
+        items[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                             protection: protection, flags: flags, uniqueHash: hash, sequence: 0)
+        try append(.itemPut, sealed.encode())
+    }
+
+    /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
+    package func delete(uuid: [UInt8]) throws {
+        guard let old = items.removeValue(forKey: ID16(uuid)) else {
+            throw KeychainError(.itemNotFound, "the item to delete no longer exists")
+        }
+        uniqueIndex[old.uniqueHash] = nil
+        try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
+    }
+
+    /// The live items, as this transaction has left them so far, that have this UUID or this
+    /// unique key (at most two).
+    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) -> [StoredItem] {
+        var out: [StoredItem] = []
+        let id = ID16(uuid)
+        if let s = items[id] { out.append(StoredItem(uuid: uuid, slot: s)) }
+        if let owner = uniqueIndex[ID16(store.keys.uniqueKeyHash(uniqueKey))], owner != id, let s = items[owner] {
+            out.append(StoredItem(uuid: owner.bytes, slot: s))
+        }
+        return out
+    }
+
+    private func append(_ type: RecordType, _ payload: [UInt8]) throws {
+        if let p = pending { try frame(p, continues: true) }
+        pending = (type, payload)
+        recordCount += 1
+    }
+
+    private func frame(_ record: (type: RecordType, payload: [UInt8]), continues: Bool) throws {
+        sequence += 1
+        let bytes = RecordFrame.encode(type: record.type.rawValue, flags: continues ? FrameHeader.continuesFlag : 0,
+                                       sequence: sequence, payload: record.payload, offset: offset,
+                                       macKey: store.keys.recordMAC)
+        offset += UInt64(bytes.count)
+        batch.append(contentsOf: bytes)
+        if batch.count >= StreamingTransaction.batchSize { try flush() }
+    }
+
+    private func flush() throws {
+        guard !batch.isEmpty else { return }
+        let at = offset - UInt64(batch.count)
+        try io({ try store.fs.write(store.fd, offset: at, batch) }, "write to the keychain")
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    /// Appends the closing record and makes the whole transaction durable with one fsync.
+    func finish() throws {
+        guard let p = pending else { return }
+        pending = nil
+        try frame(p, continues: false)
+        try flush()
+        try io({ try store.fs.sync(store.fd) }, "write to the keychain")
+    }
+
+    /// Cuts the file back to where the transaction began.
+    func abandon() {
+        pending = nil
+        batch = []
+        try? store.fs.truncate(store.fd, to: start)
+        try? store.fs.sync(store.fd)
+    }
+}
+
+extension KeychainStore {
+    /// Runs `body` with a streaming transaction under the exclusive lock; when `body` returns,
+    /// the transaction is closed and made durable, then applied and recorded in the device
+    /// state. When `body` or the closing write throws, the file is cut back to its size before
+    /// the transaction, and nothing changes.
+    package func withStreamingTransaction<T>(_ body: (StreamingTransaction) throws -> T) throws -> T {
+        try withWriteLock {
+            let tx = StreamingTransaction(store: self)
+            let result: T
+            do {
+                result = try body(tx)
+                try tx.finish()
+            } catch {
+                tx.abandon()
+                throw error
+            }
+            guard tx.recordCount > 0 else { return result }
+            // The records are durable: apply them exactly as a reader would.
+            _ = try scanMapped()
+            var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
+            state.newestSequence = log.lastSequence
+            try? device.saveState(state)
+            return result
+        }
+    }
+
+    /// The live items with this UUID or this unique key (at most two).
+    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) -> [StoredItem] {
+        var out: [StoredItem] = []
+        if let s = slot(id: ID16(uuid)) { out.append(StoredItem(uuid: uuid, slot: s)) }
+        if let (id, s) = slot(uniqueKey: uniqueKey), id != ID16(uuid) { out.append(StoredItem(uuid: id.bytes, slot: s)) }
+        return out
+    }
+
+    /// Every live item, in file order (a snapshot: later changes are not seen).
+    package func storedItems() -> [StoredItem] {
+        slots().sorted { $0.1.offset < $1.1.offset }.map { StoredItem(uuid: $0.0.bytes, slot: $0.1) }
+    }
+
+    /// Decrypts a live item found by `storedItems` or `conflicts`.
+    /// - Throws: as `read(_:)`; errSecInternal for an item written by an open transaction.
+    package func read(_ item: StoredItem) throws -> ItemPlaintext {
+        guard item.slot.recordSize > 0 else {
+            throw KeychainError(.internal, "an item written by the open transaction cannot be read before it closes")
+        }
+        return try read(item.slot)
+    }
+
+    /// The device this keychain is bound to.
+    package var boundDevice: Device { device }
+
+    /// The live item count.
+    package var liveItemCount: Int { slots().count }
+
+    /// The class keys a restore needs for items of `pc` are present.
+    package func canWrite(_ pc: ProtectionClass) -> Bool { isAvailable(pc) }
+}
+
+extension Keychain {
+    /// The storage engine under this keychain, for the other modules of the package (backup).
+    package var engine: KeychainStore { store }
+}
+
+extension Device {
+    /// The device secret, for the backup key schedule (spec/BACKUP.md). Never leaves memory.
+    package var deviceSecret: DeviceSecret { secret }
+
+    /// The state file of a keychain (spec/FORMAT.md §9.1), so a failed restore can remove the
+    /// state of the keychain it created.
+    package func stateFilePath(fileUUID: [UInt8]) -> String { statePath(fileUUID: fileUUID) }
+}

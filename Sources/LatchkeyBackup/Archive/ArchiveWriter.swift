@@ -1,0 +1,105 @@
+import CArchive
+import LatchkeyFormat
+
+/// How the tar stream is compressed (`--compress`).
+public enum BackupCompression: String, Sendable, CaseIterable {
+    /// Plain pax tar. The default: the entries are ciphertext, which does not compress.
+    case none
+    case gzip
+    case zstd
+}
+
+/// Where a backup's entries go: the tar writer of a real backup, or the fixture generator's.
+package protocol BackupEntrySink: AnyObject {
+    /// Writes one regular-file entry, whole (its size is known: `bytes.count`).
+    func writeEntry(name: String, bytes: [UInt8]) throws
+}
+
+/// A pax tar stream written through libarchive to a file descriptor (spec/BACKUP.md §2).
+/// Each entry is a regular file, mode 0600, owner 0:0, its modification time the backup's
+/// creation time. No libarchive type leaves this file.
+final class ArchiveWriter: BackupEntrySink {
+    private let archive: OpaquePointer
+    private let mtime: Int
+    private var closed = false
+
+    init(fd: Int32, compression: BackupCompression, mtime: UInt64) throws {
+        guard let a = archive_write_new() else { throw ArchiveError("libarchive could not start an archive") }
+        archive = a
+        self.mtime = Int(mtime)
+        var ok = archive_write_set_format_pax_restricted(a)
+        if ok == ARCHIVE_OK {
+            switch compression {
+            case .none: ok = archive_write_add_filter_none(a)
+            case .gzip: ok = archive_write_add_filter_gzip(a)
+            case .zstd: ok = archive_write_add_filter_zstd(a)
+            }
+        }
+        // ARCHIVE_WARN from a filter means libarchive runs the external program instead.
+        if ok == ARCHIVE_OK || ok == ARCHIVE_WARN { ok = archive_write_open_fd(a, fd) }
+        guard ok == ARCHIVE_OK else {
+            let message = ArchiveWriter.errorText(a)
+            archive_write_free(a)
+            throw ArchiveError("could not start the \(compression.rawValue == "none" ? "" : compression.rawValue + " ")tar stream: \(message)")
+        }
+    }
+
+    deinit {
+        if !closed { archive_write_close(archive) }
+        archive_write_free(archive)
+    }
+
+    func writeEntry(name: String, bytes: [UInt8]) throws {
+        guard let entry = archive_entry_new() else { throw ArchiveError("libarchive could not make an entry") }
+        defer { archive_entry_free(entry) }
+        archive_entry_set_pathname(entry, name)
+        archive_entry_set_size(entry, la_int64_t(bytes.count))
+        archive_entry_set_filetype(entry, UInt32(ArchiveFileType.regular))
+        archive_entry_set_perm(entry, 0o600)
+        archive_entry_set_mtime(entry, time_t(mtime), 0)
+        archive_entry_set_uid(entry, 0)
+        archive_entry_set_gid(entry, 0)
+        guard archive_write_header(archive, entry) == ARCHIVE_OK else {
+            throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))")
+        }
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { archive_write_data(archive, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))") }
+            done += n
+        }
+    }
+
+    /// Writes the end-of-archive blocks and flushes the compressor.
+    func finish() throws {
+        closed = true
+        guard archive_write_close(archive) == ARCHIVE_OK else {
+            throw ArchiveError("could not finish the archive: \(ArchiveWriter.errorText(archive))")
+        }
+    }
+
+    static func errorText(_ a: OpaquePointer) -> String {
+        if let s = archive_error_string(a) { return String(cString: s) }
+        return "libarchive reported no detail"
+    }
+}
+
+/// File types of a tar entry as libarchive reports them (AE_IFMT bits).
+enum ArchiveFileType {
+    static let mask: UInt32 = 0o170000
+    static let regular: UInt32 = 0o100000
+    static let directory: UInt32 = 0o040000
+    static let symlink: UInt32 = 0o120000
+}
+
+/// A failure inside libarchive: its error text, for the message.
+struct ArchiveError: Error, CustomStringConvertible {
+    var description: String
+    /// libarchive found the stream damaged or cut short (as opposed to an I/O failure).
+    var damaged: Bool
+
+    init(_ text: String, damaged: Bool = false) {
+        description = text
+        self.damaged = damaged
+    }
+}

@@ -1,0 +1,353 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// Where a restore will put the items, as far as planning needs to know.
+public enum RestoreTarget {
+    /// A keychain that does not exist yet; `hasPasscode` says whether it will have one.
+    case newKeychain(hasPasscode: Bool)
+    /// An existing keychain (`--merge`), unlocked for every class the backup restores.
+    case existing(Keychain)
+}
+
+/// A backup whose every byte has been checked (spec/BACKUP.md §11): the manifest MAC, the
+/// size and SHA-256 of every entry, and every item that can be decrypted here. Nothing has
+/// been written. `plan` is what a restore would do now; `restore(into:)` and
+/// `restoreNewKeychain(…)` read the archive a second time and write.
+///
+/// ```swift
+/// let source = try BackupSource.file("keychain.backup")
+/// let backup = try VerifiedBackup.verify(source, device: try? Device.load(path: devicePath),
+///                                        password: { Array("backup password".utf8) },
+///                                        target: .newKeychain(hasPasscode: true))
+/// let report = try backup.restoreNewKeychain(path: keychainPath, devicePath: devicePath,
+///                                            passcode: Array("new passcode".utf8))
+/// ```
+public final class VerifiedBackup {
+    public let source: BackupSource
+    public let info: BackupInfo
+    /// What a restore into the target would do now: the `--dry-run` report.
+    public private(set) var plan: RestoreReport
+    let unlocked: UnlockedKeybag
+    let entries: [ManifestEntry]
+    let device: Device?
+    let target: RestoreTarget
+
+    private init(source: BackupSource, info: BackupInfo, plan: RestoreReport, unlocked: UnlockedKeybag,
+                 entries: [ManifestEntry], device: Device?, target: RestoreTarget) {
+        self.source = source
+        self.info = info
+        self.plan = plan
+        self.unlocked = unlocked
+        self.entries = entries
+        self.device = device
+        self.target = target
+    }
+
+    /// Reads the whole archive once and checks every byte, without writing anything.
+    /// - Parameters:
+    ///   - device: this machine's device (nil when it has no device secret yet); for
+    ///     `.existing`, the keychain's own device is used.
+    ///   - password: asked once, after the keybag entry is read, when the backup has one.
+    /// - Throws: errSecAuthFailed (wrong or missing password; a device-only backup from
+    ///   another device); errSecDecode (damaged, truncated, tampered, unknown version, path
+    ///   traversal, links); errSecIO; for `.existing`, errors reading the keychain's items.
+    public static func verify(_ source: BackupSource, device: Device?, password: () throws -> [UInt8]?,
+                              target: RestoreTarget, progress: ((Double) -> Void)? = nil) throws -> VerifiedBackup {
+        var device = device
+        var keychainPath = ""
+        var hasPasscode = false
+        if case .existing(let kc) = target {
+            device = kc.engine.boundDevice
+            keychainPath = kc.engine.path
+            hasPasscode = kc.hasPasscode
+        } else if case .newKeychain(let p) = target {
+            hasPasscode = p
+        }
+        var unlocked: UnlockedKeybag?
+        var report: RestoreReport?
+        var checks = DuplicateCheck()
+        let pass = ArchivePass(source: source, progress: progress)
+        let result = try pass.run(unlock: { bag, digest in
+            let u = try Self.unlock(bag, digest: digest, device: device, password: password, source: source)
+            unlocked = u
+            report = RestoreReport(backup: Self.info(bag, manifest: nil, device: device), keychain: keychainPath,
+                                   createdKeychain: { if case .newKeychain = target { return true } else { return false } }(),
+                                   merge: { if case .existing = target { return true } else { return false } }(), dryRun: true)
+            return u
+        }, item: { item in
+            try checks.check(item, source: source)
+            let decision: Decision
+            switch target {
+            case .newKeychain:
+                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: { _, _ in [] }, read: { _ in fatalError() })
+            case .existing(let kc):
+                let store = kc.engine
+                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: store.conflicts(uuid:uniqueKey:),
+                                           read: { try store.read($0) })
+            }
+            Self.count(decision, item, into: &report!)
+        })
+        var finalReport = report!
+        finalReport.backup = Self.info(result.keybag, manifest: result.manifest, device: device)
+        return VerifiedBackup(source: source, info: finalReport.backup, plan: finalReport, unlocked: unlocked!,
+                              entries: result.entries, device: device, target: target)
+    }
+
+    // MARK: Restoring
+
+    /// Restores into the existing keychain given as the target (`--merge`), in one streaming
+    /// transaction: for the same UUID or unique key, the newer modification date wins.
+    /// Either every restorable item lands or none does.
+    /// - Throws: as `verify` when the archive changed since; errSecInteractionNotAllowed when a
+    ///   class the backup needs is locked; errSecIO. The keychain is unchanged on any error.
+    public func restore(progress: ((Double) -> Void)? = nil) throws -> RestoreReport {
+        guard case .existing(let kc) = target else {
+            preconditionFailure("restore() is for an existing keychain; use restoreNewKeychain")
+        }
+        try requireWritable(kc.engine)
+        return try write(into: kc.engine, created: false, progress: progress)
+    }
+
+    /// Creates a keychain at `path` (and the device secret at `devicePath` when there is none)
+    /// and restores into it. The keychain is written under a temporary name beside `path` and
+    /// linked into place only when every item has landed; on any error, nothing is left
+    /// behind (not even a device secret this call created).
+    /// - Parameters:
+    ///   - passcode: the new keychain's passcode; nil for none.
+    /// - Throws: errSecDuplicateKeychain when a keychain appears at `path`; as `restore`.
+    public func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?,
+                                   kdfLogN: UInt8 = KDFParameters.defaultLogN,
+                                   progress: ((Double) -> Void)? = nil) throws -> RestoreReport {
+        if access(path, F_OK) == 0 {
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); restore into it with --merge, or choose another --keychain")
+        }
+        var createdDevice = false
+        let device: Device
+        if let d = self.device {
+            device = d
+        } else {
+            let made = try Device.loadOrCreate(path: devicePath, fs: PosixFileSystem.shared)
+            device = made.device
+            createdDevice = made.created
+        }
+        let temp = path + ".restore-" + hexString(try Crypto.randomBytes(4))
+        var store: KeychainStore?
+        do {
+            store = try KeychainStore.create(path: temp, device: device, passcode: passcode, logN: kdfLogN)
+            var report = try write(into: store!, created: true, progress: progress)
+            report.keychain = path
+            // link(2) refuses to replace a file that appeared meanwhile.
+            guard link(temp, path) == 0 else {
+                let e = errno
+                if e == EEXIST {
+                    throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+                }
+                throw KeychainError(.io, "could not put the restored keychain at \(path): \(String(cString: strerror(e)))")
+            }
+            unlink(temp)
+            Self.syncDirectory(of: path)
+            return report
+        } catch {
+            unlink(temp)
+            if let s = store { unlink(device.stateFilePath(fileUUID: s.fileUUID)) }
+            if createdDevice {
+                unlink(devicePath)
+                rmdir(devicePath + ".state")
+            }
+            throw error
+        }
+    }
+
+    /// The second pass: the same checks again, and every decision applied in one streaming
+    /// transaction that closes only after the manifest has been checked again and every
+    /// entry found identical to the first pass.
+    private func write(into store: KeychainStore, created: Bool, progress: ((Double) -> Void)?) throws -> RestoreReport {
+        var report = plan
+        report.dryRun = false
+        report.createdKeychain = created
+        report.keychain = store.path
+        report.restored = 0
+        report.restoredByClass = [:]
+        report.restoredByProtection = [:]
+        report.replaced = 0
+        report.kept = 0
+        report.skipped = 0
+        report.skippedByReason = [:]
+        report.skippedByProtection = [:]
+        let hasPasscode = store.hasPasscode
+        let pass = ArchivePass(source: source, progress: progress)
+        try store.withStreamingTransaction { tx in
+            let result = try pass.run(unlock: { _, digest in
+                guard digest == unlocked.keybagDigest else {
+                    throw KeychainError(.decode, "\(source.name) changed while it was being restored; nothing was restored")
+                }
+                return unlocked
+            }, item: { item in
+                let decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: tx.conflicts(uuid:uniqueKey:),
+                                               read: { try store.read($0) })
+                switch decision {
+                case .add:
+                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
+                               flags: item.record.flags)
+                case .replace(let old):
+                    for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
+                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
+                               flags: item.record.flags)
+                case .skip:
+                    break
+                }
+                Self.count(decision, item, into: &report)
+            })
+            guard result.entries == entries else {
+                throw KeychainError(.decode, "\(source.name) changed while it was being restored; nothing was restored")
+            }
+        }
+        return report
+    }
+
+    /// Every class that an item to restore needs must be unlocked before anything is written.
+    private func requireWritable(_ store: KeychainStore) throws {
+        for (code, n) in plan.restoredByProtection where n > 0 {
+            guard let pc = ProtectionClass(code: code), store.canWrite(pc) else {
+                throw KeychainError(.interactionNotAllowed, "the keychain \(store.path) is locked: restoring \(code) items needs its passcode (LATCHKEY_PASSCODE, --passcode-file or a prompt); nothing was restored")
+            }
+        }
+    }
+
+    // MARK: Decisions
+
+    enum Decision {
+        case add
+        /// Replace these items of the keychain (same UUID or unique key, older).
+        case replace([StoredItem])
+        case skip(RestoreSkipReason)
+    }
+
+    static func decide(_ item: PassItem, hasPasscode: Bool, conflicts: ([UInt8], UniqueKey) -> [StoredItem],
+                       read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
+        guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
+        if item.record.flags & ItemPutPayload.userPresenceFlag != 0, !hasPasscode {
+            return .skip(.userPresenceNeedsPasscode)
+        }
+        let found = conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
+        if found.isEmpty { return .add }
+        let mine = modificationDate(p)
+        for existing in found where modificationDate(try read(existing)) >= mine {
+            return .skip(.destinationNewer)
+        }
+        return .replace(found)
+    }
+
+    static func modificationDate(_ p: ItemPlaintext) -> Double {
+        if case .date(let d)? = p.attributes["mdat"] { return d }
+        return -.infinity
+    }
+
+    static func count(_ d: Decision, _ item: PassItem, into report: inout RestoreReport) {
+        switch d {
+        case .add:
+            report.countRestored(item.plaintext!, item.record.protectionClass)
+        case .replace(let old):
+            report.countRestored(item.plaintext!, item.record.protectionClass)
+            report.replaced += old.count
+        case .skip(let reason):
+            report.countSkipped(reason, item.record.protectionClass)
+        }
+    }
+
+    // MARK: Keys
+
+    /// Unwraps the backup class keys that can be unwrapped here (§4.3): a wrong password is
+    /// an authentication error; ThisDeviceOnly classes of another device's backup stay
+    /// wrapped (their items are skipped).
+    static func unlock(_ bag: BackupKeybag, digest: [UInt8], device: Device?, password: () throws -> [UInt8]?,
+                       source: BackupSource) throws -> UnlockedKeybag {
+        let c = bag.common
+        let sameDevice = device.map { $0.deviceSecret.uuid == c.sourceDeviceUUID } ?? false
+        let deviceKey = sameDevice ? try BackupKeys.deviceKey(device: device!.deviceSecret, backupUUID: c.backupUUID) : nil
+        var passwordKey: SecretKey?
+        switch c.mode {
+        case .deviceOnly:
+            guard sameDevice else {
+                let here = device.map { "this device is \($0.uuidHex)" } ?? "this machine has no device secret yet"
+                throw KeychainError(.authFailed, "\(source.name) was made without a password on device \(hexString(c.sourceDeviceUUID)); it can be restored only there (\(here)); nothing was restored")
+            }
+        case .password:
+            guard var pw = try password() else {
+                throw KeychainError(.authFailed, "\(source.name) is protected by a backup password; give it with --password-file or LATCHKEY_BACKUP_PASSWORD")
+            }
+            defer { Crypto.cleanse(&pw) }
+            passwordKey = try BackupKeys.passwordKey(password: pw, kdf: c.kdf, backupUUID: c.backupUUID)
+        }
+        let keys = BackupKeys(passwordKey: passwordKey, deviceKey: deviceKey)
+        var classKeys: [ProtectionClass: SecretKey] = [:]
+        for e in bag.entries {
+            guard let kek = try keys.kek(e.wrap) else { continue }   // ThisDeviceOnly, another device
+            do {
+                classKeys[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: kek)
+            } catch {
+                if e.wrap == .password {
+                    throw KeychainError(.authFailed, "wrong backup password for \(source.name); nothing was restored")
+                }
+                throw KeychainError(.authFailed, "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored")
+            }
+        }
+        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest)
+    }
+
+    static func info(_ bag: BackupKeybag, manifest: Manifest?, device: Device?) -> BackupInfo {
+        let c = bag.common
+        return BackupInfo(formatVersion: "\(c.major).\(c.minor)", backupUUID: hexString(c.backupUUID),
+                          sourceDeviceUUID: hexString(c.sourceDeviceUUID), keychainUUID: hexString(c.keychainUUID),
+                          createdAt: c.createdAt, passwordProtected: c.mode == .password,
+                          sameDevice: device.map { $0.deviceSecret.uuid == c.sourceDeviceUUID } ?? false,
+                          items: Int(manifest?.itemCount ?? 0), notExported: Int(manifest?.notExported ?? 0))
+    }
+
+    static func syncDirectory(of path: String) {
+        let dir: String
+        if let slash = path.lastIndex(of: "/") { dir = slash == path.startIndex ? "/" : String(path[..<slash]) } else { dir = "." }
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+}
+
+/// The backup invariants that span entries (§5.4): no two items share a UUID, and no two
+/// decryptable items share a unique key.
+struct DuplicateCheck {
+    private var uuids = Set<Key16>()
+    private var uniqueKeys = Set<Key16>()
+
+    mutating func check(_ item: PassItem, source: BackupSource) throws {
+        guard uuids.insert(Key16(item.record.uuid)).inserted else {
+            throw KeychainError(.decode, "\(source.name) holds two items with the UUID \(hexString(item.record.uuid)): it was tampered with; nothing was restored")
+        }
+        if let p = item.plaintext {
+            let key = UniqueKey(itemClass: p.itemClass, attributes: p.attributes)
+            guard uniqueKeys.insert(Key16(Crypto.sha256(key.encoded).prefix(16))).inserted else {
+                throw KeychainError(.decode, "\(source.name) holds two items with the same unique key: it was tampered with; nothing was restored")
+            }
+        }
+    }
+}
+
+/// 16 bytes as a cheap set element.
+struct Key16: Hashable {
+    var high: UInt64
+    var low: UInt64
+    init<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        var h: UInt64 = 0, l: UInt64 = 0
+        for (i, b) in bytes.enumerated() where i < 16 {
+            if i < 8 { h = h << 8 | UInt64(b) } else { l = l << 8 | UInt64(b) }
+        }
+        high = h
+        low = l
+    }
+}
