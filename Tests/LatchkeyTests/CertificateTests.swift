@@ -182,6 +182,32 @@ enum PKIFixture {
         #expect(try kc.find(Query(.certificate)).isEmpty)
     }
 
+    @Test func updateCertificate_derivedAttributesFollowTheData() throws {
+        let (disk, kc) = try keychain()
+        let added = try kc.add(.certificate, attributes: ["labl": .string("mine")], data: PKIFixture.rsaCert)
+        // New values for read-only attributes do not stick; other attributes do.
+        try kc.update(Query(.certificate), attributes: ["pkhh": .data(PKIFixture.ecHash), "subj": .data([1]), "alis": .string("a")])
+        var now = try #require(try kc.find(Query(.certificate)).first)
+        #expect(now.attributes["pkhh"] == .data(PKIFixture.rsaHash))
+        #expect(now.attributes["subj"] == .data(PKIFixture.rsaName))
+        #expect(now.attributes["alis"] == .string("a"))
+        // New data: the derived attributes (and so the unique key) follow it; the label stays.
+        try kc.update(Query(.certificate), attributes: [:], data: PKIFixture.leafCert)
+        now = try #require(try kc.find(Query(.certificate)).first)
+        #expect(now.persistentRef == added.persistentRef)
+        #expect(now.attributes["ctyp"] == .integer(1))
+        #expect(now.attributes["slnr"] == .data(PKIFixture.unhex("00f1e2d3c4b5a6978800")))
+        #expect(now.attributes["skid"] == nil)
+        #expect(now.attributes["pkhh"] == .data(PKIFixture.otherHash))
+        #expect(now.attributes["labl"] == .string("mine"))
+        #expect(try kc.find(Query(.certificate, ["ctyp": .integer(1), "issr": .data(PKIFixture.rsaName),
+                                                 "slnr": .data(PKIFixture.unhex("00f1e2d3c4b5a6978800"))])).count == 1)
+        // Data that is not a certificate changes nothing.
+        let before = disk.keychainBytes
+        expectKeychainError(.param) { try kc.update(Query(.certificate), attributes: [:], data: [0x30, 0x00]) }
+        #expect(disk.keychainBytes == before)
+    }
+
     // MARK: keys
 
     @Test func addPrivateKey_derivesClassTypeSizesAndApplicationLabel() throws {

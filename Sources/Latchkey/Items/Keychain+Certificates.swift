@@ -82,6 +82,18 @@ extension Keychain {
         return out
     }
 
+    /// After an update: a certificate's read-only attributes are derived again from its (possibly
+    /// new) data, so that neither new data nor new values for them can leave a certificate whose
+    /// attributes — its unique key, its `pkhh` join to a key — disagree with its DER. The label
+    /// is left as it is. Called by `update` for every changed item.
+    /// - Throws: errSecParam when a certificate's new data is not a DER X.509 certificate.
+    static func rederivingAttributes(_ p: inout ItemPlaintext) throws {
+        guard p.itemClass == .certificate else { return }
+        let info = try parseCertificate(p.data)
+        for name in derivedCertificateAttributes { p.attributes[name] = nil }
+        p.attributes.merge(certificateAttributes(info)) { $1 }
+    }
+
     /// The attributes of class `keys` that an asymmetric key determines.
     public static func keyAttributes(_ info: KeyInfo) -> [String: AttributeValue] {
         var out: [String: AttributeValue] = [

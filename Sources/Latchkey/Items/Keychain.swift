@@ -336,11 +336,12 @@ public final class Keychain: @unchecked Sendable {
             let found = try matches(query)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             let t = Keychain.now()
-            let mutations: [Mutation] = found.map { m in
+            let mutations: [Mutation] = try found.map { m in
                 var p = m.plaintext
                 p.attributes.merge(changes) { $1 }
                 p.attributes["mdat"] = .date(t)
                 if let d = data { p.data = d }
+                try Keychain.rederivingAttributes(&p)   // certificates: Keychain+Certificates.swift
                 return .put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags)
             }
             try store.commit(mutations)
