@@ -75,20 +75,60 @@ public final class Device: @unchecked Sendable {
         return state
     }
 
-    /// Overwrites the state in place (no fsync: spec §9 explains why that is safe).
+    /// Records the newest committed sequence number of a keychain (no fsync: spec §9.3 explains
+    /// why that is safe). Only `newestSequence` is taken from `state`: the passcode attempt
+    /// counter is owned by `withLockedState` and is kept as it is on disk, so a commit in one
+    /// process never undoes a failed attempt counted by another.
     func saveState(_ state: DeviceState) throws {
-        let path = statePath(fileUUID: state.fileUUID)
-        let bytes = state.encode(macKey: stateKey)
-        try io({
-            if try fs.identity(path: path) == nil {
-                try fs.makeDirectory(stateDirectory, mode: 0o700)
-                try fs.writeFileAtomically(path, bytes, mode: 0o600)
-                return
+        try withLockedState(fileUUID: state.fileUUID) { current in
+            var merged = current ?? state
+            merged.newestSequence = state.newestSequence
+            current = merged
+        }
+    }
+
+    /// Runs `body` on the state of one keychain (nil when absent or untrusted, spec §9.4) while
+    /// holding an exclusive `flock` on its state file, then writes the state back in place when
+    /// `body` changed it. Read-modify-write cycles of different processes are thereby
+    /// serialized. The file is created empty (mode 0600, exclusively) when absent; an empty or
+    /// torn file reads as absent, exactly as spec §9.4 treats a damaged one.
+    @discardableResult
+    func withLockedState<T>(fileUUID: [UInt8], _ body: (inout DeviceState?) throws -> T) throws -> T {
+        let path = statePath(fileUUID: fileUUID)
+        let fd = try io({ () throws -> Int32 in
+            while true {
+                if try fs.identity(path: path) == nil {
+                    try fs.makeDirectory(stateDirectory, mode: 0o700)
+                    do {
+                        fs.close(try fs.open(path, create: true, exclusive: true, mode: 0o600))
+                    } catch let f as IOFailure where f.errno == EEXIST {}
+                }
+                let fd = try fs.open(path, create: false, exclusive: false, mode: 0o600)
+                do {
+                    try fs.lock(fd)
+                    // The file may have been replaced or removed between open and lock.
+                    if try fs.identity(path: path) == fs.identity(fd) { return fd }
+                    fs.unlock(fd)
+                } catch {
+                    fs.close(fd)
+                    throw error
+                }
+                fs.close(fd)
             }
-            let fd = try fs.open(path, create: false, exclusive: false, mode: 0o600)
-            defer { fs.close(fd) }
-            try fs.write(fd, offset: 0, bytes)
-        }, "write the device state")
+        }, "lock the device state")
+        defer {
+            fs.unlock(fd)
+            fs.close(fd)
+        }
+        let bytes = try io({ try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
+        var state: DeviceState? = nil
+        if let s = try? DeviceState.decode(bytes, macKey: stateKey), s.fileUUID == fileUUID { state = s }
+        let before = state
+        let result = try body(&state)
+        if let s = state, s != before {
+            try io({ try fs.write(fd, offset: 0, s.encode(macKey: stateKey)) }, "write the device state")
+        }
+        return result
     }
 }
 

@@ -33,6 +33,8 @@ package final class KeychainStore: @unchecked Sendable {
     package private(set) var readOnly = false
     /// Bytes of an incomplete tail removed on open, for the caller to report.
     package private(set) var recoveredTailBytes: UInt64 = 0
+    /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
+    package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
     private init(path: String, device: Device, fs: FileSystem, fd: Int32, identity: FileIdentity,
                  header: FileHeader, headerSize: Int, keys: FileKeys) {
@@ -267,20 +269,24 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     /// Unlocks the passcode-protected classes.
-    /// - Throws: errSecAuthFailed for a wrong passcode; errSecParam when there is no passcode.
+    /// - Throws: errSecAuthFailed for a wrong passcode, or while a delay after repeated wrong
+    ///   passcodes runs (PasscodeThrottle); errSecParam when there is no passcode.
     package func unlock(passcode: [UInt8]) throws {
         mutex.lock(); defer { mutex.unlock() }
         try refreshLocked()
         let bag = log.keybag
         guard bag.hasPasscode else { return }
-        let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
-        var unwrapped: [ProtectionClass: SecretKey] = [:]
-        for e in bag.entries where e.wrap == .passcode {
-            do {
-                unwrapped[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: passKey)
-            } catch {
-                throw KeychainError(.authFailed, "wrong passcode for the keychain \(path)")
+        let unwrapped = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
+            let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
+            var unwrapped: [ProtectionClass: SecretKey] = [:]
+            for e in bag.entries where e.wrap == .passcode {
+                do {
+                    unwrapped[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: passKey)
+                } catch {
+                    throw KeychainError(.authFailed, "wrong passcode for the keychain \(path)")
+                }
             }
+            return unwrapped
         }
         classKeys.merge(unwrapped) { $1 }
         unlockedOnce = true
@@ -471,13 +477,17 @@ package final class KeychainStore: @unchecked Sendable {
             var all: [ProtectionClass: SecretKey] = [:]
             if bag.hasPasscode {
                 guard let old else { throw KeychainError(.authFailed, "the current passcode is needed to change it") }
-                let oldKey = try keys.passcodeKey(passcode: old, kdf: bag.kdf)
-                for e in bag.entries {
-                    do {
-                        all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: e.wrap == .passcode ? oldKey : keys.deviceWrap)
-                    } catch {
-                        throw KeychainError(.authFailed, "wrong current passcode for the keychain \(path)")
+                all = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
+                    let oldKey = try keys.passcodeKey(passcode: old, kdf: bag.kdf)
+                    var all: [ProtectionClass: SecretKey] = [:]
+                    for e in bag.entries {
+                        do {
+                            all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: e.wrap == .passcode ? oldKey : keys.deviceWrap)
+                        } catch {
+                            throw KeychainError(.authFailed, "wrong current passcode for the keychain \(path)")
+                        }
                     }
+                    return all
                 }
             } else {
                 for e in bag.entries { all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap) }
@@ -568,11 +578,13 @@ extension KeychainStore {
         guard let entry = bag.entry else {
             throw KeychainError(.notAvailable, "this keychain has no passcode to check")
         }
-        let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
-        do {
-            _ = try Crypto.unwrap(entry.wrappedKey, with: passKey)
-        } catch {
-            throw KeychainError(.authFailed, "wrong passcode")
+        try throttledPasscodeAttempt {
+            let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
+            do {
+                _ = try Crypto.unwrap(entry.wrappedKey, with: passKey)
+            } catch {
+                throw KeychainError(.authFailed, "wrong passcode")
+            }
         }
     }
 
