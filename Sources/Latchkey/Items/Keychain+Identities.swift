@@ -75,6 +75,10 @@ extension Keychain {
     @discardableResult
     public func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
                             protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Identity {
+        if let remote {
+            return try remote.addIdentity(self, certificate: certificate, privateKey: privateKey, attributes: attributes,
+                                          protection: protection, requiresUserPresence: requiresUserPresence)
+        }
         let cert = try Keychain.parseCertificate(certificate)
         let key: KeyInfo
         do {
@@ -168,6 +172,7 @@ extension Keychain {
     /// - Throws: errSecNoSuchAttr for an attribute of neither class; the errors of `find`.
     public func identities(matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
                            includeData: Bool = true, prompt: String? = nil) throws -> [Identity] {
+        if let remote { return try remote.identities(self, query, limit: limit, includeData: includeData, prompt: prompt) }
         try store.refresh()
         var out: [Identity] = []
         for m in try identityMatches(query, limit: limit) {
@@ -197,6 +202,7 @@ extension Keychain {
     @discardableResult
     public func updateIdentities(matching query: IdentityQuery, attributes: [String: AttributeValue],
                                  protection: ProtectionClass? = nil) throws -> Int {
+        if let remote { return try remote.updateIdentities(self, query, attributes: attributes, protection: protection) }
         let split = try Keychain.splitIdentityAttributes(attributes, common: true)
         for name in split.certificate.keys where Keychain.derivedCertificateAttributes.contains(name) {
             throw KeychainError(.param, "'\(name)' of a certificate is derived from its data and cannot be changed")
@@ -234,7 +240,8 @@ extension Keychain {
     /// - Returns: the number of identities deleted. - Throws: errSecItemNotFound when none match.
     @discardableResult
     public func deleteIdentities(matching query: IdentityQuery = IdentityQuery()) throws -> Int {
-        try store.withWriteLock {
+        if let remote { return try remote.deleteIdentities(self, query) }
+        return try store.withWriteLock {
             let found = try identityMatches(query)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
             var seen = Set<ID16>()

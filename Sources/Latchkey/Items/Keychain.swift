@@ -12,7 +12,13 @@ import LatchkeyFormat
 /// let items = try kc.find(Query(.genericPassword, ["acct": .string("alice")]))
 /// ```
 public final class Keychain: @unchecked Sendable {
-    let store: KeychainStore
+    /// The open file; for a keychain served by the agent, a copy opened in this process only
+    /// when package-internal code needs the engine itself (see `AgentSession.localStore`).
+    var store: KeychainStore { local ?? remote!.localStore() }
+    private let local: KeychainStore?
+    /// Set when `latchkey agent` serves this keychain (Agent/): the public operations below
+    /// forward to it.
+    let remote: AgentSession?
     /// Who is calling. nil: a trusted tool that sees every access group and gives new items
     /// no default group. The CLI and LatchkeySecurity always set one.
     public var caller: CallerIdentity?
@@ -24,7 +30,15 @@ public final class Keychain: @unchecked Sendable {
     /// Attributes the keychain sets itself and callers cannot.
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
-    init(store: KeychainStore) { self.store = store }
+    init(store: KeychainStore) {
+        local = store
+        remote = nil
+    }
+
+    init(remote: AgentSession) {
+        local = nil
+        self.remote = remote
+    }
 
     /// Creates a keychain (and the device secret, when absent).
     /// - Parameters:
@@ -56,19 +70,23 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.
-    public func unlock(passcode: [UInt8]) throws { try store.unlock(passcode: passcode) }
+    public func unlock(passcode: [UInt8]) throws {
+        if let remote { return try remote.unlock(self, passcode: passcode) }
+        try store.unlock(passcode: passcode)
+    }
 
     /// Drops the WhenUnlocked keys (and the attributes of their items this keychain had read);
     /// AfterFirstUnlock keys stay until the keychain is closed.
     public func lock() {
+        if let remote { try? remote.lock(self); return }
         store.lock()
         cache.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
     }
 
-    public var hasPasscode: Bool { store.hasPasscode }
-    public func isAvailable(_ pc: ProtectionClass) -> Bool { store.isAvailable(pc) }
-    /// Bytes of an incomplete tail cut off when the keychain was opened.
-    public var recoveredTailBytes: UInt64 { store.recoveredTailBytes }
+    public var hasPasscode: Bool { remote?.hasPasscode ?? store.hasPasscode }
+    public func isAvailable(_ pc: ProtectionClass) -> Bool { remote?.isAvailable(self, pc) ?? store.isAvailable(pc) }
+    /// Bytes of an incomplete tail cut off when the keychain was opened (by the agent: 0 here).
+    public var recoveredTailBytes: UInt64 { remote == nil ? store.recoveredTailBytes : 0 }
 
     // MARK: Items
 
@@ -117,6 +135,7 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func add(contentsOf items: [NewItem]) throws -> [Item] {
         guard !items.isEmpty else { return [] }
+        if let remote { return try remote.add(self, items) }
         let groups = try callerGroups()
         let t = Keychain.now()
         var mutations: [Mutation] = []
@@ -161,6 +180,7 @@ public final class Keychain: @unchecked Sendable {
     ///   fails, as on iOS); errSecMissingEntitlement; errSecDecode for a damaged item;
     ///   errSecUserCanceled / errSecAuthFailed from user presence.
     public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
+        if let remote { return try remote.find(self, query, limit: limit, includeData: includeData, prompt: prompt) }
         try store.refresh()
         var out: [Item] = []
         for m in try matches(query, limit: limit, attributesOnly: !includeData) {
@@ -329,6 +349,7 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
                        protection: ProtectionClass? = nil) throws -> Int {
+        if let remote { return try remote.update(self, query, attributes: attributes, data: data, protection: protection) }
         try Keychain.validateNames(attributes, query.itemClass)
         try checkWritableGroup(attributes, try callerGroups())
         let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
@@ -353,7 +374,8 @@ public final class Keychain: @unchecked Sendable {
     /// - Returns: the number deleted. - Throws: errSecItemNotFound when nothing matches.
     @discardableResult
     public func delete(_ query: Query) throws -> Int {
-        try store.withWriteLock {
+        if let remote { return try remote.delete(self, query) }
+        return try store.withWriteLock {
             let found = try matches(query)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             try store.commit(found.map { .delete($0.id) })
@@ -363,10 +385,14 @@ public final class Keychain: @unchecked Sendable {
 
     /// Changes (or sets) the passcode by appending a keybag record.
     public func changePasscode(old: [UInt8]?, new: [UInt8], kdfLogN: UInt8 = KDFParameters.defaultLogN) throws {
+        if let remote { return try remote.changePasscode(self, old: old, new: new, kdfLogN: kdfLogN) }
         try store.changePasscode(old: old, new: new, logN: kdfLogN)
     }
 
     /// Rewrites the file to its live records, atomically.
     @discardableResult
-    public func compact() throws -> (before: UInt64, after: UInt64) { try store.compact() }
+    public func compact() throws -> (before: UInt64, after: UInt64) {
+        if let remote { return try remote.compact(self) }
+        return try store.compact()
+    }
 }

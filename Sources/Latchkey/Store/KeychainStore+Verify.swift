@@ -75,11 +75,12 @@ public struct KeychainInfo: Sendable, Codable {
 
 extension Keychain {
     /// Checks every byte of the file and decrypts every item it can.
-    public func verify() -> VerifyReport { store.verify() }
+    public func verify() -> VerifyReport { remote?.verify(self) ?? store.verify() }
 
     /// Format version, counts, sizes and device binding. Counts per class need no class key
     /// (the class tag is keyed by the device).
     public func info() throws -> KeychainInfo {
+        if let remote { return try remote.info(self) }
         try store.refresh()
         var byClass: [String: Int] = [:]
         var byProtection: [String: Int] = [:]

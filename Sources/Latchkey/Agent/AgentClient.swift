@@ -1,0 +1,356 @@
+import Foundation
+import LatchkeyCrypto
+import LatchkeyFormat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to `latchkey agent` (spec/AGENT.md). One per socket path and process, shared
+/// by every keychain opened through it; requests are sent one at a time.
+public final class AgentClient: @unchecked Sendable {
+    public let socketPath: String
+    private let mutex = NSLock()
+    private var fd: Int32
+
+    /// How long a client waits for an answer (the agent may be waiting for another process's
+    /// write lock, or running the passcode KDF).
+    static let answerTimeout: Double = 300
+
+    private init(socketPath: String, fd: Int32) {
+        self.socketPath = socketPath
+        self.fd = fd
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    private static let cacheLock = NSLock()
+    nonisolated(unsafe) private static var cache: [String: AgentClient] = [:]
+
+    /// The agent at `socketPath` (default: LATCHKEY_AGENT_SOCK, else the per-user runtime
+    /// directory), or nil when nobody answers there (no socket, or a stale one).
+    /// - Throws: errSecIO when the socket exists but is not this user's (its file, or the
+    ///   process behind it, checked with SO_PEERCRED), or cannot be reached for another reason.
+    /// With no `socketPath` and LATCHKEY_AGENT_SOCK=none: nil.
+    public static func connect(socketPath: String? = nil) throws -> AgentClient? {
+        if socketPath == nil && AgentSocket.isDisabled() { return nil }
+        let path = socketPath.map(AgentSocket.absolute) ?? AgentSocket.defaultPath()
+        cacheLock.lock(); defer { cacheLock.unlock() }
+        if let c = cache[path], c.isAlive() { return c }
+        guard let fd = try openConnection(path) else {
+            cache[path] = nil
+            return nil
+        }
+        let c = AgentClient(socketPath: path, fd: fd)
+        cache[path] = c
+        return c
+    }
+
+    /// Forgets the cached connections (tests: after an agent was stopped and another started).
+    public static func closeCachedConnections() {
+        cacheLock.lock(); defer { cacheLock.unlock() }
+        cache = [:]
+    }
+
+    static func openConnection(_ path: String) throws -> Int32? {
+        guard try AgentSocket.checkSocketFile(path) else { return nil }
+        switch try AgentSocket.connect(path) {
+        case .nobody: return nil
+        case .connected(let fd):
+            guard let peer = AgentSocket.peerCredentials(fd), AgentSocket.peerAllowed(peerUID: peer.uid) else {
+                close(fd)
+                throw KeychainError(.io, "the process answering at the agent socket \(path) does not run as you (uid \(geteuid())); refusing to talk to it")
+            }
+            return fd
+        }
+    }
+
+    private func isAlive() -> Bool {
+        mutex.lock(); defer { mutex.unlock() }
+        return fd >= 0 && !peerClosed()
+    }
+
+    /// Between requests nothing may be readable: readable means the agent closed the connection.
+    private func peerClosed() -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, 0) != 0
+    }
+
+    /// Sends one request and returns the answer. Reconnects once when the agent had closed the
+    /// connection before the request was sent (nothing was done then).
+    func call(_ request: AgentRequest) throws -> AgentResponse {
+        var payload = try AgentCoding.encode(request)
+        defer { Crypto.cleanse(&payload) }
+        guard payload.count <= AgentSocket.maxRequestBytes else {
+            throw KeychainError(.param, "the request is \(payload.count) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); send fewer items at a time, or stop the agent to work on the file directly")
+        }
+        mutex.lock(); defer { mutex.unlock() }
+        if fd >= 0 && peerClosed() {
+            close(fd)
+            fd = -1
+        }
+        if fd < 0 {
+            guard let newFD = try AgentClient.openConnection(socketPath) else {
+                throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
+            }
+            fd = newFD
+        }
+        do {
+            try AgentSocket.writeFrame(fd, payload, deadline: .now() + AgentClient.answerTimeout)
+        } catch {
+            close(fd)
+            fd = -1
+            throw KeychainError(.io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
+        }
+        var answer: [UInt8]
+        do {
+            answer = try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes,
+                                               idleDeadline: .now() + AgentClient.answerTimeout, frameTimeout: AgentClient.answerTimeout)
+        } catch {
+            close(fd)
+            fd = -1
+            throw KeychainError(.io, "the agent at \(socketPath) did not answer (it may have stopped); the operation may or may not have been done", underlying: "\(error)")
+        }
+        defer { Crypto.cleanse(&answer) }
+        let response: AgentResponse
+        do {
+            response = try AgentCoding.decode(AgentResponse.self, answer)
+        } catch {
+            throw KeychainError(.decode, "the agent's answer is not a protocol \(agentProtocolVersion) message", underlying: "\(error)")
+        }
+        guard response.v == agentProtocolVersion else {
+            throw KeychainError(.decode, "the agent speaks protocol version \(response.v), this client \(agentProtocolVersion); restart the agent with this Latchkey")
+        }
+        return response
+    }
+
+    func checked(_ request: AgentRequest) throws -> AgentResponse {
+        let r = try call(request)
+        guard r.ok else { throw r.error }
+        return r
+    }
+
+    // MARK: Agent-wide requests
+
+    /// What the agent holds: every keychain it has open and which class keys are unlocked.
+    public func status() throws -> AgentStatus {
+        guard let s = try checked(AgentRequest(op: "status")).agent else {
+            throw KeychainError(.decode, "the agent's status answer has no status")
+        }
+        return s
+    }
+
+    /// Asks the agent to exit: every key it holds is dropped (the "reboot").
+    public func stop() throws {
+        _ = try checked(AgentRequest(op: "stop"))
+    }
+
+    /// Locks every keychain the agent holds (ak, aku, akpu keys dropped; ck, cku kept).
+    public func lockAll() throws {
+        var r = AgentRequest(op: "lock")
+        r.all = true
+        _ = try checked(r)
+    }
+
+    /// The keychain at `path` (with the device secret at `devicePath`) as the agent holds it;
+    /// the agent opens it if it has not yet.
+    /// - Throws: the errors of `Keychain.open`, from the agent.
+    public func keychain(path: String, devicePath: String) throws -> Keychain {
+        let session = AgentSession(client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
+        let state = try session.open()
+        session.hasPasscode = state.hasPasscode
+        return Keychain(remote: session)
+    }
+}
+
+/// One keychain as served by the agent: the remote half of a `Keychain`.
+final class AgentSession: @unchecked Sendable {
+    let client: AgentClient
+    let path: String
+    let device: String
+    var hasPasscode = false
+    private let mutex = NSLock()
+    private var local: KeychainStore?
+
+    init(client: AgentClient, path: String, device: String) {
+        self.client = client
+        self.path = path
+        self.device = device
+    }
+
+    /// The file opened in this process, for the package-internal engine access (backup)
+    /// that the protocol does not carry. Its class keys are this process's own (locked).
+    func localStore() -> KeychainStore {
+        mutex.lock(); defer { mutex.unlock() }
+        if let local { return local }
+        do {
+            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared))
+            local = s
+            return s
+        } catch {
+            preconditionFailure("the keychain \(path) is served by the agent and could not be opened in this process: \(error)")
+        }
+    }
+
+    private func request(_ op: String, _ kc: Keychain?, mayAuthenticate: Bool = false,
+                         _ fill: (inout AgentRequest) -> Void = { _ in }) throws -> AgentResponse {
+        var r = AgentRequest(op: op)
+        r.keychain = path
+        r.device = device
+        r.caller = kc?.caller.map(WireCaller.init)
+        fill(&r)
+        if mayAuthenticate, kc?.authenticationHandler != nil { r.interactive = true }
+        var answer = try client.call(r)
+        if answer.needsAuthentication == true, let handler = kc?.authenticationHandler {
+            guard var passcode = handler(answer.prompt) else {
+                throw KeychainError(.userCanceled, "authentication was cancelled")
+            }
+            defer { Crypto.cleanse(&passcode) }
+            r.interactive = nil
+            r.authenticationPasscode = Data(passcode)
+            answer = try client.call(r)
+        }
+        guard answer.ok else { throw answer.error }
+        return answer
+    }
+
+    func open() throws -> AgentKeychainState {
+        guard let s = try request("open", nil).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
+        return s
+    }
+
+    func state(_ kc: Keychain) throws -> AgentKeychainState {
+        guard let s = try request("open", kc).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
+        hasPasscode = s.hasPasscode
+        return s
+    }
+
+    func unlock(_ kc: Keychain, passcode: [UInt8]) throws {
+        let s = try request("unlock", kc) { $0.passcode = Data(passcode) }
+        if let st = s.state { hasPasscode = st.hasPasscode }
+    }
+
+    func lock(_ kc: Keychain) throws { _ = try request("lock", kc) }
+
+    func isAvailable(_ kc: Keychain, _ pc: ProtectionClass) -> Bool {
+        ((try? state(kc))?.unlocked ?? []).contains(pc.code)
+    }
+
+    func add(_ kc: Keychain, _ items: [NewItem]) throws -> [Item] {
+        let r = try request("add", kc) { $0.items = items.map(WireNewItem.init) }
+        return try (r.items ?? []).map { try $0.item() }
+    }
+
+    func find(_ kc: Keychain, _ query: Query, limit: Int?, includeData: Bool, prompt: String?) throws -> [Item] {
+        let r = try request("find", kc, mayAuthenticate: includeData) {
+            $0.query = WireQuery(query)
+            $0.limit = limit
+            $0.includeData = includeData
+            $0.prompt = prompt
+        }
+        return try (r.items ?? []).map { try $0.item() }
+    }
+
+    func update(_ kc: Keychain, _ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?) throws -> Int {
+        let r = try request("update", kc) {
+            $0.query = WireQuery(query)
+            $0.attributes = attributes.wire
+            $0.data = data.map { Data($0) }
+            $0.protection = protection?.code
+        }
+        return r.count ?? 0
+    }
+
+    func delete(_ kc: Keychain, _ query: Query) throws -> Int {
+        try request("delete", kc) { $0.query = WireQuery(query) }.count ?? 0
+    }
+
+    func addIdentity(_ kc: Keychain, certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
+                     protection: ProtectionClass?, requiresUserPresence: Bool) throws -> Identity {
+        let r = try request("addIdentity", kc) {
+            $0.certificate = Data(certificate)
+            $0.privateKey = Data(privateKey)
+            $0.attributes = attributes.wire
+            $0.protection = protection?.code
+            $0.requiresUserPresence = requiresUserPresence ? true : nil
+        }
+        guard let i = r.identity else { throw KeychainError(.decode, "the agent's answer has no identity") }
+        return try i.identity()
+    }
+
+    func identities(_ kc: Keychain, _ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?) throws -> [Identity] {
+        let r = try request("identities", kc, mayAuthenticate: includeData) {
+            $0.identityQuery = WireIdentityQuery(query)
+            $0.limit = limit
+            $0.includeData = includeData
+            $0.prompt = prompt
+        }
+        return try (r.identities ?? []).map { try $0.identity() }
+    }
+
+    func updateIdentities(_ kc: Keychain, _ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?) throws -> Int {
+        try request("updateIdentities", kc) {
+            $0.identityQuery = WireIdentityQuery(query)
+            $0.attributes = attributes.wire
+            $0.protection = protection?.code
+        }.count ?? 0
+    }
+
+    func deleteIdentities(_ kc: Keychain, _ query: IdentityQuery) throws -> Int {
+        try request("deleteIdentities", kc) { $0.identityQuery = WireIdentityQuery(query) }.count ?? 0
+    }
+
+    func changePasscode(_ kc: Keychain, old: [UInt8]?, new: [UInt8], kdfLogN: UInt8) throws {
+        _ = try request("changePasscode", kc) {
+            $0.passcode = old.map { Data($0) }
+            $0.newPasscode = Data(new)
+            $0.kdfLogN = kdfLogN
+        }
+        hasPasscode = true
+    }
+
+    func compact(_ kc: Keychain) throws -> (before: UInt64, after: UInt64) {
+        let r = try request("compact", kc)
+        return (r.before ?? 0, r.after ?? 0)
+    }
+
+    func info(_ kc: Keychain) throws -> KeychainInfo {
+        guard let i = try request("info", kc).info else { throw KeychainError(.decode, "the agent's answer has no info") }
+        return i
+    }
+
+    func verify(_ kc: Keychain) -> VerifyReport {
+        do {
+            guard let v = try request("verify", kc).verify else { throw KeychainError(.decode, "the agent's answer has no report") }
+            return v
+        } catch {
+            var r = VerifyReport()
+            r.problems = ["the agent could not verify the keychain: \(error)"]
+            return r
+        }
+    }
+}
+
+extension Keychain {
+    /// The keychain at `path` as `latchkey agent` holds it, when an agent answers at
+    /// `socketPath` (default: LATCHKEY_AGENT_SOCK, else the per-user runtime directory);
+    /// nil when none answers, so the caller opens the file itself (`open`).
+    ///
+    /// Every operation of the returned keychain is carried out by the agent with the agent's
+    /// class keys; `caller` and `authenticationHandler` are this process's and travel with each
+    /// request. Results and errors are those of a direct open.
+    /// - Throws: the errors of `open` (from the agent); errSecIO for a socket that is not this
+    ///   user's.
+    public static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil) throws -> Keychain? {
+        guard let client = try AgentClient.connect(socketPath: socketPath) else { return nil }
+        return try client.keychain(path: path, devicePath: devicePath)
+    }
+
+    /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).
+    public var isServedByAgent: Bool { remote != nil }
+
+    /// The agent's view of this keychain (nil for a keychain this process opened itself).
+    public func agentState() throws -> AgentKeychainState? {
+        guard let remote else { return nil }
+        return try remote.state(self)
+    }
+}
