@@ -29,6 +29,7 @@ struct LatchkeyCommand: ParsableCommand {
             InitCommand.self, AddCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
             DumpCommand.self, ImportCommand.self, GenerateManualCommand.self,
+            AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
         ]
     )
 

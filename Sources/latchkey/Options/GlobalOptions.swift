@@ -142,7 +142,8 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the keychain, reports a recovered tail, and unlocks as `unlock` says.
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
     func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
-        let keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
+        let keychain = try keychainThroughAgent(unlock: unlock, acceptRollback: acceptRollback)   // Support/AgentRouting.swift
+            ?? Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
         keychain.caller = try caller()
         // Items that need user presence ask for the passcode again on every read of their data.
         let given = try givenPasscode()
