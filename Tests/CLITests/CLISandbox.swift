@@ -73,12 +73,46 @@ final class CLISandbox {
     deinit { try? FileManager.default.removeItem(at: directory) }
 
     /// Runs `latchkey args…` with `stdin` as its standard input. `env` adds variables; a nil
-    /// value removes one.
+    /// value removes one. With `closeStdin` the binary starts with no fd 0 at all (`<&-`).
     @discardableResult
-    func run(_ args: [String], stdin: [UInt8] = [], env: [String: String?] = [:]) throws -> CLIResult {
+    func run(_ args: [String], stdin: [UInt8] = [], env: [String: String?] = [:], closeStdin: Bool = false) throws -> CLIResult {
+        let binary = try CLISandbox.binary()
+        if closeStdin {
+            return try run(executable: URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" \"$@\" <&-", binary.path] + args, env: env)
+        }
+        return try run(executable: binary, args, stdin: stdin, env: env)
+    }
+
+    static func binary() throws -> URL {
         guard let binary = CLIBinary.url else {
             throw CLITestError("the latchkey binary was not found; build with 'swift build --scratch-path .build-cli --build-tests'")
         }
+        return binary
+    }
+
+    /// Runs `latchkey args…` with stdout and stderr on a pseudo-terminal, through script(1);
+    /// nil when script(1) is not installed. Both streams come back in `stdout`.
+    func runOnTerminal(_ args: [String], env: [String: String?] = [:]) throws -> CLIResult? {
+        guard let script = ["/usr/bin/script", "/bin/script"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let quoted = ([try CLISandbox.binary().path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        return try run(executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " ") + " </dev/null", "/dev/null"], env: env)
+    }
+
+    /// Writes an Entitlements.plist (XML) and returns its path.
+    func entitlements(_ name: String, applicationIdentifier: String, groups: [String]) throws -> String {
+        let array = groups.map { "<string>\($0)</string>" }.joined()
+        let plist = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><dict>
+              <key>application-identifier</key><string>\(applicationIdentifier)</string>
+              <key>keychain-access-groups</key><array>\(array)</array>
+            </dict></plist>
+            """
+        return try writeFile(name, Array(plist.utf8))
+    }
+
+    private func run(executable: URL, _ args: [String], stdin: [UInt8] = [], env: [String: String?]) throws -> CLIResult {
         let id = UUID().uuidString
         let inURL = directory.appendingPathComponent("stdin-\(id)")
         let outURL = directory.appendingPathComponent("stdout-\(id)")
@@ -92,7 +126,7 @@ final class CLISandbox {
         for (name, value) in env { environment[name] = value }
 
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
         process.arguments = args
         process.environment = environment
         process.currentDirectoryURL = directory
@@ -122,6 +156,12 @@ final class CLISandbox {
     func add(account: String, service: String = "mail", data: [UInt8], _ extra: [String] = [], env: [String: String?] = [:]) throws {
         let result = try run(["add", "--account", account, "--service", service] + extra, stdin: data, env: env)
         guard result.status == 0 else { throw CLITestError("add failed (\(result.status)): \(result.stderr)") }
+    }
+
+    /// A file of the package's fixtures/ directory.
+    static func fixture(_ relative: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("fixtures").appendingPathComponent(relative).path
     }
 
     func writeFile(_ name: String, _ bytes: [UInt8]) throws -> String {
