@@ -55,7 +55,7 @@ struct LatchkeyCommand: ParsableCommand {
                 // ArgumentParser's usage errors exit 64 (EX_USAGE); the contract says 2.
                 var text = fullMessage(for: error)
                 if text.hasPrefix("Error: ") { text.removeFirst("Error: ".count) }
-                Output.note(text)
+                Output.note(unknownCommandMessage() ?? text)
                 exitProcess(2)
             } else if let exitCode = error as? ExitCode {
                 exitProcess(exitCode.rawValue)
@@ -65,6 +65,15 @@ struct LatchkeyCommand: ParsableCommand {
                 exitProcess(status.exitCode)
             }
         }
+    }
+
+    /// "unknown command 'x'" with the list of commands, when the first argument is neither a
+    /// command nor an option (ArgumentParser would only say "Unexpected argument").
+    static func unknownCommandMessage() -> String? {
+        guard let first = CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
+              !configuration.subcommands.contains(where: { $0._commandName == first }) else { return nil }
+        let commands = configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
+        return "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."
     }
 
     static func exitProcess(_ code: Int32) -> Never {

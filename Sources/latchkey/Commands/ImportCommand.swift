@@ -88,7 +88,7 @@ struct ImportCommand: ParsableCommand {
         }
     }
 
-    /// The bytes of FILE, or of stdin for `-`, with a progress bar when the size is known.
+    /// The bytes of FILE, or of stdin for `-`.
     func readInput() throws -> [UInt8] {
         if file == "-" {
             try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")

@@ -43,14 +43,14 @@ enum Manual {
         let json: String
         do {
             _ = try LatchkeyCommand.parseAsRoot(["--experimental-dump-help"])
-            throw KeychainErrorLike("swift-argument-parser did not describe the commands")
+            throw ManualError("swift-argument-parser did not describe the commands")
         } catch {
             json = LatchkeyCommand.fullMessage(for: error)
         }
         return try JSONDecoder().decode(ToolInfo.self, from: Data(json.utf8))
     }
 
-    struct KeychainErrorLike: Error, CustomStringConvertible {
+    struct ManualError: Error, CustomStringConvertible {
         var description: String
         init(_ description: String) { self.description = description }
     }
