@@ -13,11 +13,11 @@ public struct BackupOptions: Sendable {
     public var compression: BackupCompression
     /// scrypt cost of the password as log2(N), 10–22 (r = 8, p = 1).
     public var kdfLogN: UInt8
-    /// Called now and then with the fraction done (0…1).
-    public var progress: (@Sendable (Double) -> Void)?
+    /// Called now and then with the items written so far and the item count.
+    public var progress: (@Sendable (_ done: Int, _ total: Int) -> Void)?
 
     public init(password: [UInt8]?, compression: BackupCompression = .none, kdfLogN: UInt8 = BackupOptions.defaultLogN,
-                progress: (@Sendable (Double) -> Void)? = nil) {
+                progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) {
         self.password = password
         self.compression = compression
         self.kdfLogN = kdfLogN
@@ -115,7 +115,7 @@ public enum BackupArchive {
         do {
             let encoder = try BackupEncoder(device: store.boundDevice.deviceSecret, keychainUUID: store.fileUUID, createdAt: createdAt,
                                             password: options.password, logN: options.kdfLogN, random: random, sink: writer)
-            var last = 0.0
+            var last = 0
             for (i, item) in items.enumerated() {
                 if item.protection == .whenPasscodeSetThisDeviceOnly {
                     encoder.noteNotExported()
@@ -125,15 +125,14 @@ public enum BackupArchive {
                 try encoder.add(uuid: item.uuid, protection: item.protection, flags: item.flags, plaintext: plaintext)
                 byClass[plaintext.itemClass.rawValue, default: 0] += 1
                 byProtection[item.protection.code, default: 0] += 1
-                let done = Double(i + 1) / Double(items.count)
-                if let progress = options.progress, done - last >= 0.01 {
-                    progress(done)
-                    last = done
+                if let progress = options.progress, (i + 1 - last) * 100 >= items.count {
+                    progress(i + 1, items.count)
+                    last = i + 1
                 }
             }
             let manifest = try encoder.finish()
             try writer.finish()
-            options.progress?(1)
+            options.progress?(items.count, items.count)
             return BackupSummary(backupUUID: hexString(encoder.common.backupUUID), passwordProtected: options.password != nil,
                                  items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
                                  notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)

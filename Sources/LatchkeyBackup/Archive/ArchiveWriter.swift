@@ -36,7 +36,12 @@ final class ArchiveWriter: BackupEntrySink {
             }
         }
         // ARCHIVE_WARN from a filter means libarchive runs the external program instead.
-        if ok == ARCHIVE_OK || ok == ARCHIVE_WARN { ok = archive_write_open_fd(a, fd) }
+        if ok == ARCHIVE_OK || ok == ARCHIVE_WARN {
+            // No zero padding after the end of the stream: after a compressed stream it would
+            // read as a damaged second frame.
+            ok = archive_write_set_bytes_in_last_block(a, 1)
+        }
+        if ok == ARCHIVE_OK { ok = archive_write_open_fd(a, fd) }
         guard ok == ARCHIVE_OK else {
             let message = ArchiveWriter.errorText(a)
             archive_write_free(a)

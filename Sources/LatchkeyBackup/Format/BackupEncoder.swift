@@ -31,6 +31,8 @@ package final class BackupEncoder {
     private var itemCount: UInt64 = 0
     private var notExported: UInt64 = 0
     private var finished = false
+    /// Records per items entry; the fixture generator lowers it to make several entries.
+    private let itemsPerEntry: Int
 
     /// Draws the backup UUID, the salt (with a password) and six fresh class keys, wraps them
     /// (§4.2) and writes the keybag entry.
@@ -38,8 +40,10 @@ package final class BackupEncoder {
     ///   - password: nil for a device-only backup (`--no-password`).
     ///   - logN: scrypt cost of the password (r = 8, p = 1).
     package init(device: DeviceSecret, keychainUUID: [UInt8], createdAt: UInt64, password: [UInt8]?, logN: UInt8,
-                 random: BackupRandomSource, sink: BackupEntrySink) throws {
+                 random: BackupRandomSource, sink: BackupEntrySink,
+                 itemsPerEntry: Int = BackupConstants.writerItemsPerEntry) throws {
         self.sink = sink
+        self.itemsPerEntry = min(max(1, itemsPerEntry), BackupConstants.writerItemsPerEntry)
         self.random = random
         var uuid = try random.bytes(16)
         uuid[6] = (uuid[6] & 0x0f) | 0x40
@@ -78,7 +82,7 @@ package final class BackupEncoder {
                                                entry: entryNumber, index: recordCount)
         // A record that would overflow the entry goes to the next one; it must be sealed for
         // that entry's number and index, so seal again (only at entry boundaries).
-        if recordCount > 0, recordCount >= BackupConstants.writerItemsPerEntry
+        if recordCount > 0, recordCount >= itemsPerEntry
             || records.count + record.encodedSize > BackupConstants.writerEntryBytes {
             try flushEntry()
             try add(uuid: uuid, protection: protection, flags: flags, plaintext: plaintext)

@@ -31,7 +31,7 @@ struct PassResult {
 /// sizes and SHA-256, and the counts. Every failure is thrown as a `KeychainError`.
 struct ArchivePass {
     let source: BackupSource
-    var progress: ((Double) -> Void)?
+    var progress: ((_ done: Int64, _ total: Int64) -> Void)?
 
     func run(unlock: (BackupKeybag, [UInt8]) throws -> UnlockedKeybag, item: (PassItem) throws -> Void) throws -> PassResult {
         let fd = try source.rewound()
@@ -41,7 +41,7 @@ struct ArchivePass {
         } catch let e as ArchiveError {
             throw damaged("is not a tar archive", e)
         }
-        let total = Double(max(source.size, 1))
+        let total = source.size
 
         // §11 step 1: the keybag entry comes first.
         guard let first = try header(reader) else { throw damaged("is empty: it holds no entry") }
@@ -98,7 +98,7 @@ struct ArchivePass {
                     countsByClass[Int(record.protectionClass.rawValue) - 6] += 1
                 }
                 number += 1
-                progress?(Double(source.position) / total)
+                progress?(min(source.position, total), total)
                 continue
             }
             if name.hasPrefix(BackupConstants.ancillaryPrefix), keybag.common.minor > BackupConstants.minor {
@@ -158,7 +158,7 @@ struct ArchivePass {
         guard manifest.itemCount == records, manifest.countsByClass == countsByClass else {
             throw KeychainError(.decode, "\(source.name): the manifest counts \(manifest.itemCount) items, the archive holds \(records); nothing was restored")
         }
-        progress?(1)
+        progress?(total, total)
         return PassResult(keybag: keybag, manifest: manifest, entries: found)
     }
 

@@ -56,7 +56,7 @@ public final class VerifiedBackup {
     ///   another device); errSecDecode (damaged, truncated, tampered, unknown version, path
     ///   traversal, links); errSecIO; for `.existing`, errors reading the keychain's items.
     public static func verify(_ source: BackupSource, device: Device?, password: () throws -> [UInt8]?,
-                              target: RestoreTarget, progress: ((Double) -> Void)? = nil) throws -> VerifiedBackup {
+                              target: RestoreTarget, progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> VerifiedBackup {
         var device = device
         var keychainPath = ""
         var hasPasscode = false
@@ -104,7 +104,7 @@ public final class VerifiedBackup {
     /// Either every restorable item lands or none does.
     /// - Throws: as `verify` when the archive changed since; errSecInteractionNotAllowed when a
     ///   class the backup needs is locked; errSecIO. The keychain is unchanged on any error.
-    public func restore(progress: ((Double) -> Void)? = nil) throws -> RestoreReport {
+    public func restore(progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> RestoreReport {
         guard case .existing(let kc) = target else {
             preconditionFailure("restore() is for an existing keychain; use restoreNewKeychain")
         }
@@ -121,7 +121,7 @@ public final class VerifiedBackup {
     /// - Throws: errSecDuplicateKeychain when a keychain appears at `path`; as `restore`.
     public func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?,
                                    kdfLogN: UInt8 = KDFParameters.defaultLogN,
-                                   progress: ((Double) -> Void)? = nil) throws -> RestoreReport {
+                                   progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> RestoreReport {
         if access(path, F_OK) == 0 {
             throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); restore into it with --merge, or choose another --keychain")
         }
@@ -165,7 +165,7 @@ public final class VerifiedBackup {
     /// The second pass: the same checks again, and every decision applied in one streaming
     /// transaction that closes only after the manifest has been checked again and every
     /// entry found identical to the first pass.
-    private func write(into store: KeychainStore, created: Bool, progress: ((Double) -> Void)?) throws -> RestoreReport {
+    private func write(into store: KeychainStore, created: Bool, progress: ((_ done: Int64, _ total: Int64) -> Void)?) throws -> RestoreReport {
         var report = plan
         report.dryRun = false
         report.createdKeychain = created

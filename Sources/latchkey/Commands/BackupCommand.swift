@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Latchkey
+import LatchkeyBackup
+
+/// `latchkey backup`: writes a backup archive of the keychain (spec/BACKUP.md).
+struct BackupCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "backup",
+        abstract: "Write a backup archive (pax tar) of the keychain to a file or to stdout.",
+        discussion: """
+            With a backup password (--password-file, LATCHKEY_BACKUP_PASSWORD, or asked twice \
+            on the terminal) the migratory items (ak, ck, dk) can be restored on any machine \
+            that knows the password, and the ThisDeviceOnly items (aku, cku, dku) only on this \
+            device. With --no-password every item is bound to this device's secret: such a \
+            backup restores only here. WhenPasscodeSetThisDeviceOnly (akpu) items are never \
+            backed up. The archive holds no plaintext secret or attribute; 'tar -tf' lists it. \
+            Every class but akpu must be readable, so a keychain with a passcode needs it \
+            (LATCHKEY_PASSCODE, --passcode-file or a prompt).
+
+            Example:
+              latchkey backup --output keychain.backup
+              LATCHKEY_BACKUP_PASSWORD=… latchkey backup --output - --compress zstd | ssh host 'cat > kc.tar.zst'
+              latchkey backup --no-password --output /var/backups/latchkey.tar
+            """
+    )
+
+    @Option(name: .customLong("output"), help: ArgumentHelp("Where to write the archive, or - for stdout.", valueName: "file|-"))
+    var output: String
+
+    @Flag(name: .customLong("no-password"), help: "Bind every item to this device instead of a password: restorable only on this device.")
+    var noPassword = false
+
+    @Option(name: .customLong("compress"), help: ArgumentHelp(
+        "Compress the tar stream: none (default: the entries are ciphertext, which does not compress), gzip or zstd.",
+        valueName: "none|gzip|zstd"))
+    var compression: BackupCompression = .none
+
+    @OptionGroup(title: "Backup password") var password: BackupPasswordOptions
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    func validate() throws {
+        if noPassword, password.passwordFile != nil {
+            throw ValidationError("--no-password and --password-file contradict each other; give one")
+        }
+    }
+
+    func run() throws {
+        if output == "-", Terminal.stdoutIsTerminal {
+            throw UsageError("refusing to write a binary archive to a terminal; redirect stdout or give --output FILE", command: "backup")
+        }
+        let keychain = try global.open(unlock: .eager)
+        var pw: [UInt8]?
+        if !noPassword {
+            pw = try password.newPassword()
+            guard pw != nil else {
+                throw UsageError("backup needs a backup password and there is no terminal to ask on; set LATCHKEY_BACKUP_PASSWORD, give --password-file PATH, or use --no-password", command: "backup")
+            }
+        }
+        let progress = Progress("backup", total: keychain.engine.liveItemCount)
+        defer { progress.finish() }
+        let options = BackupOptions(password: pw, compression: compression,
+                                    kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
+                                    progress: { done, _ in progress.update(completed: done) })
+        let summary = try output == "-"
+            ? BackupArchive.write(keychain, to: STDOUT_FILENO, options: options)
+            : BackupArchive.write(keychain, toFile: output, options: options)
+        progress.finish()
+        let classes = summary.itemsByProtection.keys.sorted().map { "\($0) \(summary.itemsByProtection[$0]!)" }.joined(separator: ", ")
+        Output.progress("backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(output == "-" ? "stdout" : output)"
+                        + (summary.passwordProtected ? "" : ", restorable only on this device")
+                        + (summary.notExported > 0 ? "; \(summary.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) are never backed up" : ""))
+    }
+}
+
+extension BackupCompression: ExpressibleByArgument {}

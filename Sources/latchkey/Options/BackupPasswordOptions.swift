@@ -1,0 +1,47 @@
+import ArgumentParser
+import Latchkey
+
+/// `--password-file` / LATCHKEY_BACKUP_PASSWORD (shared/CLI.md): the backup password of
+/// `backup` and `restore`. Never a plain argument value.
+struct BackupPasswordOptions: ParsableArguments {
+    @Option(name: .customLong("password-file"), help: ArgumentHelp(
+        "Read the backup password from this file (one trailing newline is ignored).",
+        discussion: "Or put the password itself in LATCHKEY_BACKUP_PASSWORD. With neither, it is asked without echo when stdin is a terminal (twice for a new backup).",
+        valueName: "path"))
+    var passwordFile: String?
+
+    /// Testing knob: scrypt cost of a new backup's password as log2(N), 10–22 (default 17).
+    /// Lower values weaken the password, so the option is hidden from help.
+    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
+    var kdfLogN: UInt8?
+
+    func validate() throws {
+        if let n = kdfLogN, !(10...22).contains(n) { throw ValidationError("--kdf-log-n must be between 10 and 22") }
+    }
+
+    /// The password given by file or environment, without prompting.
+    func given() throws -> [UInt8]? {
+        try GlobalOptions.secret(file: passwordFile, environment: "LATCHKEY_BACKUP_PASSWORD", what: "backup password")
+    }
+
+    /// For a new backup: given, or asked twice on the terminal; nil when neither is possible.
+    /// - Throws: errSecParam when the two entries differ or the password is empty.
+    func newPassword() throws -> [UInt8]? {
+        if let p = try given() {
+            guard !p.isEmpty else { throw KeychainError(.param, "the backup password is empty; choose a non-empty password, or use --no-password") }
+            return p
+        }
+        guard Terminal.stdinIsTerminal, let first = try Terminal.readSecret(prompt: "Backup password: ") else { return nil }
+        let second = try Terminal.readSecret(prompt: "Repeat it: ")
+        guard first == second else { throw KeychainError(.param, "the two backup passwords differ; nothing was written") }
+        guard !first.isEmpty else { throw KeychainError(.param, "the backup password is empty; choose a non-empty password, or use --no-password") }
+        return first
+    }
+
+    /// For a restore: given, or asked once on the terminal; nil when neither is possible.
+    func existingPassword(for source: String) throws -> [UInt8]? {
+        if let p = try given() { return p }
+        guard Terminal.stdinIsTerminal else { return nil }
+        return try Terminal.readSecret(prompt: "Backup password for \(source): ")
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Latchkey
+import LatchkeyBackup
+import LatchkeyFormat
+import Testing
+
+/// Damaged, truncated and tampered archives and wrong passwords: a clear error with the
+/// right status, and the destination keychain byte for byte as it was.
+@Suite struct DamageTests {
+    /// Where each entry's data lies in an uncompressed tar.
+    static func entries(_ tar: [UInt8]) -> [(name: String, offset: Int, size: Int)] {
+        var out: [(String, Int, Int)] = []
+        var at = 0
+        while at + 512 <= tar.count, tar[at] != 0 {
+            let name = String(decoding: tar[at..<at + 100].prefix { $0 != 0 }, as: UTF8.self)
+            let sizeText = String(decoding: tar[at + 124..<at + 136].prefix { $0 != 0 && $0 != 0x20 }, as: UTF8.self)
+            let size = Int(sizeText, radix: 8) ?? 0
+            out.append((name, at + 512, size))
+            at += 512 + (size + 511) / 512 * 512
+        }
+        return out
+    }
+
+    /// A source with items of every class, its backup, and a destination keychain (on the
+    /// source device) for merges.
+    func setUp() throws -> (BackupSandbox, [UInt8], Keychain) {
+        let s = try BackupSandbox()
+        let kc = try s.makeSource()
+        try s.populate(kc)
+        try kc.add(contentsOf: (0..<1500).map { NewItem(.genericPassword, attributes: ["acct": .string("bulk\($0)")], data: [1]) })
+        try s.backup(kc)
+        let dest = try Keychain.create(path: s.path("dest.keychain"), devicePath: s.devicePath, passcode: BackupSandbox.passcode, kdfLogN: 10)
+        try dest.add(.genericPassword, attributes: ["acct": .string("already here")], data: [42])
+        return (s, try s.bytes(s.backupPath), dest)
+    }
+
+    /// Restores `archive` both ways and checks the status and that nothing changed.
+    func expectRefused(_ s: BackupSandbox, _ archive: [UInt8], _ dest: Keychain, status: KeychainStatus,
+                       password: [UInt8]? = BackupSandbox.password, _ what: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let path = s.path("bad.backup")
+        try s.write(archive, to: path)
+        let before = try s.bytes(s.path("dest.keychain"))
+        let merged = keychainError({ _ = try s.merge(path, into: dest, password: password) }, sourceLocation: sourceLocation)
+        #expect(merged?.status == status, "\(what): \(merged.map(String.init(describing:)) ?? "no error")", sourceLocation: sourceLocation)
+        #expect(try s.bytes(s.path("dest.keychain")) == before, "\(what): the keychain changed", sourceLocation: sourceLocation)
+        let fresh = keychainError({ _ = try s.restoreNew(path, name: "fresh.keychain", devicePath: s.devicePath, password: password) },
+                                  sourceLocation: sourceLocation)
+        #expect(fresh?.status == status, "\(what)", sourceLocation: sourceLocation)
+        #expect(!FileManager.default.fileExists(atPath: s.path("fresh.keychain")), "\(what)", sourceLocation: sourceLocation)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: s.directory).filter { $0.contains(".restore-") }
+        #expect(leftovers.isEmpty, "\(what): \(leftovers)", sourceLocation: sourceLocation)
+    }
+
+    @Test func wrongPassword_isAnAuthenticationFailure() throws {
+        let (s, archive, dest) = try setUp()
+        try expectRefused(s, archive, dest, status: .authFailed, password: Array("wrong".utf8), "wrong password")
+        try expectRefused(s, archive, dest, status: .authFailed, password: nil, "no password")
+    }
+
+    @Test func flippedByte_inEveryEntry_isAnIntegrityFailure() throws {
+        let (s, archive, dest) = try setUp()
+        let entries = Self.entries(archive)
+        #expect(entries.map(\.name) == ["latchkey-backup/keybag", "latchkey-backup/items-000001", "latchkey-backup/items-000002",
+                                        "latchkey-backup/manifest"])
+        for e in entries {
+            // First byte after the magic, one in the middle, and the last byte.
+            for offset in Set([e.offset + 8, e.offset + e.size / 2, e.offset + e.size - 1]) {
+                var bad = archive
+                bad[offset] ^= 0x01
+                try expectRefused(s, bad, dest, status: .decode, "\(e.name) byte \(offset - e.offset)")
+            }
+        }
+    }
+
+    @Test func truncatedArchive_isAnIntegrityFailure() throws {
+        let (s, archive, dest) = try setUp()
+        let entries = Self.entries(archive)
+        var cuts = [0, 100, 512, entries[1].offset - 512, entries[1].offset + 1000, entries[3].offset]
+        cuts.append(entries[3].offset + entries[3].size - 1)
+        for cut in cuts {
+            try expectRefused(s, Array(archive.prefix(cut)), dest, status: .decode, "cut at \(cut)")
+        }
+    }
+
+    @Test func entriesMissingRepeatedOrReordered_areIntegrityFailures() throws {
+        let (s, archive, dest) = try setUp()
+        let e = Self.entries(archive)
+        func block(_ i: Int) -> [UInt8] { Array(archive[(e[i].offset - 512)..<(e[i].offset + (e[i].size + 511) / 512 * 512)]) }
+        let end = [UInt8](repeating: 0, count: 1024)
+        try expectRefused(s, block(0) + block(2) + block(3) + end, dest, status: .decode, "first items entry missing")
+        try expectRefused(s, block(0) + block(1) + block(3) + end, dest, status: .decode, "last items entry missing")
+        try expectRefused(s, block(0) + block(1) + block(2) + end, dest, status: .decode, "manifest missing")
+        try expectRefused(s, block(0) + block(2) + block(1) + block(3) + end, dest, status: .decode, "items entries swapped")
+        try expectRefused(s, block(0) + block(1) + block(1) + block(2) + block(3) + end, dest, status: .decode, "items entry repeated")
+        try expectRefused(s, block(0) + block(1) + block(2) + block(3) + block(3) + end, dest, status: .decode, "entry after the manifest")
+        try expectRefused(s, block(1) + block(0) + block(2) + block(3) + end, dest, status: .decode, "keybag not first")
+    }
+
+    @Test func notATarArchive_isAnIntegrityFailure() throws {
+        let (s, _, dest) = try setUp()
+        try expectRefused(s, Array("definitely not a backup".utf8), dest, status: .decode, "text")
+        try expectRefused(s, [], dest, status: .decode, "empty file")
+        try expectRefused(s, try s.bytes(s.keychainPath), dest, status: .decode, "a keychain file")
+    }
+
+    @Test func backupToAPipe_withEveryCompression_restoresFromAStream() throws {
+        for compression in BackupCompression.allCases {
+            let s = try BackupSandbox()
+            let kc = try s.makeSource()
+            try s.populate(kc)
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            // Write into the pipe from here and spool it on another thread.
+            final class Box: @unchecked Sendable { var source: BackupSource?; var error: Error? }
+            let box = Box()
+            let done = DispatchSemaphore(value: 0)
+            let readEnd = fds[0]
+            Thread {
+                do { box.source = try BackupSource.spooling(fd: readEnd) } catch { box.error = error }
+                done.signal()
+            }.start()
+            try BackupArchive.write(kc, to: fds[1], options: BackupOptions(password: BackupSandbox.password, compression: compression, kdfLogN: 10))
+            close(fds[1])
+            done.wait()
+            close(fds[0])
+            let source = try #require(box.source, "\(String(describing: box.error))")
+            let verified = try VerifiedBackup.verify(source, device: try Device.load(path: s.devicePath),
+                                                     password: { BackupSandbox.password }, target: .newKeychain(hasPasscode: false))
+            let report = try verified.restoreNewKeychain(path: s.path("piped.keychain"), devicePath: s.devicePath, passcode: nil, kdfLogN: 10)
+            #expect(report.restored == 8, "\(compression)")
+        }
+    }
+}
