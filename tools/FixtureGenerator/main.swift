@@ -2,13 +2,13 @@
 //
 //     swift run latchkey-fixtures [ROOT]      (ROOT defaults to "fixtures")
 //
-// Deletes and rewrites ROOT/keychain/ (nothing else under ROOT is touched). See
-// fixtures/keychain/README.md, which this program writes too.
+// Deletes and rewrites ROOT/keychain/ and ROOT/backup/ (nothing else under ROOT is touched).
+// See fixtures/keychain/README.md and fixtures/backup/README.md, which this program writes too.
 import Foundation
 
 let root = CommandLine.arguments.dropFirst().first ?? "fixtures"
 if root == "-h" || root == "--help" {
-    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/ (default ROOT: fixtures)")
+    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/ and ROOT/backup/ (default ROOT: fixtures)")
     exit(0)
 }
 do {
@@ -17,6 +17,11 @@ do {
     let target = URL(fileURLWithPath: root).appendingPathComponent("keychain")
     try FixtureWriter.writeAll(fixtures, hexDump: dump, to: target)
     print("wrote \(fixtures.count) fixtures to \(target.path)")
+    let backups = try BackupFixtureCatalog.all()
+    let backupTarget = URL(fileURLWithPath: root).appendingPathComponent("backup")
+    let example = try BackupFixtureWriter.annotated(try BackupFixtureCatalog.golden("golden_password", password: BackupFixtureCatalog.password))
+    try BackupFixtureWriter.writeAll(backups, example: example, to: backupTarget)
+    print("wrote \(backups.count) fixtures to \(backupTarget.path)")
 } catch {
     FileHandle.standardError.write(Data("latchkey-fixtures: \(error)\n".utf8))
     exit(1)

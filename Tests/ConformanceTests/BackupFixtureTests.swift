@@ -1,0 +1,214 @@
+import Foundation
+import Latchkey
+import LatchkeyBackup
+import LatchkeyFormat
+import Testing
+
+/// One directory of fixtures/backup/, as written by tools/FixtureGenerator.
+struct BackupFixture: Sendable, CustomStringConvertible {
+    static let root = packageRoot.appendingPathComponent("fixtures/backup")
+
+    static let all: [BackupFixture] = {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return names.sorted().compactMap { name in
+            let dir = root.appendingPathComponent(name)
+            guard FileManager.default.fileExists(atPath: dir.appendingPathComponent("FIXTURE.txt").path) else { return nil }
+            return BackupFixture(name: name, directory: dir)
+        }
+    }()
+
+    let name: String
+    let directory: URL
+    var description: String { name }
+
+    func header() throws -> [String: String] {
+        let text = try String(contentsOf: directory.appendingPathComponent("FIXTURE.txt"), encoding: .utf8)
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return fields
+    }
+
+    func password() throws -> [UInt8]? {
+        let url = directory.appendingPathComponent("password.txt")
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return [UInt8](try Data(contentsOf: url))
+    }
+
+    /// A writable copy with the device secrets at mode 0600 (git does not keep modes).
+    func workspace() throws -> URL {
+        let fm = FileManager.default
+        let dir = fm.temporaryDirectory.appendingPathComponent("latchkey-backup-conformance-\(UUID().uuidString)")
+        try fm.copyItem(at: directory, to: dir)
+        for secret in ["source-device.secret", "other-device.secret"] {
+            try fm.setAttributes([.posixPermissions: 0o600], ofItemAtPath: dir.appendingPathComponent(secret).path)
+        }
+        return dir
+    }
+
+    /// expected-*.json: the items, and the count skipped as ThisDeviceOnly of another device.
+    func expected(_ file: String) throws -> (items: [ExpectedItem], skipped: Int, notExported: Int) {
+        let data = try Data(contentsOf: directory.appendingPathComponent(file))
+        guard let top = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let items = top["restored"] as? [[String: Any]],
+              let skipped = (top["skipped"] as? [String: Any])?["thisDeviceOnlyFromAnotherDevice"] as? NSNumber,
+              let notExported = top["notExported"] as? NSNumber else {
+            throw FixtureProblem("\(name): \(file) lacks restored, skipped or notExported")
+        }
+        return (try items.map { try ExpectedItem($0, fixture: name) }, skipped.intValue, notExported.intValue)
+    }
+}
+
+/// Every fixture of fixtures/backup/ through LatchkeyBackup: restored on the source device and
+/// on another one, or refused as its FIXTURE.txt says, with the destination keychain byte for
+/// byte unchanged after every refusal.
+@Suite struct BackupFixtureTests {
+    static let required = [
+        "golden_password", "golden_device_only", "golden_newer_minor", "backup_wrong_password",
+        "entry_flipped_byte_keybag", "entry_flipped_byte_items1", "entry_flipped_byte_items2",
+        "entry_flipped_byte_items3", "entry_flipped_byte_manifest", "archive_truncated", "keybag_unknown_major",
+        "entry_missing", "entry_extra", "entry_path_dotdot", "entry_path_absolute", "entry_symlink", "entry_device",
+        "entry_oversized", "entry_larger_than_manifest",
+    ]
+
+    @Test func fixtureDirectory_holdsEveryRequiredFixture() {
+        let found = Set(BackupFixture.all.map(\.name))
+        for name in Self.required {
+            #expect(found.contains(name), "fixtures/backup/\(name) is missing; run 'make fixtures'")
+        }
+    }
+
+    @Test(arguments: BackupFixture.all)
+    func fixture_hasTheOutcomeItsHeaderNames(_ fixture: BackupFixture) throws {
+        let dir = try fixture.workspace()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let header = try fixture.header()
+        let expect = header["expect"] ?? ""
+        if expect == "success" {
+            try checkRestore(fixture, dir, device: "source-device.secret", expected: header["same-device"] ?? "")
+            try checkRestore(fixture, dir, device: "other-device.secret", expected: header["other-device"] ?? "")
+            return
+        }
+        let status: KeychainStatus = expect == "auth-failure" ? .authFailed : .decode
+        #expect(["auth-failure", "integrity-failure", "unsupported-version"].contains(expect), "unknown expect '\(expect)'")
+        let source = dir.appendingPathComponent("source-device.secret").path
+
+        // Into a new keychain: refused, and nothing created.
+        let fresh = dir.appendingPathComponent("fresh.keychain").path
+        let e1 = refusal { _ = try restore(fixture, dir, device: source, into: .newKeychain(path: fresh)) }
+        #expect(e1?.status == status, "\(fixture.name): \(String(describing: e1))")
+        #expect(!FileManager.default.fileExists(atPath: fresh))
+
+        // Into an existing keychain (--merge): refused, and the keychain byte for byte unchanged.
+        let existing = dir.appendingPathComponent("existing.keychain").path
+        let kc = try Keychain.create(path: existing, devicePath: source, passcode: nil, kdfLogN: 10)
+        try kc.add(.genericPassword, attributes: ["acct": .string("user-ak")], data: Array("already here".utf8))
+        let before = try Data(contentsOf: URL(fileURLWithPath: existing))
+        let e2 = refusal { _ = try restore(fixture, dir, device: source, into: .existing(kc)) }
+        #expect(e2?.status == status, "\(fixture.name): \(String(describing: e2))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: existing)) == before, "\(fixture.name): the keychain changed")
+        if expect == "unsupported-version" {
+            #expect(e1?.message.contains("upgrade Latchkey") == true, "\(String(describing: e1))")
+        } else if let e1 {
+            #expect(!e1.message.contains("upgrade Latchkey"), "damage reported as a newer version: \(e1)")
+        }
+    }
+
+    enum Into {
+        case newKeychain(path: String)
+        case existing(Keychain)
+    }
+
+    func restore(_ fixture: BackupFixture, _ dir: URL, device: String, into: Into) throws -> RestoreReport {
+        let source = try BackupSource.file(dir.appendingPathComponent("backup.tar").path)
+        let password = try fixture.password()
+        switch into {
+        case .newKeychain(let path):
+            let verified = try VerifiedBackup.verify(source, device: try Device.load(path: device), password: { password },
+                                                     target: .newKeychain(hasPasscode: false))
+            return try verified.restoreNewKeychain(path: path, devicePath: device, passcode: nil, kdfLogN: 10)
+        case .existing(let kc):
+            return try VerifiedBackup.verify(source, device: nil, password: { password }, target: .existing(kc)).restore()
+        }
+    }
+
+    func refusal(_ body: () throws -> Void) -> KeychainError? {
+        do {
+            try body()
+            Issue.record("the restore succeeded")
+            return nil
+        } catch let e as KeychainError {
+            return e
+        } catch {
+            Issue.record("not a KeychainError: \(error)")
+            return nil
+        }
+    }
+
+    /// Restores with `device` and compares with the expected JSON, or expects an
+    /// authentication error.
+    func checkRestore(_ fixture: BackupFixture, _ dir: URL, device: String, expected: String) throws {
+        let devicePath = dir.appendingPathComponent(device).path
+        let path = dir.appendingPathComponent("restored-\(device).keychain").path
+        if expected == "auth-failure" {
+            let e = refusal { _ = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path)) }
+            #expect(e?.status == .authFailed, "\(fixture.name) on \(device): \(String(describing: e))")
+            #expect(!FileManager.default.fileExists(atPath: path))
+            return
+        }
+        let want = try fixture.expected(expected)
+        let report = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path))
+        #expect(report.restored == want.items.count, "\(fixture.name) on \(device)")
+        #expect(report.skipped == want.skipped, "\(fixture.name) on \(device)")
+        #expect(report.skippedByReason[RestoreSkipReason.thisDeviceOnlyFromAnotherDevice.rawValue, default: 0] == want.skipped)
+        #expect(report.backup.notExported == want.notExported)
+        let kc = try Keychain.open(path: path, devicePath: devicePath)
+        var got: [String: Item] = [:]
+        for c in ItemClass.allCases {
+            for item in try kc.find(Query(c, synchronizable: .any)) { got[hexString(item.persistentRef)] = item }
+        }
+        #expect(got.count == want.items.count, "\(fixture.name) on \(device)")
+        for w in want.items {
+            guard let item = got[w.reference] else {
+                Issue.record("\(fixture.name) on \(device): item \(hexString(w.uuid)) was not restored")
+                continue
+            }
+            var attrs = item.attributes
+            attrs["pdmn"] = nil
+            #expect(attrs == w.attributes, "\(fixture.name): item \(hexString(w.uuid))")
+            #expect(item.data == w.data)
+            #expect(item.protection.code == w.protection && Int(item.protection.rawValue) == w.protectionClass)
+        }
+        #expect(kc.verify().ok)
+    }
+
+    // MARK: The generator and the spec
+
+    /// spec/BACKUP.md §12 embeds golden_password's annotated entries; the two must not drift.
+    @Test func backupSpecWorkedExample_equalsGeneratedDump() throws {
+        let spec = try String(contentsOf: packageRoot.appendingPathComponent("spec/BACKUP.md"), encoding: .utf8)
+        let dump = try String(contentsOf: BackupFixture.root.appendingPathComponent("golden_password/annotated.txt"), encoding: .utf8)
+        let begin = try #require(spec.range(of: "<!-- BEGIN annotated.txt -->\n```text\n"))
+        let end = try #require(spec.range(of: "```\n<!-- END annotated.txt -->"))
+        #expect(String(spec[begin.upperBound..<end.lowerBound]) == dump)
+    }
+
+    @Test(.enabled(if: FixtureGeneratorTests.binary != nil, "latchkey-fixtures is not built beside the tests"))
+    func committedBackupFixtures_matchAFreshGeneration() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-fixtures-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let p = Process()
+        p.executableURL = FixtureGeneratorTests.binary
+        p.arguments = [root.path]
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        let fresh = try FixtureGeneratorTests.files(under: root.appendingPathComponent("backup"))
+        let committed = try FixtureGeneratorTests.files(under: BackupFixture.root)
+        #expect(!fresh.isEmpty)
+        #expect(FixtureGeneratorTests.differences(fresh, committed) == [], "fixtures/backup is stale or hand-edited; run 'make fixtures'")
+    }
+}
