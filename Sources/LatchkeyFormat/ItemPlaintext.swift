@@ -18,7 +18,7 @@ public struct ItemPlaintext: Equatable, Sendable {
         w.u8(FormatConstants.itemPlaintextVersion)
         w.raw(itemClass.code)
         w.u16(UInt16(attributes.count))
-        for name in attributes.keys.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+        for name in attributes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let value = attributes[name]!
             let nameBytes = Array(name.utf8)
             w.u8(UInt8(nameBytes.count))

@@ -118,6 +118,9 @@ package final class StreamingTransaction {
         try frame(p, continues: false)
         try flush()
         try io({ try store.fs.sync(store.fd) }, "write to the keychain")
+        // The store rebuilds its own index from the records; the scratch copy can go now.
+        items = [:]
+        uniqueIndex = [:]
     }
 
     /// Cuts the file back to where the transaction began.

@@ -187,7 +187,10 @@ public final class VerifiedBackup {
                 }
                 return unlocked
             }, item: { item in
-                let decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: tx.conflicts(uuid:uniqueKey:),
+                // A new keychain holds nothing to conflict with (and `put` still refuses a
+                // duplicate), so only a merge looks items up.
+                let decision = try Self.decide(item, hasPasscode: hasPasscode,
+                                               conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
                                                read: { try store.read($0) })
                 switch decision {
                 case .add:
