@@ -85,13 +85,12 @@ enum BackupFixtureWriter {
         lines.append("#   source device secret  \(hexString(g.source.secret.copyBytes()))")
         lines.append("#   backup password       \"\(BackupFixtureCatalog.password)\" (UTF-8)")
         lines.append("# Keys (spec/BACKUP.md §4):")
-        lines.append("#   PK  (password key)          \(hexString(g.keys.passwordKey!.copyBytes()))")
-        lines.append("#   DBK (device backup key)     \(hexString(g.keys.deviceKey!.copyBytes()))")
-        for kind in [BackupWrapKind.password, .passwordAndDevice] {
-            let name = kind == .password ? "password wrap key (kind 2)" : "password and device wrap key (kind 3)"
-            lines.append("#   \(name.padding(toLength: 40, withPad: " ", startingAt: 0))\(hexString(try g.keys.kek(kind)!.copyBytes()))")
-        }
-        lines.append("#   manifest MAC key            \(hexString(try g.keys.manifestMACKey(mode: c.mode)!.copyBytes()))")
+        func key(_ name: String, _ k: SecretKey) { lines.append("#   " + name.padding(toLength: 40, withPad: " ", startingAt: 0) + hexString(k.copyBytes())) }
+        key("PK  (password key)", g.keys.passwordKey!)
+        key("DBK (device backup key)", g.keys.deviceKey!)
+        key("password wrap key (kind 2)", try g.keys.kek(.password)!)
+        key("password and device wrap key (kind 3)", try g.keys.kek(.passwordAndDevice)!)
+        key("manifest MAC key", try g.keys.manifestMACKey(mode: c.mode)!)
         lines.append("")
         lines.append("## Archive: \(g.entries.count) entries, in this order")
         for e in g.entries { lines.append("##   \(e.name)  \(e.bytes.count) bytes  SHA-256 \(hexString(Crypto.sha256(e.bytes)))") }
