@@ -67,7 +67,8 @@ fixtures: deps
 bench: deps
 	$(SWIFT) build -c release --product latchkey-bench
 	BENCH="$$($(SWIFT) build -c release --show-bin-path)/latchkey-bench"; \
-	for n in $(or $(BENCH_SIZES),1000 10000 100000); do $$BENCH --items $$n; done
+	for n in $(or $(BENCH_SIZES),1000 10000 100000); do $$BENCH --items $$n; done; \
+	for n in $(or $(BENCH_SIZES),1000 10000 100000); do $$BENCH --backup --items $$n; done
 
 clean:
 	rm -rf .build .build-*
