@@ -25,6 +25,8 @@ package protocol FileSystem: AnyObject, Sendable {
     func permissions(_ path: String) throws -> UInt32?
     /// Creates `path` and missing parents; the last component gets `mode`.
     func makeDirectory(_ path: String, mode: UInt32) throws
+    /// The names in a directory (not "." or ".."); none when it cannot be read.
+    func list(_ directory: String) -> [String]
 }
 
 /// Device and inode: tells whether a path still names the file a descriptor has open.
@@ -64,6 +66,9 @@ func errnoText(_ e: Int32) -> String {
 }
 
 extension FileSystem {
+    /// A file system that cannot list directories lists nothing (clean-ups then do nothing).
+    package func list(_ directory: String) -> [String] { [] }
+
     /// Reads a whole (small) file, or nil when it does not exist.
     package func readFile(_ path: String) throws -> [UInt8]? {
         guard try identity(path: path) != nil else { return nil }

@@ -125,6 +125,14 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return names.keys.sorted()
     }
 
+    package func list(_ directory: String) -> [String] {
+        mutex.lock(); defer { mutex.unlock() }
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        let files = names.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        let dirs = directories.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        return (files + dirs).filter { !$0.isEmpty && !$0.contains("/") }.sorted()
+    }
+
     // MARK: FileSystem
 
     package func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {

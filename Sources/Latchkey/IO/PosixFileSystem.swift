@@ -119,6 +119,17 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         if mkdir(path, mode_t(mode)) != 0, errno != EEXIST { throw IOFailure("mkdir", path, errno) }
     }
 
+    package func list(_ directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
     private func retrying<T: BinaryInteger>(_ call: () -> T) -> T {
         while true {
             let r = call()

@@ -519,6 +519,7 @@ package final class KeychainStore: @unchecked Sendable {
             newHeader.minor = FormatConstants.fileMinor
             newHeader.extensionBytes = []
             let headerBytes = newHeader.encode(macKey: keys.headerMAC)
+            removeAbandonedCompactions()
             let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
             var offset = UInt64(headerBytes.count)
             var sequence = log.lastSequence
@@ -558,6 +559,19 @@ package final class KeychainStore: @unchecked Sendable {
             state.newestSequence = log.lastSequence
             try? device.saveState(state)
             return (before, log.end)
+        }
+    }
+
+    /// Removes the temporary files of compactions that died before their rename (a killed
+    /// process, a power cut). Call with the write lock held: a live compaction holds the lock
+    /// from creating its temporary file until the rename, so none of them can be live now
+    /// (spec §11.5). Best effort: a file that cannot be removed stays.
+    private func removeAbandonedCompactions() {
+        let directory = directoryOf(path)
+        let fileName = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
+        let prefix = fileName + ".compact-"
+        for name in fs.list(directory) where name.hasPrefix(prefix) && name.count == prefix.count + 8 {
+            try? fs.remove(path.contains("/") ? directory + "/" + name : name)
         }
     }
 

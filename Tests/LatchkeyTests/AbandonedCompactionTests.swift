@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+@testable import Latchkey
+
+/// A compaction killed before its rename leaves `<keychain>.compact-XXXXXXXX` behind, a full
+/// copy of the (encrypted) keychain. The next compaction removes such files (spec §11.5): while
+/// it holds the writer lock no other compaction can be in progress. Found by KillTests (a
+/// power cut cannot leave one: the name is never made durable before the rename).
+@Suite struct AbandonedCompactionTests {
+    @Test func compact_removesTheTemporaryFilesOfDeadCompactions_only() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk)
+        try kc.add(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
+        let stale = ["/keychains/login.keychain.compact-0badf00d", "/keychains/login.keychain.compact-12345678"]
+        let unrelated = ["/keychains/login.keychain.compact-notes", "/keychains/other.keychain.compact-0badf00d",
+                         "/keychains/login.keychain.bak"]
+        for p in stale + unrelated { disk.setContents(p, disk.keychainBytes) }
+        try kc.compact()
+        let files = Set(disk.listFiles())
+        for p in stale { #expect(!files.contains(p), "\(p) was left") }
+        for p in unrelated { #expect(files.contains(p), "\(p) was removed") }
+        #expect(files.filter { $0.contains(".compact-") }.count == 2)
+        #expect(try openKeychain(on: disk).verify().ok)
+    }
+
+    @Test func compact_onTheRealFileSystem_removesAbandonedFiles() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let devicePath = dir.path + "/device.secret"
+        let path = dir.path + "/login.keychain"
+        let kc = try Keychain.create(path: path, devicePath: devicePath, passcode: nil)
+        let stale = path + ".compact-a1b2c3d4"
+        #expect(FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3])))
+        try kc.compact()
+        #expect(!FileManager.default.fileExists(atPath: stale))
+        #expect(PosixFileSystem.shared.list(dir.path).sorted() == ["device.secret", "device.secret.state", "login.keychain"])
+    }
+}
