@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+
+/// Help, the man page and shell completions, all generated from the command definitions.
+@Suite struct DocumentationTests {
+    struct Command: Decodable {
+        var commandName: String
+        var abstract: String?
+        var discussion: String?
+        var shouldDisplay: Bool?
+        var subcommands: [Command]?
+        var arguments: [Argument]?
+    }
+
+    struct Argument: Decodable {
+        var abstract: String?
+        var shouldDisplay: Bool
+        var valueName: String?
+    }
+
+    struct ToolInfo: Decodable { var command: Command }
+
+    /// Every visible command has a one-line purpose and an example, and every visible option is
+    /// explained.
+    @Test func everyCommand_hasAPurpose_anExample_andEveryOptionExplained() throws {
+        let dump = try CLISandbox().run(["--experimental-dump-help"])
+        let tool = try JSONDecoder().decode(ToolInfo.self, from: Data(dump.stdout))
+        let commands = (tool.command.subcommands ?? []).filter { ($0.shouldDisplay ?? true) && $0.commandName != "help" }
+        #expect(commands.count >= 11)
+        for command in commands {
+            let abstract = command.abstract ?? ""
+            #expect(!abstract.isEmpty && !abstract.contains("\n"), "\(command.commandName): one-line purpose")
+            let discussion = command.discussion ?? ""
+            #expect(discussion.contains("Example:\n") && discussion.contains("latchkey \(command.commandName)"), "\(command.commandName): example")
+            for argument in command.arguments ?? [] where argument.shouldDisplay {
+                #expect(!(argument.abstract ?? "").isEmpty, "\(command.commandName) \(argument.valueName ?? "?") is not explained")
+            }
+        }
+    }
+
+    @Test func manual_isRoffWithEveryCommandAndOption() throws {
+        let result = try CLISandbox().run(["generate-manual"])
+        #expect(result.status == 0)
+        #expect(result.stderr.isEmpty)
+        let page = result.out
+        for part in [".TH LATCHKEY 1", ".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH ITEM AND QUERY OPTIONS", ".SH GLOBAL OPTIONS",
+                     ".SH ENVIRONMENT", ".SH EXIT STATUS", "LATCHKEY_PASSCODE", "\\-\\-application\\-label", "\\-\\-set\\-label"] {
+            #expect(page.contains(part), "missing \(part)")
+        }
+        for command in ["init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd"] {
+            #expect(page.contains(".SS \"latchkey \(command)"), "missing \(command)")
+        }
+        #expect(!page.contains("generate\\-manual\"") && !page.contains("kdf\\-log\\-n"), "hidden commands and knobs stay hidden")
+        #expect(page.split(separator: "\n").allSatisfy { !$0.hasPrefix("'") })
+        // groff, when installed, reads it without a warning.
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/groff") {
+            let sandbox = try CLISandbox()
+            let path = try sandbox.writeFile("latchkey.1", result.stdout)
+            let groff = Process()
+            groff.executableURL = URL(fileURLWithPath: "/usr/bin/groff")
+            groff.arguments = ["-man", "-ww", "-z", path]
+            let errors = Pipe()
+            groff.standardError = errors
+            try groff.run()
+            groff.waitUntilExit()
+            let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(groff.terminationStatus == 0 && text.isEmpty, "groff: \(text)")
+        }
+    }
+
+    @Test(arguments: [("bash", "-F _latchkey latchkey"), ("zsh", "#compdef latchkey"), ("fish", "complete -c 'latchkey'")])
+    func completionScript_namesTheCommandsAndOptions(_ shell: String, _ marker: String) throws {
+        let sandbox = try CLISandbox()
+        let result = try sandbox.run(["--generate-completion-script", shell])
+        #expect(result.status == 0)
+        let script = result.out
+        #expect(script.contains(marker))
+        for word in ["dump", "import", "account", "application-tag", "set-label", "set-can-encrypt"] {
+            #expect(script.contains(word), "\(shell) lacks \(word)")
+        }
+        #expect(!script.contains("generate-manual"), "hidden commands are not completed")
+        // The shell itself, when installed, accepts the syntax.
+        let interpreter = "/bin/\(shell)"
+        if shell != "fish", FileManager.default.isExecutableFile(atPath: interpreter) {
+            let path = try sandbox.writeFile("completion.\(shell)", result.stdout)
+            let check = Process()
+            check.executableURL = URL(fileURLWithPath: interpreter)
+            check.arguments = ["-n", path]
+            try check.run()
+            check.waitUntilExit()
+            #expect(check.terminationStatus == 0, "\(shell) -n rejects the script")
+        }
+    }
+}
