@@ -50,7 +50,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "latchkey-bench",
-            dependencies: ["Latchkey", "LatchkeyBackup"],
+            dependencies: ["Latchkey", "LatchkeyBackup", "LatchkeySecurity"],
             path: "Benchmarks/latchkey-bench"
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),

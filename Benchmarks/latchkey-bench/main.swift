@@ -26,6 +26,12 @@ func peakRSSMiB() -> Double {
 /// Median of per-operation times in microseconds.
 func median(_ xs: [Double]) -> Double { xs.sorted()[xs.count / 2] * 1e6 }
 
+// `--agent`: the agent benchmark (AgentBench.swift) instead of the storage one.
+if CommandLine.arguments.contains("--agent") {
+    try runAgentBench(arguments: CommandLine.arguments)
+    exit(0)
+}
+
 var items = 1000
 /// `--backup`: the backup and restore benchmark (BackupBench.swift) instead of the storage one.
 var backupOnly = false

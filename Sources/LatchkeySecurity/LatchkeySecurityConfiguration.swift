@@ -235,7 +235,9 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         if let kc = cached { return kc }
         let kc: Keychain
         if FileManager.default.fileExists(atPath: _keychainPath) {
-            kc = try Keychain.open(path: _keychainPath, devicePath: _devicePath)
+            // `latchkey agent`, when one answers, serves the keychain with its unlocked keys.
+            kc = try Keychain.openThroughAgent(path: _keychainPath, devicePath: _devicePath)
+                ?? Keychain.open(path: _keychainPath, devicePath: _devicePath)
             if kc.hasPasscode, let p = currentPasscode() {
                 try kc.unlock(passcode: p)
             }
@@ -271,6 +273,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
                 let value = try body(kc)
                 return .success(value)
             } catch {
+                if cached?.agentStopped == true { cached = nil }   // as after a reboot: open again on the next call
                 let failure = SecFailure.from(error)
                 _lastError = failure.error
                 return .failure(failure)

@@ -11,6 +11,8 @@ public final class AgentClient: @unchecked Sendable {
     public let socketPath: String
     private let mutex = NSLock()
     private var fd: Int32
+    /// Set when the agent was found gone (stopped) while sending a request.
+    private(set) var stopped = false
 
     /// How long a client waits for an answer (the agent may be waiting for another process's
     /// write lock, or running the passcode KDF).
@@ -90,6 +92,7 @@ public final class AgentClient: @unchecked Sendable {
         }
         if fd < 0 {
             guard let newFD = try AgentClient.openConnection(socketPath) else {
+                stopped = true
                 throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
             }
             fd = newFD
@@ -347,6 +350,11 @@ extension Keychain {
 
     /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).
     public var isServedByAgent: Bool { remote != nil }
+
+    /// Served by an agent that has stopped since: every operation fails with
+    /// errSecNotAvailable, and the keychain should be opened again (directly, or through a new
+    /// agent) — all keys are gone, as after a reboot.
+    public var agentStopped: Bool { remote?.client.stopped ?? false }
 
     /// The agent's view of this keychain (nil for a keychain this process opened itself).
     public func agentState() throws -> AgentKeychainState? {

@@ -225,11 +225,28 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
+    /// One error answer, then a lingering close on a thread of its own: what the peer had
+    /// sent is read and dropped (for at most a second), so that the close does not reset the
+    /// connection before the peer has read the answer.
     private func refuse(_ fd: Int32, _ error: KeychainError) {
-        if let bytes = try? AgentCoding.encode(AgentResponse.failure(error)) {
-            try? AgentSocket.writeFrame(fd, bytes, deadline: .now() + 1)
+        spawn {
+            if let bytes = try? AgentCoding.encode(AgentResponse.failure(error)) {
+                try? AgentSocket.writeFrame(fd, bytes, deadline: .now() + 1)
+            }
+            AgentServer.finishSending(fd)
+            close(fd)
         }
-        close(fd)
+    }
+
+    /// Shuts down the sending side and drops what the peer still sends (for at most a second),
+    /// so that closing does not reset the connection before the peer has read the answer.
+    static func finishSending(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_WR))
+        var sink = [UInt8](repeating: 0, count: 4096)
+        let deadline = DispatchTime.now() + 1
+        while (try? AgentSocket.wait(fd, for: Int16(POLLIN), until: deadline)) != nil {
+            if sink.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) <= 0 { break }
+        }
     }
 
     // MARK: Serving one connection
@@ -253,6 +270,7 @@ public final class AgentServer: @unchecked Sendable {
                 if let bytes = try? AgentCoding.encode(AgentResponse.failure(e)) {
                     try? AgentSocket.writeFrame(fd, bytes, deadline: .now() + configuration.frameTimeout)
                 }
+                AgentServer.finishSending(fd)
                 return
             } catch AgentSocket.FrameError.truncated {
                 if !isStopping { log("a client disconnected in the middle of a request; nothing was done") }

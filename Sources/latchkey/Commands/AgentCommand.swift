@@ -112,6 +112,10 @@ struct AgentCommand: ParsableCommand {
         close(fds[0]); close(fds[1])
         defer { close(readEnd) }
 
+        // The child must not keep any descriptor of ours but the report pipe: whoever waits
+        // for this process (a shell's command substitution, a test harness watching a pipe or
+        // socket) would otherwise wait for the agent too.
+        AgentCommand.closeOnExecAll(except: [0, 1, 2, writeEnd])
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let args = [exe, "agent", "--idle-timeout", String(idleTimeout), "--daemon-child", "3"]
         var fa = posix_spawn_file_actions_t()
@@ -151,6 +155,16 @@ struct AgentCommand: ParsableCommand {
             throw ExitCode(s.exitCode)
         }
         throw KeychainError(.io, "the agent did not start" + (text.isEmpty ? "" : ": \(text)"))
+    }
+
+    /// Marks every open descriptor but `keep` close-on-exec.
+    static func closeOnExecAll(except keep: Set<Int32>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for name in names {
+            guard let fd = Int32(name), !keep.contains(fd) else { continue }
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
     }
 
     /// The detached agent: a new session, no terminal, no log; tells the parent on `fd`.

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `latchkey agent`, `unlock`, `lock` and `status` end to end with the built binary (issue 7).
+/// Every agent started here is stopped in a `defer`, whatever happens.
+@Suite(.serialized) struct AgentCLITests {
+    /// A sandbox whose commands all find the agent at a socket of its own.
+    static func sandbox() throws -> CLISandbox {
+        let sb = try CLISandbox()
+        sb.environment["LATCHKEY_AGENT_SOCK"] = sb.directory.appendingPathComponent("a/agent.sock").path
+        try sb.initKeychain()
+        return sb
+    }
+
+    static let noPasscode: [String: String?] = ["LATCHKEY_PASSCODE": nil]
+
+    /// `latchkey agent` in the foreground, as a child process; returns once `status` answers.
+    static func startAgent(_ sb: CLISandbox, _ extra: [String] = []) throws -> Process {
+        let p = Process()
+        p.executableURL = try CLISandbox.binary()
+        p.arguments = ["agent"] + extra
+        p.environment = sb.environment
+        p.currentDirectoryURL = sb.directory
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        for _ in 0..<200 {
+            if try sb.run(["status"]).status == 0 { return p }
+            guard p.isRunning else { break }
+            usleep(25_000)
+        }
+        stop(p)
+        throw CLITestError("the agent did not start")
+    }
+
+    static func stop(_ p: Process) {
+        if p.isRunning { p.terminate() }
+        p.waitUntilExit()
+    }
+
+    @Test func lockStates_endToEnd() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "ak", data: Array("A".utf8), ["--accessible", "ak"])
+        try sb.add(account: "ck", data: Array("C".utf8), ["--accessible", "ck"])
+        let none = AgentCLITests.noPasscode
+        var agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+
+        // A new agent: nothing unlocked yet, not even AfterFirstUnlock.
+        #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: none).status == 4)
+        #expect(try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).status == 4)
+
+        #expect(try sb.run(["unlock"]).status == 0)
+        var r = try sb.run(["find", "--account", "ak", "--service", "mail"], env: none)
+        #expect(r.status == 0 && r.out == "A", "\(r.stderr)")
+
+        #expect(try sb.run(["lock"]).status == 0)
+        r = try sb.run(["find", "--account", "ak", "--service", "mail"], env: none)
+        #expect(r.status == 4)
+        #expect(r.stderr.contains("errSecInteractionNotAllowed -25308"))
+        r = try sb.run(["find", "--account", "ck", "--service", "mail"], env: none)
+        #expect(r.status == 0 && r.out == "C", "\(r.stderr)")
+
+        r = try sb.run(["status"])
+        #expect(r.status == 0)
+        #expect(r.out.contains("locked; AfterFirstUnlock still available"), "\(r.out)")
+        r = try sb.run(["status", "--json"])
+        let json = try #require(try r.json() as? [String: Any])
+        #expect(json["dumpable"] as? Bool == false, "the agent marked itself non-dumpable")
+        let keychains = try #require(json["keychains"] as? [[String: Any]])
+        #expect(keychains.count == 1)
+        #expect((keychains.first?["unlocked"] as? [String]) == ["ck", "dk", "cku", "dku"])
+
+        // Wrong passcode: errSecAuthFailed, still locked.
+        #expect(try sb.run(["unlock"], env: ["LATCHKEY_PASSCODE": "wrong"]).status == 4)
+
+        // Stopping the agent is the reboot.
+        #expect(try sb.run(["agent", "--stop"]).status == 0)
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 0)
+        #expect(try sb.run(["status"]).status == 1)
+        // Without an agent, commands open the file themselves (with the passcode given).
+        #expect(try sb.run(["find", "--account", "ak", "--service", "mail"]).out == "A")
+
+        agent = try AgentCLITests.startAgent(sb)
+        #expect(try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).status == 4, "ck needs a new first unlock")
+        #expect(try sb.run(["unlock"]).status == 0)
+        #expect(try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).out == "C")
+    }
+
+    @Test func idleTimeout_locksTheKeychain() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "ak", data: Array("A".utf8), ["--accessible", "ak"])
+        let agent = try AgentCLITests.startAgent(sb, ["--idle-timeout", "1"])
+        defer { AgentCLITests.stop(agent) }
+        #expect(try sb.run(["unlock"]).status == 0)
+        #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 0)
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 4)
+    }
+
+    @Test func daemon_detaches_answers_andStops() throws {
+        let sb = try AgentCLITests.sandbox()
+        let r = try sb.run(["agent", "--daemon"])
+        var pid: Int32 = 0
+        defer {
+            if pid > 0 { kill(pid, SIGTERM) }
+        }
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.out.hasPrefix("LATCHKEY_AGENT_SOCK=\(sb.environment["LATCHKEY_AGENT_SOCK"]!); export LATCHKEY_AGENT_SOCK;"), "\(r.out)")
+        #expect(r.stderr.isEmpty)
+        let status = try sb.run(["status", "--json"])
+        #expect(status.status == 0)
+        pid = ((try? status.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) ?? 0
+        #expect(pid > 0)
+        // A second agent on the same socket is refused with a clear error.
+        let second = try sb.run(["agent", "--daemon"])
+        #expect(second.status != 0)
+        #expect(second.stderr.contains("already answers"), "\(second.stderr)")
+        #expect(try sb.run(["agent", "--stop"]).status == 0)
+        #expect(try sb.run(["status"]).status == 1)
+        pid = 0
+    }
+
+    @Test func withoutAgent_statusExits1_unlockAndLockExplain() throws {
+        let sb = try AgentCLITests.sandbox()
+        var r = try sb.run(["status"])
+        #expect(r.status == 1)
+        #expect(r.stderr.contains("no agent answers at"))
+        r = try sb.run(["unlock"])
+        #expect(r.status == 4)
+        #expect(r.stderr.contains("latchkey agent --daemon"))
+        #expect(try sb.run(["lock"]).status == 4)
+        #expect(try sb.run(["agent", "--stop"]).status == 1)
+    }
+
+    @Test func results_areTheSame_withAndWithoutTheAgent() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "a", data: Array("one".utf8), ["--label", "L"])
+        try sb.add(account: "b", data: Array("two".utf8), ["--accessible", "dku"])
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        let direct: [String: String?] = ["LATCHKEY_AGENT_SOCK": "none"]
+        let commands: [([String], [UInt8])] = [
+            (["find", "--limit", "all", "--return", "all"], []),
+            (["find", "--account", "a", "--service", "mail", "--return", "attributes"], []),
+            (["find", "--account", "zzz"], []),
+            (["find", "--service", "mail", "--access-group", "other", "--limit", "all", "--return", "attributes"], []),
+            (["add", "--account", "a", "--service", "mail"], [1]),
+            (["add", "--account", "x", "--access-group", "other"], [1]),
+            (["update", "--account", "zzz", "--set-label", "x"], []),
+            (["delete", "--class", "keys"], []),
+            (["dump", "--json"], []),
+        ]
+        for (args, stdin) in commands {
+            let viaAgent = try sb.run(args, stdin: stdin)
+            let viaFile = try sb.run(args, stdin: stdin, env: direct)
+            #expect(viaAgent.status == viaFile.status, "\(args): \(viaAgent.stderr) vs \(viaFile.stderr)")
+            #expect(viaAgent.stdout == viaFile.stdout, "\(args)")
+            #expect(viaAgent.stderr == viaFile.stderr, "\(args)")
+        }
+        let s = try sb.run(["status", "--json"])
+        let keychains = (try s.json() as? [String: Any])?["keychains"] as? [[String: Any]]
+        #expect(keychains?.count == 1, "the commands went through the agent")
+    }
+
+    @Test func cliProcesses_withAndWithoutTheAgent_loseNothing() throws {
+        let sb = try AgentCLITests.sandbox()
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        let n = 6
+        // run() only reads the sandbox's settings: safe from several threads.
+        nonisolated(unsafe) let shared = sb
+        DispatchQueue.concurrentPerform(iterations: 2 * n) { i in
+            let env: [String: String?] = i % 2 == 0 ? [:] : ["LATCHKEY_AGENT_SOCK": "none"]
+            _ = try? shared.run(["add", "--account", "p\(i)", "--service", "mail", "--accessible", "dk"], stdin: [UInt8(i)], env: env)
+        }
+        let r = try sb.run(["find", "--limit", "all", "--return", "attributes"])
+        #expect((try r.json() as? [Any])?.count == 2 * n, "\(r.stderr)")
+        #expect(try sb.run(["verify"]).status == 0)
+    }
+}

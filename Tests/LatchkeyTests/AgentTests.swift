@@ -1,0 +1,538 @@
+import Foundation
+import Testing
+@testable import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A keychain on disk (passcode, scrypt 2^10) with an agent serving it on a socket of its own.
+final class AgentSandbox: @unchecked Sendable {
+    let directory: String
+    let keychainPath: String
+    let devicePath: String
+    let socketPath: String
+    var server: AgentServer?
+    let logLines = LogLines()
+    static let caller = CallerIdentity(applicationIdentifier: "com.example.agent-tests")
+
+    final class LogLines: @unchecked Sendable {
+        private let mutex = NSLock()
+        private var lines: [String] = []
+        func append(_ s: String) { mutex.lock(); lines.append(s); mutex.unlock() }
+        var all: [String] { mutex.lock(); defer { mutex.unlock() }; return lines }
+    }
+
+    init(passcode: [UInt8]? = TestEnv.passcode) throws {
+        // Short: sun_path holds 107 bytes.
+        directory = "/tmp/lk-agent-" + String(UUID().uuidString.prefix(8))
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        keychainPath = directory + "/login.keychain"
+        devicePath = directory + "/device.secret"
+        socketPath = directory + "/run/agent.sock"
+        _ = try Keychain.create(path: keychainPath, devicePath: devicePath, passcode: passcode, kdfLogN: TestEnv.logN)
+    }
+
+    deinit {
+        server?.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func configuration(idleTimeout: Double = 300, frameTimeout: Double = 10) -> AgentServer.Configuration {
+        var c = AgentServer.Configuration(socketPath: socketPath, strictDirectory: true)
+        c.idleTimeout = idleTimeout
+        c.frameTimeout = frameTimeout
+        let lines = logLines
+        c.log = { lines.append($0) }
+        return c
+    }
+
+    @discardableResult
+    func startAgent(idleTimeout: Double = 300, frameTimeout: Double = 10) throws -> AgentServer {
+        let s = AgentServer(configuration: configuration(idleTimeout: idleTimeout, frameTimeout: frameTimeout))
+        try s.start()
+        server = s
+        return s
+    }
+
+    func stopAgent() {
+        server?.stop()
+        server = nil
+    }
+
+    /// The keychain through the agent, as a client process would open it.
+    func remote() throws -> Keychain {
+        guard let kc = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, socketPath: socketPath) else {
+            throw KeychainError(.notAvailable, "no agent answers at \(socketPath)")
+        }
+        kc.caller = AgentSandbox.caller
+        return kc
+    }
+
+    /// The keychain opened directly (a process without the agent), unlocked.
+    func direct(unlocked: Bool = true) throws -> Keychain {
+        let kc = try Keychain.open(path: keychainPath, devicePath: devicePath)
+        kc.caller = AgentSandbox.caller
+        if unlocked { try kc.unlock(passcode: TestEnv.passcode) }
+        return kc
+    }
+
+    /// Adds genp items "ak" and "ck" (service "s") with those protection classes, directly.
+    func addAkAndCk() throws {
+        let kc = try direct()
+        try kc.add(.genericPassword, attributes: ["acct": .string("ak"), "svce": .string("s")], data: Array("when-unlocked".utf8), protection: .whenUnlocked)
+        try kc.add(.genericPassword, attributes: ["acct": .string("ck"), "svce": .string("s")], data: Array("after-first".utf8), protection: .afterFirstUnlock)
+    }
+
+    static func query(_ account: String) -> Query { Query(.genericPassword, ["acct": .string(account), "svce": .string("s")]) }
+
+    /// The status of reading `account` through `kc`: nil on success.
+    static func readStatus(_ kc: Keychain, _ account: String) -> Int32? {
+        do {
+            _ = try kc.find(query(account), limit: 1)
+            return nil
+        } catch let e as KeychainError {
+            return e.osStatus
+        } catch {
+            return -1
+        }
+    }
+
+    var fileSize: UInt64 {
+        ((try? FileManager.default.attributesOfItem(atPath: keychainPath))?[.size] as? UInt64) ?? 0
+    }
+}
+
+/// A raw protocol client: frames by hand.
+struct RawAgentConnection {
+    let fd: Int32
+
+    init(_ path: String) throws {
+        guard case .connected(let fd) = try AgentSocket.connect(path) else { throw KeychainError(.notAvailable, "nobody at \(path)") }
+        self.fd = fd
+    }
+
+    func close() { Glibc.close(fd) }
+
+    func send(raw bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func sendFrame(_ payload: [UInt8]) throws { try AgentSocket.writeFrame(fd, payload, deadline: .now() + 5) }
+
+    func receive() throws -> AgentResponse {
+        let bytes = try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes, idleDeadline: .now() + 5, frameTimeout: 5)
+        return try AgentCoding.decode(AgentResponse.self, bytes)
+    }
+
+    /// Whether the agent closed the connection (EOF within the timeout).
+    func isClosedByPeer(within seconds: Double = 3) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, Int32(seconds * 1000)) == 1 else { return false }
+        var b: UInt8 = 0
+        return recv(fd, &b, 1, 0) == 0
+    }
+
+    func status() throws -> AgentResponse {
+        try sendFrame(try AgentCoding.encode(AgentRequest(op: "status")))
+        return try receive()
+    }
+}
+
+@Suite(.serialized) struct AgentTests {
+    // MARK: Lock states
+
+    @Test func unlock_makesWhenUnlockedReadable_lockKeepsAfterFirstUnlock() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent()
+        let kc = try box.remote()
+        #expect(kc.isServedByAgent)
+        #expect(kc.hasPasscode)
+        // A fresh agent is like a device after boot: nothing but dk/dku until the first unlock.
+        #expect(AgentSandbox.readStatus(kc, "ak") == -25308)
+        #expect(AgentSandbox.readStatus(kc, "ck") == -25308)
+
+        try kc.unlock(passcode: TestEnv.passcode)
+        #expect(try kc.find(AgentSandbox.query("ak")).first?.data == Array("when-unlocked".utf8))
+        #expect(try kc.find(AgentSandbox.query("ck")).first?.data == Array("after-first".utf8))
+
+        // Another client of the agent (another process) sees the unlocked state too.
+        let other = try box.remote()
+        #expect(AgentSandbox.readStatus(other, "ak") == nil)
+
+        kc.lock()
+        #expect(AgentSandbox.readStatus(kc, "ak") == -25308)
+        #expect(AgentSandbox.readStatus(other, "ak") == -25308)
+        #expect(try kc.find(AgentSandbox.query("ck")).first?.data == Array("after-first".utf8))
+        #expect(!kc.isAvailable(.whenUnlocked))
+        #expect(kc.isAvailable(.afterFirstUnlock))
+
+        try kc.unlock(passcode: TestEnv.passcode)
+        #expect(AgentSandbox.readStatus(kc, "ak") == nil)
+        #expect(throws: KeychainError.self) { try kc.unlock(passcode: TestEnv.wrongPasscode) }
+    }
+
+    @Test func restartedAgent_forgetsAfterFirstUnlock_untilTheNextUnlock() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent()
+        let kc = try box.remote()
+        try kc.unlock(passcode: TestEnv.passcode)
+        kc.lock()
+        #expect(AgentSandbox.readStatus(kc, "ck") == nil)
+
+        box.stopAgent()   // the "reboot"
+        #expect(!FileManager.default.fileExists(atPath: box.socketPath), "the socket is removed on stop")
+        #expect(AgentSandbox.readStatus(kc, "ck") == -25291, "errSecNotAvailable while no agent runs")
+        #expect(kc.agentStopped)
+        #expect(try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath) == nil)
+
+        try box.startAgent()
+        let again = try box.remote()
+        #expect(AgentSandbox.readStatus(again, "ck") == -25308)
+        #expect(AgentSandbox.readStatus(again, "ak") == -25308)
+        try again.unlock(passcode: TestEnv.passcode)
+        #expect(AgentSandbox.readStatus(again, "ck") == nil)
+        #expect(AgentSandbox.readStatus(again, "ak") == nil)
+    }
+
+    @Test func idleTimeout_locksWhenUnlocked_keepsAfterFirstUnlock() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent(idleTimeout: 1)
+        let kc = try box.remote()
+        try kc.unlock(passcode: TestEnv.passcode)
+        #expect(AgentSandbox.readStatus(kc, "ak") == nil)
+        Thread.sleep(forTimeInterval: 2.5)
+        #expect(AgentSandbox.readStatus(kc, "ak") == -25308)
+        #expect(AgentSandbox.readStatus(kc, "ck") == nil)
+        #expect(box.logLines.all.contains { $0.contains("without use") })
+    }
+
+    // MARK: The socket
+
+    @Test func staleSocket_isReplaced() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        // Leave a socket file nobody answers on: listen, then close without unlinking.
+        box.server?.stop()
+        let dir = (box.socketPath as NSString).deletingLastPathComponent
+        let fd = try AgentSocket.listen(box.socketPath)
+        close(fd)
+        #expect(FileManager.default.fileExists(atPath: box.socketPath))
+        _ = dir
+        try box.startAgent()
+        #expect(box.logLines.all.contains { $0.contains("removed a stale socket") })
+        #expect(try RawAgentConnection(box.socketPath).status().ok)
+    }
+
+    @Test func secondAgent_onALiveSocket_isRefused() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let second = AgentServer(configuration: box.configuration())
+        #expect { try second.start() } throws: { ($0 as? KeychainError)?.message.contains("already answers") == true }
+        #expect(try RawAgentConnection(box.socketPath).status().ok, "the first agent still serves")
+    }
+
+    @Test func unsafeSocketPaths_areRefused() throws {
+        let box = try AgentSandbox()
+        let dir = (box.socketPath as NSString).deletingLastPathComponent
+        // A regular file where the socket goes.
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        FileManager.default.createFile(atPath: box.socketPath, contents: Data("x".utf8))
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("is not a socket") == true }
+        #expect(FileManager.default.contents(atPath: box.socketPath) == Data("x".utf8), "left untouched")
+        try FileManager.default.removeItem(atPath: box.socketPath)
+        // A directory with group or world permissions.
+        chmod(dir, 0o750)
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("group or world") == true }
+        chmod(dir, 0o700)
+        // A symlink instead of the directory.
+        try FileManager.default.removeItem(atPath: dir)
+        try FileManager.default.createSymbolicLink(atPath: dir, withDestinationPath: "/tmp")
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("not a directory") == true }
+        try FileManager.default.removeItem(atPath: dir)
+        if geteuid() == 0 {
+            // Another user's directory, and another user's (stale) socket.
+            mkdir(dir, 0o700)
+            chown(dir, 65534, 65534)
+            #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true }
+            chown(dir, 0, 0)
+            let fd = try AgentSocket.listen(box.socketPath)
+            close(fd)
+            chown(box.socketPath, 65534, 65534)
+            #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true }
+            #expect(FileManager.default.fileExists(atPath: box.socketPath), "another user's socket is not removed")
+            // Clients refuse it too, before connecting.
+            #expect(throws: KeychainError.self) { try AgentClient.connect(socketPath: box.socketPath) }
+        }
+    }
+
+    // MARK: Bad input
+
+    @Test func malformedRequests_getAClearError_andTheAgentKeepsServing() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent()
+        let before = box.fileSize
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        let cases: [(String, String)] = [
+            ("not json at all", "malformed agent request"),
+            ("[1,2,3]", "malformed agent request"),
+            (#"{"v":2,"op":"status"}"#, "protocol version"),
+            (#"{"v":1,"op":"frobnicate","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#, "unknown agent request"),
+            (#"{"v":1,"op":"find","keychain":"relative.keychain","device":"d"}"#, "absolute keychain and device paths"),
+            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#, "needs 'items'"),
+            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)","items":[{"itemClass":"genp","attributes":{"acct":{"s":"x","d":"AA=="}},"data":""}]}"#, "malformed agent request"),
+            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)","items":[{"itemClass":"zzzz","attributes":{},"data":""}]}"#, "unknown item class"),
+        ]
+        for (text, message) in cases {
+            try raw.sendFrame(Array(text.utf8))
+            let r = try raw.receive()
+            #expect(!r.ok, "\(text)")
+            #expect(r.message?.contains(message) == true, "\(text): \(r.message ?? "")")
+        }
+        #expect(try raw.status().ok, "the same connection still works")
+        #expect(box.fileSize == before, "nothing was written")
+    }
+
+    @Test func oversizedRequest_isRefused_connectionClosed_agentKeepsServing() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        let n = UInt32(AgentSocket.maxRequestBytes + 1)
+        raw.send(raw: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)])
+        let r = try raw.receive()
+        #expect(!r.ok)
+        #expect(r.status == -50)
+        #expect(r.message?.contains("more than the agent accepts") == true)
+        #expect(raw.isClosedByPeer())
+        #expect(try RawAgentConnection(box.socketPath).status().ok)
+    }
+
+    @Test func clientDisconnectingMidRequest_changesNothing() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent()
+        let before = box.fileSize
+        var add = AgentRequest(op: "add")
+        add.keychain = box.keychainPath
+        add.device = box.devicePath
+        add.items = [WireNewItem(NewItem(.genericPassword, attributes: ["acct": .string("half")], data: [1], protection: .always))]
+        let payload = try AgentCoding.encode(add)
+        let raw = try RawAgentConnection(box.socketPath)
+        let n = UInt32(payload.count)
+        raw.send(raw: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + payload.prefix(payload.count / 2))
+        raw.close()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(box.fileSize == before, "nothing was written")
+        #expect(box.logLines.all.contains { $0.contains("disconnected in the middle of a request") })
+        let kc = try box.remote()
+        #expect(try kc.find(Query(.genericPassword, ["acct": .string("half")], protection: .always)).isEmpty)
+    }
+
+    @Test func stalledClient_doesNotBlockOthers_andIsDroppedAfterTheFrameTimeout() throws {
+        let box = try AgentSandbox()
+        try box.addAkAndCk()
+        try box.startAgent(frameTimeout: 1)
+        let staller = try RawAgentConnection(box.socketPath)
+        defer { staller.close() }
+        staller.send(raw: [0, 0, 0, 100, 1, 2, 3])   // a frame that never completes
+        let start = Date()
+        let kc = try box.remote()
+        try kc.unlock(passcode: TestEnv.passcode)
+        #expect(AgentSandbox.readStatus(kc, "ak") == nil)
+        #expect(Date().timeIntervalSince(start) < 1, "served while the other client stalls")
+        #expect(staller.isClosedByPeer(within: 3), "the stalled connection is closed after the frame timeout")
+    }
+
+    @Test func peerOfAnotherUser_isRefused() throws {
+        #expect(AgentSocket.peerAllowed(peerUID: 1000, agentUID: 1000))
+        #expect(!AgentSocket.peerAllowed(peerUID: 1001, agentUID: 1000))
+        #expect(!AgentSocket.peerAllowed(peerUID: 0, agentUID: 1000), "not even root")
+        #expect(!AgentSocket.peerAllowed(peerUID: 1000, agentUID: 0))
+        // A real peer of another user: needs root, setpriv(1) and python3 to connect as nobody.
+        let setpriv = "/usr/bin/setpriv", python = "/usr/bin/python3"
+        guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: setpriv),
+              FileManager.default.isExecutableFile(atPath: python) else { return }
+        let box = try AgentSandbox()
+        // Let uid 65534 reach the socket: a lenient directory and a 0666 socket. Only the
+        // SO_PEERCRED check stands in the way then.
+        var c = box.configuration()
+        c.strictDirectory = false
+        chmod(box.directory, 0o755)
+        let dir = (box.socketPath as NSString).deletingLastPathComponent
+        mkdir(dir, 0o755)
+        chmod(dir, 0o755)
+        let server = AgentServer(configuration: c)
+        try server.start()
+        box.server = server
+        chmod(box.socketPath, 0o666)
+        let script = """
+            import socket, struct, sys, json
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            body = json.dumps({"v": 1, "op": "status"}).encode()
+            try:
+                s.sendall(struct.pack(">I", len(body)) + body)
+            except OSError:
+                pass
+            data = b""
+            while True:
+                try:
+                    chunk = s.recv(65536)
+                except OSError:
+                    break
+                if not chunk: break
+                data += chunk
+            print(data[4:].decode())
+            """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: setpriv)
+        p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", script, box.socketPath]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(p.terminationStatus == 0)
+        #expect(text.contains("serves only uid 0"), "\(text)")
+        #expect(!text.contains("\"pid\""), "no status for the other user")
+        #expect(box.logLines.all.contains { $0.contains("refused a connection from uid 65534") })
+        #expect(try RawAgentConnection(box.socketPath).status().ok, "its own user is still served")
+    }
+
+    // MARK: Results identical to a direct open
+
+    @Test func resultsAndErrors_matchADirectOpen() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let remote = try box.remote()
+        try remote.unlock(passcode: TestEnv.passcode)
+        let direct = try box.direct()
+
+        // Adds through both: the same results (dates aside), and the same errors.
+        let a = try remote.add(.genericPassword, attributes: ["acct": .string("r"), "svce": .string("s"), "labl": .string("L"),
+                                                              "gena": .data([0, 1, 2])], data: [9, 9], protection: .afterFirstUnlock)
+        let b = try direct.add(.internetPassword, attributes: ["acct": .string("d"), "srvr": .string("example.com"), "port": .integer(443)],
+                               data: Array("pw".utf8))
+        #expect(a.attributes["agrp"] == .string("com.example.agent-tests"))
+        func failure(_ body: () throws -> Void) -> KeychainError? {
+            do { try body(); return nil } catch { return error as? KeychainError }
+        }
+        let cases: [(String, (Keychain) throws -> Void)] = [
+            ("duplicate", { try $0.add(.genericPassword, attributes: ["acct": .string("r"), "svce": .string("s")], data: []) }),
+            ("foreign group", { try $0.add(.genericPassword, attributes: ["acct": .string("x"), "agrp": .string("other")], data: []) }),
+            ("no such attr", { _ = try $0.find(Query(.genericPassword, ["srvr": .string("x")])) }),
+            ("not found", { _ = try $0.update(Query(.genericPassword, ["acct": .string("none")]), attributes: ["labl": .string("x")]) }),
+            ("delete none", { _ = try $0.delete(Query(.key)) }),
+        ]
+        for (name, body) in cases {
+            let r = failure { try body(remote) }
+            let d = failure { try body(direct) }
+            #expect(r != nil && r == d, "\(name): \(String(describing: r)) vs \(String(describing: d))")
+        }
+        // Every item through both, compared in full (dates are exact bit patterns).
+        for c in [ItemClass.genericPassword, .internetPassword] {
+            let viaAgent = try remote.find(Query(c), limit: nil)
+            let viaFile = try direct.find(Query(c), limit: nil)
+            #expect(viaAgent == viaFile)
+            #expect(viaAgent.count == 1)
+        }
+        #expect(try remote.find(Query(.internetPassword, persistentRef: b.persistentRef)) == [b])
+        #expect(try remote.find(Query(.genericPassword), includeData: false).first?.data == [])
+        #expect(try remote.update(Query(.genericPassword, ["acct": .string("r")]), attributes: ["labl": .string("M")], data: [7]) == 1)
+        #expect(try direct.find(Query(.genericPassword, ["acct": .string("r")])).first?.data == [7])
+        #expect(try remote.info().liveItems == direct.info().liveItems)
+        #expect(remote.verify().ok)
+        // A caller without groups, and the trusted caller (nil) that sees every group.
+        remote.caller = CallerIdentity(applicationIdentifier: nil)
+        #expect(failure { _ = try remote.find(Query(.genericPassword)) }?.status == .missingEntitlement)
+        remote.caller = nil
+        direct.caller = nil
+        #expect(try remote.find(Query(.genericPassword), limit: nil) == direct.find(Query(.genericPassword), limit: nil))
+        remote.caller = AgentSandbox.caller
+        #expect(try remote.delete(Query(.internetPassword)) == 1)
+        #expect(try direct.find(Query(.internetPassword), limit: nil).isEmpty == true)
+    }
+
+    @Test func userPresence_asksThisProcess_throughTheAgent() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let kc = try box.remote()
+        try kc.unlock(passcode: TestEnv.passcode)
+        try kc.add(.genericPassword, attributes: ["acct": .string("up"), "svce": .string("s")], data: [42], requiresUserPresence: true)
+        let q = AgentSandbox.query("up")
+        #expect(throws: KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")) {
+            _ = try kc.find(q)
+        }
+        let prompts = AgentSandbox.LogLines()
+        kc.authenticationHandler = { prompt in prompts.append(prompt ?? ""); return nil }
+        #expect { _ = try kc.find(q, prompt: "why") } throws: { ($0 as? KeychainError)?.status == .userCanceled }
+        #expect(prompts.all == ["why"])
+        kc.authenticationHandler = { _ in TestEnv.wrongPasscode }
+        #expect { _ = try kc.find(q) } throws: { ($0 as? KeychainError)?.status == .authFailed }
+        kc.authenticationHandler = { _ in TestEnv.passcode }
+        #expect(try kc.find(q).first?.data == [42])
+        // Attributes only: no question asked.
+        kc.authenticationHandler = nil
+        #expect(try kc.find(q, includeData: false).count == 1)
+    }
+
+    @Test func agentAndDirectWriters_loseNothing() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let remote = try box.remote()
+        try remote.unlock(passcode: TestEnv.passcode)
+        let direct = try box.direct()
+        let n = 30
+        DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            for i in 0..<n {
+                let kc = worker == 2 ? direct : remote
+                try? kc.add(.genericPassword, attributes: ["acct": .string("w\(worker)-\(i)"), "svce": .string("s")], data: [UInt8(i)],
+                            protection: .always)
+            }
+        }
+        #expect(try remote.find(Query(.genericPassword), limit: nil).count == 3 * n)
+        #expect(try direct.find(Query(.genericPassword), limit: nil).count == 3 * n)
+        #expect(try box.direct().verify().ok)
+    }
+
+    @Test func status_listsKeychainsAndWhatIsUnlocked() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let client = try #require(try AgentClient.connect(socketPath: box.socketPath))
+        #expect(try client.status().keychains.isEmpty)
+        let kc = try box.remote()
+        var s = try client.status()
+        #expect(s.keychains.map(\.keychain) == [box.keychainPath])
+        #expect(s.keychains[0].unlocked == ["dk", "dku"])
+        #expect(s.keychains[0].unlockedOnce == false)
+        try kc.unlock(passcode: TestEnv.passcode)
+        s = try client.status()
+        #expect(Set(s.keychains[0].unlocked) == Set(ProtectionClass.allCases.map(\.code)))
+        try client.lockAll()
+        s = try client.status()
+        #expect(s.keychains[0].unlocked == ["ck", "dk", "cku", "dku"])
+        #expect(s.keychains[0].unlockedOnce)
+        #expect(s.pid == getpid())
+        try client.stop()
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(box.server?.isStopping == true)
+        #expect(!FileManager.default.fileExists(atPath: box.socketPath))
+    }
+
+    @Test func keychainWithoutPasscode_isAvailableAtOnce() throws {
+        let box = try AgentSandbox(passcode: nil)
+        try box.startAgent()
+        let kc = try box.remote()
+        #expect(!kc.hasPasscode)
+        try kc.add(.genericPassword, attributes: ["acct": .string("x")], data: [1])
+        kc.lock()
+        #expect(try kc.find(Query(.genericPassword, ["acct": .string("x")])).first?.data == [1])
+    }
+}
