@@ -63,32 +63,10 @@ struct AddCommand: ParsableCommand {
     /// All bytes of `file`, or of stdin when nil.
     /// - Throws: errSecIO for an unreadable file; a usage error when stdin is closed.
     static func readSecretData(file: String?, command: String) throws -> [UInt8] {
-        if let file { return try readFile(file, what: "data file") }
+        if let file { return try InputFile.contents(file, what: "data file") }
         try Terminal.requireStdin("\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH", command: command)
         // On a terminal, ask for one line without echo instead of echoing the secret.
         if Terminal.stdinIsTerminal, let line = try Terminal.readSecret(prompt: "Secret (not echoed): ") { return line }
         return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
-    }
-
-    /// All bytes of `path`. - Throws: errSecIO naming the file, the reason and what to check.
-    static func readFile(_ path: String, what: String) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let reason = String(cString: strerror(errno))
-            throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check the path and its permissions")
-        }
-        defer { close(fd) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 {
-                let reason = String(cString: strerror(errno))
-                throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check that it is a readable file")
-            }
-            if n == 0 { return out }
-            out.append(contentsOf: buffer[0..<n])
-        }
     }
 }

@@ -94,7 +94,7 @@ struct ImportCommand: ParsableCommand {
             try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
             return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
         }
-        return try AddCommand.readFile(file, what: "import file")
+        return try InputFile.contents(file, what: "import file")
     }
 
     static func bad(_ line: Int, _ what: String) -> KeychainError {

@@ -45,9 +45,9 @@ func parsedAttributes(_ groups: [AttributeGroup], prefix: String = "", in c: Ite
 /// ITEM and QUERY options (shared/CLI.md): the class, the protection class and every attribute
 /// of each class (ItemSchema), grouped by class in help.
 ///
-/// Commands declare the six groups themselves (see `ItemOptionGroups`) instead of one nested
-/// `@OptionGroup`: swift-argument-parser's debug-build checks walk every nesting level again,
-/// which made each run of a debug binary twice as slow.
+/// Commands declare the six groups themselves (as AddCommand does) instead of one nested
+/// `@OptionGroup` of this type: swift-argument-parser's debug-build checks walk every nesting
+/// level again, which made each run of a debug binary twice as slow.
 struct ItemOptions {
     var common: CommonAttributes
     var password: PasswordAttributes
