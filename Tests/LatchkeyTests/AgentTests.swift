@@ -526,6 +526,22 @@ struct RawAgentConnection {
         #expect(!FileManager.default.fileExists(atPath: box.socketPath))
     }
 
+    @Test func keychainReplacedOnDisk_isOpenedAgain() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let kc = try box.remote()
+        try kc.unlock(passcode: TestEnv.passcode)
+        try kc.add(.genericPassword, attributes: ["acct": .string("old")], data: [1], protection: .always)
+        try FileManager.default.removeItem(atPath: box.keychainPath)
+        let fresh = try Keychain.create(path: box.keychainPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        fresh.caller = AgentSandbox.caller
+        try fresh.add(.genericPassword, attributes: ["acct": .string("new")], data: [2], protection: .always)
+        let found = try kc.find(Query(.genericPassword, protection: .always), limit: nil)
+        #expect(found.map { $0.attributes["acct"] } == [.string("new")])
+        #expect(!kc.isAvailable(.whenUnlocked), "the new keychain is held locked")
+        #expect(box.logLines.all.contains { $0.contains("was replaced by another keychain") })
+    }
+
     @Test func keychainWithoutPasscode_isAvailableAtOnce() throws {
         let box = try AgentSandbox(passcode: nil)
         try box.startAgent()

@@ -381,8 +381,33 @@ public final class AgentServer: @unchecked Sendable {
         return h
     }
 
-    /// Runs a keychain request on its keychain, with the request's caller.
+    /// Runs a keychain request on its keychain, with the request's caller. When the file was
+    /// replaced by a different keychain (deleted and created again), the new one is opened
+    /// (locked) in place of the old and the request runs once more.
     private func perform(_ request: AgentRequest) throws -> AgentResponse {
+        do {
+            return try performOnce(request)
+        } catch let e as KeychainError where e.status == .decode {
+            guard try replaceIfDifferentFile(request) else { throw e }
+            return try performOnce(request)
+        }
+    }
+
+    /// - Returns: whether the file now holds another keychain (then it is held instead).
+    private func replaceIfDifferentFile(_ request: AgentRequest) throws -> Bool {
+        let h = try holder(request)
+        guard let fresh = try? Keychain.open(path: h.path, devicePath: h.device),
+              fresh.store.fileUUID != h.keychain.store.fileUUID else { return false }
+        mutex.lock()
+        let key = h.path + "\u{0}" + h.device
+        if held[key] === h { held[key] = Held(path: h.path, device: h.device, keychain: fresh) }
+        mutex.unlock()
+        lockHeld(h)
+        log("\(h.path) was replaced by another keychain; holding the new one (locked)")
+        return true
+    }
+
+    private func performOnce(_ request: AgentRequest) throws -> AgentResponse {
         let h = try holder(request)
         h.mutex.lock()
         defer { h.mutex.unlock() }
