@@ -24,9 +24,9 @@ struct AddCommand: ParsableCommand {
 
             Example:
               printf 's3cret' | latchkey add --account alice --service mail --label 'Mail'
-              latchkey add --class inet --server example.com --protocol htps --account bob --data-file pw.txt
+              latchkey add --class inet --server example.com --account bob --data-file pw
               latchkey add --class cert --data-file server.der
-              head -c 32 /dev/urandom | latchkey add --class keys --key-class symmetric --application-tag com.example.aes
+              head -c 32 /dev/urandom | latchkey add --class keys --key-class symmetric
             """
     )
 

@@ -21,7 +21,7 @@ struct FindCommand: ParsableCommand {
             Example:
               latchkey find --account alice --service mail > secret.txt
               latchkey find --service mail --limit all --return attributes
-              latchkey find --class inet --server EXAMPLE.com --case-insensitive --return all
+              latchkey find --class inet --server EXAMPLE.com --case-insensitive
             """
     )
 

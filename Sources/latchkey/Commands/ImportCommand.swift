@@ -22,9 +22,10 @@ struct ImportCommand: ParsableCommand {
             bar on stderr when it is a terminal.
 
             Example:
-              printf '%s\\n' '{"class":"genp","acct":"alice","svce":"mail","v_Data":"aHVudGVyMg=="}' > items.jsonl
+              echo '{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg=="}' > items.jsonl
               latchkey import items.jsonl
-              latchkey find --limit all --return all | jq -c '.[]' | latchkey import --keychain new.keychain -
+              latchkey find --limit all --return all | jq -c '.[]' \\
+                | latchkey import --keychain copy.keychain -
             """
     )
 
