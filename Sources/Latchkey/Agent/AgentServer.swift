@@ -65,6 +65,8 @@ public final class AgentServer: @unchecked Sendable {
     private var listenFD: Int32 = -1
     private var socketInode: ino_t = 0
     private var held: [String: Held] = [:]
+    /// `held` by the paths as requests spelled them (before realpath).
+    private var aliases: [String: Held] = [:]
     private var connections: Set<Int32> = []
     private var stopping = false
     private let stopped = DispatchSemaphore(value: 0)
@@ -156,6 +158,7 @@ public final class AgentServer: @unchecked Sendable {
         let conns = connections
         let keychains = Array(held.values)
         held = [:]
+        aliases = [:]
         mutex.unlock()
         if fd >= 0 {
             shutdown(fd, Int32(SHUT_RDWR))
@@ -363,11 +366,21 @@ public final class AgentServer: @unchecked Sendable {
         guard let k = request.keychain, let d = request.device, k.hasPrefix("/"), d.hasPrefix("/") else {
             throw KeychainError(.param, "the agent request '\(request.op)' needs absolute keychain and device paths")
         }
+        // Clients send resolved paths: look them up as given first (no syscall), and resolve
+        // them (realpath) only for a keychain not held under that spelling yet.
+        let given = k + "\u{0}" + d
+        mutex.lock()
+        if stopping { mutex.unlock(); throw KeychainError(.notAvailable, "the agent is stopping") }
+        if let h = aliases[given] { mutex.unlock(); return h }
+        mutex.unlock()
         let path = AgentSocket.absolute(k), device = AgentSocket.absolute(d)
         let key = path + "\u{0}" + device
         mutex.lock(); defer { mutex.unlock() }
         if stopping { throw KeychainError(.notAvailable, "the agent is stopping") }
-        if let h = held[key] { return h }
+        if let h = held[key] {
+            if aliases.count < 4 * configuration.maxKeychains { aliases[given] = h }
+            return h
+        }
         guard held.count < configuration.maxKeychains else {
             throw KeychainError(.notAvailable, "the agent holds \(configuration.maxKeychains) keychains already; stop it to start afresh")
         }
@@ -377,6 +390,7 @@ public final class AgentServer: @unchecked Sendable {
         if kc.recoveredTailBytes > 0 { log("\(path): removed \(kc.recoveredTailBytes) bytes of an incomplete write") }
         let h = Held(path: path, device: device, keychain: kc)
         held[key] = h
+        aliases[given] = h
         log("opened \(path)")
         return h
     }
@@ -400,7 +414,10 @@ public final class AgentServer: @unchecked Sendable {
               fresh.store.fileUUID != h.keychain.store.fileUUID else { return false }
         mutex.lock()
         let key = h.path + "\u{0}" + h.device
-        if held[key] === h { held[key] = Held(path: h.path, device: h.device, keychain: fresh) }
+        if held[key] === h {
+            held[key] = Held(path: h.path, device: h.device, keychain: fresh)
+            aliases = aliases.filter { $0.value !== h }
+        }
         mutex.unlock()
         lockHeld(h)
         log("\(h.path) was replaced by another keychain; holding the new one (locked)")
@@ -499,7 +516,9 @@ public final class AgentServer: @unchecked Sendable {
         default:
             throw KeychainError(.param, "unknown agent request '\(request.op)'")
         }
-        r.state = state(h)
+        // The lock state travels with the requests that may change it (and `open`), not with
+        // every item operation.
+        if ["open", "unlock", "lock", "changePasscode"].contains(request.op) { r.state = state(h) }
         return r
     }
 

@@ -301,15 +301,14 @@ struct AgentResponse: Codable, Sendable {
     }
 }
 
-/// JSON coders for the protocol. Dates never appear as Date (they are WireValue bit patterns).
+/// JSON coders for the protocol (AgentJSON.swift). Dates never appear as Date (they are
+/// WireValue bit patterns).
 enum AgentCoding {
     static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let e = JSONEncoder()
-        e.outputFormatting = [.withoutEscapingSlashes]
-        return [UInt8](try e.encode(value))
+        try AgentJSONEncoder().encode(value)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
-        try JSONDecoder().decode(type, from: Data(bytes))
+        try AgentJSONDecoder().decode(type, from: bytes)
     }
 }
