@@ -45,6 +45,46 @@ import LatchkeyFormat
         #expect(throws: (any Error).self) { _ = try JSONParser.parse(Array(text.utf8)) }
     }
 
+    /// The hand-written request and answer coders write what the Codable conformances describe.
+    @Test func messages_matchTheirCodableForm() throws {
+        var req = AgentRequest(op: "find")
+        req.keychain = "/k"; req.device = "/d"
+        req.caller = WireCaller(CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["g1", "g\"2"]))
+        req.query = WireQuery(Query(.internetPassword, ["srvr": .string("é"), "port": .integer(443), "cdat": .date(1.5)],
+                                    protection: .afterFirstUnlock, caseInsensitive: true, synchronizable: .any, persistentRef: [1, 2]))
+        req.identityQuery = WireIdentityQuery(IdentityQuery(["labl": .data([0])]))
+        req.items = [WireNewItem(NewItem(.key, attributes: ["atag": .data([7])], data: [1, 2, 3], protection: .always, requiresUserPresence: true))]
+        req.attributes = ["labl": WireValue(.string("x"))]
+        req.data = Data([0, 255]); req.protection = "ak"; req.limit = 3; req.includeData = false; req.prompt = "why"
+        req.passcode = Data("p".utf8); req.newPasscode = Data("n".utf8); req.kdfLogN = 10
+        req.certificate = Data([3]); req.privateKey = Data([4]); req.requiresUserPresence = true; req.all = true
+        req.interactive = true; req.authenticationPasscode = Data("a".utf8)
+        var resp = AgentResponse(ok: false)
+        resp.status = -25308; resp.message = "m"; resp.underlying = "u"; resp.needsAuthentication = true; resp.prompt = "p"
+        let item = Item(itemClass: .genericPassword, attributes: ["acct": .string("a"), "mdat": .date(785_000_000.25)], data: [9],
+                        protection: .whenUnlocked, persistentRef: Array(repeating: 1, count: 20), requiresUserPresence: true)
+        resp.items = [WireItem(item)]
+        resp.identities = [WireIdentity(Identity(certificate: item, privateKey: item))]
+        resp.identity = resp.identities?.first
+        resp.count = 2; resp.before = 10; resp.after = 5
+        resp.state = AgentKeychainState(keychain: "/k", device: "/d", hasPasscode: true, unlocked: ["ck"], unlockedOnce: true, idleSeconds: 0.5)
+        resp.verify = VerifyReport()
+
+        func same(_ a: [UInt8], _ b: Data) throws -> Bool {
+            let x = try JSONSerialization.jsonObject(with: Data(a)) as! NSDictionary
+            let y = try JSONSerialization.jsonObject(with: b) as! NSDictionary
+            return x.isEqual(y)
+        }
+        let foundation = JSONEncoder()
+        #expect(try same(AgentCoding.encode(req), foundation.encode(req)))
+        #expect(try same(AgentCoding.encode(resp), foundation.encode(resp)))
+        // Each side reads what the other writes.
+        #expect(try same(AgentCoding.encode(AgentRequest(json: [UInt8](foundation.encode(req)))), foundation.encode(req)))
+        #expect(try same(AgentCoding.encode(AgentResponse(json: [UInt8](foundation.encode(resp)))), foundation.encode(resp)))
+        let back = try JSONDecoder().decode(AgentResponse.self, from: Data(AgentCoding.encode(resp)))
+        #expect(try back.items?.first?.item() == item)
+    }
+
     @Test func escapes_andUnicode_areRead() throws {
         let v = try JSONParser.parse(Array(#"{"k":"\u00e9\ud83d\ude00\n\/"}"#.utf8))
         guard case .object(let m) = v, case .string(let s)? = m["k"] else { Issue.record("not an object"); return }
