@@ -1,4 +1,4 @@
-// `latchkey-bench --agent [--items N] [--runs R]`: the agent benchmark of issue 7.
+// `latchkey-bench --agent [--items N] [--runs R] [--cli PATH]`: the agent benchmark of issue 7.
 //
 // With `latchkey agent` running and unlocked on an N-item keychain (default 10,000):
 //  - a CLI `find` by unique key, end to end (spawn, connect, find, print, exit): goal ≤ 15 ms;
@@ -16,13 +16,15 @@ import Glibc
 
 func runAgentBench(arguments: [String]) throws {
     var items = 10_000, runs = 41
+    var cliOption: String?
     var it = arguments.dropFirst().makeIterator()
     while let a = it.next() {
         if a == "--items", let v = it.next(), let n = Int(v) { items = n }
         if a == "--runs", let v = it.next(), let n = Int(v) { runs = n }
+        if a == "--cli", let v = it.next() { cliOption = v }
     }
     let binDir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
-    let cli = binDir + "/latchkey"
+    let cli = cliOption ?? binDir + "/latchkey"
     guard FileManager.default.isExecutableFile(atPath: cli) else {
         print("latchkey-bench --agent needs the latchkey binary beside it (\(cli)); build it with the same configuration")
         exit(2)
