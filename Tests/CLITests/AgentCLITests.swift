@@ -101,6 +101,11 @@ import Glibc
         #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 0)
         Thread.sleep(forTimeInterval: 2.5)
         #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 4)
+        // SIGTERM stops it cleanly: exit 0, socket removed.
+        agent.terminate()
+        agent.waitUntilExit()
+        #expect(agent.terminationStatus == 0)
+        #expect(!FileManager.default.fileExists(atPath: sb.environment["LATCHKEY_AGENT_SOCK"]!))
     }
 
     @Test func daemon_detaches_answers_andStops() throws {

@@ -25,6 +25,11 @@ public final class AgentClient: @unchecked Sendable {
 
     deinit { if fd >= 0 { close(fd) } }
 
+    /// The socket that `connect()` without a path uses inside `$socketOverride.withValue(…)`,
+    /// instead of the environment's: lets one task (a test) use its own agent while others in
+    /// the process keep theirs.
+    @TaskLocal public static var socketOverride: String?
+
     private static let cacheLock = NSLock()
     nonisolated(unsafe) private static var cache: [String: AgentClient] = [:]
 
@@ -34,8 +39,9 @@ public final class AgentClient: @unchecked Sendable {
     ///   process behind it, checked with SO_PEERCRED), or cannot be reached for another reason.
     /// With no `socketPath` and LATCHKEY_AGENT_SOCK=none: nil.
     public static func connect(socketPath: String? = nil) throws -> AgentClient? {
-        if socketPath == nil && AgentSocket.isDisabled() { return nil }
-        let path = socketPath.map(AgentSocket.absolute) ?? AgentSocket.defaultPath()
+        let given = socketPath ?? socketOverride
+        if given == nil && AgentSocket.isDisabled() { return nil }
+        let path = given.map(AgentSocket.absolute) ?? AgentSocket.defaultPath()
         cacheLock.lock(); defer { cacheLock.unlock() }
         if let c = cache[path], c.isAlive() { return c }
         guard let fd = try openConnection(path) else {
