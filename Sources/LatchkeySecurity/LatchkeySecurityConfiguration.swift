@@ -31,6 +31,12 @@ import Foundation
 /// errSecNotAvailable (−25291), Apple's status for "no keychain available", and `lastError`
 /// says how to create one (`latchkey init`).
 ///
+/// **The agent.** When `latchkey agent` answers (LATCHKEY_AGENT_SOCK, or the per-user runtime
+/// directory; spec/AGENT.md), the keychain is the agent's: its lock state is shared with every
+/// process of the user, `lock()` locks it for all of them, `close()` forgets only this process's
+/// handle, and a passcode given here unlocks the agent. When the agent stops, the next call fails
+/// with errSecNotAvailable and the one after opens the file again, as after a reboot.
+///
 /// **Scoping.** `use(_:)` makes a configuration the current one for the SecItem calls made
 /// inside its closure (a task-local binding), so independent configurations — for example one
 /// per test — can run side by side. Outside any `use`, `shared` is current.

@@ -95,11 +95,11 @@ import Glibc
     @Test func idleTimeout_locksTheKeychain() throws {
         let sb = try AgentCLITests.sandbox()
         try sb.add(account: "ak", data: Array("A".utf8), ["--accessible", "ak"])
-        let agent = try AgentCLITests.startAgent(sb, ["--idle-timeout", "1"])
+        let agent = try AgentCLITests.startAgent(sb, ["--idle-timeout", "2"])
         defer { AgentCLITests.stop(agent) }
         #expect(try sb.run(["unlock"]).status == 0)
         #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 0)
-        Thread.sleep(forTimeInterval: 2.5)
+        Thread.sleep(forTimeInterval: 4.5)
         #expect(try sb.run(["find", "--account", "ak", "--service", "mail"], env: AgentCLITests.noPasscode).status == 4)
         // SIGTERM stops it cleanly: exit 0, socket removed.
         agent.terminate()
