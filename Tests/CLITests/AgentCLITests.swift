@@ -141,6 +141,13 @@ import Glibc
         #expect(r.stderr.contains("latchkey agent --daemon"))
         #expect(try sb.run(["lock"]).status == 4)
         #expect(try sb.run(["agent", "--stop"]).status == 1)
+        // With an agent: a keychain that is not there is an error, not a silent success.
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        r = try sb.run(["lock", "--keychain", "missing.keychain"])
+        #expect(r.status == 7, "\(r.stderr)")
+        #expect(r.stderr.contains("no keychain at"), "\(r.stderr)")
+        #expect(try sb.run(["lock", "--all"]).status == 0)
     }
 
     @Test func results_areTheSame_withAndWithoutTheAgent() throws {

@@ -153,6 +153,15 @@ public final class AgentClient: @unchecked Sendable {
         _ = try checked(AgentRequest(op: "stop"))
     }
 
+    /// Locks one keychain in the agent (ak, aku, akpu keys dropped; ck, cku kept), opening it
+    /// there first if the agent did not hold it. - Throws: the errors of `Keychain.open`.
+    public func lock(keychainPath: String, devicePath: String) throws {
+        var r = AgentRequest(op: "lock")
+        r.keychain = AgentSocket.absolute(keychainPath)
+        r.device = AgentSocket.absolute(devicePath)
+        _ = try checked(r)
+    }
+
     /// Locks every keychain the agent holds (ak, aku, akpu keys dropped; ck, cku kept).
     public func lockAll() throws {
         var r = AgentRequest(op: "lock")

@@ -30,7 +30,7 @@ struct LockCommand: ParsableCommand {
             Output.progress("locked every keychain in the agent")
             return
         }
-        try agent.keychain(path: global.keychainPath, devicePath: global.devicePath).lock()
+        try agent.lock(keychainPath: global.keychainPath, devicePath: global.devicePath)
         Output.progress("locked \(global.keychainPath) in the agent")
     }
 }
