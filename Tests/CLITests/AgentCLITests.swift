@@ -122,6 +122,12 @@ import Glibc
         #expect(status.status == 0)
         pid = ((try? status.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) ?? 0
         #expect(pid > 0)
+        // The detached agent keeps no passcode from the command that started it.
+        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))).map { String(decoding: $0, as: UTF8.self) }
+        if let environ {   // readable by root only: the agent is not dumpable
+            #expect(environ.contains("LATCHKEY_KEYCHAIN="))
+            #expect(!environ.contains("LATCHKEY_PASSCODE="))
+        }
         // A second agent on the same socket is refused with a clear error.
         let second = try sb.run(["agent", "--daemon"])
         #expect(second.status != 0)

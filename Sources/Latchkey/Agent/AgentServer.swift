@@ -355,7 +355,8 @@ public final class AgentServer: @unchecked Sendable {
     /// Call with `h.mutex` held.
     private func state(_ h: Held) -> AgentKeychainState {
         let kc = h.keychain
-        let idle = Double(DispatchTime.now().uptimeNanoseconds - h.lastUse.uptimeNanoseconds) / 1e9
+        let now = DispatchTime.now().uptimeNanoseconds, last = h.lastUse.uptimeNanoseconds
+        let idle = now > last ? Double(now - last) / 1e9 : 0
         return AgentKeychainState(keychain: h.path, device: h.device, hasPasscode: kc.hasPasscode,
                                   unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
                                   unlockedOnce: kc.store.unlockedOnce || !kc.hasPasscode, idleSeconds: idle)
@@ -532,10 +533,11 @@ public final class AgentServer: @unchecked Sendable {
             _ = idleWake.wait(until: Date(timeIntervalSinceNow: tick))
             idleWake.unlock()
             if isStopping { return }
-            let now = DispatchTime.now().uptimeNanoseconds
             for h in heldKeychains() {
                 h.mutex.lock()
-                let idle = Double(now &- h.lastUse.uptimeNanoseconds) / 1e9
+                // Read the clock under the keychain's lock: a request may have just used it.
+                let now = DispatchTime.now().uptimeNanoseconds, last = h.lastUse.uptimeNanoseconds
+                let idle = now > last ? Double(now - last) / 1e9 : 0
                 let kc = h.keychain
                 if idle >= timeout, kc.hasPasscode,
                    [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly].contains(where: kc.isAvailable) {

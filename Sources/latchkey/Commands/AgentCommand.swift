@@ -127,8 +127,13 @@ struct AgentCommand: ParsableCommand {
         posix_spawn_file_actions_adddup2(&fa, writeEnd, 3)
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
+        // The agent lives long: it does not need, and must not keep, secrets given to this command.
+        let secrets: Set<String> = ["LATCHKEY_PASSCODE", "LATCHKEY_NEW_PASSCODE", "LATCHKEY_BACKUP_PASSWORD"]
+        var envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment
+            .filter { !secrets.contains($0.key) }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for p in envp { free(p) } }
         var pid: pid_t = 0
-        let r = posix_spawn(&pid, exe, &fa, nil, &argv, environ)
+        let r = posix_spawn(&pid, exe, &fa, nil, &argv, &envp)
         close(writeEnd)
         guard r == 0 else { throw KeychainError(.io, "cannot start the agent (\(exe))", underlying: String(cString: strerror(r))) }
 
