@@ -12,7 +12,11 @@ public final class AgentClient: @unchecked Sendable {
     private let mutex = NSLock()
     private var fd: Int32
     /// Set when the agent was found gone (stopped) while sending a request.
-    private(set) var stopped = false
+    var stopped: Bool {
+        mutex.lock(); defer { mutex.unlock() }
+        return stoppedFlag
+    }
+    private var stoppedFlag = false
 
     /// How long a client waits for an answer (the agent may be waiting for another process's
     /// write lock, or running the passcode KDF).
@@ -98,7 +102,7 @@ public final class AgentClient: @unchecked Sendable {
         }
         if fd < 0 {
             guard let newFD = try AgentClient.openConnection(socketPath) else {
-                stopped = true
+                stoppedFlag = true
                 throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
             }
             fd = newFD
@@ -185,9 +189,14 @@ final class AgentSession: @unchecked Sendable {
     let client: AgentClient
     let path: String
     let device: String
-    var hasPasscode = false
     private let mutex = NSLock()
     private var local: KeychainStore?
+    private var passcodeKnown = false
+    /// Whether the keychain has a passcode, as the agent last said.
+    var hasPasscode: Bool {
+        get { mutex.lock(); defer { mutex.unlock() }; return passcodeKnown }
+        set { mutex.lock(); passcodeKnown = newValue; mutex.unlock() }
+    }
 
     init(client: AgentClient, path: String, device: String) {
         self.client = client
