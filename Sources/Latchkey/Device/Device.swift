@@ -78,11 +78,13 @@ public final class Device: @unchecked Sendable {
     /// Records the newest committed sequence number of a keychain (no fsync: spec §9.3 explains
     /// why that is safe). Only `newestSequence` is taken from `state`: the passcode attempt
     /// counter is owned by `withLockedState` and is kept as it is on disk, so a commit in one
-    /// process never undoes a failed attempt counted by another.
-    func saveState(_ state: DeviceState) throws {
+    /// process never undoes a failed attempt counted by another. The number never goes down
+    /// (a process that read the file before another's commit must not undo that commit's
+    /// update) unless `allowLower` says so: adopting a rolled-back file (`--accept-rollback`).
+    func saveState(_ state: DeviceState, allowLower: Bool = false) throws {
         try withLockedState(fileUUID: state.fileUUID) { current in
             var merged = current ?? state
-            merged.newestSequence = state.newestSequence
+            merged.newestSequence = allowLower ? state.newestSequence : max(state.newestSequence, current?.newestSequence ?? 0)
             current = merged
         }
     }

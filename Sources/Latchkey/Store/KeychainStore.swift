@@ -206,13 +206,21 @@ package final class KeychainStore: @unchecked Sendable {
     private func checkRollback(accept: Bool) throws {
         let state = try device.state(fileUUID: header.fileUUID)
         if let s = state, log.lastSequence < s.newestSequence, !accept {
+            // The state is written only after the commit it records is durable (spec §9.3), so
+            // a commit or a compaction by another process between our scan and our read of the
+            // state looks like a file older than the state. Look at the file again (reopening
+            // it if a compaction replaced it): a file still older than the state we read was
+            // put back. (Found by ConcurrencyTests: a reader reported a false rollback.)
+            try refresh()
+        }
+        if let s = state, log.lastSequence < s.newestSequence, !accept {
             throw KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(s.newestSequence), the file ends at change \(log.lastSequence) (an older copy was put back?); to adopt this file anyway run 'latchkey verify --accept-rollback'")
         }
         if state == nil || state!.newestSequence != log.lastSequence {
             var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
             if accept || log.lastSequence > s.newestSequence {
                 s.newestSequence = log.lastSequence
-                try? device.saveState(s)
+                try? device.saveState(s, allowLower: accept)
             }
         }
     }

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+@testable import Latchkey
+
+/// A commit or a compaction by another process that lands while a keychain is being opened,
+/// between the scan of the file and the read of the device state, must not be taken for a
+/// rollback (ConcurrencyTests found `find` failing with "has been rolled back" under load).
+@Suite struct RollbackRaceTests {
+    /// Forwards to a MemoryFileSystem and runs `hook` once, just before the device state is
+    /// first opened for reading (that is, after the opening store has scanned the file).
+    final class HookedFileSystem: FileSystem, @unchecked Sendable {
+        let disk: MemoryFileSystem
+        var hook: (() throws -> Void)?
+        var hookError: Error?
+        init(_ disk: MemoryFileSystem) { self.disk = disk }
+
+        func openReadOnly(_ path: String) throws -> Int32 {
+            if path.contains(".state/"), let h = hook {
+                hook = nil
+                do { try h() } catch { hookError = error }
+            }
+            return try disk.openReadOnly(path)
+        }
+        func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
+            try disk.open(path, create: create, exclusive: exclusive, mode: mode)
+        }
+        func close(_ fd: Int32) { disk.close(fd) }
+        func size(_ fd: Int32) throws -> UInt64 { try disk.size(fd) }
+        func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
+        func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
+        func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try disk.read(fd, offset: offset, count: count) }
+        func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws { try disk.write(fd, offset: offset, bytes) }
+        func sync(_ fd: Int32) throws { try disk.sync(fd) }
+        func truncate(_ fd: Int32, to size: UInt64) throws { try disk.truncate(fd, to: size) }
+        func rename(_ from: String, _ to: String) throws { try disk.rename(from, to) }
+        func syncDirectory(_ path: String) throws { try disk.syncDirectory(path) }
+        func lock(_ fd: Int32) throws { try disk.lock(fd) }
+        func unlock(_ fd: Int32) { disk.unlock(fd) }
+        func remove(_ path: String) throws { try disk.remove(path) }
+        func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
+        func makeDirectory(_ path: String, mode: UInt32) throws { try disk.makeDirectory(path, mode: mode) }
+        func list(_ directory: String) -> [String] { disk.list(directory) }
+    }
+
+    func prepared() throws -> (MemoryFileSystem, Keychain) {
+        let disk = try makeDisk()
+        let writer = try createKeychain(on: disk, passcode: nil)
+        for i in 0..<3 {
+            try writer.add(.genericPassword, attributes: attrs(["acct": "a\(i)", "svce": "s"]), data: bytes("x"), protection: .always)
+        }
+        return (disk, writer)
+    }
+
+    @Test func aCommitBetweenScanAndStateRead_isNotARollback() throws {
+        let (disk, writer) = try prepared()
+        let hooked = HookedFileSystem(disk)
+        hooked.hook = {
+            try writer.add(.genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"), protection: .always)
+        }
+        let reader = try openKeychain(on: hooked)
+        #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
+        #expect(hooked.hook == nil, "the hook never ran")
+        #expect(try reader.find(Query(.genericPassword, ["acct": .string("late")])).count == 1)
+    }
+
+    @Test func aCompactionBetweenScanAndStateRead_isNotARollback() throws {
+        let (disk, writer) = try prepared()
+        try writer.delete(Query(.genericPassword, ["acct": .string("a0")]))
+        let hooked = HookedFileSystem(disk)
+        hooked.hook = { try writer.compact() }
+        let reader = try openKeychain(on: hooked)
+        #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
+        #expect(try reader.find(Query(.genericPassword), limit: nil).count == 2)
+        #expect(reader.verify().ok)
+    }
+
+    @Test func aFileReallyPutBack_isStillARollback() throws {
+        let (disk, writer) = try prepared()
+        let old = disk.keychainBytes
+        try writer.add(.genericPassword, attributes: attrs(["acct": "new", "svce": "s"]), data: bytes("y"), protection: .always)
+        disk.setContents(TestEnv.keychainPath, old)
+        let e = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
+        #expect(e?.message.contains("rolled back") == true)
+    }
+
+    @Test func theRememberedSequenceNeverGoesDown_exceptWhenAdoptingARollback() throws {
+        let (disk, writer) = try prepared()
+        let device = writer.store.device
+        let uuid = writer.store.fileUUID
+        let newest = try #require(try device.state(fileUUID: uuid)).newestSequence
+        // A process that read the file before the last commit saves what it saw.
+        try device.saveState(DeviceState(fileUUID: uuid, newestSequence: newest - 1))
+        #expect(try device.state(fileUUID: uuid)?.newestSequence == newest)
+        try device.saveState(DeviceState(fileUUID: uuid, newestSequence: newest - 1), allowLower: true)
+        #expect(try device.state(fileUUID: uuid)?.newestSequence == newest - 1)
+        _ = disk
+    }
+}
