@@ -45,7 +45,10 @@ public struct DeviceSecret: Sendable {
         var secret = try r.bytes(32, "device secret")
         defer { Crypto.cleanse(&secret) }
         let sum = try r.bytes(32, "device secret checksum")
-        guard Crypto.constantTimeEqual(Crypto.sha256(Array(bytes[0..<64])), sum) else {
+        // The checksummed bytes include the secret: cleanse that copy too.
+        var covered = Array(bytes[0..<64])
+        defer { Crypto.cleanse(&covered) }
+        guard Crypto.constantTimeEqual(Crypto.sha256(covered), sum) else {
             throw FormatError.checksumMismatch(what: "device secret file")
         }
         return DeviceSecret(uuid: uuid, secret: SecretKey(copying: secret))

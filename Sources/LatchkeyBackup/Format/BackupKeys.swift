@@ -48,7 +48,12 @@ package struct BackupKeys: Sendable {
             return try Crypto.hkdfSHA256(ikm: p, salt: [], info: BackupConstants.infoPasswordWrap)
         case .passwordAndDevice:
             guard let p = passwordKey, let d = deviceKey else { return nil }
-            var ikm = p.copyBytes() + d.copyBytes()
+            // Built in place: `p.copyBytes() + d.copyBytes()` would leave both halves in
+            // freed temporaries that nobody cleanses.
+            var ikm = [UInt8]()
+            ikm.reserveCapacity(p.count + d.count)
+            p.withUnsafeBytes { ikm.append(contentsOf: $0) }
+            d.withUnsafeBytes { ikm.append(contentsOf: $0) }
             defer { Crypto.cleanse(&ikm) }
             var out = try Crypto.hkdfSHA256(ikm: ikm, salt: [], info: BackupConstants.infoBothWrap, count: 32)
             return SecretKey(consuming: &out)
