@@ -68,6 +68,11 @@ final class CLISandbox {
             "LATCHKEY_DEVICE": directory.appendingPathComponent("device.secret").path,
             "LATCHKEY_PASSCODE": CLISandbox.passcode,
         ]
+        // Under `make test-asan` / `make test-tsan` the binary is instrumented too: it gets the
+        // same sanitizer options (suppression files) as the test process.
+        for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
+        }
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
