@@ -72,3 +72,42 @@ bench: deps
 
 clean:
 	rm -rf .build .build-*
+
+# ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (README "Fuzzing", "Hardening tests") ----
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= keychain keybag secitem backup
+KILLS        ?= 400
+CONCURRENCY_OPS ?= 400
+
+.PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan
+
+## fuzz: the libFuzzer targets of Fuzz/ (keychain file, keybag, SecItem dictionaries, backup
+## archives), each for FUZZ_SECONDS (default 60); corpora seeded from fixtures/ in .build-fuzz
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) ./scripts/fuzz.sh $(FUZZ_TARGETS)
+
+## fuzz-ci: every fuzz target for 30 s
+fuzz-ci: deps
+	FUZZ_SECONDS=30 SWIFT=$(SWIFT) ./scripts/fuzz.sh $(FUZZ_TARGETS)
+
+## kill-test: SIGKILL CLI writers (add, update, delete, passwd, compact, restore --merge) at random moments,
+## KILLS kills in all (default 400); the suite runs a short version of the same test
+kill-test: deps
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	LATCHKEY_KILLS=$(KILLS) $(SWIFT) test --skip-build --scratch-path .build-hard --filter KillTests
+
+## concurrency-test: CLI processes racing on one keychain, CONCURRENCY_OPS operations (default 400)
+concurrency-test: deps
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	LATCHKEY_CONCURRENCY_OPS=$(CONCURRENCY_OPS) $(SWIFT) test --skip-build --scratch-path .build-hard --filter ConcurrencyTests
+
+## test-asan / test-tsan: the whole suite under the address / thread sanitizer
+## (LeakSanitizer suppressions, each with its reason: .ci/lsan.supp; TSan needs none)
+test-asan: deps
+	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
+	LSAN_OPTIONS="suppressions=$(CURDIR)/.ci/lsan.supp:print_suppressions=0" \
+	  $(SWIFT) test --skip-build --scratch-path .build-asan --sanitize=address
+
+test-tsan: deps
+	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
+	$(SWIFT) test --skip-build --scratch-path .build-tsan --sanitize=thread
