@@ -22,13 +22,7 @@ struct BackupFixture: Sendable, CustomStringConvertible {
     var description: String { name }
 
     func header() throws -> [String: String] {
-        let text = try String(contentsOf: directory.appendingPathComponent("FIXTURE.txt"), encoding: .utf8)
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return fields
+        try fixtureHeader(in: directory)
     }
 
     func password() throws -> [UInt8]? {

@@ -34,13 +34,7 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
 
     /// FIXTURE.txt's `key: value` lines.
     func header() throws -> [String: String] {
-        let text = try String(contentsOf: directory.appendingPathComponent("FIXTURE.txt"), encoding: .utf8)
-        var fields: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        return fields
+        try fixtureHeader(in: directory)
     }
 
     func expectation() throws -> Expectation {
@@ -141,4 +135,15 @@ struct ExpectedItem {
 struct FixtureProblem: Error, CustomStringConvertible {
     var description: String
     init(_ d: String) { description = d }
+}
+
+/// The `key: value` lines of a fixture's FIXTURE.txt (keychain and backup fixtures alike).
+func fixtureHeader(in directory: URL) throws -> [String: String] {
+    let text = try String(contentsOf: directory.appendingPathComponent("FIXTURE.txt"), encoding: .utf8)
+    var fields: [String: String] = [:]
+    for line in text.split(separator: "\n") {
+        guard let colon = line.firstIndex(of: ":") else { continue }
+        fields[String(line[..<colon])] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+    }
+    return fields
 }
