@@ -9,7 +9,7 @@ SCRATCH   ?=
 SPM_FLAGS := $(if $(SCRATCH),--scratch-path $(SCRATCH))
 DESTDIR   ?=
 
-.PHONY: deps build release test demo install uninstall fixtures bench clean
+.PHONY: deps build release test demo install uninstall fixtures bench bench-peers clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -69,6 +69,12 @@ bench: deps
 	BENCH="$$($(SWIFT) build -c release --show-bin-path)/latchkey-bench"; \
 	for n in $(or $(BENCH_SIZES),1000 10000 100000); do $$BENCH --items $$n; done; \
 	for n in $(or $(BENCH_SIZES),1000 10000 100000); do $$BENCH --backup --items $$n; done
+
+## bench-peers: the same CLI workload on latchkey, keepassxc-cli and pass (installed from Debian's
+## packages when missing), one table per size with the ratios to latchkey and the goals of issue 8
+## (README "Against keepassxc-cli and pass"); PEERS_SIZES picks the sizes (default 100 1000 10000)
+bench-peers: deps
+	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) ./scripts/bench-peers.sh
 
 clean:
 	rm -rf .build .build-*
