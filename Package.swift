@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .library(name: "Latchkey", targets: ["Latchkey"]),
         .library(name: "LatchkeySecurity", targets: ["LatchkeySecurity"]),
+        // Backup and restore as a library: for Benchmarks/ (the package-benchmark suite).
+        .library(name: "LatchkeyBackup", targets: ["LatchkeyBackup"]),
         .executable(name: "latchkey", targets: ["latchkey"]),
     ],
     dependencies: [
