@@ -9,7 +9,7 @@ SCRATCH   ?=
 SPM_FLAGS := $(if $(SCRATCH),--scratch-path $(SCRATCH))
 DESTDIR   ?=
 
-.PHONY: deps build release test demo install uninstall fixtures bench bench-peers clean
+.PHONY: deps build release test demo install uninstall fixtures bench bench-peers bench-lib clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -75,6 +75,19 @@ bench: deps
 ## (README "Against keepassxc-cli and pass"); PEERS_SIZES picks the sizes (default 100 1000 10000)
 bench-peers: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) ./scripts/bench-peers.sh
+
+## bench-lib: the library benchmarks with package-benchmark (Benchmarks/Package.swift, a package
+## of its own so that the main build never fetches it; README "Performance"). Each operation at
+## BENCH_LIB_SIZES items (default 1k 10k 100k; add 1000000 for 1M), on keychains built in a
+## temporary directory that is removed afterwards. BENCH_LIB_FLAGS passes options to the
+## plugin, e.g. --filter 'find.*' or --format markdown.
+BENCH_LIB_SIZES ?= 1000 10000 100000
+BENCH_LIB_FLAGS ?=
+bench-lib: deps
+	@dir="$$(mktemp -d "$${TMPDIR:-/tmp}/latchkey-libbench.XXXXXX")"; trap 'rm -rf "$$dir"' EXIT; \
+	echo "make bench-lib: sizes $(BENCH_LIB_SIZES); $$(uptime)"; \
+	BENCH_LIB_SIZES="$(BENCH_LIB_SIZES)" LATCHKEY_BENCH_DIR="$$dir" \
+	  $(SWIFT) package --package-path Benchmarks benchmark --no-progress $(BENCH_LIB_FLAGS)
 
 clean:
 	rm -rf .build .build-*
