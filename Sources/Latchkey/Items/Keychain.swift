@@ -25,8 +25,8 @@ public final class Keychain: @unchecked Sendable {
     /// Asked for the passcode when an item that needs user presence is read with its data.
     /// Returns nil when the user cancels.
     public var authenticationHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
-    /// Decrypted attributes for queries on non-unique attributes (see AttributeCache).
-    let cache = AttributeCache()
+    /// Decrypted attributes for queries on non-unique attributes (see AttributeIndex).
+    let index = AttributeIndex()
     /// Attributes the keychain sets itself and callers cannot.
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
@@ -80,7 +80,7 @@ public final class Keychain: @unchecked Sendable {
     public func lock() {
         if let remote { try? remote.lock(self); return }
         store.lock()
-        cache.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
+        index.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
     }
 
     public var hasPasscode: Bool { remote?.hasPasscode ?? store.hasPasscode }
@@ -166,7 +166,8 @@ public final class Keychain: @unchecked Sendable {
 
     func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
         var attrs = p.attributes
-        attrs["pdmn"] = .string(protection.code)
+        let pdmn = AttributeValue.string(protection.code)
+        if attrs["pdmn"] != pdmn { attrs["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
         return Item(itemClass: p.itemClass, attributes: attrs, data: p.data, protection: protection,
                     persistentRef: p.itemClass.code + id.bytes,
                     requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
@@ -266,28 +267,26 @@ public final class Keychain: @unchecked Sendable {
             }
             return out
         }
-        let tag = store.classTag(q.itemClass)
-        // Candidates in file order; an item read before (and not changed since) is checked
-        // against its cached attributes, the others are decrypted (and cached).
-        let candidates = store.slots().filter { $0.1.classTag == tag && (q.protection == nil || $0.1.protection == q.protection) }
-        var out: [Match] = []
-        var unknown: [(ID16, ItemSlot)] = []
-        let available = Set(ProtectionClass.allCases.filter { store.isAvailable($0) })
-        cache.withEntries { entries in
-            for (id, slot) in candidates {
-                if let e = entries[id], e.sequence == slot.sequence, available.contains(slot.protection) {
-                    if accept(e.plaintext) { out.append(Match(id: id, slot: slot, plaintext: e.plaintext, cached: true)) }
-                } else {
-                    unknown.append((id, slot))
-                }
-            }
+        // Every item of the class: the attribute index answers from the attributes it has
+        // decrypted before (and decrypts the others once); file order.
+        var predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
+            let ci = q.caseInsensitive
+            return AttributeIndex.Predicate(
+                name: name,
+                absent: Keychain.defaultValue(name, q.itemClass)?.matches(want, caseInsensitive: ci) ?? false,
+                test: { $0.matches(want, caseInsensitive: ci) })
         }
-        for (id, slot) in unknown {
-            let p = try store.read(slot)
-            cache.remember(id, sequence: slot.sequence, protection: slot.protection, p)
-            if accept(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+        if let allowed {
+            predicates.append(AttributeIndex.Predicate(name: "agrp", absent: false, test: { v in
+                if case .string(let g) = v { return allowed.contains(g) }
+                return false
+            }))
         }
-        out.sort { $0.slot.offset < $1.slot.offset }
+        let store = self.store
+        var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
+                                   available: { store.isAvailable($0) }, predicates: predicates,
+                                   decrypt: { try store.read($0) })
+            .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
         if let l = limit, out.count > l { out.removeSubrange(l...) }
         if !attributesOnly {
             for i in out.indices where out[i].cached {

@@ -25,6 +25,9 @@ package final class KeychainStore: @unchecked Sendable {
     private(set) var headerSize: Int
     private(set) var keys: FileKeys
     private(set) var log: LogState
+    /// Counts reopenings (after a compaction, by this or another process): item offsets and
+    /// sequence numbers start over in the new file, and `log.journal` with them.
+    private(set) var epoch: UInt64 = 0
     private var classKeys: [ProtectionClass: SecretKey] = [:]
     private var tagToClass: [UInt32: ItemClass] = [:]
     /// True once the passcode has been given since open (ck/cku then stay available).
@@ -255,6 +258,7 @@ package final class KeychainStore: @unchecked Sendable {
             headerSize = size
             keys = k
             log = LogState(header: h, headerSize: size)
+            epoch += 1
             _ = try scanMapped()
         } catch {
             if fd != newFD { fs.close(newFD) }
@@ -332,6 +336,13 @@ package final class KeychainStore: @unchecked Sendable {
     func slots() -> [(ID16, ItemSlot)] {
         mutex.lock(); defer { mutex.unlock() }
         return Array(log.items)
+    }
+
+    /// Runs `body` on the current log state (live items and the journal of changes) and the
+    /// reopen count, under the store's lock; no copy of the item table is made.
+    func withLogState<T>(_ body: (LogState, UInt64) throws -> T) rethrows -> T {
+        mutex.lock(); defer { mutex.unlock() }
+        return try body(log, epoch)
     }
 
     func itemClass(of slot: ItemSlot) -> ItemClass? { tagToClass[slot.classTag] }

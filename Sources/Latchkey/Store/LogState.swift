@@ -51,6 +51,15 @@ struct LogState: Sendable {
     var lastSequence: UInt64
     var recordCount = 0
     var skippedAncillary = 0
+    /// The items that committed operations put or deleted, newest last, so that a follower
+    /// (AttributeIndex) can catch up without comparing every item. Bounded: once it holds
+    /// `journalLimit` entries it is emptied and `journalBase` counts what was dropped; a
+    /// follower that fell behind that far compares every item instead.
+    var journal: [ID16] = []
+    var journalBase: UInt64 = 0
+    static let journalLimit = 4096
+    /// Position just past the newest journal entry.
+    var journalEnd: UInt64 { journalBase + UInt64(journal.count) }
 
     init(header: FileHeader, headerSize: Int) {
         keybag = header.keybag
@@ -81,6 +90,16 @@ enum Corruption: Error {
 extension LogState {
     /// Applies one committed operation, checking the invariants of spec §10.
     mutating func apply(_ op: PendingOp, at offset: UInt64) throws {
+        switch op {
+        case .put(let id, _), .delete(let id):
+            if journal.count >= LogState.journalLimit {
+                journalBase += UInt64(journal.count)
+                journal.removeAll(keepingCapacity: true)
+            }
+            journal.append(id)
+        case .keybag:
+            break
+        }
         switch op {
         case .put(let id, let slot):
             if let owner = uniqueIndex[slot.uniqueHash], owner != id {
