@@ -245,7 +245,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             kc = try Keychain.openThroughAgent(path: _keychainPath, devicePath: _devicePath)
                 ?? Keychain.open(path: _keychainPath, devicePath: _devicePath)
             if kc.hasPasscode, let p = currentPasscode() {
-                try kc.unlock(passcode: p)
+                try kc.unlockUnlessAgentIsUnlocked(passcode: p)
             }
         } else {
             let advice = "create it with 'latchkey init' (LATCHKEY_KEYCHAIN=\(_keychainPath)), or give a passcode (LATCHKEY_PASSCODE, LatchkeySecurityConfiguration.passcodeSource) so that it is created on first use"

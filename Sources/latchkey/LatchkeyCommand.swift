@@ -38,6 +38,11 @@ struct LatchkeyCommand: ParsableCommand {
         Terminal.disableCoreDumps()
         Terminal.guardStandardStreams()
         do {
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if arguments.first == "find", let request = FindCommand.fastRequest(Array(arguments.dropFirst())) {
+                try FindCommand.execute(request)   // Commands/FindCommand+Fast.swift
+                return
+            }
             var command = try parseAsRoot()
             try command.run()
         } catch let error as KeychainError {

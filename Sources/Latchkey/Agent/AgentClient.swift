@@ -375,6 +375,17 @@ extension Keychain {
     /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).
     public var isServedByAgent: Bool { remote != nil }
 
+    /// Unlocks with a passcode the caller was given (LATCHKEY_PASSCODE, a passcode file),
+    /// unless an agent serves this keychain and holds its WhenUnlocked keys already: then the
+    /// keys are there and the KDF (over 100 ms) is not paid again, as ssh-agent does not ask
+    /// for a loaded key's passphrase. A wrong passcode goes unnoticed in that case only; it can
+    /// unlock nothing that is not unlocked. `lock` drops ak, aku and akpu together, so
+    /// `.whenUnlocked` being available means every passcode class is.
+    public func unlockUnlessAgentIsUnlocked(passcode: [UInt8]) throws {
+        if remote != nil, hasPasscode, isAvailable(.whenUnlocked) { return }
+        try unlock(passcode: passcode)
+    }
+
     /// Served by an agent that has stopped since: every operation fails with
     /// errSecNotAvailable, and the keychain should be opened again (directly, or through a new
     /// agent) — all keys are gone, as after a reboot.

@@ -88,23 +88,40 @@ struct FindCommand: ParsableCommand {
     }
 
     func run() throws {
-        let query = try item.query(command: "find", caseInsensitive: caseInsensitive)
-        let keychain = try global.open(unlock: .whenNeeded)
-        let items = try global.retryingUnlocked(keychain) {
-            try keychain.find(query, limit: limit.maximum, includeData: returnKind != .attributes)
+        try FindCommand.execute(try request())
+    }
+
+    /// What a `find` does, whichever parser produced it (see FindCommand+Fast.swift).
+    struct Request {
+        var query: Query
+        var limit: Limit
+        var returnKind: Return
+        var json: Bool
+        var global: GlobalOptions
+    }
+
+    func request() throws -> Request {
+        Request(query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
+                returnKind: returnKind, json: json, global: global)
+    }
+
+    static func execute(_ r: Request) throws {
+        let keychain = try r.global.open(unlock: .whenNeeded)
+        let items = try r.global.retryingUnlocked(keychain) {
+            try keychain.find(r.query, limit: r.limit.maximum, includeData: r.returnKind != .attributes)
         }
         guard let first = items.first else { throw KeychainError(.itemNotFound, "no item matches the query") }
-        switch (returnKind, limit) {
+        switch (r.returnKind, r.limit) {
         case (.data, _):
-            if json {
+            if r.json {
                 try Output.json(["v_Data": Data(first.data).base64EncodedString()])
             } else {
                 Output.data(first.data)
             }
         case (_, .one):
-            try Output.json(ItemJSON.object(first, includeData: returnKind == .all))
+            try Output.json(ItemJSON.object(first, includeData: r.returnKind == .all))
         default:
-            try Output.json(items.map { ItemJSON.object($0, includeData: returnKind == .all) })
+            try Output.json(items.map { ItemJSON.object($0, includeData: r.returnKind == .all) })
         }
     }
 }

@@ -43,8 +43,26 @@ struct GlobalOptions: ParsableArguments {
     // MARK: Resolved values
 
     static func environment(_ name: String) -> String? {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
-        return value
+        // getenv, not ProcessInfo's `environment`, which copies the whole environment into a
+        // dictionary on every call.
+        guard let raw = getenv(name) else { return nil }
+        let value = String(cString: raw)
+        return value.isEmpty ? nil : value
+    }
+
+    /// Options given by name ("keychain", "device", "passcode-file", "new-passcode-file",
+    /// "app-id", "entitlements"), set without ArgumentParser (Commands/FindCommand+Fast.swift).
+    /// Every property is set here, so none is read in ArgumentParser's unparsed state
+    /// (FastFindTests checks that this covers every option of the struct).
+    static func given(_ values: [String: String]) -> GlobalOptions {
+        var g = GlobalOptions()
+        g.keychainOption = values["keychain"]
+        g.deviceOption = values["device"]
+        g.passcodeFile = values["passcode-file"]
+        g.newPasscodeFile = values["new-passcode-file"]
+        g.appIDOption = values["app-id"]
+        g.entitlementsOption = values["entitlements"]
+        return g
     }
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey` (XDG Base Directory: a relative
@@ -163,7 +181,7 @@ struct GlobalOptions: ParsableArguments {
         case .givenOnly, .whenNeeded: passcode = try givenPasscode()
         case .eager: passcode = try passcodeOrPrompt("Passcode for \(keychainPath): ")
         }
-        if let passcode { try keychain.unlock(passcode: passcode) }
+        if let passcode { try keychain.unlockUnlessAgentIsUnlocked(passcode: passcode) }
         return keychain
     }
 
