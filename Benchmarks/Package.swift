@@ -14,7 +14,9 @@ let package = Package(
     platforms: [.macOS(.v13)],
     dependencies: [
         .package(path: ".."),
-        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // package-benchmark, under its current name (the legacy identity "package-benchmark" warns).
+        // MallocInterposer alone: the default RuntimeInterposer trait would need swift-runtime-interposer.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
         // The keychains of N items the benchmarks run on, shared with the probe.
@@ -31,10 +33,10 @@ let package = Package(
                 "LatchkeyBenchFixtures",
                 .product(name: "Latchkey", package: latchkeyDirectory),
                 .product(name: "LatchkeyBackup", package: latchkeyDirectory),
-                .product(name: "Benchmark", package: "package-benchmark"),
+                .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/LatchkeyBenchmarks",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // One operation in a plain process (no malloc interposer), for profilers.
         .executableTarget(

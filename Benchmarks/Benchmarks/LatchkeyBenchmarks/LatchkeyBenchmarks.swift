@@ -33,17 +33,18 @@ struct Budget {
     var warmup: Int
     var maxIterations: Int
     var maxDuration: Duration
+    var timeUnits: BenchmarkTimeUnits = .microseconds
 
     /// Microsecond operations: many samples.
-    static let micro = Budget(warmup: 10, maxIterations: 100_000, maxDuration: .seconds(2))
+    static var micro: Budget { Budget(warmup: 10, maxIterations: 100_000, maxDuration: .seconds(2)) }
     /// One fsync each: a few hundred samples.
     static func durable(_ n: Int) -> Budget { Budget(warmup: 3, maxIterations: min(300, n / 2), maxDuration: .seconds(3)) }
     /// Whole-keychain operations: a handful of samples, fewer as the keychain grows.
     static func whole(_ n: Int) -> Budget {
         Budget(warmup: n >= 1_000_000 ? 0 : 1, maxIterations: n >= 1_000_000 ? 3 : n >= 100_000 ? 10 : 30,
-               maxDuration: .seconds(5))
+               maxDuration: .seconds(5), timeUnits: .milliseconds)
     }
-    static let once = Budget(warmup: 0, maxIterations: 1, maxDuration: .seconds(600))
+    static var once: Budget { Budget(warmup: 0, maxIterations: 1, maxDuration: .seconds(600), timeUnits: .milliseconds) }
 }
 
 let standardMetrics: [BenchmarkMetric] = [.wallClock, .mallocCountTotal, .peakMemoryResident]
@@ -62,7 +63,9 @@ func bench(_ name: String, items: Int, _ budget: Budget, metrics: [BenchmarkMetr
            body: @escaping (Benchmark, State) throws -> Void) {
     let state = State()
     Benchmark(name,
-              configuration: .init(metrics: metrics, tags: ["items": "\(items)"], warmupIterations: budget.warmup,
+              configuration: .init(metrics: metrics, tags: ["items": "\(items)"], timeUnits: budget.timeUnits,
+                                   units: [.mallocCountTotal: .count, .peakMemoryResident: .mega, .throughput: .count],
+                                   warmupIterations: budget.warmup,
                                    maxDuration: budget.maxDuration, maxIterations: budget.maxIterations,
                                    setup: { try setup(state) },
                                    teardown: {
