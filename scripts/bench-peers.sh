@@ -17,6 +17,7 @@
 #
 # Environment: PEERS_SIZES, PEERS_RUNS (runs per fast command, default 20), PEERS_SLOW_RUNS
 # (keepassxc-cli and other commands that take ≥ 0.1 s, default 10), PEERS_WARMUP (default 2),
+# PEERS_ROUNDS (rounds of latchkey's single-item commands across the sizes, default 3),
 # PEERS_KEEP=1 keeps the temporary directory, PEERS_BUILD=0 uses the binaries already built, PEERS_OUT (where the hyperfine JSON and the
 # table go; default $SCRATCH/bench-peers), SCRATCH (SwiftPM scratch path), SWIFT.
 set -euo pipefail
@@ -190,7 +191,10 @@ for N in $SIZES; do
     D=$W/n$N; mkdir -p "$D"
 
     # ---------------- latchkey ----------------
-    export LATCHKEY_KEYCHAIN=$D/login.keychain LATCHKEY_DEVICE=$D/device.secret
+    # The N-item keychain stays until the end: its single-item commands are timed in rounds
+    # across all sizes below, so that a change of the machine's load does not pass for a cost in N.
+    mkdir -p "$W/lk$N"
+    export LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret
     measure "lk.create.$N" "$SLOW_RUNS" --prepare "rm -f $D/new.keychain $D/new.device" -- \
         "LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK init --keychain $D/new.keychain --device $D/new.device"
     gen_jsonl "$N" > "$D/items.jsonl"
@@ -202,17 +206,8 @@ for N in $SIZES; do
     BYTES_DU[lk.$N]=$(du -B1 -s "$LATCHKEY_KEYCHAIN" | cut -f1)
     # Through the agent: unlock once, then no passcode anywhere.
     LATCHKEY_PASSCODE=$PASSCODE "$LK" unlock >/dev/null
-    counter lkadd 0; counter lkdel 0
-    measure "lk.agent.add.$N" "$RUNS" -- "$(next lkadd); $LK add --account add\$i --service bench < $W/secret"
-    measure "lk.agent.find.$N" "$RUNS" -- "$LK find --account user$K --service bench"
-    measure "lk.agent.update.$N" "$RUNS" -- "$LK update --account user$K --service bench --set-data < $W/newsecret"
-    measure "lk.agent.delete.$N" "$RUNS" -- "$(next lkdel); $LK delete --account user\$i --service bench"
     measure "lk.agent.list.$N" "$RUNS" -- "$LK dump"
     # Without the agent: each command opens the file and runs the KDF.
-    measure "lk.direct.add.$N" "$RUNS" -- "$(next lkadd); LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK add --account add\$i --service bench < $W/secret"
-    measure "lk.direct.find.$N" "$RUNS" -- "LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK find --account user$K --service bench"
-    measure "lk.direct.update.$N" "$RUNS" -- "LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK update --account user$K --service bench --set-data < $W/newsecret"
-    measure "lk.direct.delete.$N" "$RUNS" -- "$(next lkdel); LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK delete --account user\$i --service bench"
     measure "lk.direct.list.$N" "$RUNS" -- "LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none $LK dump"
     # Backup and restore open the file themselves (passcode KDF + the backup password's KDF).
     measure "lk.backup.$N" "$SLOW_RUNS" --prepare "rm -f $D/lk.backup" -- \
@@ -278,6 +273,48 @@ for N in $SIZES; do
     unset PASSWORD_STORE_DIR
     rm -rf "$D"
 done
+
+# ---- latchkey's single-item commands, in rounds across the sizes ----
+# Each round times add, find, update and delete at every N back to back, through the agent and
+# then without it; the medians are over the runs of all rounds.
+ROUNDS=${PEERS_ROUNDS:-3}
+PER_ROUND=$(( (RUNS + ROUNDS - 1) / ROUNDS ))
+DIRECT="LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none"
+for N in $SIZES; do counter "lkadd$N" 0; counter "lkdel$N" 0; done
+lk_op() { # mode op N → the command
+    local mode=$1 op=$2 N=$3 pre=""
+    local K=$((N / 2)) env="LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret"
+    [ "$mode" = direct ] && env="$env $DIRECT"
+    case $op in
+        add) printf '%s; %s %s add --account add$i --service bench < %s' "$(next "lkadd$N")" "$env" "$LK" "$W/secret" ;;
+        find) printf '%s %s find --account user%d --service bench' "$env" "$LK" "$K" ;;
+        update) printf '%s %s update --account user%d --service bench --set-data < %s' "$env" "$LK" "$K" "$W/newsecret" ;;
+        delete) printf '%s; %s %s delete --account user$i --service bench' "$(next "lkdel$N")" "$env" "$LK" ;;
+    esac
+}
+for r in $(seq 1 "$ROUNDS"); do
+    say "bench-peers: latchkey single-item commands, round $r of $ROUNDS"
+    for N in $SIZES; do
+        LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret LATCHKEY_PASSCODE=$PASSCODE \
+            "$LK" unlock >/dev/null
+    done
+    for mode in agent direct; do
+        for op in add find update delete; do
+            for N in $SIZES; do
+                measure "lk.$mode.$op.$N.r$r" "$PER_ROUND" -- "$(lk_op "$mode" "$op" "$N")"
+            done
+        done
+    done
+done
+for mode in agent direct; do
+    for op in add find update delete; do
+        for N in $SIZES; do
+            files=()
+            for r in $(seq 1 "$ROUNDS"); do files+=("$OUT/lk.$mode.$op.$N.r$r.json"); done
+            RES[lk.$mode.$op.$N]=$(jq -s '[.[].results[0].times[]] | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}")
+        done
+    done
+done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the report ----
@@ -295,7 +332,7 @@ REPORT=$OUT/report.md
     echo "latchkey $LK_VERSION ($LK_COMMIT); keepassxc-cli $KEEPASSXC_VERSION (KDBX $KX_FORMAT, its default AES-KDF and cipher); pass $PASS_VERSION with GnuPG $GPG_VERSION ($GPG_KEY_ALGO key, no passphrase); hyperfine $HYPERFINE_VERSION"
     echo "$(nproc) cores, $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u '+%Y-%m-%d %H:%M UTC'); load average $LOAD_START at start, $LOAD_END at the end"
     echo "A ratio is the peer's median over latchkey's: above 1, latchkey is faster (or smaller)."
-    echo "Medians of $RUNS runs ($SLOW_RUNS for commands of 0.1 s or more, and all of keepassxc-cli) after $WARMUP warm-up runs."
+    echo "Medians of $RUNS runs ($SLOW_RUNS for commands of 0.1 s or more, and all of keepassxc-cli) after $WARMUP warm-up runs; latchkey's add, find, update and delete: $ROUNDS rounds of $PER_ROUND runs across all sizes, after the other measurements."
     echo
     echo "- latchkey process floor (\`latchkey --version\`): $(ms "${RES[version]}")"
     echo "- latchkey KDF alone, scrypt($KDF_PARAMS) (latchkey-bench, median of 3): $KDF_MS ms"
