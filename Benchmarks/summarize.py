@@ -34,7 +34,10 @@ def parse(lines):
         name = re.sub(r"\s*\([^()]*\)$", "", label) if units and (units[-1] in SCALE or units[-1] in TIME or units[-1] in ("#",)) else label
         unit = units[-1] if units else ""
         if not label.startswith(("Time", "Malloc", "Memory", "Throughput")):
-            name, unit = label, ""  # a custom metric: as printed
+            # A custom metric: its own unit is part of its name; a scale may follow.
+            if unit in SCALE:
+                p50 *= SCALE[unit]
+            name, unit = re.sub(r"\s*\((K|M|G)\)$", "", label), ""
         if unit in TIME:
             p50 *= TIME[unit]
         elif unit in SCALE:
