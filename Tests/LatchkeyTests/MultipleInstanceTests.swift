@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Latchkey
 
@@ -47,6 +48,29 @@ import Testing
         try b.delete(Query(.genericPassword))
         #expect(try a.find(Query(.genericPassword)).isEmpty)
         try a.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("again"))
+        #expect(try b.snapshot() == a.snapshot())
+    }
+
+    /// A reader skips the stat of the path while its file's status (size, links, ctime) is
+    /// unchanged; a compaction unlinks the file and so moves its ctime. With a second hard link
+    /// the old file keeps a link after the compaction: the reader must still notice.
+    @Test(arguments: [false, true])
+    func compaction_isNoticedByAReader_evenWithAHardLink(_ hardLinked: Bool) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
+        let a = try Keychain.create(path: path, devicePath: device, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        for i in 0..<4 { try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: bytes("secret \(i)")) }
+        if hardLinked { try FileManager.default.linkItem(atPath: path, toPath: dir.path + "/other-name.keychain") }
+        let b = try Keychain.open(path: path, devicePath: device)
+        try b.unlock(passcode: TestEnv.passcode)
+        try a.delete(Query(.genericPassword, attrs(["acct": "user0"])))
+        // b follows the old file to its end, so that after the compaction nothing but its links
+        // and ctime differ.
+        for _ in 0..<3 { #expect(try b.find(Query(.genericPassword)).count == 3) }
+        try a.compact()
+        try a.add(.genericPassword, attributes: attrs(["acct": "after"]), data: bytes("new"))
+        #expect(try b.find(Query(.genericPassword, attrs(["acct": "after"]))).count == 1)
         #expect(try b.snapshot() == a.snapshot())
     }
 

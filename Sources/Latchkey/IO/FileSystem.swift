@@ -6,6 +6,9 @@ package protocol FileSystem: AnyObject, Sendable {
     func openReadOnly(_ path: String) throws -> Int32
     func close(_ fd: Int32)
     func size(_ fd: Int32) throws -> UInt64
+    /// Size, hard-link count and change stamp of an open file in one call; nil when the file
+    /// system cannot say (then callers compare paths every time).
+    func status(_ fd: Int32) throws -> FileStatus?
     func identity(_ fd: Int32) throws -> FileIdentity
     /// nil when nothing exists at `path`.
     func identity(path: String) throws -> FileIdentity?
@@ -27,6 +30,24 @@ package protocol FileSystem: AnyObject, Sendable {
     func makeDirectory(_ path: String, mode: UInt32) throws
     /// The names in a directory (not "." or ".."); none when it cannot be read.
     func list(_ directory: String) -> [String]
+}
+
+extension FileSystem {
+    package func status(_ fd: Int32) throws -> FileStatus? { nil }
+}
+
+/// What `fstat` says about an open file that matters to a reader following it: an append
+/// changes the size, and any write or change of the file's links (a compaction renaming its
+/// file over the path unlinks ours) changes the stamp (the inode's ctime).
+package struct FileStatus: Equatable, Sendable {
+    package var size: UInt64
+    package var links: Int
+    package var changeStamp: UInt64
+    package init(size: UInt64, links: Int, changeStamp: UInt64) {
+        self.size = size
+        self.links = links
+        self.changeStamp = changeStamp
+    }
 }
 
 /// Device and inode: tells whether a path still names the file a descriptor has open.

@@ -181,6 +181,15 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return UInt64(try node(fd).current.count)
     }
 
+    /// The stamp is the count of every mutation of this file system: coarser than a ctime
+    /// (any change anywhere moves it), never finer.
+    package func status(_ fd: Int32) throws -> FileStatus? {
+        mutex.lock(); defer { mutex.unlock() }
+        let n = try node(fd)
+        return FileStatus(size: UInt64(n.current.count), links: names.values.reduce(0) { $0 + ($1 === n ? 1 : 0) },
+                          changeStamp: UInt64(mutations))
+    }
+
     package func identity(_ fd: Int32) throws -> FileIdentity {
         mutex.lock(); defer { mutex.unlock() }
         return FileIdentity(device: 1, inode: try node(fd).inode)

@@ -32,6 +32,13 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         return UInt64(st.st_size)
     }
 
+    package func status(_ fd: Int32) throws -> FileStatus? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
+        let ctime = UInt64(truncatingIfNeeded: st.st_ctim.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: st.st_ctim.tv_nsec)
+        return FileStatus(size: UInt64(st.st_size), links: Int(st.st_nlink), changeStamp: ctime)
+    }
+
     package func identity(_ fd: Int32) throws -> FileIdentity {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }

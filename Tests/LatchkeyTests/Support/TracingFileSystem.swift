@@ -47,6 +47,7 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func size(_ fd: Int32) throws -> UInt64 { try disk.size(fd) }
+    func status(_ fd: Int32) throws -> FileStatus? { try disk.status(fd) }
     func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
     func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
     func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try disk.read(fd, offset: offset, count: count) }
