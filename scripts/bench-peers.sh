@@ -18,7 +18,8 @@
 # Environment: PEERS_SIZES, PEERS_RUNS (runs per fast command, default 20), PEERS_SLOW_RUNS
 # (keepassxc-cli and other commands that take ≥ 0.1 s, default 10), PEERS_WARMUP (default 2),
 # PEERS_ROUNDS (rounds of latchkey's single-item commands across the sizes, default 3),
-# PEERS_KEEP=1 keeps the temporary directory, PEERS_BUILD=0 uses the binaries already built, PEERS_OUT (where the hyperfine JSON and the
+# PEERS_KEEP=1 keeps the temporary directory, PEERS_BUILD=0 uses the binaries already built,
+# PEERS_STATIC=0 links latchkey's Swift runtime dynamically, PEERS_OUT (where the hyperfine JSON and the
 # table go; default $SCRATCH/bench-peers), SCRATCH (SwiftPM scratch path), SWIFT.
 set -euo pipefail
 
@@ -31,6 +32,10 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SPM_FLAGS=()
 [ -n "${SCRATCH:-}" ] && SPM_FLAGS=(--scratch-path "$SCRATCH")
 OUT=${PEERS_OUT:-$ROOT/${SCRATCH:-.build}/bench-peers}
+# latchkey is built as `make release` builds it: the Swift runtime linked statically
+# (PEERS_STATIC=0 for the dynamically linked binary).
+STATIC_FLAGS=(--static-swift-stdlib)
+[ "${PEERS_STATIC:-1}" = 0 ] && STATIC_FLAGS=()
 
 say() { printf '%s\n' "$*" >&2; }
 
@@ -52,7 +57,7 @@ fi
 cd "$ROOT"
 if [ "${PEERS_BUILD:-1}" != 0 ]; then
     say "bench-peers: building latchkey and latchkey-bench (release)"
-    "$SWIFT" build -c release --product latchkey "${SPM_FLAGS[@]}" >&2
+    "$SWIFT" build -c release --product latchkey "${STATIC_FLAGS[@]}" "${SPM_FLAGS[@]}" >&2
     "$SWIFT" build -c release --product latchkey-bench "${SPM_FLAGS[@]}" >&2
 fi
 BIN=$("$SWIFT" build -c release "${SPM_FLAGS[@]}" --show-bin-path)
@@ -95,6 +100,8 @@ KEEPASSXC_VERSION=$(keepassxc-cli --version 2>/dev/null | head -1)
 PASS_VERSION=$(pass version 2>/dev/null | sed -n 's/.*\(v[0-9][0-9.]*\).*/\1/p' | head -1)
 GPG_VERSION=$(gpg --version | head -1 | awk '{print $3}')
 LK_VERSION=$("$LK" --version 2>/dev/null | head -1)
+LK_LINK="Swift runtime linked statically"
+ldd "$LK" 2>/dev/null | grep -q libswiftCore && LK_LINK="Swift runtime linked dynamically"
 LK_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ] && LK_COMMIT="$LK_COMMIT + uncommitted changes"
 HYPERFINE_VERSION=$(hyperfine --version | awk '{print $2}')
@@ -245,7 +252,8 @@ for N in $SIZES; do
     rm -f "$D/export.xml"
 
     # ---------------- pass ----------------
-    export PASSWORD_STORE_DIR=$D/pass
+    # The store stays until the end too: pass's single-item commands are in the rounds below.
+    export PASSWORD_STORE_DIR=$W/pass$N
     measure "pass.create.$N" "$RUNS" --prepare "rm -rf $D/newstore" -- \
         "PASSWORD_STORE_DIR=$D/newstore pass init bench@latchkey.invalid"
     pass init bench@latchkey.invalid >/dev/null
@@ -260,31 +268,38 @@ for N in $SIZES; do
     RES[pass.bulk.$N]=$(elapsed "$T0")
     BYTES_APP[pass.$N]=$(find "$PASSWORD_STORE_DIR" -type f -name '*.gpg' -printf '%s\n' | awk '{s += $1} END {print s}')
     BYTES_DU[pass.$N]=$(du -B1 -s "$PASSWORD_STORE_DIR" | cut -f1)
-    counter passadd 0; counter passdel 0
-    measure "pass.add.$N" "$RUNS" -- "$(next passadd); pass insert -m bench/add\$i < $W/secret"
-    measure "pass.find.$N" "$RUNS" -- "pass show bench/user$K"
-    measure "pass.update.$N" "$RUNS" -- "pass insert -f -m bench/user$K < $W/newsecret"
-    measure "pass.delete.$N" "$RUNS" -- "$(next passdel); pass rm -f bench/user\$i"
     measure "pass.list.$N" "$RUNS" -- "pass ls"
     # A tar of the store is its backup (the GPG secret key has to be backed up separately).
-    measure "pass.backup.$N" "$SLOW_RUNS" --prepare "rm -f $D/pass.tar" -- "tar -cf $D/pass.tar -C $D pass"
+    measure "pass.backup.$N" "$SLOW_RUNS" --prepare "rm -f $D/pass.tar" -- "tar -cf $D/pass.tar -C $W pass$N"
     measure "pass.restore.$N" "$SLOW_RUNS" --prepare "rm -rf $D/restored && mkdir $D/restored" -- \
         "tar -xf $D/pass.tar -C $D/restored"
     unset PASSWORD_STORE_DIR
     rm -rf "$D"
 done
 
-# ---- latchkey's single-item commands, in rounds across the sizes ----
-# Each round times add, find, update and delete at every N back to back, through the agent and
-# then without it; the medians are over the runs of all rounds.
+# ---- the single-item commands of latchkey and pass, in rounds across the sizes ----
+# Each round times add, find, update and delete at every N back to back: latchkey through the
+# agent, pass, then latchkey without the agent; the medians are over the runs of all rounds.
+# (keepassxc-cli's, at up to 2 s a command, stay in the per-size measurements above.)
 ROUNDS=${PEERS_ROUNDS:-3}
 PER_ROUND=$(( (RUNS + ROUNDS - 1) / ROUNDS ))
 DIRECT="LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none"
-for N in $SIZES; do counter "lkadd$N" 0; counter "lkdel$N" 0; done
+for N in $SIZES; do counter "lkadd$N" 0; counter "lkdel$N" 0; counter "passadd$N" 0; counter "passdel$N" 0; done
+lk_key() { if [ "$1" = pass ]; then echo "pass.$2.$3"; else echo "lk.$1.$2.$3"; fi; }
 lk_op() { # mode op N → the command
     local mode=$1 op=$2 N=$3 pre=""
     local K=$((N / 2)) env="LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret"
     [ "$mode" = direct ] && env="$env $DIRECT"
+    if [ "$mode" = pass ]; then
+        env="PASSWORD_STORE_DIR=$W/pass$N"
+        case $op in
+            add) printf '%s; %s pass insert -m bench/add$i < %s' "$(next "passadd$N")" "$env" "$W/secret" ;;
+            find) printf '%s pass show bench/user%d' "$env" "$K" ;;
+            update) printf '%s pass insert -f -m bench/user%d < %s' "$env" "$K" "$W/newsecret" ;;
+            delete) printf '%s; %s pass rm -f bench/user$i' "$(next "passdel$N")" "$env" ;;
+        esac
+        return
+    fi
     case $op in
         add) printf '%s; %s %s add --account add$i --service bench < %s' "$(next "lkadd$N")" "$env" "$LK" "$W/secret" ;;
         find) printf '%s %s find --account user%d --service bench' "$env" "$LK" "$K" ;;
@@ -293,25 +308,25 @@ lk_op() { # mode op N → the command
     esac
 }
 for r in $(seq 1 "$ROUNDS"); do
-    say "bench-peers: latchkey single-item commands, round $r of $ROUNDS"
+    say "bench-peers: single-item commands of latchkey and pass, round $r of $ROUNDS"
     for N in $SIZES; do
         LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret LATCHKEY_PASSCODE=$PASSCODE \
             "$LK" unlock >/dev/null
     done
-    for mode in agent direct; do
+    for mode in agent pass direct; do
         for op in add find update delete; do
             for N in $SIZES; do
-                measure "lk.$mode.$op.$N.r$r" "$PER_ROUND" -- "$(lk_op "$mode" "$op" "$N")"
+                measure "$(lk_key "$mode" "$op" "$N").r$r" "$PER_ROUND" -- "$(lk_op "$mode" "$op" "$N")"
             done
         done
     done
 done
-for mode in agent direct; do
+for mode in agent pass direct; do
     for op in add find update delete; do
         for N in $SIZES; do
-            files=()
-            for r in $(seq 1 "$ROUNDS"); do files+=("$OUT/lk.$mode.$op.$N.r$r.json"); done
-            RES[lk.$mode.$op.$N]=$(jq -s '[.[].results[0].times[]] | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}")
+            key=$(lk_key "$mode" "$op" "$N"); files=()
+            for r in $(seq 1 "$ROUNDS"); do files+=("$OUT/$key.r$r.json"); done
+            RES[$key]=$(jq -s '[.[].results[0].times[]] | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}")
         done
     done
 done
@@ -329,10 +344,10 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
 REPORT=$OUT/report.md
 {
-    echo "latchkey $LK_VERSION ($LK_COMMIT); keepassxc-cli $KEEPASSXC_VERSION (KDBX $KX_FORMAT, its default AES-KDF and cipher); pass $PASS_VERSION with GnuPG $GPG_VERSION ($GPG_KEY_ALGO key, no passphrase); hyperfine $HYPERFINE_VERSION"
+    echo "latchkey $LK_VERSION ($LK_COMMIT, release build, $LK_LINK); keepassxc-cli $KEEPASSXC_VERSION (KDBX $KX_FORMAT, its default AES-KDF and cipher); pass $PASS_VERSION with GnuPG $GPG_VERSION ($GPG_KEY_ALGO key, no passphrase); hyperfine $HYPERFINE_VERSION"
     echo "$(nproc) cores, $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u '+%Y-%m-%d %H:%M UTC'); load average $LOAD_START at start, $LOAD_END at the end"
     echo "A ratio is the peer's median over latchkey's: above 1, latchkey is faster (or smaller)."
-    echo "Medians of $RUNS runs ($SLOW_RUNS for commands of 0.1 s or more, and all of keepassxc-cli) after $WARMUP warm-up runs; latchkey's add, find, update and delete: $ROUNDS rounds of $PER_ROUND runs across all sizes, after the other measurements."
+    echo "Medians of $RUNS runs ($SLOW_RUNS for commands of 0.1 s or more, and all of keepassxc-cli) after $WARMUP warm-up runs; add, find, update and delete of latchkey and pass: $ROUNDS rounds of $PER_ROUND runs across all sizes, after the other measurements."
     echo
     echo "- latchkey process floor (\`latchkey --version\`): $(ms "${RES[version]}")"
     echo "- latchkey KDF alone, scrypt($KDF_PARAMS) (latchkey-bench, median of 3): $KDF_MS ms"
