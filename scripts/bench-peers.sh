@@ -104,6 +104,7 @@ LK_LINK="Swift runtime linked statically"
 ldd "$LK" 2>/dev/null | grep -q libswiftCore && LK_LINK="Swift runtime linked dynamically"
 LK_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ] && LK_COMMIT="$LK_COMMIT + uncommitted changes"
+[ "${PEERS_BUILD:-1}" = 0 ] && LK_COMMIT="binary built $(date -u -r "$LK" '+%H:%M UTC'), tree now at $LK_COMMIT"
 HYPERFINE_VERSION=$(hyperfine --version | awk '{print $2}')
 
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
