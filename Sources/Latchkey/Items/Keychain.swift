@@ -69,6 +69,15 @@ public final class Keychain: @unchecked Sendable {
         return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback))
     }
 
+    /// Opens and unlocks with the passcode: `open` then `unlock`, with the KDF run on a thread
+    /// of its own while the file is read (a keychain without a passcode ignores it).
+    /// - Throws: as `open`; errSecAuthFailed for a wrong passcode (nothing stays open).
+    public static func open(path: String, devicePath: String, acceptRollback: Bool = false, unlockingWith passcode: [UInt8]) throws -> Keychain {
+        let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared)
+        return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
+                                                      unlockingWith: passcode))
+    }
+
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.
     public func unlock(passcode: [UInt8]) throws {
         if let remote { return try remote.unlock(self, passcode: passcode) }

@@ -127,6 +127,18 @@ package final class KeychainStore: @unchecked Sendable {
     /// - Throws: errSecDecode (damaged, newer version, rolled back), errSecAuthFailed (another
     ///   device's keychain), errSecIO.
     package static func open(path: String, device: Device, acceptRollback: Bool = false) throws -> KeychainStore {
+        try open(path: path, device: device, acceptRollback: acceptRollback, unlockingWith: nil)
+    }
+
+    /// Opens and, with a passcode, unlocks. The scrypt KDF for the passcode starts on another
+    /// thread as soon as the header is read and runs while this one checks every record of
+    /// the file (issue 8: a CLI command without the agent costs at most the KDF + 30 ms; at
+    /// 10,000 items the scan alone is about 30 ms). The derived key is used only if the
+    /// current keybag (a later keybag record may replace the header's, spec §4) has the same
+    /// KDF parameters, and only inside the throttled attempt; while a delay after wrong
+    /// passcodes runs, no KDF is started at all.
+    package static func open(path: String, device: Device, acceptRollback: Bool = false,
+                             unlockingWith passcode: [UInt8]?) throws -> KeychainStore {
         let fs = device.fs
         guard try io({ try fs.identity(path: path) }, "open the keychain") != nil else {
             throw KeychainError(.io, "no keychain at \(path); create one with 'latchkey init' or set LATCHKEY_KEYCHAIN / --keychain")
@@ -140,6 +152,15 @@ package final class KeychainStore: @unchecked Sendable {
             fs.close(fd)
             throw error
         }
+        var prefetched: PrefetchedPasscodeKey?
+        if let passcode, parts.0.keybag.hasPasscode,
+           PasscodeThrottle.remaining((try? device.state(fileUUID: parts.0.fileUUID)) ?? nil, now: Int64(Date().timeIntervalSince1970)) == 0 {
+            prefetched = PrefetchedPasscodeKey(keys: parts.2, passcode: passcode, kdf: parts.0.keybag.kdf)
+        }
+        // The thread is always waited for, whatever is thrown: a process that exits while it runs
+        // scrypt would have OpenSSL's atexit cleanup free what the thread uses (KillTests saw
+        // SIGSEGV in a `verify` that exited with "wrong passcode").
+        defer { _ = try? prefetched?.key() }
         // From here the store owns fd and closes it in deinit.
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
                                   header: parts.0, headerSize: parts.1, keys: parts.2)
@@ -150,6 +171,7 @@ package final class KeychainStore: @unchecked Sendable {
         try store.checkRollback(accept: acceptRollback)
         try store.catchUp(mayTruncate: !store.readOnly)
         try store.unwrapDeviceClasses()
+        if let passcode { try store.unlock(passcode: passcode, prefetched: prefetched) }
         return store
     }
 
@@ -300,12 +322,17 @@ package final class KeychainStore: @unchecked Sendable {
     /// - Throws: errSecAuthFailed for a wrong passcode, or while a delay after repeated wrong
     ///   passcodes runs (PasscodeThrottle); errSecParam when there is no passcode.
     package func unlock(passcode: [UInt8]) throws {
+        try unlock(passcode: passcode, prefetched: nil)
+    }
+
+    private func unlock(passcode: [UInt8], prefetched: PrefetchedPasscodeKey?) throws {
         mutex.lock(); defer { mutex.unlock() }
         try refreshLocked()
         let bag = log.keybag
         guard bag.hasPasscode else { return }
         let unwrapped = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
-            let passKey = try keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
+            let passKey = try prefetched.flatMap { $0.kdf == bag.kdf ? try $0.key() : nil }
+                ?? keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
             var unwrapped: [ProtectionClass: SecretKey] = [:]
             for e in bag.entries where e.wrap == .passcode {
                 do {
@@ -641,5 +668,38 @@ extension KeychainStore {
         mutex.lock(); defer { mutex.unlock() }
         let bag = log.keybag
         return (bag.kdf, bag.entries.first { $0.wrap == .passcode })
+    }
+}
+
+/// The passcode key of `FileKeys.passcodeKey`, derived on a thread of its own (see
+/// `KeychainStore.open(path:device:acceptRollback:unlockingWith:)`).
+final class PrefetchedPasscodeKey: @unchecked Sendable {
+    let kdf: KDFParameters
+    private let done = DispatchSemaphore(value: 0)
+    /// Written once by the deriving thread before `done` is signalled; read after waiting.
+    private var result: Result<SecretKey, Error>?
+
+    init(keys: FileKeys, passcode: [UInt8], kdf: KDFParameters) {
+        self.kdf = kdf
+        let box = SecretBox(passcode)
+        Thread.detachNewThread { [self] in
+            result = Result { try keys.passcodeKey(passcode: box.bytes, kdf: kdf) }
+            box.cleanse()
+            done.signal()
+        }
+    }
+
+    /// Waits for the thread; rethrows what the derivation threw.
+    func key() throws -> SecretKey {
+        done.wait()
+        done.signal()   // a second caller does not wait forever
+        return try result!.get()
+    }
+
+    /// The passcode's bytes for the deriving thread, zeroed when it is done.
+    private final class SecretBox: @unchecked Sendable {
+        var bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        func cleanse() { Crypto.cleanse(&bytes) }
     }
 }

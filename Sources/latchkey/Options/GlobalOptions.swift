@@ -160,11 +160,21 @@ struct GlobalOptions: ParsableArguments {
     /// Opens the keychain, reports a recovered tail, and unlocks as `unlock` says.
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
     func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
-        let keychain = try keychainThroughAgent(unlock: unlock, acceptRollback: acceptRollback)   // Support/AgentRouting.swift
-            ?? Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
+        let given = try givenPasscode()
+        var unlocked = false
+        let keychain: Keychain
+        if let served = try keychainThroughAgent(unlock: unlock, acceptRollback: acceptRollback) {   // Support/AgentRouting.swift
+            keychain = served
+        } else if unlock != .never, let given {
+            // The KDF runs beside the reading of the file (Keychain.open(…, unlockingWith:)).
+            keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback,
+                                         unlockingWith: given)
+            unlocked = true
+        } else {
+            keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
+        }
         keychain.caller = try caller()
         // Items that need user presence ask for the passcode again on every read of their data.
-        let given = try givenPasscode()
         let path = keychainPath
         keychain.authenticationHandler = { prompt in
             if let given { return given }
@@ -174,7 +184,7 @@ struct GlobalOptions: ParsableArguments {
         if keychain.recoveredTailBytes > 0 {
             Output.note("recovered: removed \(keychain.recoveredTailBytes) bytes of an incomplete write")
         }
-        guard keychain.hasPasscode else { return keychain }
+        guard keychain.hasPasscode, !unlocked else { return keychain }
         let passcode: [UInt8]?
         switch unlock {
         case .never: passcode = nil
