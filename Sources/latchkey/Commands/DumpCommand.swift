@@ -45,7 +45,7 @@ struct DumpCommand: ParsableCommand {
             Output.note("the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them")
         }
         if json {
-            try Output.json(items.map { ItemJSON.object($0, includeData: false) })
+            Output.data(ItemJSON.text(items, includeData: false, asArray: true))
         } else if items.isEmpty {
             Output.note("no items that this caller can reach in \(global.keychainPath)")
         } else {

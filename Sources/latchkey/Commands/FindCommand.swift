@@ -119,9 +119,9 @@ struct FindCommand: ParsableCommand {
                 Output.data(first.data)
             }
         case (_, .one):
-            try Output.json(ItemJSON.object(first, includeData: r.returnKind == .all))
+            Output.data(ItemJSON.text([first], includeData: r.returnKind == .all, asArray: false))
         default:
-            try Output.json(items.map { ItemJSON.object($0, includeData: r.returnKind == .all) })
+            Output.data(ItemJSON.text(items, includeData: r.returnKind == .all, asArray: true))
         }
     }
 }

@@ -1,0 +1,53 @@
+import Foundation
+@testable import Latchkey
+import LatchkeyFormat
+import Testing
+@testable import latchkey
+
+/// `ItemJSON.text` (what `find` and `dump --json` print) must be byte for byte what
+/// JSONSerialization writes for `ItemJSON.object` with the CLI's options.
+@Suite struct ItemJSONTests {
+    func item(_ c: ItemClass, _ attributes: [String: AttributeValue], data: [UInt8] = []) -> Item {
+        Item(itemClass: c, attributes: attributes, data: data, protection: .whenUnlocked, persistentRef: [])
+    }
+
+    func foundation(_ items: [Item], includeData: Bool, asArray: Bool) throws -> [UInt8] {
+        let objects = items.map { ItemJSON.object($0, includeData: includeData) }
+        return try Output.jsonBytes(asArray ? objects as Any : objects[0] as Any)
+    }
+
+    static let awkward = ["plain", "", "quote \" and backslash \\ and slash /", "tab\tnew\nline\r\u{8}\u{c}",
+                          "\u{1}\u{1f}\u{7f}", "é e\u{301} 日本語 𝄞 \u{2028}\u{2029}", "{\"json\": [1, 2]}", "12", "-0", "a//b"]
+
+    @Test func everyAttributeOfEveryClass_andAwkwardStrings_printAsJSONSerializationDoes() throws {
+        var items: [Item] = []
+        var n = 0
+        for c in ItemClass.allCases {
+            for s in ItemJSONTests.awkward {
+                var attributes: [String: AttributeValue] = [:]
+                for (code, kind) in ItemSchema.attributes(of: c) {
+                    n += 1
+                    switch kind {
+                    case .number: attributes[code] = .integer(n % 3 == 0 ? -Int64(n) * 1_000_003 : Int64(n))
+                    case .date: attributes[code] = .date(Double(n) * 86_400.125)
+                    case .blob, .data: attributes[code] = n % 2 == 0 ? .data(Array(s.utf8) + [0xFF, 0x00]) : .string(s)
+                    default: attributes[code] = .string(s + String(n))
+                    }
+                }
+                items.append(item(c, attributes, data: Array(s.utf8)))
+            }
+        }
+        for includeData in [false, true] {
+            #expect(ItemJSON.text(items, includeData: includeData, asArray: true) == (try foundation(items, includeData: includeData, asArray: true)))
+            for one in items.prefix(12) {
+                #expect(ItemJSON.text([one], includeData: includeData, asArray: false) == (try foundation([one], includeData: includeData, asArray: false)))
+            }
+        }
+    }
+
+    @Test func emptyArray_andAnItemWithoutAttributes() throws {
+        #expect(ItemJSON.text([], includeData: false, asArray: true) == (try Output.jsonBytes([Any]())))
+        let bare = item(.genericPassword, [:])
+        #expect(ItemJSON.text([bare], includeData: false, asArray: false) == (try foundation([bare], includeData: false, asArray: false)))
+    }
+}
