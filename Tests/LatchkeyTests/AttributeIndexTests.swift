@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import Latchkey
 import LatchkeyFormat
@@ -98,6 +99,40 @@ import LatchkeyFormat
         try a.update(Query(.genericPassword, ["svce": .string("s0")]), attributes: ["svce": .string("s2"), "labl": .string("moved")])
         model = model.mapValues { _ in ("s2", "moved") }
         try check(model, [b, a], "moving every item")
+    }
+
+    /// `update` queries inside the store's write lock (store, then index); a concurrent query
+    /// must take the locks in the same order, or the two threads wait for each other forever.
+    @Test func concurrentUpdatesAndQueriesOnOneKeychain_doNotDeadlock() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk)
+        try kc.add(contentsOf: (0..<200).map {
+            NewItem(.genericPassword, attributes: attrs(["acct": "a\($0)", "svce": "s\($0 % 2)"]), data: [])
+        })
+        let group = DispatchGroup()
+        let failures = Failures()
+        for worker in 0..<2 {
+            DispatchQueue.global().async(group: group) {
+                for i in 0..<150 {
+                    do {
+                        if worker == 0 {
+                            try kc.update(Query(.genericPassword, ["svce": .string("s0")]), attributes: ["labl": .string("u\(i)")])
+                        } else {
+                            _ = try kc.find(Query(.genericPassword, ["svce": .string("s1")]), includeData: false)
+                        }
+                    } catch { failures.add("\(error)") }
+                }
+            }
+        }
+        #expect(group.wait(timeout: .now() + 60) == .success, "the two threads deadlocked")
+        #expect(failures.all.isEmpty, "\(failures.all.prefix(3))")
+    }
+
+    final class Failures: @unchecked Sendable {
+        private let lock = NSLock()
+        private var list: [String] = []
+        func add(_ s: String) { lock.lock(); list.append(s); lock.unlock() }
+        var all: [String] { lock.lock(); defer { lock.unlock() }; return list }
     }
 
     @Test func lockForgetsWhenUnlockedRowsAndTheCallFails() throws {

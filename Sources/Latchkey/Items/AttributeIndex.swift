@@ -101,7 +101,19 @@ final class AttributeIndex: @unchecked Sendable {
     func select(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
                 available: (ProtectionClass) -> Bool, predicates: [Predicate],
                 decrypt: (ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
-        mutex.lock(); defer { mutex.unlock() }
+        // The store's lock first, then the index's: the order `update` and `delete` take them
+        // in (they query inside the store's write lock). The other order could deadlock two
+        // threads sharing a Keychain.
+        try store.withStoreLock {
+            mutex.lock(); defer { mutex.unlock() }
+            return try selectLocked(store: store, classTag: classTag, protection: protection, available: available,
+                                    predicates: predicates, decrypt: decrypt)
+        }
+    }
+
+    private func selectLocked(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
+                              available: (ProtectionClass) -> Bool, predicates: [Predicate],
+                              decrypt: (ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
         follow(store)
         var open = [Bool](repeating: false, count: 256)
         for pc in ProtectionClass.allCases { open[Int(pc.rawValue)] = available(pc) }

@@ -381,6 +381,15 @@ package final class KeychainStore: @unchecked Sendable {
         return Array(log.items)
     }
 
+    /// Runs `body` holding the store's (recursive) lock, so that what it reads and decrypts is
+    /// one consistent state. Locks taken inside `body` come after the store's: the attribute
+    /// index takes its own there, as `update` and `delete` do (withWriteLock → matches → index),
+    /// so the two orders never meet.
+    func withStoreLock<T>(_ body: () throws -> T) rethrows -> T {
+        mutex.lock(); defer { mutex.unlock() }
+        return try body()
+    }
+
     /// Runs `body` on the current log state (live items and the journal of changes) and the
     /// reopen count, under the store's lock; no copy of the item table is made.
     func withLogState<T>(_ body: (LogState, UInt64) throws -> T) rethrows -> T {
