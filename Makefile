@@ -113,7 +113,7 @@ fuzz-ci: deps
 	FUZZ_SECONDS=30 SWIFT=$(SWIFT) ./scripts/fuzz.sh $(FUZZ_TARGETS)
 
 ## kill-test: SIGKILL CLI writers (add, update, delete, passwd, compact, restore --merge) at random moments,
-## KILLS kills in all (default 400); the suite runs a short version of the same test
+## KILLS kills in all (default 400); `make test` runs the same test with 200
 kill-test: deps
 	$(SWIFT) build --build-tests --scratch-path .build-hard
 	LATCHKEY_KILLS=$(KILLS) $(SWIFT) test --skip-build --scratch-path .build-hard --filter KillTests
