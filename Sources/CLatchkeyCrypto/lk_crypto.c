@@ -279,6 +279,10 @@ int lk_memcmp_ct(const void *a, const void *b, size_t len) {
     return CRYPTO_memcmp(a, b, len);
 }
 
+void lk_thread_stop(void) {
+    OPENSSL_thread_stop();
+}
+
 void lk_cleanse(void *p, size_t len) {
     if (p != NULL && len) OPENSSL_cleanse(p, len);
 }

@@ -237,6 +237,12 @@ public enum Crypto {
         return a.withUnsafeBytes { x in b.withUnsafeBytes { y in lk_memcmp_ct(x.baseAddress, y.baseAddress, a.count) == 0 } }
     }
 
+    /// Frees OpenSSL's per-thread state (OPENSSL_thread_stop). A thread of ours that used
+    /// OpenSSL calls it last, so that nothing of it is left for OpenSSL's exit-time cleanup.
+    public static func releaseThreadState() {
+        lk_thread_stop()
+    }
+
     /// Zeroes `buffer` in place (OPENSSL_cleanse), so the compiler cannot drop the write.
     public static func cleanse(_ buffer: inout [UInt8]) {
         buffer.withUnsafeMutableBytes { lk_cleanse($0.baseAddress, $0.count) }

@@ -78,6 +78,9 @@ int lk_memcmp_ct(const void *a, const void *b, size_t len);
 
 /// Overwrites `len` bytes at `p` with zeros in a way the compiler cannot elide.
 void lk_cleanse(void *p, size_t len);
+/* Frees OpenSSL's state for the calling thread (OPENSSL_thread_stop): call last in a thread that
+   used libcrypto and ends before the process does. */
+void lk_thread_stop(void);
 
 /// Copies the oldest queued OpenSSL error as text into `buf` (NUL-terminated) and clears the
 /// queue. Returns the length written (0 when the queue was empty).
