@@ -5,14 +5,30 @@ import Testing
 @testable import latchkey
 
 /// `ItemJSON.text` (what `find` and `dump --json` print) must be byte for byte what
-/// JSONSerialization writes for `ItemJSON.object` with the CLI's options.
+/// JSONSerialization writes for the same objects with the CLI's options.
 @Suite struct ItemJSONTests {
     func item(_ c: ItemClass, _ attributes: [String: AttributeValue], data: [UInt8] = []) -> Item {
         Item(itemClass: c, attributes: attributes, data: data, protection: .whenUnlocked, persistentRef: [])
     }
 
+    /// The JSON object of an item as the CLI printed it through JSONSerialization before
+    /// `ItemJSON.text`: the reference the fast writer must match.
+    func object(_ item: Item, includeData: Bool) -> [String: Any] {
+        var out: [String: Any] = ["class": item.itemClass.rawValue]
+        for (key, value) in item.attributes {
+            switch value {
+            case .string(let s): out[key] = s
+            case .data(let d): out[key] = Data(d).base64EncodedString()
+            case .integer(let i): out[key] = NSNumber(value: i)
+            case .date(let t): out[key] = ISODate.foundationFormat(t)
+            }
+        }
+        if includeData { out["v_Data"] = Data(item.data).base64EncodedString() }
+        return out
+    }
+
     func foundation(_ items: [Item], includeData: Bool, asArray: Bool) throws -> [UInt8] {
-        let objects = items.map { ItemJSON.object($0, includeData: includeData) }
+        let objects = items.map { object($0, includeData: includeData) }
         return try Output.jsonBytes(asArray ? objects as Any : objects[0] as Any)
     }
 

@@ -271,7 +271,7 @@ package final class KeychainStore: @unchecked Sendable {
             try reopen()
             return
         }
-        if try io({ try fs.size(fd) }, "read the keychain") != log.end {
+        if try status?.size ?? io({ try fs.size(fd) }, "read the keychain") != log.end {
             _ = try scanMapped()
         }
         // Taken before the path was compared: a change after it moves the stamp again.

@@ -49,27 +49,12 @@ enum Output {
 /// fractional seconds); data-valued attributes as base64; the secret under `v_Data` (base64)
 /// only when asked for.
 enum ItemJSON {
-    static func object(_ item: Item, includeData: Bool) -> [String: Any] {
-        var out: [String: Any] = ["class": item.itemClass.rawValue]
-        for (key, value) in item.attributes { out[key] = json(value) }
-        if includeData { out["v_Data"] = Data(item.data).base64EncodedString() }
-        return out
-    }
-
-    static func json(_ value: AttributeValue) -> Any {
-        switch value {
-        case .string(let s): return s
-        case .data(let d): return Data(d).base64EncodedString()
-        case .integer(let i): return NSNumber(value: i)
-        case .date(let t): return ISODate.format(t)
-        }
-    }
-
-    /// Exactly the bytes `Output.json` writes for `object(item)` of each item (an array when
-    /// `asArray`), without JSONSerialization: its `.sortedKeys` compares keys through a new
-    /// CFLocale per comparison, which with the `Any` casts made `dump --json` take 3.8 s at
-    /// 10,000 items. Keys are ranked once with the same Foundation comparison
-    /// (`JSONText.keyOrder`); `ItemJSONTests` compare the bytes with JSONSerialization's.
+    /// The items as `Output.json` would print the object of each (an array when `asArray`),
+    /// pretty-printed with sorted keys, but written directly: JSONSerialization's
+    /// `.sortedKeys` compares keys through a new CFLocale per comparison, which with the `Any`
+    /// casts made `dump --json` take 3.8 s at 10,000 items. Keys are ranked once with the same
+    /// Foundation comparison (`JSONText.keyOrder`); `ItemJSONTests` compare the bytes with
+    /// what JSONSerialization writes for the same objects.
     static func text(_ items: [Item], includeData: Bool, asArray: Bool) -> [UInt8] {
         var keys: Set<String> = ["class"]
         if includeData { keys.insert("v_Data") }
