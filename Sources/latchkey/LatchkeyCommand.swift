@@ -39,10 +39,7 @@ struct LatchkeyCommand: ParsableCommand {
         Terminal.guardStandardStreams()
         do {
             let arguments = Array(CommandLine.arguments.dropFirst())
-            if arguments.first == "find", let request = FindCommand.fastRequest(Array(arguments.dropFirst())) {
-                try FindCommand.execute(request)   // Commands/FindCommand+Fast.swift
-                return
-            }
+            if try runFast(arguments) { return }   // Commands/FastParser.swift
             var command = try parseAsRoot()
             try command.run()
         } catch let error as KeychainError {
@@ -70,6 +67,20 @@ struct LatchkeyCommand: ParsableCommand {
                 exitProcess(status.exitCode)
             }
         }
+    }
+
+    /// Runs the common forms of find, add, update and delete without ArgumentParser; false when
+    /// ArgumentParser must parse the arguments.
+    static func runFast(_ arguments: [String]) throws -> Bool {
+        let rest = Array(arguments.dropFirst())
+        switch arguments.first {
+        case "find": guard let r = FindCommand.fastRequest(rest) else { return false }; try FindCommand.execute(r)
+        case "add": guard let r = AddCommand.fastRequest(rest) else { return false }; try AddCommand.execute(r)
+        case "update": guard let r = UpdateCommand.fastRequest(rest) else { return false }; try UpdateCommand.execute(r)
+        case "delete": guard let r = DeleteCommand.fastRequest(rest) else { return false }; try DeleteCommand.execute(r)
+        default: return false
+        }
+        return true
     }
 
     /// "unknown command 'x'" with the list of commands, when the first argument is neither a

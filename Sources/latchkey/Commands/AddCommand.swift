@@ -51,12 +51,30 @@ struct AddCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
-        let attributes = try item.newItemAttributes(command: "add")
-        let data = try AddCommand.readSecretData(file: dataFile, command: "add")
-        let keychain = try global.open(unlock: .whenNeeded)
-        try global.retryingUnlocked(keychain) {
-            try keychain.add(item.itemClass, attributes: attributes, data: data,
-                             protection: item.protection, requiresUserPresence: requireUserPresence)
+        try AddCommand.execute(try request())
+    }
+
+    func request() throws -> Request {
+        Request(itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"), protection: item.protection,
+                dataFile: dataFile, requireUserPresence: requireUserPresence, global: global)
+    }
+
+    /// What an `add` does, whichever parser produced it (see Commands/FastParser.swift).
+    struct Request {
+        var itemClass: ItemClass
+        var attributes: [String: AttributeValue]
+        var protection: ProtectionClass?
+        var dataFile: String?
+        var requireUserPresence: Bool
+        var global: GlobalOptions
+    }
+
+    static func execute(_ r: Request) throws {
+        let data = try readSecretData(file: r.dataFile, command: "add")
+        let keychain = try r.global.open(unlock: .whenNeeded)
+        try r.global.retryingUnlocked(keychain) {
+            try keychain.add(r.itemClass, attributes: r.attributes, data: data,
+                             protection: r.protection, requiresUserPresence: r.requireUserPresence)
         }
     }
 

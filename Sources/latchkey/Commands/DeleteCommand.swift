@@ -29,9 +29,22 @@ struct DeleteCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
-        let query = try item.query(command: "delete")
-        let keychain = try global.open(unlock: .whenNeeded)
-        let count = try global.retryingUnlocked(keychain) { try keychain.delete(query) }
+        try DeleteCommand.execute(try request())
+    }
+
+    func request() throws -> Request {
+        Request(query: try item.query(command: "delete"), global: global)
+    }
+
+    /// What a `delete` does, whichever parser produced it (see Commands/FastParser.swift).
+    struct Request {
+        var query: Query
+        var global: GlobalOptions
+    }
+
+    static func execute(_ r: Request) throws {
+        let keychain = try r.global.open(unlock: .whenNeeded)
+        let count = try r.global.retryingUnlocked(keychain) { try keychain.delete(r.query) }
         Output.progress("deleted \(count) item(s)")
     }
 }

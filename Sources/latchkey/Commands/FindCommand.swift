@@ -91,7 +91,7 @@ struct FindCommand: ParsableCommand {
         try FindCommand.execute(try request())
     }
 
-    /// What a `find` does, whichever parser produced it (see FindCommand+Fast.swift).
+    /// What a `find` does, whichever parser produced it (see Commands/FastParser.swift).
     struct Request {
         var query: Query
         var limit: Limit

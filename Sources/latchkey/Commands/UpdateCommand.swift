@@ -57,12 +57,29 @@ struct UpdateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let query = try item.query(command: "update")
-        let attributes = try set.attributes(for: item.itemClass, command: "update")
-        let data = setData ? try AddCommand.readSecretData(file: dataFile, command: "update") : nil
-        let keychain = try global.open(unlock: .whenNeeded)
-        let count = try global.retryingUnlocked(keychain) {
-            try keychain.update(query, attributes: attributes, data: data, protection: set.protection)
+        try UpdateCommand.execute(try request())
+    }
+
+    /// What an `update` does, whichever parser produced it (see Commands/FastParser.swift).
+    struct Request {
+        var query: Query
+        var newValues: [String: AttributeValue]
+        var protection: ProtectionClass?
+        var setData: Bool
+        var dataFile: String?
+        var global: GlobalOptions
+    }
+
+    func request() throws -> Request {
+        Request(query: try item.query(command: "update"), newValues: try set.attributes(for: item.itemClass, command: "update"),
+                protection: set.protection, setData: setData, dataFile: dataFile, global: global)
+    }
+
+    static func execute(_ r: Request) throws {
+        let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
+        let keychain = try r.global.open(unlock: .whenNeeded)
+        let count = try r.global.retryingUnlocked(keychain) {
+            try keychain.update(r.query, attributes: r.newValues, data: data, protection: r.protection)
         }
         Output.progress("updated \(count) item(s)")
     }

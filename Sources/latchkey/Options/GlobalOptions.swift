@@ -51,7 +51,7 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Options given by name ("keychain", "device", "passcode-file", "new-passcode-file",
-    /// "app-id", "entitlements"), set without ArgumentParser (Commands/FindCommand+Fast.swift).
+    /// "app-id", "entitlements"), set without ArgumentParser (Commands/FastParser.swift).
     /// Every property is set here, so none is read in ArgumentParser's unparsed state
     /// (FastFindTests checks that this covers every option of the struct).
     static func given(_ values: [String: String]) -> GlobalOptions {

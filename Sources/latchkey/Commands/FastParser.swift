@@ -1,0 +1,147 @@
+import ArgumentParser
+import Latchkey
+import LatchkeyFormat
+
+/// `find`, `add`, `update` and `delete` without ArgumentParser's per-process cost.
+///
+/// ArgumentParser builds its view of a command by reflection, and the Swift runtime's first
+/// look-ups of each type and protocol conformance it touches cost about 5 ms of a `find` that
+/// otherwise takes about 10 ms through the agent (issue 7: ≤ 15 ms end to end; measured with
+/// perf in the README's "The agent"), and about 8 ms before `update` (with its --set-X groups)
+/// can start its passcode KDF (issue 8: a command without the agent costs at most the KDF +
+/// 30 ms). These are the commands scripts run in loops, so their common forms are parsed here
+/// by hand: attribute options of the default class (genp), update's --set-X of those
+/// attributes, the commands' few own options and flags, and the global options. Anything else
+/// — another class, `--accessible`, `--synchronizable`, a repeated option, a value that starts
+/// with "-" or does not parse, help, an invalid combination — returns nil, and the command
+/// goes through ArgumentParser as before, so every error message and every rarer form is
+/// ArgumentParser's. Values are converted by the same code (`AttributeOption.value`,
+/// `Limit(argument:)`; the global options are set as ArgumentParser would set them,
+/// `GlobalOptions.given`); FastParserTests compare both parsers on every option of each
+/// command.
+struct FastArguments {
+    /// The attribute options (`--account`): the query, or the new item's attributes.
+    var attributes: [String: AttributeValue] = [:]
+    /// update's new values (`--set-account`).
+    var newValues: [String: AttributeValue] = [:]
+    /// The command's own flags that were given.
+    var flags: Set<String> = []
+    /// The command's own options that were given, as text.
+    var values: [String: String] = [:]
+    var global = GlobalOptions.given([:])
+
+    static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "app-id", "entitlements"]
+    static let attributeOptions: [String: AttributeOption] = Dictionary(
+        AttributeOption.all.map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The arguments after the command's name, or nil when ArgumentParser must parse them.
+    /// - Parameters:
+    ///   - flags: the command's flags (no value).
+    ///   - options: the command's options that take a value (other than attributes).
+    ///   - newValues: whether `--set-X` options are the command's (update).
+    static func parse(_ arguments: [String], command: String, flags: Set<String> = [], options: Set<String> = [],
+                      newValues: Bool = false) -> FastArguments? {
+        var parsed = FastArguments()
+        var seen: Set<String> = []
+        var globalValues: [String: String] = [:]
+        var i = 0
+        while i < arguments.count {
+            let argument = arguments[i]
+            guard argument.hasPrefix("--"), argument.count > 2 else { return nil }
+            var name = String(argument.dropFirst(2))
+            var inline: String?
+            if let eq = name.firstIndex(of: "=") {
+                inline = String(name[name.index(after: eq)...])
+                name = String(name[..<eq])
+            }
+            guard seen.insert(name).inserted else { return nil }
+            i += 1
+            if flags.contains(name) {
+                guard inline == nil else { return nil }
+                parsed.flags.insert(name)
+                continue
+            }
+            let value: String
+            if let inline {
+                value = inline
+            } else {
+                guard i < arguments.count, !arguments[i].hasPrefix("-") else { return nil }
+                value = arguments[i]
+                i += 1
+            }
+            if options.contains(name) {
+                parsed.values[name] = value
+            } else if globalOptions.contains(name) {
+                globalValues[name] = value
+            } else if newValues, name.hasPrefix("set-") {
+                guard let option = attributeOptions[String(name.dropFirst(4))], !option.derived,
+                      let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
+                parsed.newValues[option.code] = v
+            } else {
+                guard let option = attributeOptions[name], !option.derived,
+                      let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
+                parsed.attributes[option.code] = v
+            }
+        }
+        parsed.global = GlobalOptions.given(globalValues)
+        return parsed
+    }
+
+    /// The query of the attribute options, as `ItemOptions.query` makes it for genp.
+    func query(caseInsensitive: Bool = false) -> Query {
+        Query(.genericPassword, attributes, protection: nil, caseInsensitive: caseInsensitive, synchronizable: .notSynchronizable)
+    }
+}
+
+extension FindCommand {
+    /// The request for `find ARGUMENTS` (the arguments after "find"), or nil.
+    static func fastRequest(_ arguments: [String]) -> Request? {
+        guard let p = FastArguments.parse(arguments, command: "find", flags: ["json", "case-insensitive"],
+                                          options: ["limit", "return"]) else { return nil }
+        var limit = Limit.one, returnKind = Return.data
+        if let text = p.values["limit"] {
+            guard let l = Limit(argument: text) else { return nil }
+            limit = l
+        }
+        if let text = p.values["return"] {
+            guard let r = Return(rawValue: text) else { return nil }
+            returnKind = r
+        }
+        // validate()'s rule: ArgumentParser reports it.
+        if limit != .one && returnKind == .data { return nil }
+        return Request(query: p.query(caseInsensitive: p.flags.contains("case-insensitive")), limit: limit,
+                       returnKind: returnKind, json: p.flags.contains("json"), global: p.global)
+    }
+}
+
+extension AddCommand {
+    /// The request for `add ARGUMENTS`, or nil.
+    static func fastRequest(_ arguments: [String]) -> Request? {
+        guard let p = FastArguments.parse(arguments, command: "add", flags: ["require-user-presence"],
+                                          options: ["data-file"]) else { return nil }
+        return Request(itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
+                       requireUserPresence: p.flags.contains("require-user-presence"), global: p.global)
+    }
+}
+
+extension UpdateCommand {
+    /// The request for `update ARGUMENTS`, or nil.
+    static func fastRequest(_ arguments: [String]) -> Request? {
+        guard let p = FastArguments.parse(arguments, command: "update", flags: ["set-data"], options: ["data-file"],
+                                          newValues: true) else { return nil }
+        let setData = p.flags.contains("set-data"), dataFile = p.values["data-file"]
+        // validate()'s rules: ArgumentParser reports them.
+        if p.newValues.isEmpty && !setData { return nil }
+        if dataFile != nil && !setData { return nil }
+        return Request(query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
+                       global: p.global)
+    }
+}
+
+extension DeleteCommand {
+    /// The request for `delete ARGUMENTS`, or nil.
+    static func fastRequest(_ arguments: [String]) -> Request? {
+        guard let p = FastArguments.parse(arguments, command: "delete") else { return nil }
+        return Request(query: p.query(), global: p.global)
+    }
+}

@@ -1,0 +1,198 @@
+import ArgumentParser
+import Latchkey
+import LatchkeyFormat
+import Testing
+@testable import latchkey
+
+/// The hand-written parser of find, add, update and delete (Commands/FastParser.swift) must
+/// mean exactly what ArgumentParser means, or step aside (nil) so that ArgumentParser parses
+/// and reports.
+@Suite struct FastParserTests {
+    // MARK: Both parsers, as text to compare
+
+    static func describe(_ q: Query) -> String {
+        let attributes = q.attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }
+        return "\(q.itemClass) \(attributes) \(String(describing: q.protection)) ci=\(q.caseInsensitive) \(q.synchronizable) "
+            + "ref=\(String(describing: q.persistentRef))"
+    }
+
+    static func describe(_ attributes: [String: AttributeValue]) -> String {
+        attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }.joined(separator: ",")
+    }
+
+    static func describe(_ g: GlobalOptions) -> String {
+        "\([g.keychainOption, g.deviceOption, g.passcodeFile, g.newPasscodeFile, g.appIDOption, g.entitlementsOption])"
+    }
+
+    /// A command's fast parser and ArgumentParser's, each giving the request as text (nil:
+    /// declined or refused).
+    struct Parsers: Sendable {
+        var name: String
+        var fast: @Sendable ([String]) -> String?
+        var slow: @Sendable ([String]) -> String?
+    }
+
+    static let find = Parsers(name: "find", fast: { FindCommand.fastRequest($0).map(describe) }, slow: { arguments in
+        guard let c = try? FindCommand.parseAsRoot(arguments) as? FindCommand, let r = try? c.request() else { return nil }
+        return describe(r)
+    })
+    static func describe(_ r: FindCommand.Request) -> String {
+        "\(describe(r.query)) limit=\(r.limit) return=\(r.returnKind) json=\(r.json) \(describe(r.global))"
+    }
+
+    static let add = Parsers(name: "add", fast: { AddCommand.fastRequest($0).map(describe) }, slow: { arguments in
+        guard let c = try? AddCommand.parseAsRoot(arguments) as? AddCommand, let r = try? c.request() else { return nil }
+        return describe(r)
+    })
+    static func describe(_ r: AddCommand.Request) -> String {
+        "\(r.itemClass) \(describe(r.attributes)) \(String(describing: r.protection)) file=\(String(describing: r.dataFile)) "
+            + "presence=\(r.requireUserPresence) \(describe(r.global))"
+    }
+
+    static let update = Parsers(name: "update", fast: { UpdateCommand.fastRequest($0).map(describe) }, slow: { arguments in
+        guard let c = try? UpdateCommand.parseAsRoot(arguments) as? UpdateCommand, let r = try? c.request() else { return nil }
+        return describe(r)
+    })
+    static func describe(_ r: UpdateCommand.Request) -> String {
+        "\(describe(r.query)) set=\(describe(r.newValues)) \(String(describing: r.protection)) data=\(r.setData) "
+            + "file=\(String(describing: r.dataFile)) \(describe(r.global))"
+    }
+
+    static let delete = Parsers(name: "delete", fast: { DeleteCommand.fastRequest($0).map(describe) }, slow: { arguments in
+        guard let c = try? DeleteCommand.parseAsRoot(arguments) as? DeleteCommand, let r = try? c.request() else { return nil }
+        return describe(r)
+    })
+    static func describe(_ r: DeleteCommand.Request) -> String { "\(describe(r.query)) \(describe(r.global))" }
+
+    /// Where the fast parser answers, ArgumentParser gives the same request.
+    func expectAgreement(_ p: Parsers, _ arguments: [String], fastMustAnswer: Bool = false,
+                         sourceLocation: SourceLocation = #_sourceLocation) {
+        let fast = p.fast(arguments)
+        if fastMustAnswer { #expect(fast != nil, "\(p.name): the fast parser declined \(arguments)", sourceLocation: sourceLocation) }
+        guard let fast else { return }
+        guard let slow = p.slow(arguments) else {
+            Issue.record("\(p.name): the fast parser accepted \(arguments), which ArgumentParser refuses", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(fast == slow, "\(p.name) \(arguments)", sourceLocation: sourceLocation)
+    }
+
+    static let globals = ["--keychain", "/tmp/k", "--device", "/tmp/d", "--app-id", "com.example", "--entitlements", "e.plist",
+                          "--passcode-file", "p"]
+
+    // MARK: find
+
+    @Test func find_commonForms_areParsedFast_andMeanTheSame() {
+        let forms: [[String]] = [
+            [], ["--account", "alice"], ["--account", "alice", "--service", "mail"],
+            ["--account=alice", "--service=mail"], ["--service", "mail", "--limit", "all", "--return", "attributes"],
+            ["--service", "mail", "--limit", "3", "--return", "all"], ["--limit", "1"], ["--account", "a", "--json"],
+            ["--label", "Mail", "--case-insensitive"], ["--account", ""], ["--account", "äöü 𝄞 \u{301}e"],
+            FastParserTests.globals + ["--account", "x"],
+            ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw=="],
+        ]
+        for arguments in forms { expectAgreement(Self.find, arguments, fastMustAnswer: true) }
+    }
+
+    @Test func find_formsLeftToArgumentParser() {
+        let declined: [[String]] = [
+            ["--help"], ["-h"], ["--class", "inet", "--server", "example.com"], ["--accessible", "ak"],
+            ["--synchronizable", "any"], ["--account", "a", "--account", "b"], ["--account"], ["--account", "-x"],
+            ["--limit", "all"],   // with --return data: validate() refuses; ArgumentParser says why
+            ["--limit", "zero"], ["--return", "everything"], ["--json=yes"], ["--no-such-option", "x"],
+            ["positional"], ["--server", "example.com"],   // inet's attribute without --class inet
+            ["--new-passcode-file", "p"], ["--set-account", "x"], ["--data-file", "f"],
+        ]
+        for arguments in declined {
+            #expect(FindCommand.fastRequest(arguments) == nil, "\(arguments)")
+        }
+    }
+
+    // MARK: add, update, delete
+
+    @Test func add_commonForms_areParsedFast_andMeanTheSame() {
+        let forms: [[String]] = [
+            [], ["--account", "alice", "--service", "mail"], ["--account=alice", "--service=mail", "--label", "Mail"],
+            ["--account", "a", "--data-file", "secret.bin"], ["--account", "a", "--require-user-presence"],
+            ["--account", "äöü 𝄞 \u{301}e", "--comment", ""], FastParserTests.globals + ["--account", "x"],
+            ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw==", "--is-invisible", "yes"],
+        ]
+        for arguments in forms { expectAgreement(Self.add, arguments, fastMustAnswer: true) }
+    }
+
+    @Test func update_commonForms_areParsedFast_andMeanTheSame() {
+        let forms: [[String]] = [
+            ["--account", "alice", "--service", "mail", "--set-data"], ["--account", "a", "--set-label", "Work mail"],
+            ["--account=a", "--set-account=b", "--set-service", "s", "--set-comment", ""],
+            ["--service", "mail", "--set-data", "--data-file", "new.bin"], ["--set-is-negative", "no"],
+            FastParserTests.globals + ["--account", "x", "--set-data"],
+            ["--label", "L", "--set-generic", "Z2VuZXJpYw==", "--set-creator", "aapl", "--set-type", "42"],
+        ]
+        for arguments in forms { expectAgreement(Self.update, arguments, fastMustAnswer: true) }
+    }
+
+    @Test func delete_commonForms_areParsedFast_andMeanTheSame() {
+        let forms: [[String]] = [
+            [], ["--account", "alice", "--service", "mail"], ["--service=mail"], ["--label", "äöü 𝄞"],
+            FastParserTests.globals + ["--account", "x"],
+        ]
+        for arguments in forms { expectAgreement(Self.delete, arguments, fastMustAnswer: true) }
+    }
+
+    @Test func add_update_delete_formsLeftToArgumentParser() {
+        let declined: [(Parsers, [String])] = [
+            (Self.add, ["--help"]), (Self.add, ["--class", "keys", "--key-class", "symmetric"]), (Self.add, ["--accessible", "ck"]),
+            (Self.add, ["--synchronizable", "yes"]), (Self.add, ["--account", "a", "--account", "b"]),
+            (Self.add, ["--require-user-presence=yes"]), (Self.add, ["--server", "example.com"]), (Self.add, ["--set-data"]),
+            (Self.add, ["--limit", "all"]), (Self.add, ["--data-file"]), (Self.add, ["--port", "80"]),
+            (Self.update, ["--account", "a"]),                      // nothing to change: validate() says so
+            (Self.update, ["--account", "a", "--data-file", "f", "--set-label", "x"]),   // --data-file without --set-data
+            (Self.update, ["--set-accessible", "ck"]), (Self.update, ["--set-synchronizable", "yes"]),
+            (Self.update, ["--set-server", "example.com"]), (Self.update, ["--set-data=yes"]), (Self.update, ["--set-port", "x"]),
+            (Self.update, ["--class", "inet", "--server", "example.com", "--set-data"]), (Self.update, ["-h"]),
+            (Self.delete, ["--class", "cert"]), (Self.delete, ["--set-label", "x"]), (Self.delete, ["--json"]),
+            (Self.delete, ["positional"]), (Self.delete, ["--is-invisible", "maybe"]),
+        ]
+        for (p, arguments) in declined {
+            #expect(p.fast(arguments) == nil, "\(p.name) \(arguments)")
+        }
+    }
+
+    // MARK: Every option
+
+    /// Every attribute option of genp, with values of several shapes, for each command (and as
+    /// update's --set-X): both parsers agree, whether the value parses or not (ArgumentParser
+    /// takes about 0.1 s a parse in a debug build, so the shapes are few). Options of other
+    /// classes are left to ArgumentParser.
+    @Test(arguments: ["find", "add", "update", "delete", "update --set"])
+    func everyAttributeOption_agreesWithArgumentParser(form: String) {
+        let values = ["plain", "42", "yes", "2026-01-02T03:04:05Z", "aGVsbG8="]
+        let parsers = [Self.find, Self.add, Self.update, Self.delete].first { form.hasPrefix($0.name) }!
+        let setForm = form.hasSuffix("--set")
+        var answered = 0
+        for option in AttributeOption.all {
+            let flag = (setForm ? "--set-" : "--") + option.flag
+            // update needs a new value: --set-data (or, for --set-X, the option itself).
+            let extra = parsers.name == "update" && !setForm ? ["--set-data"] : []
+            guard option.classes.contains(.genericPassword) else {
+                #expect(parsers.fast([flag, "plain"] + extra) == nil, "\(form): \(flag) is not genp's")
+                continue
+            }
+            for value in values {
+                let arguments = [flag, value] + extra
+                if parsers.fast(arguments) != nil { answered += 1 }
+                expectAgreement(parsers, arguments)
+            }
+        }
+        #expect(answered >= AttributeOption.all.filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
+    }
+
+    /// `GlobalOptions.given` sets every option of the struct (an option added later and not
+    /// set there would crash the fast path when read).
+    @Test func givenGlobalOptions_coverEveryOption() {
+        let options = Mirror(reflecting: GlobalOptions()).children.filter { "\(type(of: $0.value))".hasPrefix("Option<") }
+        #expect(options.count == 6, "GlobalOptions has \(options.count) options; set every one in GlobalOptions.given")
+        let g = GlobalOptions.given([:])
+        #expect([g.keychainOption, g.deviceOption, g.passcodeFile, g.newPasscodeFile, g.appIDOption, g.entitlementsOption].allSatisfy { $0 == nil })
+    }
+}
