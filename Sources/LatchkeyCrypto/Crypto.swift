@@ -166,6 +166,22 @@ public enum Crypto {
         return out
     }
 
+    /// OpenSSL's own AES key wrap (its AES-*-WRAP ciphers), the reference that tests compare
+    /// `aesKeyWrap` and `aesKeyUnwrap` with; nil for bad lengths or a failed integrity check.
+    package static func openSSLKeyWrapReference(kek: [UInt8], input: [UInt8], unwrap: Bool) -> [UInt8]? {
+        guard [16, 24, 32].contains(kek.count), input.count % 8 == 0, input.count >= (unwrap ? 24 : 16) else { return nil }
+        var out = [UInt8](repeating: 0, count: unwrap ? input.count - 8 : input.count + 8)
+        let ok = kek.withUnsafeBufferPointer { k in
+            input.withUnsafeBufferPointer { i in
+                out.withUnsafeMutableBufferPointer {
+                    unwrap ? lk_aes_kw_unwrap_openssl(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                        : lk_aes_kw_wrap_openssl(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                }
+            }
+        }
+        return ok == 1 ? out : nil
+    }
+
     /// Wraps `key` under the key-encryption key `kek`.
     public static func wrap(_ key: SecretKey, with kek: SecretKey) throws -> [UInt8] {
         var k = kek.copyBytes(), m = key.copyBytes()

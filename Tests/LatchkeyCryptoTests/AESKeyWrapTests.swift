@@ -100,4 +100,26 @@ import Testing
         }
         #expect(error?.isInvalidArgument == true)
     }
+
+    /// The implementation over AES-ECB (lk_crypto.c) gives OpenSSL's AES-*-WRAP bytes for every
+    /// KEK size and key data of 16 to 64 bytes, unwraps them, and refuses what OpenSSL refuses.
+    @Test func wrapAndUnwrap_matchOpenSSLsWrapCipher_onRandomInputs() throws {
+        for kekSize in [16, 24, 32] {
+            for dataSize in stride(from: 16, through: 64, by: 8) {
+                for _ in 0..<8 {
+                    let kek = try Crypto.randomBytes(kekSize), data = try Crypto.randomBytes(dataSize)
+                    let wrapped = try Crypto.aesKeyWrap(kek: kek, key: data)
+                    #expect(wrapped == Crypto.openSSLKeyWrapReference(kek: kek, input: data, unwrap: false), "KEK \(kekSize), data \(dataSize)")
+                    #expect(try Crypto.aesKeyUnwrap(kek: kek, wrapped: wrapped) == data)
+                    #expect(Crypto.openSSLKeyWrapReference(kek: kek, input: wrapped, unwrap: true) == data)
+                    // One flipped bit anywhere: both refuse.
+                    var damaged = wrapped
+                    let bit = Int(try Crypto.randomBytes(2).withUnsafeBytes { $0.load(as: UInt16.self) }) % (damaged.count * 8)
+                    damaged[bit / 8] ^= UInt8(1 << (bit % 8))
+                    #expect(throws: CryptoError.self) { try Crypto.aesKeyUnwrap(kek: kek, wrapped: damaged) }
+                    #expect(Crypto.openSSLKeyWrapReference(kek: kek, input: damaged, unwrap: true) == nil)
+                }
+            }
+        }
+    }
 }

@@ -58,6 +58,13 @@ int lk_aes_kw_wrap(const uint8_t *kek, size_t kek_len,
 int lk_aes_kw_unwrap(const uint8_t *kek, size_t kek_len,
                      const uint8_t *in, size_t in_len, uint8_t *out);
 
+/// The same two through OpenSSL's AES-*-WRAP ciphers (portable AES, no AES-NI): the reference
+/// that tests compare lk_aes_kw_wrap and lk_aes_kw_unwrap with. Not for other use.
+int lk_aes_kw_wrap_openssl(const uint8_t *kek, size_t kek_len,
+                           const uint8_t *in, size_t in_len, uint8_t *out);
+int lk_aes_kw_unwrap_openssl(const uint8_t *kek, size_t kek_len,
+                             const uint8_t *in, size_t in_len, uint8_t *out);
+
 /// AES-GCM encryption with a 16-byte tag. `key_len` 16, 24 or 32. `iv_len` >= 1.
 int lk_aes_gcm_seal(const uint8_t *key, size_t key_len,
                     const uint8_t *iv, size_t iv_len,
