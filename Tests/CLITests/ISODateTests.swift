@@ -23,6 +23,16 @@ import Testing
         #expect(mismatches.isEmpty, "\(mismatches.count) of \(values.count) differ, e.g. \(mismatches.prefix(5))")
     }
 
+    /// dump's MODIFIED column: what `prefix(16)` with every "T" replaced by a space gives.
+    @Test func dumpMinutes_matchesPrefixAndReplace() {
+        let samples = ["2026-01-31T12:34:56.789Z", "0001-01-01T00:00:00.000Z", "-10000-01-01T00:00:00Z", "short", "",
+                       "2026-01-31T1", "TTTTTTTTTTTTTTTTTTTT", "é2026-01-31T12:34:56Z", "+12345-06-07T08:09:10.000Z"]
+            + [-1e12, 0, 815_000_000.5, 1e12, .infinity].map(ISODate.format)
+        for s in samples {
+            #expect(DumpCommand.minutes(s) == String(s.prefix(16)).replacingOccurrences(of: "T", with: " "), "\(s)")
+        }
+    }
+
     @Test func format_outsideYears1583To9999_andNonFinite_useFoundation() {
         for v in [-1e12, 1e12, -13_190_860_800.0, Double.infinity, -Double.infinity] {
             #expect(ISODate.format(v) == ISODate.foundationFormat(v))

@@ -40,6 +40,23 @@ import Testing
         #expect(Table(["H"]).render(style: Style(enabled: true)) == ["\u{1B}[1mH\u{1B}[0m"])
     }
 
+    /// Cells are measured in characters: combining marks, emoji, CR LF (one character) and
+    /// control bytes line up as `String.count` says.
+    @Test func table_measuresCharacters_notBytes() {
+        let cells = ["e\u{301}", "👩‍👩‍👧", "a\r\nb", "tab\there", "plain", "ü", ""]
+        for cell in cells { #expect(Table.length(cell) == cell.count, "\(cell.debugDescription)") }
+        var table = Table(["N", "X"])
+        for cell in cells { table.append([cell, "x"]) }
+        let lines = table.render()
+        let widest = cells.map(\.count).max()!
+        for (line, cell) in zip(lines.dropFirst(), cells) {
+            #expect(line == cell + String(repeating: " ", count: widest - cell.count) + "  x", "\(cell.debugDescription)")
+        }
+        var cut = Table(["NAME", "VALUE"])
+        cut.append([String(repeating: "é", count: 30), "v"])
+        #expect(cut.render(width: 20)[1].count < 20)
+    }
+
     @Test func style_onlyOnATerminal_andNeverWithNO_COLOR() {
         #expect(Style.allowed(isTerminal: true, environment: [:]))
         #expect(!Style.allowed(isTerminal: false, environment: [:]))

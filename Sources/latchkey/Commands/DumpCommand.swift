@@ -109,10 +109,19 @@ struct DumpCommand: ParsableCommand {
         }
         let modified = a["mdat"].flatMap { value -> String? in
             guard case .date(let t) = value else { return nil }
-            return String(ISODate.format(t).prefix(16)).replacingOccurrences(of: "T", with: " ")
+            return minutes(ISODate.format(t))
         } ?? ""
         let group = text("agrp") + (a["sync"] == .integer(1) ? " (sync)" : "")
         return [item.itemClass.rawValue, name, service, text("labl"), group, item.protection.code, modified]
+    }
+
+    /// `2026-01-31T12:34:56.789Z` → `2026-01-31 12:34`: the first 16 characters, T as a space.
+    /// (Foundation's replacingOccurrences was 8 % of a 10,000-item dump; ISO dates are ASCII,
+    /// anything else takes the general path.)
+    static func minutes(_ iso: String) -> String {
+        let head = iso.utf8.prefix(16)
+        guard head.allSatisfy({ $0 < 0x80 }) else { return String(iso.prefix(16)).replacingOccurrences(of: "T", with: " ") }
+        return String(decoding: head.map { $0 == UInt8(ascii: "T") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 
     /// A value for people: strings as they are, numbers in decimal, data as UTF-8 when it is
