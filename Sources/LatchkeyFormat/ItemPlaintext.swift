@@ -50,13 +50,13 @@ public struct ItemPlaintext: Equatable, Sendable {
         let count = Int(try r.u16("item attribute count"))
         var attributes: [String: AttributeValue] = [:]
         attributes.reserveCapacity(count)
-        var previous: [UInt8]? = nil
+        var previous: ArraySlice<UInt8>? = nil
         for _ in 0..<count {
             let nameLength = Int(try r.u8("attribute name length"))
             guard (1...maxNameLength).contains(nameLength) else {
                 throw FormatError.invalidField(field: "attribute name length", reason: "must be 1 to \(maxNameLength)")
             }
-            let nameBytes = try r.bytes(nameLength, "attribute name")
+            let nameBytes = try r.take(nameLength, "attribute name")
             guard nameBytes.allSatisfy({ (0x21...0x7e).contains($0) }) else {
                 throw FormatError.invalidField(field: "attribute name", reason: "must be printable ASCII")
             }
