@@ -91,4 +91,25 @@ import LatchkeyFormat
         #expect(s == "é😀\n/")
         #expect(throws: (any Error).self) { _ = try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }
+
+    /// Objects of every size read back whole; a repeated member name keeps its last value;
+    /// empty objects and nesting survive.
+    @Test func objects_keepEveryMember_andTheLastOfARepeatedName() throws {
+        for n in [0, 1, 2, 7, 16, 17, 40] {
+            let text = "{" + (0..<n).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + "}"
+            guard case .object(let m) = try JSONParser.parse(Array(text.utf8)) else { Issue.record("not an object"); continue }
+            #expect(m.count == n)
+            for k in 0..<n { if case .number(let v)? = m["k\(k)"] { #expect(v == "\(k)") } else { Issue.record("k\(k) missing") } }
+        }
+        guard case .object(let m) = try JSONParser.parse(Array(#"{"a":1,"b":{},"a":{"c":[{}]},"b":2}"#.utf8)) else {
+            Issue.record("not an object"); return
+        }
+        #expect(m.count == 2)
+        if case .number(let b)? = m["b"] { #expect(b == "2") } else { Issue.record("b is not 2") }
+        guard case .object(let a)? = m["a"], case .array(let c)? = a["c"], case .object(let inner)? = c.first else {
+            Issue.record("a is not the last value"); return
+        }
+        #expect(inner.isEmpty)
+    }
 }
+

@@ -77,9 +77,18 @@ struct JSONParser {
         try enter()
         defer { depth -= 1 }
         i += 1
-        var out: [String: JSONValue] = [:]
+        // Members are collected first and the dictionary made at its size: growing it member
+        // by member (rehashing at 1, 2, 4, 8) was a sixth of a 10,000-item `dump` through the
+        // agent (perf). A repeated name keeps its last value, as before.
+        var members: [(String, JSONValue)] = []
+        func made() -> JSONValue {
+            var out = [String: JSONValue](minimumCapacity: members.count)
+            for (key, value) in members { out[key] = value }
+            return .object(out)
+        }
         skipSpace()
-        if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object(out) }
+        if i < b.count, b[i] == UInt8(ascii: "}") { i += 1; return .object([:]) }
+        members.reserveCapacity(16)
         while true {
             skipSpace()
             guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
@@ -88,11 +97,11 @@ struct JSONParser {
             guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             i += 1
             skipSpace()
-            out[key] = try value()
+            members.append((key, try value()))
             skipSpace()
             guard i < b.count else { throw fail("unexpected end") }
             if b[i] == UInt8(ascii: ",") { i += 1; continue }
-            if b[i] == UInt8(ascii: "}") { i += 1; return .object(out) }
+            if b[i] == UInt8(ascii: "}") { i += 1; return made() }
             throw fail("expected ',' or '}'")
         }
     }
