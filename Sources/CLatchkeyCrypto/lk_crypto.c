@@ -197,10 +197,10 @@ static const uint8_t kw_iv[8] = {0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6}
 
 /// RFC 3394 §2.2.1 and §2.2.2 (the indexing form) over AES-ECB, one block at a time.
 ///
-/// OpenSSL 3's AES-*-WRAP ciphers run the portable table-driven AES_encrypt/AES_decrypt on
-/// x86-64, not AES-NI: unwrapping one item key took 5–6 µs and was 22 % of a 10,000-item
-/// `latchkey dump` (perf), and table lookups indexed by key-dependent bytes are a cache-timing
-/// channel. AES-ECB through EVP takes AES-NI where the CPU has it: about 1 µs. The output is
+/// OpenSSL 3's AES-*-WRAP ciphers call its table-based AES_encrypt/AES_decrypt on x86-64, not
+/// AES-NI: unwrapping one item key took 5–6 µs and was 22 % of a 10,000-item `latchkey dump`
+/// (perf), and table lookups indexed by key-dependent bytes are the classic cache-timing
+/// concern. AES-ECB through EVP takes AES-NI where the CPU has it: about 1 µs. The output is
 /// the same bytes (KeyWrapTests compare it with kw_crypt_openssl and the RFC's vectors).
 static int kw_crypt(int enc, const uint8_t *kek, size_t kek_len,
                     const uint8_t *in, size_t in_len, uint8_t *out) {
