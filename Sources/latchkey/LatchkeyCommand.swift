@@ -69,7 +69,7 @@ struct LatchkeyCommand: ParsableCommand {
         }
     }
 
-    /// Runs the common forms of find, add, update and delete without ArgumentParser; false when
+    /// Runs the common forms of find, add, update, delete and dump without ArgumentParser; false when
     /// ArgumentParser must parse the arguments.
     static func runFast(_ arguments: [String]) throws -> Bool {
         let rest = Array(arguments.dropFirst())
@@ -78,6 +78,7 @@ struct LatchkeyCommand: ParsableCommand {
         case "add": guard let r = AddCommand.fastRequest(rest) else { return false }; try AddCommand.execute(r)
         case "update": guard let r = UpdateCommand.fastRequest(rest) else { return false }; try UpdateCommand.execute(r)
         case "delete": guard let r = DeleteCommand.fastRequest(rest) else { return false }; try DeleteCommand.execute(r)
+        case "dump": guard let r = DumpCommand.fastRequest(rest) else { return false }; try DumpCommand.execute(json: r.json, global: r.global)
         default: return false
         }
         return true

@@ -158,6 +158,22 @@ import Testing
         }
     }
 
+    static let dump = Parsers(name: "dump", fast: { DumpCommand.fastRequest($0).map { "json=\($0.json) \(describe($0.global))" } },
+                              slow: { arguments in
+        guard let c = try? DumpCommand.parseAsRoot(arguments) as? DumpCommand else { return nil }
+        return "json=\(c.json) \(describe(c.global))"
+    })
+
+    @Test func dump_commonForms_areParsedFast_andMeanTheSame() {
+        for arguments in [[], ["--json"], FastParserTests.globals, FastParserTests.globals + ["--json"], ["--keychain=/k"]] {
+            expectAgreement(Self.dump, arguments, fastMustAnswer: true)
+        }
+        for arguments in [["--account", "a"], ["--json=yes"], ["--json", "--json"], ["--help"], ["x"], ["--set-label", "x"],
+                          ["--new-passcode-file", "p"], ["--limit", "all"]] {
+            #expect(Self.dump.fast(arguments) == nil, "\(arguments)")
+        }
+    }
+
     // MARK: Every option
 
     /// Every attribute option of genp, with values of several shapes, for each command (and as

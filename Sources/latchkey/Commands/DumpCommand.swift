@@ -31,6 +31,11 @@ struct DumpCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
+        try DumpCommand.execute(json: json, global: global)
+    }
+
+    /// What a `dump` does, whichever parser read its arguments (see Commands/FastParser.swift).
+    static func execute(json: Bool, global: GlobalOptions) throws {
         let keychain = try global.open(unlock: .whenNeeded)
         var items: [Item]
         do {

@@ -2,16 +2,16 @@ import ArgumentParser
 import Latchkey
 import LatchkeyFormat
 
-/// `find`, `add`, `update` and `delete` without ArgumentParser's per-process cost.
+/// `find`, `add`, `update`, `delete` and `dump` without ArgumentParser's per-process cost.
 ///
 /// ArgumentParser builds its view of a command by reflection, and the Swift runtime's first
 /// look-ups of each type and protocol conformance it touches cost about 5 ms of a `find` that
 /// otherwise takes about 10 ms through the agent (issue 7: ≤ 15 ms end to end; measured with
 /// perf in the README's "The agent"), and about 8 ms before `update` (with its --set-X groups)
 /// can start its passcode KDF (issue 8: a command without the agent costs at most the KDF +
-/// 30 ms). These are the commands scripts run in loops, so their common forms are parsed here
-/// by hand: attribute options of the default class (genp), update's --set-X of those
-/// attributes, the commands' few own options and flags, and the global options. Anything else
+/// 30 ms; 5 ms for `dump`). These are the commands scripts run in loops, so their common forms
+/// are parsed here by hand: attribute options of the default class (genp), update's --set-X of
+/// those attributes, the commands' few own options and flags, and the global options. Anything else
 /// — another class, `--accessible`, `--synchronizable`, a repeated option, a value that starts
 /// with "-" or does not parse, help, an invalid combination — returns nil, and the command
 /// goes through ArgumentParser as before, so every error message and every rarer form is
@@ -143,5 +143,13 @@ extension DeleteCommand {
     static func fastRequest(_ arguments: [String]) -> Request? {
         guard let p = FastArguments.parse(arguments, command: "delete") else { return nil }
         return Request(query: p.query(), global: p.global)
+    }
+}
+
+extension DumpCommand {
+    /// `--json` and the global options of `dump ARGUMENTS`; nil for anything else.
+    static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalOptions)? {
+        guard let p = FastArguments.parse(arguments, command: "dump", flags: ["json"]), p.attributes.isEmpty else { return nil }
+        return (p.flags.contains("json"), p.global)
     }
 }
