@@ -69,7 +69,8 @@ struct DumpCommand: ParsableCommand {
             for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
                 found += try keychain.find(Query(c, protection: pc, synchronizable: .any), includeData: false)
             }
-            out += found.sorted { date($0, "cdat") < date($1, "cdat") }
+            // Each creation date read once, not twice per comparison; a stable order.
+            out += found.enumerated().map { (date($0.element, "cdat"), $0.offset) }.sorted { $0 < $1 }.map { found[$0.1] }
         }
         return out
     }
