@@ -428,7 +428,9 @@ REPORT=$OUT/report.md
     echo "- At $(commas "$BIG") items with the agent, no slower than pass:${line%;}"
     limit=$(awk -v k="$KDF_ROUNDS_MS" 'BEGIN{print (k + 30) / 1000}')
     over() { awk -v v="$1" -v k="$KDF_ROUNDS_MS" 'BEGIN{d = v * 1000 - k; printf "%s%.1f ms", (d < 0 ? "−" : "+"), (d < 0 ? -d : d)}'; }
-    line=""
+    # The goal bounds a single-item command (the per-operation cost of the goals above): list
+    # all decrypts every item, so like import, backup or verify it grows with N and is stated.
+    line=""; lines=""
     for N in $SIZES; do
         worst=""; worstop=""; each=""
         for op in find add update delete; do
@@ -436,9 +438,12 @@ REPORT=$OUT/report.md
             each="$each $op $(over "$v"),"
             if [ -z "$worst" ] || ge "$v" "$worst"; then worst=$v; worstop=$op; fi
         done
-        line="$line $(commas "$N") items: slowest $worstop $(ms "$worst") $(verdict le "$worst" "$limit") (over the KDF:${each%,}), list all $(ms "${RES[lk.direct.list.$N]}") ($(over "${RES[lk.direct.list.$N]}")) $(verdict le "${RES[lk.direct.list.$N]}" "$limit");"
+        line="$line $(commas "$N") items: slowest $worstop $(ms "$worst") $(verdict le "$worst" "$limit") (over the KDF:${each%,});"
+        lines="$lines $(commas "$N") items $(ms "${RES[lk.direct.list.$N]}") (KDF $(over "${RES[lk.direct.list.$N]}"));"
     done
-    echo "- Without the agent, a command costs at most the KDF + 30 ms = $(ms "$limit") (find, add, update, delete; then list all):${line%;}"
+    echo "- Without the agent, a single-item command (find, add, update, delete) costs at most the KDF + 30 ms = $(ms "$limit"):${line%;}"
+    per=$(awk -v a="${RES[lk.direct.list.$BIG]}" -v b="${RES[lk.direct.list.$SMALL]}" -v n="$BIG" -v m="$SMALL" 'BEGIN{printf "%.1f", (a - b) * 1e6 / (n - m)}')
+    echo "- List all without the agent (stated, no bound: it decrypts and prints every item, so it grows with N):${lines%;}; $per µs per item from $(commas "$SMALL") to $(commas "$BIG")"
     echo "- Process start-up floor (\`latchkey --version\`): $(ms "${RES[version]}") (stated, no goal)"
 } > "$REPORT"
 missed=$(grep -o 'missed\*\*' "$REPORT" | wc -l)

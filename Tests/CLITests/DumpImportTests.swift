@@ -28,6 +28,19 @@ import Testing
         #expect(json.allSatisfy { $0["v_Data"] == nil && $0["agrp"] != nil && $0["pdmn"] != nil })
     }
 
+    /// Rows come in creation order, not file order: an update rewrites an item at the end of
+    /// the file, and its row stays where its cdat puts it.
+    @Test func dump_ordersByCreationDate_notByFilePosition() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        for name in ["zed", "alice", "mike"] { try sandbox.add(account: name, data: Array(name.utf8)) }
+        #expect(try sandbox.run(["update", "--account", "zed", "--set-data"], stdin: [9]).status == 0)
+        let json = try #require(try sandbox.run(["dump", "--json"]).json() as? [[String: Any]])
+        #expect(json.map { $0["acct"] as? String } == ["zed", "alice", "mike"])
+        let rows = try sandbox.run(["dump"]).out.split(separator: "\n").dropFirst()
+        #expect(rows.map { $0.split(separator: " ", omittingEmptySubsequences: true)[1] } == ["zed", "alice", "mike"])
+    }
+
     @Test func dump_locked_showsTheAvailableClasses_andSaysWhatIsLeftOut() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
