@@ -28,7 +28,7 @@ struct FastArguments {
     var flags: Set<String> = []
     /// The command's own options that were given, as text.
     var values: [String: String] = [:]
-    var global = GlobalOptions.given([:])
+    var global: GlobalOptions
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "app-id", "entitlements"]
     static let attributeOptions: [String: AttributeOption] = Dictionary(
@@ -41,7 +41,8 @@ struct FastArguments {
     ///   - newValues: whether `--set-X` options are the command's (update).
     static func parse(_ arguments: [String], command: String, flags: Set<String> = [], options: Set<String> = [],
                       newValues: Bool = false) -> FastArguments? {
-        var parsed = FastArguments()
+        var attributes: [String: AttributeValue] = [:], newValueAttributes: [String: AttributeValue] = [:]
+        var givenFlags: Set<String> = [], givenValues: [String: String] = [:]
         var seen: Set<String> = []
         var globalValues: [String: String] = [:]
         var i = 0
@@ -58,7 +59,7 @@ struct FastArguments {
             i += 1
             if flags.contains(name) {
                 guard inline == nil else { return nil }
-                parsed.flags.insert(name)
+                givenFlags.insert(name)
                 continue
             }
             let value: String
@@ -70,21 +71,21 @@ struct FastArguments {
                 i += 1
             }
             if options.contains(name) {
-                parsed.values[name] = value
+                givenValues[name] = value
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
                 guard let option = attributeOptions[String(name.dropFirst(4))], !option.derived,
                       let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
-                parsed.newValues[option.code] = v
+                newValueAttributes[option.code] = v
             } else {
                 guard let option = attributeOptions[name], !option.derived,
                       let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
-                parsed.attributes[option.code] = v
+                attributes[option.code] = v
             }
         }
-        parsed.global = GlobalOptions.given(globalValues)
-        return parsed
+        return FastArguments(attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
+                             global: GlobalOptions.given(globalValues))
     }
 
     /// The query of the attribute options, as `ItemOptions.query` makes it for genp.

@@ -36,7 +36,7 @@ struct Table {
             for (column, cell) in cells.enumerated() {
                 let cut = counts[column] > widths[column]
                 let text = cut ? String(cell.prefix(widths[column] - 1)) + "…" : cell
-                let padding = String(repeating: " ", count: widths[column] - (cut ? widths[column] : counts[column]))
+                let padding = String(repeating: " ", count: cut ? 0 : widths[column] - counts[column])
                 if rightAligned.contains(column) {
                     out += padding + text
                 } else {
