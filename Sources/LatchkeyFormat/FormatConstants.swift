@@ -23,6 +23,9 @@ public enum FormatConstants {
     public static let frameTagSize = 16
     /// Largest payload a reader accepts: 16 MiB (§6.4).
     public static let maxPayloadSize: UInt32 = 16 << 20
+    /// Largest item plaintext a writer may seal: the payload limit less the put payload's
+    /// fixed part and GCM tag, 16 777 120 bytes (§6.4).
+    public static let maxItemPlaintextSize = Int(maxPayloadSize) - 96
 
     // §7 Item put payload
     public static let itemPutFixedSize = 80

@@ -10,6 +10,8 @@ public enum FormatError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidField(field: String, reason: String)
     /// A checksum or MAC did not verify.
     case checksumMismatch(what: String)
+    /// A writer was asked to encode `what` at `size` bytes, over the format's `limit`.
+    case tooLarge(what: String, size: Int, limit: Int)
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum FormatError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(w) has format version \(major).\(minor), which this version of Latchkey cannot read"
         case .invalidField(let f, let r): return "invalid \(f): \(r)"
         case .checksumMismatch(let w): return "\(w) failed its integrity check"
+        case .tooLarge(let w, let size, let limit): return "\(w) is \(size) bytes; the format allows at most \(limit)"
         }
     }
 }

@@ -13,6 +13,21 @@ public struct ItemPlaintext: Equatable, Sendable {
 
     public static let maxNameLength = 32
 
+    /// The size of `encode()`'s output, computed without encoding.
+    public var encodedSize: Int {
+        var size = 1 + 4 + 2 + 4 + data.count
+        for (name, value) in attributes {
+            let v: Int
+            switch value {
+            case .string(let s): v = s.utf8.count
+            case .data(let d): v = d.count
+            default: v = 8
+            }
+            size += 1 + name.utf8.count + 1 + 4 + v
+        }
+        return size
+    }
+
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 64 + data.count + attributes.count * 24)
         w.u8(FormatConstants.itemPlaintextVersion)

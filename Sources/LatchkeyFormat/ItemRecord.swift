@@ -67,6 +67,10 @@ public struct ItemPutPayload: Equatable, Sendable {
                             keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
                             itemKey fixedKey: [UInt8]? = nil) throws -> ItemPutPayload {
         // `fixedKey` exists for the deterministic fixture generator only; writers use a fresh key.
+        let size = plaintext.encodedSize
+        guard size <= FormatConstants.maxItemPlaintextSize else {
+            throw FormatError.tooLarge(what: "the item (attributes and data)", size: size, limit: FormatConstants.maxItemPlaintextSize)
+        }
         var itemKey = try fixedKey ?? Crypto.randomBytes(32)
         defer { Crypto.cleanse(&itemKey) }
         var body = plaintext.encode()

@@ -12,8 +12,10 @@ public struct KDFParameters: Equatable, Sendable {
     /// A keychain without a passcode.
     public static let none = KDFParameters(kind: .none, logN: 0, r: 0, p: 0, salt: [UInt8](repeating: 0, count: FormatConstants.saltSize))
 
-    /// Defaults for new keychains: scrypt N = 2^15, r = 8, p = 1 (32 MiB); see spec §4.1 for the measured cost.
-    public static let defaultLogN: UInt8 = 15
+    /// scrypt cost of new passcodes: N = 2^17, r = 8, p = 1 (128 MiB), OWASP's minimum for
+    /// scrypt (spec/SECURITY.md §3). Readers accept any cost within the bounds of §4.1.
+    public static let defaultLogN: UInt8 = 17
+
     public static func scrypt(salt: [UInt8], logN: UInt8 = defaultLogN, r: UInt32 = 8, p: UInt32 = 1) -> KDFParameters {
         KDFParameters(kind: .scrypt, logN: logN, r: r, p: p, salt: salt)
     }

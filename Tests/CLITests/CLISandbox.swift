@@ -153,7 +153,8 @@ final class CLISandbox {
 
     /// `init` with the sandbox passcode (or none) at the tests' scrypt cost.
     func initKeychain(noPasscode: Bool = false) throws {
-        let result = try run(noPasscode ? ["init", "--no-passcode"] : ["init", "--kdf-log-n", CLISandbox.kdfLogN])
+        let result = noPasscode ? try run(["init", "--no-passcode"], env: ["LATCHKEY_PASSCODE": nil])
+                                : try run(["init", "--kdf-log-n", CLISandbox.kdfLogN])
         guard result.status == 0 else { throw CLITestError("init failed (\(result.status)): \(result.stderr)") }
     }
 

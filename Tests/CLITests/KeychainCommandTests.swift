@@ -20,7 +20,7 @@ import Testing
 
     @Test func init_defaultsToXDGDataHome() throws {
         let sandbox = try CLISandbox()
-        let result = try sandbox.run(["init", "--no-passcode"], env: ["LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil])
+        let result = try sandbox.run(["init", "--no-passcode"], env: ["LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil, "LATCHKEY_PASSCODE": nil])
         #expect(result.status == 0)
         let dir = sandbox.directory.appendingPathComponent("xdg/latchkey")
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("login.keychain").path))

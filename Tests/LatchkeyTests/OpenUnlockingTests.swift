@@ -39,16 +39,21 @@ import Testing
         defer { dir.remove() }
         let kc = try Keychain.open(path: path, devicePath: device)
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
-        // The header still holds the first keybag: the key derived from it must not be used.
+        // The key derived from the first keybag must not be used.
         expectKeychainError(.authFailed) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.passcode) }
         #expect(try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode)) == bytes("secret"))
         try kc.compact()   // now the header holds the new keybag
         #expect(try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode)) == bytes("secret"))
     }
 
-    @Test func keychainWithoutPasscode_ignoresIt() throws {
+    /// Issue 13 §2: a passcode given for a keychain that has none is an error, never ignored
+    /// (a keychain that lost its passcode may have been replaced by someone else's).
+    @Test func keychainWithoutPasscode_refusesAGivenPasscode() throws {
         let (dir, path, device) = try made(passcode: nil)
         defer { dir.remove() }
-        #expect(try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: bytes("anything"))) == bytes("secret"))
+        let error = expectKeychainError(.param) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: bytes("anything")) }
+        #expect(error?.message.contains("has no passcode") == true)
+        expectKeychainError(.param) { try Keychain.open(path: path, devicePath: device).unlock(passcode: bytes("anything")) }
+        #expect(try secret(try Keychain.open(path: path, devicePath: device)) == bytes("secret"))
     }
 }

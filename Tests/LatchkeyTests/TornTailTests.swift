@@ -69,28 +69,6 @@ import Testing
         }
     }
 
-    @Test func open_withPasscodeChangeCutAtEveryByte_keepsTheOldPasscode() throws {
-        let torn = try tear(passcode: TestEnv.passcode) { kc in
-            try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
-        }
-        let oldKeybag = try torn.before.keybagInForce()
-        for length in torn.committedSize + 1 ..< torn.full.count {
-            let disk = torn.before.clone()
-            disk.setContents(TestEnv.keychainPath, Array(torn.full.prefix(length)))
-            let kc = try openKeychain(on: disk)
-            #expect(kc.recoveredTailBytes == UInt64(length - torn.committedSize))
-            #expect(disk.keychainBytes.count == torn.committedSize)
-            // Unlocking costs an scrypt run; the keybag in force is enough to tell which passcode works.
-            #expect(kc.store.log.keybag == oldKeybag, "cut at \(length)")
-        }
-        // The old passcode does unlock one of them.
-        let disk = torn.before.clone()
-        disk.setContents(TestEnv.keychainPath, Array(torn.full.prefix(torn.full.count - 1)))
-        let kc = try openKeychain(on: disk)
-        try kc.unlock(passcode: TestEnv.passcode)
-        #expect(try kc.snapshot() == torn.items)
-    }
-
     @Test(arguments: [1, 7, 19, 20, 21, 36, 200, 4096])
     func open_withZeroFilledTail_treatsItAsTornTail(zeros: Int) throws {
         let torn = try tear { _ in }
@@ -158,7 +136,3 @@ import Testing
     }
 }
 
-extension MemoryFileSystem {
-    /// The keybag of the keychain on this disk, as a fresh open finds it.
-    func keybagInForce() throws -> Keybag { try openKeychain(on: clone()).store.log.keybag }
-}

@@ -97,7 +97,7 @@ enum FixtureCatalog {
         ], data: "written-under-new-passcode", protection: .whenUnlockedThisDeviceOnly, minute: 10))])
         var passwdFixture = try Fixture(
             name: "golden_passwd", expect: .success,
-            description: "passcode \(oldPasscode) changed to \(newPasscode) by a keybag-change record (sequence \(passwd.records.first { $0.type == RecordType.keybagChange.rawValue }!.sequence) of \(passwd.sequence)); the new passcode unlocks every item, including those written before the change; the old passcode must fail (errSecAuthFailed)",
+            description: "passcode \(oldPasscode) changed to \(newPasscode) as spec §11.6 writes it: the file rewritten with a new keybag (new class keys for every class but dk and dku, whose entries are kept byte for byte), each live item key rewrapped under its class's new key, base sequence number \(passwd.header.baseSequence) (the old last plus one); then one more item; the new passcode unlocks every item, including those written before the change; the old passcode must fail (errSecAuthFailed)",
             builder: passwd)
         passwdFixture.notes.append(("old-passcode-must-fail", oldPasscode))
 
@@ -297,10 +297,55 @@ enum FixtureCatalog {
             duplicateAt = b.records.last
         }
 
+        // A final transaction whose append lost one 512-byte block in its middle while later
+        // blocks reached the disk (out-of-order persistence, spec §10.4): never acknowledged,
+        // since the device state remembers the transaction before it, so it is a torn tail.
+        let holed = try buildGoldenSmall()
+        let holeStart = holed.snapshots.last!
+        var batch: [Change] = []
+        for i in 0..<4 {
+            batch.append(.put(holed.makeItem(.genericPassword, [
+                "acct": .string("never-acknowledged-\(i)"), "svce": .string("fixtures.latchkey.example/hole"),
+            ], data: String(repeating: "never-acknowledged-secret-\(i) ", count: 12), protection: .always, minute: 40 + i)))
+        }
+        try holed.commit(batch)
+        let blockSize = 512
+        let hole = ((holeStart.fileSize + blockSize - 1) / blockSize + 1) * blockSize
+        precondition(hole + blockSize < holed.file.count - blockSize, "the transaction spans blocks after the hole")
+        var holedFile = holed.file
+        holedFile.replaceSubrange(hole..<hole + blockSize, with: [UInt8](repeating: 0, count: blockSize))
+        var tornHole = try Fixture(name: "torn_hole", expect: .success,
+                                   description: "golden_small followed by a four-record transaction of which one 512-byte block in the middle never reached the disk while the blocks after it did (a power cut during an append whose blocks were persisted out of order); the device state remembers golden_small's last sequence, so the transaction was never acknowledged: the reader cuts it off as a torn tail (spec §10.4)",
+                                   defect: "bytes \(hole)..<\(hole + blockSize) (inside the transaction at bytes \(holeStart.fileSize)..<\(holed.file.count), sequences \(holeStart.sequence + 1)...\(holed.sequence)) are zero; the device state remembers sequence \(holeStart.sequence)",
+                                   builder: holed, keychain: holedFile, stateSequence: holeStart.sequence)
+        tornHole.items = holeStart.live
+        tornHole.recoveredTailBytes = holed.file.count - holeStart.fileSize
+
+        // The same damage in golden_small's last record, which the device state says was
+        // acknowledged: damage, never a tail to cut off (spec §10.4).
+        var lastFlipped = b.file
+        let lastDefect = flip(&lastFlipped, at: last.offset + FormatConstants.frameHeaderSize + 3,
+                              what: "4th payload byte of the last record (sequence \(last.sequence)), which the device state remembers as acknowledged; record tag left as it was")
+
+        // A passcode change appended as Latchkey 0.1 wrote it (retired, spec §6.6).
+        var legacyAt: RecordInfo?
+        let legacy = try buildGoldenSmall { b in
+            try b.commit([.keybag(try b.legacyKeybagChange(to: newPasscode))])
+            legacyAt = b.records.last
+        }
+
         return [
             torn,
             tornGroup,
             zeroTail,
+            tornHole,
+            try Fixture(name: "acknowledged_record_damaged", expect: .integrityFailure,
+                        description: "golden_small with one bit flipped in the payload of its last record, which the device state remembers; a failing record that this device acknowledged is damage, not a torn tail, even at the end of the file (spec §10.4)",
+                        defect: lastDefect, builder: b, keychain: lastFlipped),
+            try Fixture(name: "keybag_change_record", expect: .integrityFailure,
+                        description: "golden_small with a keybag-change record (type 0x03, as Latchkey 0.1's passwd appended: the same class keys rewrapped under \(newPasscode)) properly framed and tagged in the middle of the log; the type is retired because anyone holding the device secret could forge one, and a reader must refuse it (spec §6.6)",
+                        defect: "the record at byte \(legacyAt!.offset), sequence \(legacyAt!.sequence), is a keybag change",
+                        builder: legacy),
             try Fixture(name: "sequence_gap", expect: .integrityFailure,
                         description: "golden_small with one sequence number skipped before a properly framed and tagged record in the middle of the log (spec §6.5: each record carries the previous one's number plus one)",
                         defect: "record at byte \(gapAt!.offset) carries sequence \(gapAt!.sequence) where \(gapAt!.sequence - 1) is due",

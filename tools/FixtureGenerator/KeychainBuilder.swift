@@ -50,7 +50,7 @@ final class KeychainBuilder {
     let keys: FileKeys
     private(set) var header: FileHeader
     private(set) var passcode: String?
-    /// The keybag in force (the header's, or the last keybag-change record's).
+    /// The keybag in force (the header's).
     private(set) var keybag: Keybag
     private(set) var classKeys: [ProtectionClass: SecretKey] = [:]
     /// Item keys by item UUID hex, for the annotated dump.
@@ -60,8 +60,11 @@ final class KeychainBuilder {
     private(set) var records: [RecordInfo] = []
     private(set) var sequence: UInt64 = 0
     private(set) var live: [String: FixtureItem] = [:]
+    /// The newest put record of each live item, by item UUID hex.
+    private(set) var livePut: [String: RecordInfo] = [:]
     private(set) var snapshots: [Snapshot] = []
-    /// Fixed at creation: keybag changes go into records, so the header never changes size.
+    /// Fixed at creation: a passcode change keeps the number of keybag entries, so the header
+    /// never changes size.
     let headerSize: Int
     /// Bytes 48..<56 of the header (flags and reserved), when a fixture sets them; the header
     /// MAC is computed over them.
@@ -148,7 +151,7 @@ final class KeychainBuilder {
 
     /// Appends one transaction: every record but the last carries the continues flag (§6.1).
     func commit(_ changes: [Change]) throws {
-        var payloads: [(RecordType.RawValue, [UInt8])] = []
+        var payloads: [(RecordType.RawValue, [UInt8], uuid: String?)] = []
         var next = live
         for change in changes {
             switch change {
@@ -158,25 +161,28 @@ final class KeychainBuilder {
                 let sealed = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection,
                                                      flags: item.flags, keys: keys, classKey: classKeys[item.protection]!,
                                                      fileUUID: fileUUID, itemKey: itemKey)
-                payloads.append((RecordType.itemPut.rawValue, sealed.encode()))
+                payloads.append((RecordType.itemPut.rawValue, sealed.encode(), hexString(item.uuid)))
                 next[hexString(item.uuid)] = item
             case .delete(let uuid):
                 precondition(next.removeValue(forKey: hexString(uuid)) != nil, "fixture deletes a missing item")
-                payloads.append((RecordType.itemDelete.rawValue, ItemDeletePayload(uuid: uuid).encode()))
+                payloads.append((RecordType.itemDelete.rawValue, ItemDeletePayload(uuid: uuid).encode(), hexString(uuid)))
             case .keybag(let bag):
-                payloads.append((RecordType.keybagChange.rawValue, bag.encode()))
-                keybag = bag
+                // Retired record type (spec §6.6): only negative fixtures write one.
+                payloads.append((RecordType.keybagChange.rawValue, bag.encode(), nil))
             case .raw(let type, let payload):
-                payloads.append((type, payload))
+                payloads.append((type, payload, nil))
             }
         }
-        for (i, (type, payload)) in payloads.enumerated() {
+        for (i, (type, payload, uuid)) in payloads.enumerated() {
             sequence += 1
             let offset = headerSize + body.count
             let flags = i < payloads.count - 1 ? FrameHeader.continuesFlag : 0
             let record = RecordFrame.encode(type: type, flags: flags, sequence: sequence, payload: payload,
                                             offset: UInt64(offset), macKey: keys.recordMAC)
-            records.append(RecordInfo(offset: offset, size: record.count, type: type, sequence: sequence))
+            let info = RecordInfo(offset: offset, size: record.count, type: type, sequence: sequence)
+            records.append(info)
+            if let uuid, type == RecordType.itemPut.rawValue { livePut[uuid] = info }
+            if let uuid, type == RecordType.itemDelete.rawValue { livePut[uuid] = nil }
             body += record
         }
         live = next
@@ -203,15 +209,59 @@ final class KeychainBuilder {
     /// The live items in a stable order (UUID).
     var liveItems: [FixtureItem] { live.keys.sorted().map { live[$0]! } }
 
-    /// Changes the passcode as spec §11 describes: a keybag-change record with a fresh salt and
-    /// the same class keys rewrapped; dk/dku entries stay byte for byte.
+    /// Changes the passcode as spec §11.6 describes: new random class keys for every class
+    /// but dk and dku (whose keybag entries stay byte for byte), a fresh salt, each live item's
+    /// newest put record copied with its item key rewrapped under the new class key (payload
+    /// bytes 40–79; ciphertext and tag unchanged), and the file rewritten with base sequence
+    /// number = the old last sequence number + 1.
     func changePasscode(to newPasscode: String) throws {
         precondition(passcode != nil, "the fixtures only change an existing passcode")
+        var newKeys = classKeys
+        for pc in ProtectionClass.allCases where !pc.isAlwaysAvailable && classKeys[pc] != nil {
+            newKeys[pc] = SecretKey(copying: rng.bytes(32))
+        }
+        let kdf = KDFParameters.scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
+        var bag = try KeychainBuilder.wrap(newKeys, kdf: kdf, passcode: newPasscode, keys: keys)
+        bag.entries = bag.entries.map { e in e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e }
+        let old = file
+        header.keybag = bag
+        header.baseSequence = sequence + 1
+        precondition(header.encode(macKey: keys.headerMAC).count == headerSize)
+        sequence = header.baseSequence
+        body = []
+        records = []
+        var rewritten: [String: RecordInfo] = [:]
+        for (uuid, put) in livePut.sorted(by: { $0.value.offset < $1.value.offset }) {
+            var payload = Array(old[put.offset + FormatConstants.frameHeaderSize..<put.offset + put.size - FormatConstants.frameTagSize])
+            let pc = ProtectionClass(rawValue: payload[20])!
+            if !pc.isAlwaysAvailable {
+                let itemKey = try Crypto.unwrap(Array(payload[40..<80]), with: classKeys[pc]!)
+                payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newKeys[pc]!))
+            }
+            sequence += 1
+            let offset = headerSize + body.count
+            let record = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence, payload: payload,
+                                            offset: UInt64(offset), macKey: keys.recordMAC)
+            let info = RecordInfo(offset: offset, size: record.count, type: RecordType.itemPut.rawValue, sequence: sequence)
+            records.append(info)
+            rewritten[uuid] = info
+            body += record
+        }
+        livePut = rewritten
+        classKeys = newKeys
+        keybag = bag
+        passcode = newPasscode
+        // Earlier snapshots describe the old file; cuts are only meaningful in the new one.
+        snapshots = [Snapshot(fileSize: headerSize + body.count, sequence: sequence, live: liveItems)]
+    }
+
+    /// The keybag-change record that Latchkey 0.1's passwd appended (type 0x03, retired in
+    /// spec §6.6): the same class keys rewrapped under `newPasscode`, dk and dku unchanged.
+    func legacyKeybagChange(to newPasscode: String) throws -> Keybag {
         let kdf = KDFParameters.scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
         var bag = try KeychainBuilder.wrap(classKeys, kdf: kdf, passcode: newPasscode, keys: keys)
-        bag.entries = bag.entries.map { e in e.wrap == .device ? keybag.entry(for: e.protectionClass)! : e }
-        passcode = newPasscode
-        try commit([.keybag(bag)])
+        bag.entries = bag.entries.map { e in e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e }
+        return bag
     }
 
     /// The device state file (§9) remembering `newestSequence`.

@@ -326,13 +326,14 @@ final class AgentSession: @unchecked Sendable {
         try request("deleteIdentities", kc) { $0.identityQuery = WireIdentityQuery(query) }.count ?? 0
     }
 
-    func changePasscode(_ kc: Keychain, old: [UInt8]?, new: [UInt8], kdfLogN: UInt8) throws {
-        _ = try request("changePasscode", kc) {
+    func changePasscode(_ kc: Keychain, old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int {
+        let r = try request(new == nil ? "removePasscode" : "changePasscode", kc) {
             $0.passcode = old.map { Data($0) }
-            $0.newPasscode = Data(new)
+            $0.newPasscode = new.map { Data($0) }
             $0.kdfLogN = kdfLogN
         }
-        hasPasscode = true
+        hasPasscode = new != nil
+        return r.count ?? 0
     }
 
     func compact(_ kc: Keychain) throws -> (before: UInt64, after: UInt64) {

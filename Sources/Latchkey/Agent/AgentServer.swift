@@ -500,14 +500,14 @@ public final class AgentServer: @unchecked Sendable {
                                               protection: try wireProtection(request.protection))
         case "deleteIdentities":
             r.count = try kc.deleteIdentities(matching: try need(request.identityQuery, "identityQuery").query())
-        case "changePasscode":
+        case "changePasscode", "removePasscode":
             var old = request.passcode.map { [UInt8]($0) }
-            var new = [UInt8](try need(request.newPasscode, "newPasscode"))
+            var new = request.op == "removePasscode" ? nil : [UInt8](try need(request.newPasscode, "newPasscode"))
             defer {
                 if old != nil { Crypto.cleanse(&old!) }
-                Crypto.cleanse(&new)
+                if new != nil { Crypto.cleanse(&new!) }
             }
-            try kc.changePasscode(old: old, new: new, kdfLogN: request.kdfLogN ?? KDFParameters.defaultLogN)
+            r.count = try kc.changePasscode(old: old, new: new, kdfLogN: request.kdfLogN ?? KDFParameters.defaultLogN)
         case "compact":
             (r.before, r.after) = try kc.compact()
         case "info":
@@ -519,7 +519,7 @@ public final class AgentServer: @unchecked Sendable {
         }
         // The lock state travels with the requests that may change it (and `open`), not with
         // every item operation.
-        if ["open", "unlock", "lock", "changePasscode"].contains(request.op) { r.state = state(h) }
+        if ["open", "unlock", "lock", "changePasscode", "removePasscode"].contains(request.op) { r.state = state(h) }
         return r
     }
 

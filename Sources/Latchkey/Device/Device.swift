@@ -103,6 +103,9 @@ public final class Device: @unchecked Sendable {
                     try fs.makeDirectory(stateDirectory, mode: 0o700)
                     do {
                         fs.close(try fs.open(path, create: true, exclusive: true, mode: 0o600))
+                        // The name is made durable once, so that a power cut cannot take the
+                        // whole state away (recovery relies on it, spec §9.3, §10.4).
+                        try? fs.syncDirectory(stateDirectory)
                     } catch let f as IOFailure where f.errno == EEXIST {}
                 }
                 let fd = try fs.open(path, create: false, exclusive: false, mode: 0o600)
@@ -129,6 +132,9 @@ public final class Device: @unchecked Sendable {
         let result = try body(&state)
         if let s = state, s != before {
             try io({ try fs.write(fd, offset: 0, s.encode(macKey: stateKey)) }, "write the device state")
+            // A state written over an empty or untrusted one is synced once: later updates are
+            // not (spec §9.3), but from here a power cut leaves a state that may lag, never none.
+            if before == nil { try? fs.sync(fd) }
         }
         return result
     }

@@ -35,10 +35,25 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         if case .unsupportedVersion(_, let major, let minor) = error {
             return KeychainError(.decode, "\(what) uses format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey")
         }
+        if case .tooLarge(_, let size, let limit) = error {
+            return tooLarge(size: size, limit: limit)
+        }
         if case .badMagic = error {
             return KeychainError(.decode, "\(what) is not a Latchkey file (bad magic number); check the path")
         }
         return damaged(what, error)
+    }
+
+    /// An item over the format's size limit (spec/FORMAT.md §6.4), refused before anything is
+    /// written.
+    static func tooLarge(size: Int, limit: Int) -> KeychainError {
+        KeychainError(.param, "the item is \(size) bytes of attributes and data; an item may hold at most \(limit) bytes (16 MiB less 96, spec/FORMAT.md §6.4); nothing was written; store a larger secret in a file and keep its key in the keychain")
+    }
+
+    /// A passcode given for a keychain that has none: never ignored, because a keychain that
+    /// lost its passcode unexpectedly may have been replaced (spec/SECURITY.md §2.4).
+    package static func passcodeForKeychainWithout(_ path: String) -> KeychainError {
+        KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode; if it should have one, it may have been replaced: check it with 'latchkey info' and restore from a backup; otherwise stop giving a passcode (unset LATCHKEY_PASSCODE), or set one with 'latchkey passwd'")
     }
 
     static func locked(_ pc: ProtectionClass) -> KeychainError {

@@ -101,6 +101,15 @@ public final class Keychain: @unchecked Sendable {
 
     static func now() -> Double { Date().timeIntervalSinceReferenceDate }
 
+    /// Refuses, before anything is sent or written, an item whose given attributes and data are
+    /// already over the size limit of spec §6.4 (the engine checks the final item again).
+    static func checkSize(_ p: ItemPlaintext) throws {
+        let size = p.encodedSize
+        if size > FormatConstants.maxItemPlaintextSize {
+            throw KeychainError.tooLarge(size: size, limit: FormatConstants.maxItemPlaintextSize)
+        }
+    }
+
     /// Checks that every attribute exists in the class (errSecNoSuchAttr, −25303).
     static func validateNames(_ attributes: [String: AttributeValue], _ c: ItemClass) throws {
         for name in attributes.keys where ItemSchema.kind(name, in: c) == nil {
@@ -144,6 +153,9 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func add(contentsOf items: [NewItem]) throws -> [Item] {
         guard !items.isEmpty else { return [] }
+        for given in items {
+            try Keychain.checkSize(ItemPlaintext(itemClass: given.itemClass, attributes: given.attributes, data: given.data))
+        }
         if let remote { return try remote.add(self, items) }
         let groups = try callerGroups()
         let t = Keychain.now()
@@ -357,6 +369,7 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
                        protection: ProtectionClass? = nil) throws -> Int {
+        if let data { try Keychain.checkSize(ItemPlaintext(itemClass: query.itemClass, attributes: attributes, data: data)) }
         if let remote { return try remote.update(self, query, attributes: attributes, data: data, protection: protection) }
         try Keychain.validateNames(attributes, query.itemClass)
         try checkWritableGroup(attributes, try callerGroups())
@@ -391,10 +404,17 @@ public final class Keychain: @unchecked Sendable {
         }
     }
 
-    /// Changes (or sets) the passcode by appending a keybag record.
-    public func changePasscode(old: [UInt8]?, new: [UInt8], kdfLogN: UInt8 = KDFParameters.defaultLogN) throws {
+    /// Changes, sets (`old` nil) or removes (`new` nil) the passcode. The classes whose
+    /// wrapping changes get new class keys and the file is rewritten (spec/FORMAT.md §11.6), so
+    /// an old copy of the file with the old passcode opens nothing added or changed afterwards.
+    /// Removing the passcode deletes the WhenPasscodeSetThisDeviceOnly items, as iOS does.
+    /// - Returns: the number of items deleted by removing the passcode (0 otherwise).
+    /// - Throws: errSecAuthFailed (wrong current passcode), errSecParam (empty new passcode, a
+    ///   current passcode given to a keychain without one, nothing to remove), errSecIO.
+    @discardableResult
+    public func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
         if let remote { return try remote.changePasscode(self, old: old, new: new, kdfLogN: kdfLogN) }
-        try store.changePasscode(old: old, new: new, logN: kdfLogN)
+        return try store.changePasscode(old: old, new: new, logN: kdfLogN)
     }
 
     /// Rewrites the file to its live records, atomically.

@@ -28,6 +28,8 @@ package final class StreamingTransaction {
     let start: UInt64
     private var offset: UInt64
     private var sequence: UInt64
+    /// The sequence number of the newest framed record.
+    var lastSequence: UInt64 { sequence }
     /// The newest record, not yet framed: whether it closes the transaction is known only
     /// when the next one arrives or `finish` is called.
     private var pending: (type: RecordType, payload: [UInt8])?
@@ -52,9 +54,7 @@ package final class StreamingTransaction {
     ///   errors (locked class); errSecIO.
     package func put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws {
         let id = ID16(uuid)
-        let sealed = try ItemPutPayload.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags,
-                                             keys: store.keys, classKey: try store.classKey(protection),
-                                             fileUUID: store.header.fileUUID)
+        let sealed = try store.seal(plaintext, uuid: uuid, protection: protection, flags: flags)
         let hash = ID16(sealed.uniqueKeyHash)
         if let owner = uniqueIndex[hash], owner != id {
             throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
@@ -149,11 +149,9 @@ extension KeychainStore {
                 throw error
             }
             guard tx.recordCount > 0 else { return result }
-            // The records are durable: apply them exactly as a reader would.
-            _ = try scanMapped()
-            var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
-            state.newestSequence = log.lastSequence
-            try? device.saveState(state)
+            // The records are durable, so the call succeeds whatever follows (spec §11.4):
+            // apply them exactly as a reader would, or read the file again at the next call.
+            markCommitted(through: tx.lastSequence)
             return result
         }
     }

@@ -35,6 +35,8 @@ extension KeychainStore {
                 report.problems.append("damage at byte \(offset): \(reason)")
             } catch Corruption.newerVersion(let offset, let type) {
                 report.problems.append("record type \(type) at byte \(offset) needs a newer Latchkey")
+            } catch Corruption.retiredKeybagChange(let offset) {
+                report.problems.append("a passcode change appended as a keybag record at byte \(offset), which is no longer accepted (spec/FORMAT.md §6.6)")
             }
             report.records = fresh.recordCount
             report.liveItems = fresh.items.count

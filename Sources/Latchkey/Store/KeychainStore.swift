@@ -38,6 +38,17 @@ package final class KeychainStore: @unchecked Sendable {
     package private(set) var readOnly = false
     /// Bytes of an incomplete tail removed on open, for the caller to report.
     package private(set) var recoveredTailBytes: UInt64 = 0
+    /// The highest last sequence number this handle has seen the keychain reach: a file older
+    /// than that is rolled back even when the device state is gone (spec §13).
+    private var highestSeen: UInt64 = 0
+    /// How the last scan of `log` ended.
+    private var lastScan: ScanEnd?
+    /// Set when the state in memory may no longer match the file after a durable change (a read
+    /// failed after it): the next operation reads the file again from its start.
+    private var needsReopen = false
+    /// The keybag the class keys in `classKeys` were unwrapped from: a file with another
+    /// keybag (after a passcode change) has other class keys.
+    private var keybagOfKeys: Keybag
     /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
     package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
@@ -52,6 +63,7 @@ package final class KeychainStore: @unchecked Sendable {
         self.headerSize = headerSize
         self.keys = keys
         self.log = LogState(header: header, headerSize: headerSize)
+        self.keybagOfKeys = header.keybag
         for c in ItemClass.allCases { tagToClass[keys.classTag(c).readBE(UInt32.self, at: 0)] = c }
     }
 
@@ -208,26 +220,66 @@ package final class KeychainStore: @unchecked Sendable {
         try io({ try fs.lock(fd) }, "lock the keychain")
         defer { fs.unlock(fd) }
         // Another writer may have been mid-append: look again now that nobody can be.
-        let again = try scanMapped()
-        guard let stillTorn = again.tornAt else { return }
-        try io({
-            try fs.truncate(fd, to: stillTorn)
-            try fs.sync(fd)
-        }, "cut off the incomplete end of the keychain")
-        recoveredTailBytes += again.fileSize - stillTorn
+        try cutTornTail(try scanMapped())
     }
 
-    func scanMapped() throws -> ScanEnd {
+    /// Cuts off the torn tail a scan found; call holding the exclusive lock (spec §10.4). A
+    /// tail that holds a record failing its checksum or tag is cut only when this device has
+    /// acknowledged no commit beyond the committed end: otherwise the failure is damage to
+    /// an acknowledged record, which is reported and never dropped.
+    private func cutTornTail(_ found: ScanEnd) throws {
+        guard let torn = found.tornAt else { return }
+        if let failure = found.failure, let acknowledged = try acknowledgedBeyond(log.lastSequence) {
+            throw damagedTail(failure, acknowledged: acknowledged, last: log.lastSequence)
+        }
+        try io({
+            try fs.truncate(fd, to: torn)
+            try fs.sync(fd)
+        }, "cut off the incomplete end of the keychain")
+        recoveredTailBytes += found.fileSize - torn
+    }
+
+    /// Scans the records of `state`'s file from where it stopped, mapping damage to errors.
+    private func scan(_ state: inout LogState, fd: Int32, keys: FileKeys) throws -> ScanEnd {
         do {
-            return try io({ try log.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
+            return try io({ try state.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
         } catch let c as Corruption {
             switch c {
             case .damaged(let offset, let reason):
-                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed; run 'latchkey verify' and restore from a backup")
+                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed; run 'latchkey verify --repair' to see what cutting it back to its last intact change would drop, or restore from a backup")
             case .newerVersion(let offset, let type):
                 throw KeychainError(.decode, "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey")
+            case .retiredKeybagChange(let offset):
+                throw KeychainError(.decode, "the keychain \(path) holds a passcode change appended as a keybag record at byte \(offset); such records are no longer accepted because anyone holding the device secret could forge one (spec/FORMAT.md §6.6); if you changed this keychain's passcode with Latchkey 0.1, run 'latchkey compact' with that version first, then open it here; otherwise the record is forged: restore from a backup")
             }
         }
+    }
+
+    func scanMapped() throws -> ScanEnd {
+        let found = try scan(&log, fd: fd, keys: keys)
+        highestSeen = max(highestSeen, log.lastSequence)
+        lastScan = found
+        return found
+    }
+
+    /// The newest sequence number this device acknowledged for this keychain when it is beyond
+    /// `last`: the device state's, or this handle's own memory of the file when that is
+    /// higher (a state deleted or replaced by an older copy). nil when nothing beyond `last`
+    /// was acknowledged.
+    private func acknowledgedBeyond(_ last: UInt64) throws -> UInt64? {
+        let remembered = max(highestSeen, (try device.state(fileUUID: header.fileUUID))?.newestSequence ?? 0)
+        return remembered > last ? remembered : nil
+    }
+
+    private func damagedTail(_ failure: TailFailure, acknowledged: UInt64, last: UInt64) -> KeychainError {
+        KeychainError(.decode, "the keychain \(path) is damaged at byte \(failure.offset) (\(failure.reason)): this device acknowledged changes up to \(acknowledged), and the intact part ends at change \(last); nothing was changed; run 'latchkey verify --repair' to see what cutting it back to change \(last) would drop, or restore from a backup")
+    }
+
+    /// The error for a file older than what this device acknowledged: damage when the scan
+    /// stopped at a record that fails its checks, a rollback otherwise (spec §10.4, §13).
+    private func olderThanAcknowledged(_ acknowledged: UInt64, last: UInt64, scan found: ScanEnd?) -> KeychainError {
+        if let failure = found?.failure { return damagedTail(failure, acknowledged: acknowledged, last: last) }
+        return KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(acknowledged), the file ends at change \(last) (an older copy was put back?); restore the newer copy, or to adopt this file anyway run 'latchkey verify --accept-rollback'")
     }
 
     private func checkRollback(accept: Bool) throws {
@@ -237,11 +289,11 @@ package final class KeychainStore: @unchecked Sendable {
             // a commit or a compaction by another process between our scan and our read of the
             // state looks like a file older than the state. Look at the file again (reopening
             // it if a compaction replaced it): a file still older than the state we read was
-            // put back. (Found by ConcurrencyTests: a reader reported a false rollback.)
+            // put back.
             try refresh()
         }
         if let s = state, log.lastSequence < s.newestSequence, !accept {
-            throw KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(s.newestSequence), the file ends at change \(log.lastSequence) (an older copy was put back?); to adopt this file anyway run 'latchkey verify --accept-rollback'")
+            throw olderThanAcknowledged(s.newestSequence, last: log.lastSequence, scan: lastScan)
         }
         if state == nil || state!.newestSequence != log.lastSequence {
             var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
@@ -250,6 +302,7 @@ package final class KeychainStore: @unchecked Sendable {
                 try? device.saveState(s, allowLower: accept)
             }
         }
+        if accept { highestSeen = log.lastSequence }
     }
 
     /// Sees what other processes appended, and reopens when compaction replaced the file.
@@ -257,12 +310,17 @@ package final class KeychainStore: @unchecked Sendable {
     /// One fstat when nothing changed since the last look: `verifiedStatus` is the file's status
     /// when the path was last seen to name it. Any append, write or change of the file's links
     /// (a compaction renaming its file over the path unlinks ours) moves the inode's ctime, and
-    /// then the path is compared as well. (perf: the stat of the path was 14 % of a find by
-    /// unique key at 1M items.) Writers compare the path under the lock every time (§11.2), so
-    /// a reader could only miss a replacement whose links went 1 → 2 → 1 within one tick of the
-    /// coarse ctime clock with no append: someone hard-linking the file during a compaction.
+    /// then the path is compared as well. Writers compare the path under the lock every time
+    /// (§11.2), so a reader could only miss a replacement whose links went 1 → 2 → 1 within one
+    /// tick of the coarse ctime clock with no append: someone hard-linking the file during a
+    /// compaction.
     package func refresh() throws {
         mutex.lock(); defer { mutex.unlock() }
+        if needsReopen {
+            try reopen()
+            needsReopen = false
+            return
+        }
         let status = try io({ try fs.status(fd) }, "read the keychain")
         if let status, status == verifiedStatus, status.links == 1, status.size == log.end { return }
         let now = try io({ try fs.identity(path: path) }, "read the keychain")
@@ -278,29 +336,58 @@ package final class KeychainStore: @unchecked Sendable {
         verifiedStatus = status
     }
 
-    /// Re-reads the file from the start (after a compaction by another process), keeping the
-    /// unlocked class keys: compaction never changes them.
+    /// Reads the file now at the path from its start (another process compacted it, changed
+    /// its passcode, or put another file there) and takes it in place of the one open, after
+    /// the checks `open` makes: the same keychain (file UUID), and not older than what this
+    /// device acknowledged or this handle has seen (spec §13) — an older copy renamed into
+    /// place is refused, never served or written on top of. The class keys in memory are kept
+    /// when the keybag is the same (a compaction); a new keybag (a passcode change, §11.6)
+    /// has new class keys, so the store is locked again.
     private func reopen() throws {
-        let newFD = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
-        do {
-            let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
-            guard h.fileUUID == header.fileUUID else {
+        var attempts = 0
+        while true {
+            attempts += 1
+            let newFD = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+            do {
+                let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
+                guard h.fileUUID == header.fileUUID else {
+                    throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
+                }
+                var fresh = LogState(header: h, headerSize: size)
+                var found = try scan(&fresh, fd: newFD, keys: k)
+                if let acknowledged = try acknowledgedBeyond(fresh.lastSequence) {
+                    // A commit by another process may have landed, and its state been
+                    // written, after this scan: look at this file, and at the path, again.
+                    found = try scan(&fresh, fd: newFD, keys: k)
+                    let moved = try io({ try fs.identity(path: path) }, "open the keychain") != io({ try fs.identity(newFD) }, "open the keychain")
+                    if moved && attempts < 3 { fs.close(newFD); continue }
+                    if let still = try acknowledgedBeyond(fresh.lastSequence) {
+                        throw olderThanAcknowledged(max(acknowledged, still), last: fresh.lastSequence, scan: found)
+                    }
+                }
+                let sameKeys = h.keybag == keybagOfKeys
+                fs.close(fd)
+                fd = newFD
+                identity = try io({ try fs.identity(newFD) }, "open the keychain")
+                header = h
+                headerSize = size
+                keys = k
+                log = fresh
+                lastScan = found
+                highestSeen = max(highestSeen, log.lastSequence)
+                epoch += 1
+                verifiedStatus = nil
+                if !sameKeys {
+                    classKeys = [:]
+                    unlockedOnce = false
+                    keybagOfKeys = h.keybag
+                    try unwrapDeviceClasses()
+                }
+                return
+            } catch {
                 fs.close(newFD)
-                throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
+                throw error
             }
-            fs.close(fd)
-            fd = newFD
-            identity = try io({ try fs.identity(newFD) }, "open the keychain")
-            header = h
-            headerSize = size
-            keys = k
-            log = LogState(header: h, headerSize: size)
-            epoch += 1
-            verifiedStatus = nil
-            _ = try scanMapped()
-        } catch {
-            if fd != newFD { fs.close(newFD) }
-            throw error
         }
     }
 
@@ -329,7 +416,7 @@ package final class KeychainStore: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         try refreshLocked()
         let bag = log.keybag
-        guard bag.hasPasscode else { return }
+        guard bag.hasPasscode else { throw KeychainError.passcodeForKeychainWithout(path) }
         let unwrapped = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
             let passKey = try prefetched.flatMap { $0.kdf == bag.kdf ? try $0.key() : nil }
                 ?? keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
@@ -422,10 +509,7 @@ package final class KeychainStore: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
         let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-        guard record.count == Int(slot.recordSize) else {
-            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey")
-        }
-        let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
+        let payload = try authenticatedPayload(record, slot)
         do {
             let put = try ItemPutPayload.decode(payload)
             return try put.open(classKey: key, fileUUID: header.fileUUID)
@@ -436,6 +520,22 @@ package final class KeychainStore: @unchecked Sendable {
             }
             throw KeychainError(.decode, "an item at byte \(slot.offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
         }
+    }
+
+    /// The payload of an item's put record as read now, after checking that it is still the
+    /// record the scan authenticated: its frame, its tag at the slot's offset and its sequence
+    /// number. Bytes overwritten in place after the scan (an older record of the same item
+    /// copied over the newer one, say) are refused, never served (spec §10.6).
+    func authenticatedPayload(_ record: [UInt8], _ slot: ItemSlot) throws -> ArraySlice<UInt8> {
+        guard record.count == Int(slot.recordSize) else {
+            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey; run 'latchkey verify' and restore from a backup")
+        }
+        guard let frame = try? FrameHeader.decode(record[...]), frame.type == RecordType.itemPut.rawValue,
+              frame.sequence == slot.sequence, frame.recordSize == record.count,
+              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC) else {
+            throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned; run 'latchkey verify' and restore from a backup")
+        }
+        return record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
     }
 
     // MARK: Writing
@@ -460,66 +560,64 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     private func catchUpLocked() throws {
-        let found = try scanMapped()
-        if let torn = found.tornAt {
-            try io({
-                try fs.truncate(fd, to: torn)
-                try fs.sync(fd)
-            }, "cut off the incomplete end of the keychain")
-            recoveredTailBytes += found.fileSize - torn
-        }
+        try cutTornTail(try scanMapped())
     }
 
     /// Appends one transaction: every record in one write, then one fsync. Call inside
     /// `withWriteLock`. Checks unique keys first; on any failure nothing changes.
     /// - Throws: errSecDuplicateItem, errSecItemNotFound (delete of a missing item), class-key
     ///   errors, errSecIO.
-    func commit(_ mutations: [Mutation], keybag newBag: Keybag? = nil) throws {
-        guard !mutations.isEmpty || newBag != nil else { return }
-        // Seal and validate against a scratch copy of the state.
+    func commit(_ mutations: [Mutation]) throws {
+        guard !mutations.isEmpty else { return }
         // Validate against small overlays on the live indexes (copying the indexes would
         // cost O(items) per commit): nil in an overlay means "removed by this transaction".
         var owners: [ID16: ID16?] = [:]
         var slots: [ID16: ItemSlot?] = [:]
         func owner(_ hash: ID16) -> ID16? { if let o = owners[hash] { return o }; return log.uniqueIndex[hash] }
         func slot(_ id: ID16) -> ItemSlot? { if let s = slots[id] { return s }; return log.items[id] }
-        var offset = log.end
-        var sequence = log.lastSequence
-        var records: [UInt8] = []
-        var planned: [(RecordType, [UInt8])] = []
-        if let bag = newBag { planned.append((.keybagChange, bag.encode())) }
+        var planned: [(type: RecordType, payload: [UInt8], op: PendingOp)] = []
         for m in mutations {
             switch m {
             case .put(let id, let plaintext, let pc, let flags):
-                let sealed = try ItemPutPayload.seal(plaintext, uuid: id.bytes, protectionClass: pc, flags: flags,
-                                                     keys: keys, classKey: try classKey(pc), fileUUID: header.fileUUID)
+                let sealed = try seal(plaintext, uuid: id.bytes, protection: pc, flags: flags)
                 let hash = ID16(sealed.uniqueKeyHash)
                 if let o = owner(hash), o != id {
                     throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
                 }
-                planned.append((.itemPut, sealed.encode()))
                 if let old = slot(id) { owners[old.uniqueHash] = .some(nil) }
                 owners[hash] = id
-                slots[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
-                                     protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
+                let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                                 protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
+                slots[id] = s
+                planned.append((.itemPut, sealed.encode(), .put(id, s)))
             case .delete(let id):
                 guard let old = slot(id) else {
                     throw KeychainError(.itemNotFound, "the item to delete no longer exists")
                 }
                 slots[id] = .some(nil)
                 owners[old.uniqueHash] = .some(nil)
-                planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode()))
+                planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode(), .delete(id)))
             }
         }
-        for (i, (type, payload)) in planned.enumerated() {
+        let start = log.end
+        var offset = start
+        var sequence = log.lastSequence
+        var records: [UInt8] = []
+        var applied: [(PendingOp, UInt64)] = []
+        for (i, p) in planned.enumerated() {
             sequence += 1
             let flags = i < planned.count - 1 ? FrameHeader.continuesFlag : 0
-            let record = RecordFrame.encode(type: type.rawValue, flags: flags, sequence: sequence, payload: payload,
+            let record = RecordFrame.encode(type: p.type.rawValue, flags: flags, sequence: sequence, payload: p.payload,
                                             offset: offset, macKey: keys.recordMAC)
+            if case .put(let id, var s) = p.op {
+                (s.offset, s.recordSize, s.sequence) = (offset, UInt32(record.count), sequence)
+                applied.append((.put(id, s), offset))
+            } else {
+                applied.append((p.op, offset))
+            }
             offset += UInt64(record.count)
             records.append(contentsOf: record)
         }
-        let start = log.end
         do {
             try fs.write(fd, offset: start, records)
             try fs.sync(fd)
@@ -529,26 +627,80 @@ package final class KeychainStore: @unchecked Sendable {
             try? fs.sync(fd)
             _ = try io({ throw error }, "write to the keychain")
         }
-        // The records are durable: apply them exactly as a reader would.
-        _ = try scanMapped()
+        // Durable from here: the call succeeds whatever follows (spec §11.4). The records are
+        // applied as a reader would apply them, from what was written rather than by reading
+        // it back, so a failing read cannot turn a commit into a reported failure.
+        do {
+            for (op, at) in applied { try log.apply(op, at: at) }
+            log.end = offset
+            log.lastSequence = sequence
+            log.recordCount += planned.count
+            highestSeen = max(highestSeen, sequence)
+        } catch {
+            needsReopen = true
+        }
+        recordCommit(sequence)
+    }
+
+    /// After a durable streaming transaction: applies its records by scanning them, or, when
+    /// that read fails, leaves the file to be read again at the next call; then records it.
+    func markCommitted(through sequence: UInt64) {
+        do {
+            _ = try scanMapped()
+        } catch {
+            needsReopen = true
+        }
+        recordCommit(sequence)
+    }
+
+    /// Records a durable commit's last sequence number in the device state (spec §9.3): best
+    /// effort, after the data is durable, never failing the commit.
+    func recordCommit(_ sequence: UInt64) {
+        highestSeen = max(highestSeen, sequence)
         var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
-        state.newestSequence = log.lastSequence
+        state.newestSequence = sequence
         try? device.saveState(state)
+    }
+
+    /// Encrypts an item for a put record under a fresh item key. Every writer seals through
+    /// here, so the size limit of spec §6.4 is checked before any byte is written.
+    /// - Throws: errSecParam for an item over the limit; class-key errors.
+    func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protection: ProtectionClass, flags: UInt8) throws -> ItemPutPayload {
+        let key = try classKey(protection)
+        do {
+            return try ItemPutPayload.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags,
+                                           keys: keys, classKey: key, fileUUID: header.fileUUID)
+        } catch let e as FormatError {
+            throw KeychainError.fromFormat("the item", e)
+        }
     }
 
     // MARK: Passcode change
 
-    /// Appends a keybag record with the class keys rewrapped under `newPasscode` (spec §11).
-    /// A keychain without a passcode gains one (and an akpu key).
-    /// - Throws: errSecAuthFailed for a wrong old passcode; errSecParam for an empty new one.
-    package func changePasscode(old: [UInt8]?, new: [UInt8], logN: UInt8 = KDFParameters.defaultLogN) throws {
-        guard !new.isEmpty else { throw KeychainError(.param, "the new passcode is empty; choose a non-empty passcode") }
-        try withWriteLock {
+    /// Changes, sets or removes the passcode (spec §11.6). Every class whose wrapping changes
+    /// gets a new random class key (all but dk and dku, whose entries are kept byte for byte),
+    /// each live item key of those classes is rewrapped under its class's new key, and the
+    /// whole file is rewritten as compaction rewrites it: so no keybag of the old passcode
+    /// survives in the keychain, and nothing added or changed afterwards can be read with the
+    /// old passcode and an old copy of the file. Removing the passcode deletes the
+    /// WhenPasscodeSetThisDeviceOnly (akpu) items, as iOS does. A kill at any moment leaves the
+    /// old file with the old passcode or the new file with the new one.
+    /// - Parameters:
+    ///   - old: the current passcode; nil for a keychain without one.
+    ///   - new: the new passcode; nil removes the passcode.
+    /// - Returns: the number of akpu items deleted (only when the passcode is removed).
+    /// - Throws: errSecAuthFailed for a wrong current passcode (throttled as an unlock);
+    ///   errSecParam for an empty new passcode, for a current passcode given to a keychain
+    ///   without one, or for removing a passcode that is not set; errSecIO.
+    @discardableResult
+    package func changePasscode(old: [UInt8]?, new: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
+        if let new, new.isEmpty { throw KeychainError(.param, "the new passcode is empty; choose a non-empty passcode, or remove the passcode instead") }
+        return try withWriteLock {
             let bag = log.keybag
-            var all: [ProtectionClass: SecretKey] = [:]
+            var current: [ProtectionClass: SecretKey] = [:]
             if bag.hasPasscode {
-                guard let old else { throw KeychainError(.authFailed, "the current passcode is needed to change it") }
-                all = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
+                guard let old else { throw KeychainError(.authFailed, "the current passcode of \(path) is needed to change it") }
+                current = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
                     let oldKey = try keys.passcodeKey(passcode: old, kdf: bag.kdf)
                     var all: [ProtectionClass: SecretKey] = [:]
                     for e in bag.entries {
@@ -561,17 +713,38 @@ package final class KeychainStore: @unchecked Sendable {
                     return all
                 }
             } else {
-                for e in bag.entries { all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap) }
-                all[.whenPasscodeSetThisDeviceOnly] = try SecretKey.random()
+                if old != nil { throw KeychainError.passcodeForKeychainWithout(path) }
+                guard new != nil else { throw KeychainError(.param, "the keychain \(path) has no passcode to remove") }
+                for e in bag.entries { current[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap) }
             }
-            let kdf = KDFParameters.scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
-            let newKey = try keys.passcodeKey(passcode: new, kdf: kdf)
-            var newBag = try KeychainStore.wrapKeybag(all, kdf: kdf, keys: keys, passcodeKey: newKey)
-            // dk/dku entries stay byte-for-byte as they were (spec §11).
-            newBag.entries = newBag.entries.map { e in e.wrap == .device ? (bag.entry(for: e.protectionClass) ?? e) : e }
-            try commit([], keybag: newBag)
-            classKeys.merge(all) { $1 }
-            unlockedOnce = true
+            var fresh: [ProtectionClass: SecretKey] = [:]
+            for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || new != nil {
+                fresh[pc] = pc.isAlwaysAvailable ? current[pc]! : try SecretKey.random()
+            }
+            let kdf: KDFParameters = new == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
+            let newKey = try new.map { try keys.passcodeKey(passcode: $0, kdf: kdf) }
+            var newBag = try KeychainStore.wrapKeybag(fresh, kdf: kdf, keys: keys, passcodeKey: newKey)
+            // dk and dku keep their keys and their entries, byte for byte.
+            newBag.entries = newBag.entries.map { e in e.wrap == .device && e.protectionClass.isAlwaysAvailable ? (bag.entry(for: e.protectionClass) ?? e) : e }
+            var dropped = 0
+            try rewrite(keybag: newBag, keys: fresh, operation: "change the passcode of") { payload in
+                let pc = ProtectionClass(rawValue: payload[20])!
+                guard let newClassKey = fresh[pc] else { dropped += 1; return false }
+                if pc.isAlwaysAvailable { return true }
+                guard let oldClassKey = current[pc] else {
+                    throw KeychainError(.decode, "the keychain \(path) holds a \(pc.code) item but its keybag has no \(pc.code) class key (damaged)")
+                }
+                let wrapped = Array(payload[40..<80])
+                let itemKey: SecretKey
+                do {
+                    itemKey = try Crypto.unwrap(wrapped, with: oldClassKey)
+                } catch {
+                    throw KeychainError(.decode, "an item of the keychain \(path) does not unwrap with its class key (damaged or tampered); nothing was changed; run 'latchkey verify'")
+                }
+                payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newClassKey))
+                return true
+            }
+            return dropped
         }
     }
 
@@ -584,53 +757,81 @@ package final class KeychainStore: @unchecked Sendable {
     package func compact() throws -> (before: UInt64, after: UInt64) {
         try withWriteLock {
             let before = log.end
-            var newHeader = header
-            newHeader.baseSequence = log.lastSequence
-            newHeader.keybag = log.keybag
-            newHeader.minor = FormatConstants.fileMinor
-            newHeader.extensionBytes = []
-            let headerBytes = newHeader.encode(macKey: keys.headerMAC)
-            removeAbandonedCompactions()
-            let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
-            var offset = UInt64(headerBytes.count)
-            var sequence = log.lastSequence
-            let tfd = try io({ try fs.open(temp, create: true, exclusive: true, mode: 0o600) }, "create the compacted file")
-            do {
-                try io({ try fs.write(tfd, offset: 0, headerBytes) }, "write the compacted file")
-                var batch: [UInt8] = []
-                batch.reserveCapacity(1 << 20)
-                for (_, slot) in log.items.sorted(by: { $0.value.offset < $1.value.offset }) {
-                    let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-                    let payload = Array(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize))
-                    sequence += 1
-                    let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence,
-                                                      payload: payload, offset: offset, macKey: keys.recordMAC)
-                    offset += UInt64(reframed.count)
-                    batch.append(contentsOf: reframed)
-                    if batch.count >= 1 << 20 {
-                        try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the compacted file")
-                        batch.removeAll(keepingCapacity: true)
-                    }
-                }
-                if !batch.isEmpty {
-                    try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the compacted file")
-                }
-                try io({ try fs.sync(tfd) }, "write the compacted file")
-                try io({ try fs.rename(temp, path) }, "replace the keychain with the compacted file")
-            } catch {
-                fs.close(tfd)
-                try? fs.remove(temp)
-                throw error
-            }
-            fs.close(tfd)
-            try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
-            // From here on the compacted file is the keychain.
-            try reopen()
-            var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
-            state.newestSequence = log.lastSequence
-            try? device.saveState(state)
+            try rewrite(keybag: log.keybag, keys: nil, operation: "compact") { _ in true }
             return (before, log.end)
         }
+    }
+
+    /// Writes the live items into a new file with the header's `keybag` and takes it in place
+    /// of the keychain (spec §11.5): a temporary file in the same directory (0600), fsync,
+    /// rename over the path, fsync of the directory, then the device state. Each live put
+    /// record is read, authenticated again, and passed to `transform`, which may change its
+    /// wrapped item key (bytes 40–79) and returns false to leave the item out; the frames and
+    /// tags are recomputed. `newKeys` are the class keys of `keybag` when it has other keys
+    /// than the file's (a passcode change). Call inside `withWriteLock`. On any failure before
+    /// the rename the keychain is untouched and the temporary file removed; once the new file
+    /// is renamed into place it is the keychain, and the call succeeds only when the directory
+    /// fsync that makes the rename durable returns.
+    private func rewrite(keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
+                         _ transform: (inout [UInt8]) throws -> Bool) throws {
+        // The new file takes a sequence number of its own: it is newer than every copy of the
+        // old one even with no live item, so putting an old copy back is a rollback (§11.5).
+        var newHeader = header
+        newHeader.baseSequence = log.lastSequence + 1
+        newHeader.keybag = keybag
+        newHeader.minor = FormatConstants.fileMinor
+        newHeader.extensionBytes = []
+        let headerBytes = newHeader.encode(macKey: keys.headerMAC)
+        removeAbandonedCompactions()
+        let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
+        var offset = UInt64(headerBytes.count)
+        var sequence = newHeader.baseSequence
+        let tfd = try io({ try fs.open(temp, create: true, exclusive: true, mode: 0o600) }, "create the new file to \(operation) the keychain")
+        do {
+            try io({ try fs.write(tfd, offset: 0, headerBytes) }, "write the new file to \(operation) the keychain")
+            var batch: [UInt8] = []
+            batch.reserveCapacity(1 << 20)
+            func flush() throws {
+                try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the new file to \(operation) the keychain")
+                batch.removeAll(keepingCapacity: true)
+            }
+            for (_, slot) in log.items.sorted(by: { $0.value.offset < $1.value.offset }) {
+                let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+                var payload = Array(try authenticatedPayload(record, slot))
+                guard try transform(&payload) else { continue }
+                sequence += 1
+                let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence,
+                                                  payload: payload, offset: offset, macKey: keys.recordMAC)
+                offset += UInt64(reframed.count)
+                batch.append(contentsOf: reframed)
+                if batch.count >= 1 << 20 { try flush() }
+            }
+            if !batch.isEmpty { try flush() }
+            try io({ try fs.sync(tfd) }, "write the new file to \(operation) the keychain")
+            try io({ try fs.rename(temp, path) }, "replace the keychain with the new file")
+        } catch {
+            fs.close(tfd)
+            try? fs.remove(temp)
+            throw error
+        }
+        fs.close(tfd)
+        // From here on the new file is the keychain, for every process.
+        let synced = Result { try fs.syncDirectory(directoryOf(path)) }
+        if let newKeys {
+            classKeys = newKeys
+            keybagOfKeys = keybag
+            unlockedOnce = true
+        }
+        do {
+            try reopen()
+        } catch {
+            needsReopen = true
+        }
+        if case .failure(let error) = synced {
+            throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back; run 'latchkey compact' to sync it again",
+                                underlying: String(describing: error))
+        }
+        recordCommit(sequence)
     }
 
     /// Removes the temporary files of compactions that died before their rename (a killed

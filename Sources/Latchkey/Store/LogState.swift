@@ -41,8 +41,8 @@ struct ItemSlot: Sendable {
     var sequence: UInt64
 }
 
-/// The state a reader builds from the log: live items, the unique-key index, the current
-/// keybag and how far the committed records reach.
+/// The state a reader builds from the log: live items, the unique-key index, the keybag (the
+/// header's: no record changes it, spec §6.6) and how far the committed records reach.
 struct LogState: Sendable {
     var items: [ID16: ItemSlot] = [:]
     var uniqueIndex: [ID16: ID16] = [:]
@@ -72,19 +72,29 @@ struct LogState: Sendable {
 enum PendingOp: Sendable {
     case put(ID16, ItemSlot)
     case delete(ID16)
-    case keybag(Keybag)
 }
 
 /// What a scan found beyond the committed records.
 struct ScanEnd: Sendable {
     /// Offset where an incomplete tail starts (nil when the file ends on a committed record).
     var tornAt: UInt64?
+    /// Set when a record that failed its checksum or tag stopped the scan, rather than the end
+    /// of the file. The tail from `tornAt` is then torn only if no commit this device
+    /// acknowledged lies in it, which the caller decides with the device state (spec §10.4).
+    var failure: TailFailure?
     var fileSize: UInt64
+}
+
+/// The first record of a tail that failed its frame checksum or its tag (spec §10.4).
+struct TailFailure: Sendable, Equatable {
+    var offset: UInt64
+    var reason: String
 }
 
 enum Corruption: Error {
     case damaged(offset: UInt64, reason: String)
     case newerVersion(offset: UInt64, type: UInt8)
+    case retiredKeybagChange(offset: UInt64)
 }
 
 extension LogState {
@@ -97,8 +107,6 @@ extension LogState {
                 journal.removeAll(keepingCapacity: true)
             }
             journal.append(id)
-        case .keybag:
-            break
         }
         switch op {
         case .put(let id, let slot):
@@ -113,8 +121,6 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
             }
             uniqueIndex[old.uniqueHash] = nil
-        case .keybag(let bag):
-            keybag = bag
         }
     }
 
@@ -151,6 +157,17 @@ extension LogState {
             guard try ensure(offset, FormatConstants.frameHeaderSize) else {
                 return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
             }
+            // A record that fails its checksum or tag may be part of the last append, whose
+            // blocks a power cut can keep in any subset (spec §10.4): it ends the scan as a
+            // candidate torn tail, unless a later transaction closed after it, which proves
+            // that it was written before an acknowledged commit.
+            func failed(_ reason: String) throws -> ScanEnd {
+                if try closedTransactionAfter(offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
+                    throw Corruption.damaged(offset: offset, reason: reason)
+                }
+                return ScanEnd(tornAt: inGroup ? groupStart : offset, failure: TailFailure(offset: offset, reason: reason),
+                               fileSize: fileSize)
+            }
             let frame: FrameHeader
             do {
                 frame = try FrameHeader.decode(slice(offset, FormatConstants.frameHeaderSize))
@@ -158,7 +175,7 @@ extension LogState {
                 if try allZero(fs: fs, fd: fd, from: offset, to: fileSize) {
                     return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
                 }
-                throw Corruption.damaged(offset: offset, reason: "record header checksum mismatch")
+                return try failed("record header checksum mismatch")
             } catch let e as FormatError {
                 throw Corruption.damaged(offset: offset, reason: e.description)
             }
@@ -168,7 +185,7 @@ extension LogState {
             }
             let record = slice(offset, size)
             guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
-                throw Corruption.damaged(offset: offset, reason: "record tag does not verify")
+                return try failed("record tag does not verify")
             }
             guard frame.sequence == sequence + 1 else {
                 throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
@@ -186,7 +203,9 @@ extension LogState {
                 case .itemDelete:
                     pending.append((.delete(ID16(try ItemDeletePayload.decode(payload).uuid)), offset))
                 case .keybagChange:
-                    pending.append((.keybag(try Keybag.decode(Array(payload))), offset))
+                    // Retired (spec §6.6): anyone holding the device secret could write one, so
+                    // a passcode change rewrites the file instead (§11.6), and none is applied.
+                    throw Corruption.retiredKeybagChange(offset: offset)
                 case nil:
                     guard RecordType.isAncillary(frame.type) else {
                         throw Corruption.newerVersion(offset: offset, type: frame.type)
@@ -209,6 +228,37 @@ extension LogState {
         }
         return ScanEnd(tornAt: inGroup ? groupStart : nil, fileSize: fileSize)
     }
+}
+
+/// Whether a complete, authenticated record that closes a transaction (continues flag clear)
+/// starts after `failed` and ends before the end of the file. Such a record shows that the
+/// transaction holding `failed` was committed before another began: a writer appends a
+/// transaction only after the one before it was made durable (spec §10.4, §11.3). Every offset
+/// is tried (a damaged length cannot be followed), cheapest checks first: the bytes a frame
+/// header always has (a length below 16 MiB, zero reserved bytes, no flag set), then the
+/// header CRC, then the tag at that offset, which only the device can produce.
+func closedTransactionAfter(_ failed: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys) throws -> Bool {
+    let headerSize = FormatConstants.frameHeaderSize
+    let minimum = UInt64(headerSize + FormatConstants.frameTagSize)
+    var chunkStart = failed + 1
+    let chunk = 8 << 20
+    while chunkStart + minimum <= fileSize {
+        let bytes = try fs.read(fd, offset: chunkStart, count: Int(min(UInt64(chunk + headerSize), fileSize - chunkStart)))
+        if bytes.count < headerSize { break }
+        for i in 0...(bytes.count - headerSize) {
+            guard bytes[i] == 0, bytes[i + 5] == 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+                  let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
+            let at = chunkStart + UInt64(i)
+            let end = at + UInt64(frame.recordSize)
+            guard end < fileSize else { continue }
+            let record = try fs.read(fd, offset: at, count: frame.recordSize)
+            if record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) {
+                return true
+            }
+        }
+        chunkStart += UInt64(chunk)
+    }
+    return false
 }
 
 private func allZero(fs: FileSystem, fd: Int32, from: UInt64, to: UInt64) throws -> Bool {

@@ -59,6 +59,7 @@ struct BackupCommand: ParsableCommand {
                 throw UsageError("backup needs a backup password and there is no terminal to ask on; set LATCHKEY_BACKUP_PASSWORD, give --password-file PATH, or use --no-password", command: "backup")
             }
         }
+        if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
         let progress = Progress("backup", total: keychain.engine.liveItemCount)
         defer { progress.finish() }
         let options = BackupOptions(password: pw, compression: compression,

@@ -25,9 +25,7 @@ struct InitCommand: ParsableCommand {
     @Flag(name: .customLong("no-passcode"), help: "Create the keychain without a passcode (items are protected by the device secret alone).")
     var noPasscode = false
 
-    /// Testing knob: scrypt cost as log2(N), 10–22 (engine default 15). Lower values make
-    /// the CLI tests fast; they weaken the passcode, so the option is hidden from help.
-    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
+    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(KDFCost.help, valueName: "n"))
     var kdfLogN: UInt8 = KDFParameters.defaultLogN
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -36,6 +34,9 @@ struct InitCommand: ParsableCommand {
         guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }
         if noPasscode, global.passcodeFile != nil {
             throw ValidationError("--no-passcode and --passcode-file contradict each other; give one")
+        }
+        if noPasscode, GlobalOptions.environment("LATCHKEY_PASSCODE") != nil {
+            throw ValidationError("--no-passcode and LATCHKEY_PASSCODE contradict each other; unset LATCHKEY_PASSCODE or drop --no-passcode")
         }
     }
 
@@ -50,6 +51,7 @@ struct InitCommand: ParsableCommand {
         }
         _ = try Keychain.create(path: global.keychainPath, devicePath: global.devicePath,
                                 passcode: passcode, kdfLogN: kdfLogN)
+        if passcode != nil { KDFCost.warnIfWeak(kdfLogN, "passcode") }
         Output.progress("created \(global.keychainPath)\(passcode == nil ? " without a passcode" : "")")
     }
 }

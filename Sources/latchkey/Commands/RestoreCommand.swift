@@ -51,8 +51,7 @@ struct RestoreCommand: ParsableCommand {
     @Flag(name: .customLong("no-passcode"), help: "Create the new keychain without a passcode (as 'init --no-passcode').")
     var noPasscode = false
 
-    /// Testing knob: scrypt cost of a new keychain's passcode as log2(N), 10–22 (default 15).
-    @Option(name: .customLong("keychain-kdf-log-n"), help: ArgumentHelp(visibility: .private))
+    @Option(name: .customLong("keychain-kdf-log-n"), help: ArgumentHelp("For a new keychain: " + KDFCost.help, valueName: "n"))
     var keychainKDFLogN: UInt8 = KDFParameters.defaultLogN
 
     @OptionGroup(title: "Backup password") var password: BackupPasswordOptions
@@ -126,6 +125,7 @@ struct RestoreCommand: ParsableCommand {
                     throw UsageError("restore needs a passcode for the new keychain; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode", command: "restore")
                 }
             }
+            if newPasscode != nil { KDFCost.warnIfWeak(keychainKDFLogN, "new keychain's passcode") }
             phase = "restore"
             report = try verified.restoreNewKeychain(path: keychainPath, devicePath: global.devicePath, passcode: newPasscode,
                                                      kdfLogN: keychainKDFLogN, progress: onProgress)

@@ -10,9 +10,7 @@ struct BackupPasswordOptions: ParsableArguments {
         valueName: "path"))
     var passwordFile: String?
 
-    /// Testing knob: scrypt cost of a new backup's password as log2(N), 10–22 (default 17).
-    /// Lower values weaken the password, so the option is hidden from help.
-    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(visibility: .private))
+    @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(KDFCost.help, valueName: "n"))
     var kdfLogN: UInt8?
 
     func validate() throws {

@@ -184,6 +184,9 @@ struct GlobalOptions: ParsableArguments {
         if keychain.recoveredTailBytes > 0 {
             Output.note("recovered: removed \(keychain.recoveredTailBytes) bytes of an incomplete write")
         }
+        // A given passcode is never ignored: a keychain that has lost its passcode may have
+        // been replaced by one whose keys someone else knows (spec/SECURITY.md §2.4).
+        if given != nil, !keychain.hasPasscode { throw KeychainError.passcodeForKeychainWithout(keychainPath) }
         guard keychain.hasPasscode, !unlocked else { return keychain }
         let passcode: [UInt8]?
         switch unlock {
