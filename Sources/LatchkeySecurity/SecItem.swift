@@ -78,8 +78,10 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 /// ```
 /// Attribute filters are exact (a string and data with the same bytes are equal);
 /// kSecMatchCaseInsensitive compares strings with Unicode case folding (unlike iOS, where it
-/// is ignored). Only items of the caller's access groups and, unless kSecAttrSynchronizable
-/// says otherwise, with sync = 0 are seen. kSecMatchLimit: one (the default, a single object),
+/// is ignored), except kSecAttrAccessGroup. Only items of the caller's access groups and,
+/// unless kSecAttrSynchronizable says otherwise, with sync = 0 are seen: an item's group must
+/// have exactly the bytes of one of the caller's groups (no case folding, no Unicode
+/// normalization), whatever the query, a persistent reference included. kSecMatchLimit: one (the default, a single object),
 /// all (an array), or a number (an array unless 1; 0 finds nothing). kSecReturnData with
 /// kSecMatchLimitAll is allowed. Reading the data of a user-presence item asks the
 /// authentication handler with kSecUseOperationPrompt.

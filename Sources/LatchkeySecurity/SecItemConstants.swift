@@ -310,7 +310,7 @@ nonisolated(unsafe) public let kSecMatchEmailAddressIfPresent: CFString = "m_Ema
 nonisolated(unsafe) public let kSecMatchSubjectContains: CFString = "m_SubjectContains"
 /// Internet passwords of a host or its subdomains (not implemented: errSecUnimplemented). Value `"m_HostOrSubdomainOfHost"`.
 nonisolated(unsafe) public let kSecMatchHostOrSubdomainOfHost: CFString = "m_HostOrSubdomainOfHost"
-/// Compare string attributes ignoring case (Unicode case folding). Works in SecItemCopyMatching (unlike iOS, where it is ignored). Value `"m_CaseInsensitive"`.
+/// Compare string attributes ignoring case (Unicode case folding), except kSecAttrAccessGroup, which is always compared byte for byte. Works in SecItemCopyMatching (unlike iOS, where it is ignored). Value `"m_CaseInsensitive"`.
 nonisolated(unsafe) public let kSecMatchCaseInsensitive: CFString = "m_CaseInsensitive"
 /// Only trusted certificates (certificates: not implemented). Value `"m_TrustedOnly"`.
 nonisolated(unsafe) public let kSecMatchTrustedOnly: CFString = "m_TrustedOnly"

@@ -173,3 +173,51 @@ import Testing
         #expect(try sandbox.run(["find", "--class", "inet", "--port", "22", "--keychain", other]).stdout == [9])
     }
 }
+
+/// Access groups compare bytes in every command (issue 13 §4): an identity whose group differs
+/// from another's only in case or Unicode normalization reaches none of the other's items.
+@Suite struct AccessGroupBytesCLITests {
+    static let nfc = "caf\u{E9}.shared"
+    static let nfd = "cafe\u{301}.shared"
+
+    @Test func findCaseInsensitive_withAnUppercaseCopyOfAGroup_findsNothingOfIt() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "alice", service: "bank", data: Array("victim".utf8), ["--app-id", "com.victim.bank"])
+        let attack = try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--access-group", "COM.VICTIM.BANK",
+                                      "--app-id", "COM.VICTIM.BANK"])
+        #expect(attack.status == 1, "\(attack.out)")
+        #expect(attack.stdout.isEmpty)
+        #expect(try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "COM.VICTIM.BANK"]).status == 1)
+        // The owner's case-insensitive search still folds the account.
+        #expect(try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "com.victim.bank"]).stdout == Array("victim".utf8))
+    }
+
+    @Test func nfcAndNFDEntitlements_dumpUpdateDeleteAddAndImport_stayInTheirOwnGroup() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        let nfcPlist = try sandbox.entitlements("nfc.plist", applicationIdentifier: "T1.app.nfc", groups: [Self.nfc])
+        let nfdPlist = try sandbox.entitlements("nfd.plist", applicationIdentifier: "T1.app.nfd", groups: [Self.nfd])
+        try sandbox.add(account: "alice", service: "bank", data: Array("nfd secret".utf8), ["--entitlements", nfdPlist])
+        try sandbox.add(account: "mine", service: "other", data: [1], ["--entitlements", nfcPlist])
+
+        let dump = try #require(try sandbox.run(["dump", "--json", "--entitlements", nfcPlist]).json() as? [[String: Any]])
+        #expect(dump.compactMap { $0["acct"] as? String } == ["mine"])
+        let update = try sandbox.run(["update", "--service", "bank", "--set-label", "owned", "--entitlements", nfcPlist])
+        #expect(update.status == 1, "\(update.stderr)")
+        #expect(try sandbox.run(["delete", "--service", "bank", "--entitlements", nfcPlist]).status == 1)
+        let add = try sandbox.run(["add", "--account", "x", "--access-group", Self.nfd, "--entitlements", nfcPlist], stdin: [2])
+        #expect(add.status == 6)
+        #expect(add.stderr.contains("(errSecNoAccessForItem -25243)"))
+        let line = Array(("{\"class\":\"genp\",\"acct\":\"y\",\"agrp\":\"" + Self.nfd + "\",\"v_Data\":\"AA==\"}\n").utf8)
+        let imported = try sandbox.run(["import", "-", "--entitlements", nfcPlist], stdin: line)
+        #expect(imported.status == 6, "\(imported.stderr)")
+        #expect(imported.stderr.contains("line 1"))
+
+        // The NFD app's item is untouched, and the only one in its group.
+        let theirs = try #require(try sandbox.run(["dump", "--json", "--entitlements", nfdPlist]).json() as? [[String: Any]])
+        #expect(theirs.compactMap { $0["acct"] as? String } == ["alice"])
+        #expect(theirs.first?["labl"] == nil)
+        #expect(try sandbox.run(["find", "--account", "alice", "--entitlements", nfdPlist]).stdout == Array("nfd secret".utf8))
+    }
+}

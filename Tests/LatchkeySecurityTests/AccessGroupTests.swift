@@ -186,3 +186,128 @@ struct MissingEntitlementTests {
         }
     }
 }
+
+/// Access groups compare bytes, always (issue 13 §4): an app with a crafted identity — the
+/// victim's group in capitals, or in another Unicode normalization — or with the persistent
+/// reference of an item (class and UUID, readable in the file) reaches nothing outside its
+/// own groups.
+@Suite("Access groups: byte-exact on every path")
+struct ByteExactAccessGroupTests {
+    static let victim = CallerIdentity(applicationIdentifier: "com.victim.bank")
+    static let shouting = CallerIdentity(applicationIdentifier: "COM.VICTIM.BANK")
+    static let nfc = "caf\u{E9}.shared"
+    static let nfd = "cafe\u{301}.shared"
+
+    @Test func caseInsensitiveCopyMatching_findsNothingOfAGroupThatDiffersOnlyInCase() throws {
+        let kc = try SecTestKeychain(caller: Self.victim)
+        kc.run { #expect(add(genpItem("alice", service: "bank", data: "victim secret")) == errSecSuccess) }
+        kc.app(Self.shouting).use {
+            #expect(add(genpItem("mallory", service: "bank", data: "own")) == errSecSuccess)
+            let folded: Dict = [kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]
+            #expect(copy(genp("ALICE", service: "BANK", folded.merging([kSecReturnData as String: true]) { $1 })).0 == errSecItemNotFound)
+            #expect(persistentRef(genp("ALICE", service: nil, folded)) == nil)
+            #expect(copy(genp("ALICE", service: nil, [kSecMatchCaseInsensitive as String: true])).0 == errSecItemNotFound)
+            // Case folding still matches its own items' attributes.
+            #expect(secret(genp("MALLORY", service: "BANK", folded)) == "own")
+        }
+        kc.run { #expect(secret(genp("alice")) == "victim secret") }
+    }
+
+    @Test func caseInsensitiveCopyMatching_comparesAnExplicitAccessGroupByteForByte() throws {
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["team.shared", "TEAM.SHARED"]))
+        kc.run {
+            #expect(add(genpItem("a", data: "lower", [kSecAttrAccessGroup as String: "team.shared"])) == errSecSuccess)
+            #expect(add(genpItem("a", data: "upper", [kSecAttrAccessGroup as String: "TEAM.SHARED"])) == errSecSuccess)
+            let query = genp("A", service: nil, [kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "TEAM.SHARED"])
+            #expect(count(query) == 1)
+            #expect(secret(query) == "upper")
+        }
+    }
+
+    @Test func nfcAndNFDSpellingsOfAGroup_areTwoGroups() throws {
+        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd]))
+        var ref: Data?
+        kc.run {
+            #expect(add(genpItem("alice", service: "bank", data: "nfd secret")) == errSecSuccess)
+            ref = persistentRef(genp("alice"))
+        }
+        let theirs = try #require(ref)
+        kc.app(CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Self.nfc])).use {
+            #expect(count(genp(nil, service: "bank")) == 0)
+            #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: Self.nfc, kSecAttrService as String: "bank"])).0 == errSecItemNotFound)
+            #expect(copy([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs]).0 == errSecItemNotFound)
+            #expect(update(genp(nil, service: "bank"), [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
+            #expect(update([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs],
+                           [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
+            #expect(delete(genp(nil, service: "bank")) == errSecItemNotFound)
+            #expect(delete([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs]) == errSecItemNotFound)
+            #expect(add(genpItem("x", [kSecAttrAccessGroup as String: Self.nfd])) == errSecNoAccessForItem)
+            #expect(add(genpItem("mine")) == errSecSuccess)
+            #expect(update(genp("mine"), [kSecAttrAccessGroup as String: Self.nfd]) == errSecNoAccessForItem)
+        }
+        kc.run {
+            #expect(secret(genp("alice")) == "nfd secret")
+            #expect(count(genp()) == 1)
+        }
+    }
+
+    @Test func persistentReference_toAnItemWithoutGroup_orOfAnotherGroup_findsNothing() throws {
+        let kc = try SecTestKeychain(caller: Self.victim)
+        // A library caller without identity adds one item without agrp, and one whose group is
+        // the victim's as data.
+        let library = try Keychain.open(path: kc.keychainPath, devicePath: kc.devicePath, unlockingWith: Array(testPasscode.utf8))
+        let orphan = try library.add(.genericPassword, attributes: ["acct": .string("orphan")], data: Array("no group".utf8))
+        let dataGroup = try library.add(.genericPassword, attributes: ["acct": .string("data"), "agrp": .data(Array("com.victim.bank".utf8))],
+                                        data: Array("data group".utf8))
+        var ref: Data?
+        kc.run {
+            #expect(add(genpItem("alice", data: "victim secret")) == errSecSuccess)
+            ref = persistentRef(genp("alice"))
+        }
+        let refs = [Data(orphan.persistentRef), Data(dataGroup.persistentRef), try #require(ref)]
+        kc.app(Self.shouting).use {
+            for r in refs {
+                let byRef: Dict = [kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: r]
+                #expect(copy(byRef.merging([kSecReturnData as String: true]) { $1 }).0 == errSecItemNotFound)
+                #expect(update(byRef, [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
+                #expect(delete(byRef) == errSecItemNotFound)
+            }
+        }
+        kc.run {
+            #expect(copy([kSecValuePersistentRef as String: refs[0]]).0 == errSecItemNotFound, "no identity reaches an item without a group")
+            #expect(secret([kSecValuePersistentRef as String: refs[1]]) == "data group", "the group's bytes, as data: the same group")
+            #expect(secret([kSecValuePersistentRef as String: refs[2]]) == "victim secret")
+        }
+        #expect(try library.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).map(\.data) == [Array("no group".utf8)])
+    }
+
+    @Test func identities_caseInsensitiveOrNFDGroups_doNotCrossGroups() throws {
+        let kc = try SecTestKeychain(caller: Self.victim)
+        func identity(_ cert: String, _ key: String) throws -> SecIdentity {
+            let c = try #require(SecCertificateCreateWithData(nil, try fixtureCertificate(cert) as CFData))
+            let k = try #require(SecKeyCreateWithData(try fixtureCertificate(key) as CFData, [:] as CFDictionary, nil))
+            return try #require(SecIdentityCreate(nil, c, k))
+        }
+        let victims = try identity("ec-p256-cert.der", "ec-p256-key.der")
+        let nfds = try identity("rsa2048-cert.der", "rsa2048-key.der")
+        kc.run { #expect(add([kSecValueRef as String: victims]) == errSecSuccess) }
+        kc.app(CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd])).use {
+            #expect(add([kSecValueRef as String: nfds]) == errSecSuccess)
+        }
+        let idnt: Dict = [kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true, kSecMatchLimit as String: kSecMatchLimitAll]
+        kc.app(Self.shouting).use {
+            let folded = idnt.merging([kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]) { $1 }
+            #expect(copy(folded).0 == errSecItemNotFound)
+            #expect(copy([kSecClass as String: kSecClassCertificate, kSecMatchCaseInsensitive as String: true,
+                          kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]).0 == errSecItemNotFound)
+        }
+        kc.app(CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Self.nfc])).use {
+            #expect(copy(idnt).0 == errSecItemNotFound)
+            #expect(delete([kSecClass as String: kSecClassIdentity]) == errSecItemNotFound)
+        }
+        kc.run { #expect(copy(idnt).1 as? [SecIdentity] == [victims]) }
+        kc.app(CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd])).use {
+            #expect(copy(idnt).1 as? [SecIdentity] == [nfds])
+        }
+    }
+}

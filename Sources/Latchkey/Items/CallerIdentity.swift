@@ -19,13 +19,31 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
     /// (reference §6.4).
     public static let simulator = CallerIdentity(applicationIdentifier: nil, keychainAccessGroups: ["test"])
 
-    /// The groups this caller may read and write, in order: the default group first.
+    /// The groups this caller may read and write, in order: the default group first. Groups are
+    /// their UTF-8 bytes (AccessPolicy): two spellings that differ only in Unicode normalization
+    /// are two groups, both kept.
     public var accessGroups: [String] {
         var out: [String] = []
-        for g in keychainAccessGroups + [applicationIdentifier].compactMap({ $0 }) where !g.isEmpty && !out.contains(g) {
+        for g in keychainAccessGroups + [applicationIdentifier].compactMap({ $0 })
+        where !g.isEmpty && !out.contains(where: { $0.utf8.elementsEqual(g.utf8) }) {
             out.append(g)
         }
         return out
+    }
+
+    /// Two identities are the same when their application-identifiers and groups have the same
+    /// bytes (String's `==` is canonical equivalence, which groups are not compared by).
+    public static func == (a: CallerIdentity, b: CallerIdentity) -> Bool {
+        func same(_ x: String?, _ y: String?) -> Bool {
+            switch (x, y) {
+            case (nil, nil): return true
+            case (let x?, let y?): return x.utf8.elementsEqual(y.utf8)
+            default: return false
+            }
+        }
+        return same(a.applicationIdentifier, b.applicationIdentifier)
+            && a.keychainAccessGroups.count == b.keychainAccessGroups.count
+            && zip(a.keychainAccessGroups, b.keychainAccessGroups).allSatisfy { same($0, $1) }
     }
 
     /// The group an item is added to when the caller names none (reference §6.2): the first

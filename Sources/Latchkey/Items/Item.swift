@@ -27,7 +27,8 @@ public struct Query: Sendable {
     public var attributes: [String: AttributeValue]
     /// Only items of these protection classes (nil: any).
     public var protection: ProtectionClass?
-    /// Compare string attributes ignoring case (Unicode case folding).
+    /// Compare string attributes ignoring case (Unicode case folding) — except `agrp`, which is
+    /// compared byte for byte: case folding never reaches access control (AccessPolicy).
     public var caseInsensitive: Bool
     /// kSecAttrSynchronizable: by default only items with sync = 0 match.
     public var synchronizable: SyncFilter

@@ -112,7 +112,7 @@ extension Keychain {
     /// The stored certificate with the unique key `info` and `attributes` would give a new one.
     private func existingCertificate(_ info: CertificateInfo, attributes: [String: AttributeValue]) throws -> Item? {
         var unique = Keychain.certificateAttributes(info).filter { ["ctyp", "issr", "slnr"].contains($0.key) }
-        let defaultGroup = try callerGroups()?.first
+        let defaultGroup = try accessPolicy().defaultGroup
         unique["agrp"] = attributes["agrp"] ?? defaultGroup.map { .string($0) } ?? .data([])
         unique["sync"] = attributes["sync"] ?? .integer(0)
         return try find(Query(.certificate, unique, synchronizable: .any), limit: 1).first
@@ -210,7 +210,7 @@ extension Keychain {
         for name in ["kcls", "klbl"] where split.key[name] != nil {
             throw KeychainError(.param, "'\(name)' joins the private key to its certificate and cannot be changed through the identity")
         }
-        try checkWritableGroup(attributes, try callerGroups())
+        try checkWritableGroup(attributes, try accessPolicy())
         let certChanges = split.certificate.filter { !Keychain.keychainOwned.contains($0.key) }
         let keyChanges = split.key.filter { !Keychain.keychainOwned.contains($0.key) }
         return try store.withWriteLock {

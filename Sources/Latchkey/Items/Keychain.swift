@@ -20,7 +20,8 @@ public final class Keychain: @unchecked Sendable {
     /// forward to it.
     let remote: AgentSession?
     /// Who is calling. nil: a trusted tool that sees every access group and gives new items
-    /// no default group. The CLI and LatchkeySecurity always set one.
+    /// no default group. The CLI and LatchkeySecurity always set one. Which items a caller
+    /// reaches is decided by `AccessPolicy`, on every path.
     public var caller: CallerIdentity?
     /// Asked for the passcode when an item that needs user presence is read with its data.
     /// Returns nil when the user cancels.
@@ -117,22 +118,13 @@ public final class Keychain: @unchecked Sendable {
         }
     }
 
-    /// The caller's groups, or the error for a caller without any (errSecMissingEntitlement).
-    func callerGroups() throws -> [String]? {
-        guard let caller else { return nil }
-        let groups = caller.accessGroups
-        guard !groups.isEmpty else {
-            throw KeychainError(.missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups; set LATCHKEY_APP_ID or LATCHKEY_ENTITLEMENTS (--app-id / --entitlements)")
-        }
-        return groups
-    }
+    /// The access decision for the current caller (AccessPolicy).
+    /// - Throws: errSecMissingEntitlement for a caller without any group.
+    func accessPolicy() throws -> AccessPolicy { try AccessPolicy(caller: caller) }
 
     /// A group in new values (add, update) that the caller may not use (errSecNoAccessForItem).
-    func checkWritableGroup(_ attributes: [String: AttributeValue], _ groups: [String]?) throws {
-        guard let groups, let agrp = attributes["agrp"] else { return }
-        guard case .string(let g) = agrp, groups.contains(g) else {
-            throw KeychainError(.noAccessForItem, "the caller may not use access group \(agrp); its groups are \(groups.joined(separator: ", "))")
-        }
+    func checkWritableGroup(_ attributes: [String: AttributeValue], _ policy: AccessPolicy) throws {
+        if let agrp = attributes["agrp"], !policy.permits(group: agrp) { throw policy.refusal(group: agrp) }
     }
 
     /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`
@@ -157,7 +149,7 @@ public final class Keychain: @unchecked Sendable {
             try Keychain.checkSize(ItemPlaintext(itemClass: given.itemClass, attributes: given.attributes, data: given.data))
         }
         if let remote { return try remote.add(self, items) }
-        let groups = try callerGroups()
+        let policy = try accessPolicy()
         let t = Keychain.now()
         var mutations: [Mutation] = []
         var added: [Item] = []
@@ -165,9 +157,9 @@ public final class Keychain: @unchecked Sendable {
         for given in items {
             try Keychain.validateNames(given.attributes, given.itemClass)
             let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
-            try checkWritableGroup(item.attributes, groups)
+            try checkWritableGroup(item.attributes, policy)
             var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-            if attrs["agrp"] == nil, let g = groups?.first { attrs["agrp"] = .string(g) }
+            if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
             if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
             attrs["cdat"] = .date(t)
             attrs["mdat"] = .date(t)
@@ -239,74 +231,61 @@ public final class Keychain: @unchecked Sendable {
         var cached = false
     }
 
-    /// The matching items with their slots, after the implicit filters (caller's groups,
-    /// sync). Uses the unique-key index when the query pins the unique key (the caller's few
+    /// The matching items with their slots, after the implicit filters (sync) and then the
+    /// caller's access decision (AccessPolicy), which every match passes whatever path found
+    /// it. Uses the unique-key index when the query pins the unique key (the caller's few
     /// groups and the sync values are enumerated).
     ///
     /// With `attributesOnly`, matches served from the attribute cache carry no data (`cached`);
     /// otherwise every match holds the full plaintext, data included.
     func matches(_ query: Query, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
-        let groups = try callerGroups()
+        let policy = try accessPolicy()
         try Keychain.validateNames(query.attributes, query.itemClass)
         if let ref = query.persistentRef {
             guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
                   c == query.itemClass, let slot = store.slot(id: ID16(ref.suffix(16))),
                   store.itemClass(of: slot) == c else { return [] }
             let p = try store.read(slot)
-            if let groups, case .string(let g)? = p.attributes["agrp"], !groups.contains(g) { return [] }
+            // A reference (class and UUID, both readable in the file) names an item; it gives
+            // no right to it.
+            guard policy.permits(p) else { return [] }
             return [Match(id: ID16(ref.suffix(16)), slot: slot, plaintext: p)]
         }
         var q = query
-        if let groups {
-            if let agrp = q.attributes["agrp"] {
-                guard case .string(let g) = agrp, groups.contains(g) else { return [] }
-            }
-        }
+        // A group the caller may not use finds nothing; no need to look.
+        if let agrp = q.attributes["agrp"], !policy.permits(group: agrp) { return [] }
         switch q.synchronizable {
         case .notSynchronizable: if q.attributes["sync"] == nil { q.attributes["sync"] = .integer(0) }
         case .synchronizable: q.attributes["sync"] = .integer(1)
         case .any: q.attributes["sync"] = nil
         }
-        let allowed: Set<String>? = q.attributes["agrp"] == nil ? groups.map(Set.init) : nil
         if let l = limit, l <= 0 { return [] }
 
-        func accept(_ p: ItemPlaintext) -> Bool {
-            if let allowed {
-                guard case .string(let g)? = p.attributes["agrp"], allowed.contains(g) else { return false }
-            }
-            return Keychain.filter(p, q)
-        }
-
-        if !q.caseInsensitive, let keys = uniqueKeyCandidates(q, groups: groups) {
+        if !q.caseInsensitive, let keys = uniqueKeyCandidates(q, groups: policy.groups) {
             var out: [Match] = []
             for key in keys {
                 guard let (id, slot) = store.slot(uniqueKey: key) else { continue }
                 if let pc = q.protection, slot.protection != pc { continue }
                 let p = try store.read(slot)
-                if accept(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+                if Keychain.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
                 if let l = limit, out.count >= l { break }
             }
             return out
         }
         // Every item of the class: the attribute index answers from the attributes it has
         // decrypted before (and decrypts the others once); file order.
-        var predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
-            let ci = q.caseInsensitive
+        let predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
+            let fold = Keychain.foldsCase(name, q)
             return AttributeIndex.Predicate(
                 name: name,
-                absent: Keychain.defaultValue(name, q.itemClass)?.matches(want, caseInsensitive: ci) ?? false,
-                test: { $0.matches(want, caseInsensitive: ci) })
-        }
-        if let allowed {
-            predicates.append(AttributeIndex.Predicate(name: "agrp", absent: false, test: { v in
-                if case .string(let g) = v { return allowed.contains(g) }
-                return false
-            }))
+                absent: Keychain.defaultValue(name, q.itemClass)?.matches(want, caseInsensitive: fold) ?? false,
+                test: { $0.matches(want, caseInsensitive: fold) })
         }
         let store = self.store
         var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
                                    available: { store.isAvailable($0) }, predicates: predicates,
                                    decrypt: { try store.read($0) })
+            .filter { policy.permits($0.2) }
             .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
         if let l = limit, out.count > l { out.removeSubrange(l...) }
         if !attributesOnly {
@@ -345,10 +324,15 @@ public final class Keychain: @unchecked Sendable {
     static func filter(_ p: ItemPlaintext, _ q: Query) -> Bool {
         for (name, want) in q.attributes {
             let have = p.attributes[name] ?? Keychain.defaultValue(name, p.itemClass)
-            guard let have, have.matches(want, caseInsensitive: q.caseInsensitive) else { return false }
+            guard let have, have.matches(want, caseInsensitive: foldsCase(name, q)) else { return false }
         }
         return true
     }
+
+    /// Whether the query compares attribute `name` ignoring case: every string attribute of a
+    /// case-insensitive query except `agrp`, which names an access group and is compared byte
+    /// for byte, as access control is (AccessPolicy).
+    static func foldsCase(_ name: String, _ q: Query) -> Bool { q.caseInsensitive && name != "agrp" }
 
     /// Unique-key attributes that are absent take their default (reference §2.2).
     static func defaultValue(_ name: String, _ c: ItemClass) -> AttributeValue? {
@@ -372,7 +356,7 @@ public final class Keychain: @unchecked Sendable {
         if let data { try Keychain.checkSize(ItemPlaintext(itemClass: query.itemClass, attributes: attributes, data: data)) }
         if let remote { return try remote.update(self, query, attributes: attributes, data: data, protection: protection) }
         try Keychain.validateNames(attributes, query.itemClass)
-        try checkWritableGroup(attributes, try callerGroups())
+        try checkWritableGroup(attributes, try accessPolicy())
         let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
         return try store.withWriteLock {
             let found = try matches(query)

@@ -73,7 +73,7 @@ struct FindCommand: ParsableCommand {
         valueName: "data|attributes|all"))
     var returnKind: Return = .data
 
-    @Flag(name: .customLong("case-insensitive"), help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive).")
+    @Flag(name: .customLong("case-insensitive"), help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive); never the access group.")
     var caseInsensitive = false
 
     @Flag(help: "Print JSON; with --return data an object {\"v_Data\": base64}.")

@@ -214,10 +214,10 @@ struct ImportCommand: ParsableCommand {
 
     /// A line naming a group the caller may not use: errSecNoAccessForItem with its number.
     static func checkGroups(_ items: [NewItem], lines: [Int], caller: CallerIdentity?) throws {
-        guard let groups = caller?.accessGroups else { return }
+        let policy = try AccessPolicy(caller: caller)
         for (item, line) in zip(items, lines) {
-            if let agrp = item.attributes["agrp"], !(groups.contains { agrp == .string($0) }) {
-                throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \(groups.joined(separator: ", ")); nothing was imported")
+            if let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
+                throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", ")); nothing was imported")
             }
         }
     }
