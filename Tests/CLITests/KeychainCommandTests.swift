@@ -118,6 +118,50 @@ import Testing
         #expect(wrongOld.status == 4)
     }
 
+    /// Issue 14 §2: `verify --repair` shows what cutting a damaged keychain back would drop,
+    /// changes nothing without agreement (no terminal here, no --yes), and cuts with --yes.
+    @Test func verifyRepair_showsWhatItDrops_andCutsOnlyWithYes() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        for i in 0..<4 { try sandbox.add(account: "acct\(i)", data: Array("secret \(i)".utf8)) }
+        let url = URL(fileURLWithPath: sandbox.keychainPath)
+        let intact = [UInt8](try Data(contentsOf: url))
+        try sandbox.add(account: "acct4", data: Array("secret 4".utf8))
+        try sandbox.add(account: "acct5", data: Array("secret 5".utf8))
+        var bytes = [UInt8](try Data(contentsOf: url))
+        bytes[intact.count + 60] ^= 0x01   // inside acct4's record; acct5's verifies
+        try Data(bytes).write(to: url)
+
+        let shown = try sandbox.run(["verify", "--repair"])
+        #expect(shown.status == 5, "\(shown.stderr)")
+        #expect(shown.out.contains("repair: cut the file from \(bytes.count) to \(intact.count) bytes"), "\(shown.out)")
+        #expect(shown.out.contains("acct=acct5"), "names the intact item it would drop: \(shown.out)")
+        #expect(shown.stderr.contains("--repair --yes"))
+        #expect([UInt8](try Data(contentsOf: url)) == bytes, "nothing changes without agreement")
+
+        let cut = try sandbox.run(["verify", "--repair", "--yes"])
+        #expect(cut.status == 0, "\(cut.stderr)")
+        #expect([UInt8](try Data(contentsOf: url)) == intact)
+        #expect(try sandbox.run(["find", "--account", "acct3"]).stdout == Array("secret 3".utf8))
+        #expect(try sandbox.run(["find", "--account", "acct5"]).status == 1)
+    }
+
+    /// Issue 14 §8: verify of a rolled-back keychain repeats the rollback's own remedy
+    /// (--accept-rollback), never "restore from a backup" after it.
+    @Test func verifyOfARolledBackKeychain_givesTheRollbackRemedyOnly() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "a", data: [1])
+        let url = URL(fileURLWithPath: sandbox.keychainPath)
+        let old = try Data(contentsOf: url)
+        try sandbox.add(account: "b", data: [2])
+        try old.write(to: url)
+        let verify = try sandbox.run(["verify"])
+        #expect(verify.status == 5)
+        #expect(verify.out.hasPrefix("rolled back: "), "\(verify.out)")
+        #expect(verify.stderr.contains("--accept-rollback") && !verify.stderr.contains("restore it from a backup"), "\(verify.stderr)")
+    }
+
     @Test func damagedKeychain_exits5OnFindAndVerify() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()

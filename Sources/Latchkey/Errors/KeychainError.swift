@@ -56,6 +56,12 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode; if it should have one, it may have been replaced: check it with 'latchkey info' and restore from a backup; otherwise stop giving a passcode (unset LATCHKEY_PASSCODE), or set one with 'latchkey passwd'")
     }
 
+    /// A keychain path that names a directory (open and create say so, never "damaged" or
+    /// "already exists").
+    package static func pathIsDirectory(_ path: String) -> KeychainError {
+        KeychainError(.param, "the keychain path \(path) is a directory, not a keychain file; give the file's path (for example \(path.hasSuffix("/") ? path : path + "/")login.keychain) with --keychain or LATCHKEY_KEYCHAIN")
+    }
+
     static func locked(_ pc: ProtectionClass) -> KeychainError {
         KeychainError(.interactionNotAllowed,
                       "the keychain is locked: items protected \(pc.longName) (\(pc.code)) need the passcode; unlock it (LATCHKEY_PASSCODE, --passcode-file or a prompt)")

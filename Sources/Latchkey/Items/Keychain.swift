@@ -52,7 +52,7 @@ public final class Keychain: @unchecked Sendable {
     package static func create(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN,
                                fs: FileSystem) throws -> Keychain {
         if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); pick another path or delete it first")
+            throw KeychainStore.existing(fs: fs, path: path)
         }
         let device = try Device.loadOrCreate(path: devicePath, fs: fs).device
         return Keychain(store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN))
@@ -77,6 +77,30 @@ public final class Keychain: @unchecked Sendable {
         let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared)
         return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
                                                       unlockingWith: passcode))
+    }
+
+    /// What cutting a damaged keychain back to its last intact transaction would drop
+    /// (`latchkey verify --repair`, spec/FORMAT.md §10.4), without changing anything; nil when
+    /// there is no damage to cut off. With the passcode, the plan names the items it drops.
+    /// - Throws: errSecDecode when the damage is in the header, or in a record type that needs
+    ///   a newer Latchkey; errSecIO.
+    public static func repairPlan(path: String, devicePath: String, passcode: [UInt8]? = nil) throws -> RepairPlan? {
+        try repairPlan(path: path, devicePath: devicePath, passcode: passcode, fs: PosixFileSystem.shared)
+    }
+
+    package static func repairPlan(path: String, devicePath: String, passcode: [UInt8]? = nil, fs: FileSystem) throws -> RepairPlan? {
+        try KeychainStore.repairPlan(path: path, device: try Device.load(path: devicePath, fs: fs), passcode: passcode)
+    }
+
+    /// Carries out a plan from `repairPlan`: truncates the file at `plan.cutAt` and adopts the
+    /// result as this device's newest copy. Everything the plan lists as dropped is gone.
+    /// - Throws: errSecDecode when the file changed since the plan was made; errSecIO.
+    public static func repair(_ plan: RepairPlan, devicePath: String) throws {
+        try repair(plan, devicePath: devicePath, fs: PosixFileSystem.shared)
+    }
+
+    package static func repair(_ plan: RepairPlan, devicePath: String, fs: FileSystem) throws {
+        try KeychainStore.repair(plan, device: try Device.load(path: devicePath, fs: fs))
     }
 
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.

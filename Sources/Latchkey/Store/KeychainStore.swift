@@ -34,8 +34,10 @@ package final class KeychainStore: @unchecked Sendable {
     private var tagToClass: [UInt32: ItemClass] = [:]
     /// True once the passcode has been given since open (ck/cku then stay available).
     package private(set) var unlockedOnce = false
-    /// The file has a newer minor version: read-only (spec §12).
-    package private(set) var readOnly = false
+    /// Why this keychain can be read but not changed, nil when it can be: a newer minor
+    /// version (spec §12.2), or a file this process may not write (a read-only medium).
+    private var readOnlyReason: String?
+    package var readOnly: Bool { readOnlyReason != nil }
     /// Bytes of an incomplete tail removed on open, for the caller to report.
     package private(set) var recoveredTailBytes: UInt64 = 0
     /// The highest last sequence number this handle has seen the keychain reach: a file older
@@ -80,7 +82,7 @@ package final class KeychainStore: @unchecked Sendable {
                                now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws -> KeychainStore {
         let fs = device.fs
         if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); pick another path or delete it first")
+            throw existing(fs: fs, path: path)
         }
         let fileUUID = try ID16.random().bytes
         let keys = try FileKeys(device: device.secret, fileUUID: fileUUID)
@@ -103,7 +105,7 @@ package final class KeychainStore: @unchecked Sendable {
                 fs.close(tfd)
                 if try fs.identity(path: path) != nil {
                     try? fs.remove(temp)
-                    throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)")
+                    throw existing(fs: fs, path: path)
                 }
                 try fs.rename(temp, path)
                 try fs.syncDirectory(directoryOf(path))
@@ -117,6 +119,17 @@ package final class KeychainStore: @unchecked Sendable {
         let store = try open(path: path, device: device)
         if let p = passcode { try store.unlock(passcode: p) }
         return store
+    }
+
+    /// The error for creating a keychain where something already is: a directory, or a file that
+    /// must never be deleted to make room (it may be the only copy of someone's items).
+    package static func existing(fs: FileSystem, path: String) -> KeychainError {
+        do {
+            fs.close(try fs.open(path, create: false, exclusive: false, mode: 0o600))
+        } catch let f as IOFailure where f.errno == EISDIR {
+            return KeychainError.pathIsDirectory(path)
+        } catch {}
+        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed; use it (with the device secret it was made with), or create another with --keychain PATH")
     }
 
     static func wrapKeybag(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, keys: FileKeys,
@@ -155,7 +168,7 @@ package final class KeychainStore: @unchecked Sendable {
         guard try io({ try fs.identity(path: path) }, "open the keychain") != nil else {
             throw KeychainError(.io, "no keychain at \(path); create one with 'latchkey init' or set LATCHKEY_KEYCHAIN / --keychain")
         }
-        let fd = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+        let (fd, writable) = try openFile(fs: fs, path: path)
         let parts: (FileHeader, Int, FileKeys, FileIdentity)
         do {
             let (header, size, keys) = try readHeader(fs: fs, fd: fd, path: path, device: device)
@@ -176,7 +189,11 @@ package final class KeychainStore: @unchecked Sendable {
         // From here the store owns fd and closes it in deinit.
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
                                   header: parts.0, headerSize: parts.1, keys: parts.2)
-        store.readOnly = parts.0.minor > FormatConstants.fileMinor
+        if parts.0.minor > FormatConstants.fileMinor {
+            store.readOnlyReason = "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
+        } else if !writable {
+            store.readOnlyReason = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
+        }
         // Rollback is judged on the committed records before anything is cut off: a file
         // that is rolled back (or carries a forged tail) keeps every byte (spec §10.5, §13).
         try store.catchUp(mayTruncate: false)
@@ -185,6 +202,22 @@ package final class KeychainStore: @unchecked Sendable {
         try store.unwrapDeviceClasses()
         if let passcode { try store.unlock(passcode: passcode, prefetched: prefetched) }
         return store
+    }
+
+    /// Opens the keychain file for reading and writing, or, where it may only be read (a
+    /// read-only file system, a file without write permission), for reading alone: readers then
+    /// work and writers say why they cannot (spec §10.4: a reader that may not write never cuts
+    /// a torn tail).
+    static func openFile(fs: FileSystem, path: String) throws -> (fd: Int32, writable: Bool) {
+        do {
+            return (try fs.open(path, create: false, exclusive: false, mode: 0o600), true)
+        } catch let f as IOFailure where f.errno == EROFS || f.errno == EACCES || f.errno == EPERM {
+            return (try io({ try fs.openReadOnly(path) }, "open the keychain"), false)
+        } catch let f as IOFailure where f.errno == EISDIR {
+            throw KeychainError.pathIsDirectory(path)
+        } catch {
+            return try io({ throw error }, "open the keychain")
+        }
     }
 
     static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (FileHeader, Int, FileKeys) {
@@ -347,7 +380,7 @@ package final class KeychainStore: @unchecked Sendable {
         var attempts = 0
         while true {
             attempts += 1
-            let newFD = try io({ try fs.open(path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+            let (newFD, writable) = try KeychainStore.openFile(fs: fs, path: path)
             do {
                 let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
                 guard h.fileUUID == header.fileUUID else {
@@ -375,6 +408,9 @@ package final class KeychainStore: @unchecked Sendable {
                 log = fresh
                 lastScan = found
                 highestSeen = max(highestSeen, log.lastSequence)
+                if !writable, readOnlyReason == nil {
+                    readOnlyReason = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
+                }
                 epoch += 1
                 verifiedStatus = nil
                 if !sameKeys {
@@ -544,8 +580,8 @@ package final class KeychainStore: @unchecked Sendable {
     /// read-check-write sequences such as "fail if the unique key exists, else add".
     func withWriteLock<T>(_ body: () throws -> T) throws -> T {
         mutex.lock(); defer { mutex.unlock() }
-        guard !readOnly else {
-            throw KeychainError(.readOnly, "the keychain \(path) was written by a newer Latchkey (format 1.\(header.minor)); it can be read but not changed here; upgrade Latchkey")
+        if let readOnlyReason {
+            throw KeychainError(.readOnly, "the keychain \(path) can be read but not changed: \(readOnlyReason)")
         }
         while true {
             try io({ try fs.lock(fd) }, "lock the keychain")
@@ -939,3 +975,4 @@ final class PrefetchedPasscodeKey: @unchecked Sendable {
         }
     }
 }
+

@@ -161,8 +161,8 @@ extension LogState {
             // blocks a power cut can keep in any subset (spec §10.4): it ends the scan as a
             // candidate torn tail, unless a later transaction closed after it, which proves
             // that it was written before an acknowledged commit.
-            func failed(_ reason: String) throws -> ScanEnd {
-                if try closedTransactionAfter(offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
+            func failed(_ reason: String, frame: FrameHeader? = nil) throws -> ScanEnd {
+                if try transactionClosedAfter(offset, failedFrame: frame, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
                     throw Corruption.damaged(offset: offset, reason: reason)
                 }
                 return ScanEnd(tornAt: inGroup ? groupStart : offset, failure: TailFailure(offset: offset, reason: reason),
@@ -185,7 +185,7 @@ extension LogState {
             }
             let record = slice(offset, size)
             guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
-                return try failed("record tag does not verify")
+                return try failed("record tag does not verify", frame: frame)
             }
             guard frame.sequence == sequence + 1 else {
                 throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
@@ -230,35 +230,54 @@ extension LogState {
     }
 }
 
-/// Whether a complete, authenticated record that closes a transaction (continues flag clear)
-/// starts after `failed` and ends before the end of the file. Such a record shows that the
-/// transaction holding `failed` was committed before another began: a writer appends a
-/// transaction only after the one before it was made durable (spec §10.4, §11.3). Every offset
-/// is tried (a damaged length cannot be followed), cheapest checks first: the bytes a frame
-/// header always has (a length below 16 MiB, zero reserved bytes, no flag set), then the
-/// header CRC, then the tag at that offset, which only the device can produce.
-func closedTransactionAfter(_ failed: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys) throws -> Bool {
+/// Whether a transaction was closed after the record that failed at `failed`, which shows
+/// that the failed record was committed before another transaction began: a writer appends a
+/// transaction only after the one before it was made durable (spec §10.2, §10.4). Proof is a
+/// complete, authenticated record that closes a transaction (continues flag clear) and ends
+/// before the end of the file; or, when the failed record's frame header is intact (its CRC
+/// matches: only its payload or tag failed) and says it closes its transaction, any
+/// authenticated record after it.
+func transactionClosedAfter(_ failed: UInt64, failedFrame: FrameHeader?, fileSize: UInt64, fs: FileSystem, fd: Int32,
+                            keys: FileKeys) throws -> Bool {
+    let closes = failedFrame.map { !$0.continues } ?? false
+    let start = failed + UInt64(failedFrame?.recordSize ?? 1)
+    var found = false
+    try forEachAuthenticatedRecord(from: start, fileSize: fileSize, fs: fs, fd: fd, keys: keys) { at, frame, _ in
+        if closes || (!frame.continues && at + UInt64(frame.recordSize) < fileSize) { found = true }
+        return !found
+    }
+    return found
+}
+
+/// Calls `body` for every complete record in [start, fileSize) whose frame CRC matches and
+/// whose tag verifies at its offset, in file order, until `body` returns false. A damaged
+/// length cannot be followed, so every offset is tried, cheapest checks first: the bytes every
+/// frame header has (a length below 16 MiB, so byte 0 is zero; zero reserved bytes 6–7), then
+/// the CRC, then the tag, which only the device can produce. After a record that verifies, the
+/// search goes on after its end.
+func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys,
+                                _ body: (UInt64, FrameHeader, [UInt8]) throws -> Bool) throws {
     let headerSize = FormatConstants.frameHeaderSize
     let minimum = UInt64(headerSize + FormatConstants.frameTagSize)
-    var chunkStart = failed + 1
     let chunk = 8 << 20
+    var chunkStart = start
+    var next = start
     while chunkStart + minimum <= fileSize {
         let bytes = try fs.read(fd, offset: chunkStart, count: Int(min(UInt64(chunk + headerSize), fileSize - chunkStart)))
         if bytes.count < headerSize { break }
         for i in 0...(bytes.count - headerSize) {
-            guard bytes[i] == 0, bytes[i + 5] == 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
-                  let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
             let at = chunkStart + UInt64(i)
+            guard at >= next, bytes[i] == 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+                  let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
             let end = at + UInt64(frame.recordSize)
-            guard end < fileSize else { continue }
+            guard end <= fileSize else { continue }
             let record = try fs.read(fd, offset: at, count: frame.recordSize)
-            if record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) {
-                return true
-            }
+            guard record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) else { continue }
+            guard try body(at, frame, record) else { return }
+            next = end
         }
         chunkStart += UInt64(chunk)
     }
-    return false
 }
 
 private func allZero(fs: FileSystem, fd: Int32, from: UInt64, to: UInt64) throws -> Bool {

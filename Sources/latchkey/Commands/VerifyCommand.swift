@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Latchkey
 
 /// `latchkey verify`: checks every byte of the keychain.
@@ -13,9 +14,16 @@ struct VerifyCommand: ParsableCommand {
             the result, or every problem, on stdout. Exit 0 when the keychain is sound, 5 \
             (errSecDecode) when anything is wrong.
 
+            --repair is for a keychain that does not open because a record is damaged: it \
+            shows what cutting the file back to its last intact change would drop (every \
+            later record that still verifies, with its item when the passcode is given, and \
+            the bytes that do not), asks on a terminal, and cuts only when you agree (or with \
+            --yes). Everything it lists is lost; restoring a backup may lose less.
+
             Example:
               latchkey verify
               latchkey verify --json | jq .problems
+              latchkey verify --repair
             """
     )
 
@@ -25,7 +33,18 @@ struct VerifyCommand: ParsableCommand {
     @Flag(name: .customLong("accept-rollback"), help: "Open a keychain older than the newest this device has seen (e.g. restored from a copy) and accept it as the new newest.")
     var acceptRollback = false
 
+    @Flag(help: "For a keychain refused as damaged: show what cutting it back to its last intact change would drop, and cut it when you agree.")
+    var repair = false
+
+    @Flag(help: "With --repair: cut without asking.")
+    var yes = false
+
     @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    func validate() throws {
+        if yes, !repair { throw ValidationError("--yes is for --repair") }
+        if repair, acceptRollback { throw ValidationError("--repair and --accept-rollback are two different remedies; give one") }
+    }
 
     /// The JSON form of a report (VerifyReport's `ok` is computed, so it is spelled out here).
     struct Report: Encodable {
@@ -41,8 +60,10 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
+        if repair, try !runRepair() { return }
         let path = global.keychainPath
         var report: Report
+        var refusal: KeychainError?
         do {
             let keychain = try global.open(unlock: .eager, acceptRollback: acceptRollback)
             let r = keychain.verify()
@@ -50,21 +71,69 @@ struct VerifyCommand: ParsableCommand {
                             liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
                             recoveredTailBytes: r.recoveredTailBytes)
         } catch let error as KeychainError where error.status == .decode {
-            // A keychain too damaged to open is still a verify result (opening stops at the
-            // first damaged byte, so that is the one problem reported).
-            report = Report(path: path, ok: false, problems: [error.description], fileSize: 0, records: 0,
+            // A keychain refused on open (damage, rollback, a newer version) is still a verify
+            // result; its error already says what happened and what to do, so that is what is
+            // reported and thrown, never a different remedy.
+            refusal = error
+            report = Report(path: path, ok: false, problems: [error.message], fileSize: 0, records: 0,
                             liveItems: 0, checkedItems: 0, lockedItems: 0, recoveredTailBytes: 0)
         }
         if json {
             try Output.json(encoding: report)
         } else if report.ok {
             Output.line(Style.stdout.green("ok:") + " \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)")
+        } else if let refusal, refusal.message.contains("rolled back") {
+            Output.line(Style.stdout.red("rolled back:") + " \(path)")
+            Output.line("  \(refusal.message)")
         } else {
             Output.line(Style.stdout.red("damaged:") + " \(path): \(report.problems.count) problem(s)")
             for problem in report.problems { Output.line("  \(problem)") }
         }
+        if let refusal { throw refusal }
         guard report.ok else {
-            throw KeychainError(.decode, "the keychain \(path) failed verification (\(report.problems.count) problem(s)); restore it from a backup")
+            throw KeychainError(.decode, "the keychain \(path) failed verification (\(report.problems.count) problem(s)); restore it from a backup, or see what 'latchkey verify --repair' would cut")
         }
+    }
+
+    /// Shows the repair plan and carries it out when the user agrees. Returns whether the
+    /// normal verification should follow (after a repair, or when there was nothing to cut).
+    private func runRepair() throws -> Bool {
+        let path = global.keychainPath
+        guard let plan = try Keychain.repairPlan(path: path, devicePath: global.devicePath, passcode: try global.givenPasscode()) else {
+            if !json { Output.line("nothing to repair: \(path) has no damaged record to cut off") }
+            return true
+        }
+        if json {
+            try Output.json(encoding: plan)
+        } else {
+            Output.line(Style.stdout.red("damaged:") + " \(path): \(plan.problem)")
+            Output.line("repair: cut the file from \(plan.fileSize) to \(plan.cutAt) bytes (\(plan.droppedBytes) bytes), keeping \(plan.keptItems) item(s) as of change \(plan.keepsThroughChange); this drops:")
+            for r in plan.dropped {
+                let item = r.item.map { " of item \($0)" } ?? ""
+                let summary = r.summary.map { " (\(visible($0)))" } ?? ""
+                Output.line("  change \(r.sequence) at byte \(r.offset): \(r.kind)\(item)\(summary): \(r.effect)")
+            }
+            if plan.unverifiableBytes > 0 {
+                Output.line("  \(plan.unverifiableBytes) bytes that do not verify: what they held cannot be known")
+            }
+        }
+        var agreed = yes
+        if !agreed, Terminal.stdinIsTerminal, Terminal.stderrIsTerminal {
+            Terminal.writeAll(STDERR_FILENO, Array("Cut \(path) back to change \(plan.keepsThroughChange)? Everything listed is lost. [y/N] ".utf8))
+            agreed = ["y", "yes"].contains(readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? "")
+        }
+        guard agreed else {
+            throw KeychainError(.decode, "the keychain \(path) is damaged and was not changed; to cut it back as shown run 'latchkey verify --repair --yes', or restore from a backup")
+        }
+        try Keychain.repair(plan, devicePath: global.devicePath)
+        Output.note("cut \(path) back to change \(plan.keepsThroughChange) (\(plan.droppedBytes) bytes removed)")
+        return !json
+    }
+
+    /// Attribute text made safe to print: control characters as \u{…} escapes.
+    private func visible(_ text: String) -> String {
+        String(text.unicodeScalars.map { c -> String in
+            (c.value < 0x20 || (0x7F...0x9F).contains(c.value)) ? "\\u{\(String(c.value, radix: 16))}" : String(c)
+        }.joined())
     }
 }
