@@ -90,6 +90,7 @@ import Testing
             ["--label", "Mail", "--case-insensitive"], ["--account", ""], ["--account", "äöü 𝄞 \u{301}e"],
             FastParserTests.globals + ["--account", "x"],
             ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw=="],
+            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"],
         ]
         for arguments in forms { expectAgreement(Self.find, arguments, fastMustAnswer: true) }
     }
@@ -102,10 +103,17 @@ import Testing
             ["--limit", "zero"], ["--return", "everything"], ["--json=yes"], ["--no-such-option", "x"],
             ["positional"], ["--server", "example.com"],   // inet's attribute without --class inet
             ["--new-passcode-file", "p"], ["--set-account", "x"], ["--data-file", "f"],
+            ["--account", "a", "--account-hex", "61"], ["--service-hex", "6d", "--service", "m"],   // one attribute twice
+            ["--account-hex", "zz"], ["--account-hex", "abc"], ["--server-hex", "00"], ["--application-tag-hex", "00"],
+            ["--account="], ["--label-hex="],   // ArgumentParser: a missing value
         ]
         for arguments in declined {
             #expect(FindCommand.fastRequest(arguments) == nil, "\(arguments)")
         }
+        #expect(Self.find.slow(["--account="]) == nil, "as the fast parser assumes")
+        // ArgumentParser refuses the same attribute given twice, as text and as hex.
+        #expect(Self.find.slow(["--account", "a", "--account-hex", "61"]) == nil)
+        #expect(Self.update.slow(["--account", "a", "--set-label", "x", "--set-label-hex", "78"]) == nil)
     }
 
     // MARK: add, update, delete
@@ -127,6 +135,8 @@ import Testing
             ["--service", "mail", "--set-data", "--data-file", "new.bin"], ["--set-is-negative", "no"],
             FastParserTests.globals + ["--account", "x", "--set-data"],
             ["--label", "L", "--set-generic", "Z2VuZXJpYw==", "--set-creator", "aapl", "--set-type", "42"],
+            ["--account-hex", "ff", "--set-account-hex", "fe", "--set-label-hex", "00:01"],
+            ["--account-hex", "61", "--set-account", "b"],   // the query and a new value: one attribute, not given twice
         ]
         for arguments in forms { expectAgreement(Self.update, arguments, fastMustAnswer: true) }
     }
@@ -182,11 +192,11 @@ import Testing
     /// classes are left to ArgumentParser.
     @Test(arguments: ["find", "add", "update", "delete", "update --set"])
     func everyAttributeOption_agreesWithArgumentParser(form: String) {
-        let values = ["plain", "42", "yes", "2026-01-02T03:04:05Z", "aGVsbG8="]
+        let values = ["plain", "42", "yes", "2026-01-02T03:04:05Z", "aGVsbG8=", "0a:1B"]
         let parsers = [Self.find, Self.add, Self.update, Self.delete].first { form.hasPrefix($0.name) }!
         let setForm = form.hasSuffix("--set")
         var answered = 0
-        for option in AttributeOption.all {
+        for option in AttributeOption.all + AttributeOption.allBytes {
             let flag = (setForm ? "--set-" : "--") + option.flag
             // update needs a new value: --set-data (or, for --set-X, the option itself).
             let extra = parsers.name == "update" && !setForm ? ["--set-data"] : []
@@ -200,7 +210,7 @@ import Testing
                 expectAgreement(parsers, arguments)
             }
         }
-        #expect(answered >= AttributeOption.all.filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
+        #expect(answered >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
     }
 
     /// `GlobalOptions.given` sets every option of the struct (an option added later and not
