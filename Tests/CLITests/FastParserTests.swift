@@ -62,7 +62,9 @@ import Testing
         guard let c = try? DeleteCommand.parseAsRoot(arguments) as? DeleteCommand, let r = try? c.request() else { return nil }
         return describe(r)
     })
-    static func describe(_ r: DeleteCommand.Request) -> String { "\(describe(r.query)) \(describe(r.global))" }
+    static func describe(_ r: DeleteCommand.Request) -> String {
+        "\(describe(r.query)) all=\(r.all) yes=\(r.yes) dry=\(r.dryRun) \(describe(r.global))"
+    }
 
     /// Where the fast parser answers, ArgumentParser gives the same request.
     func expectAgreement(_ p: Parsers, _ arguments: [String], fastMustAnswer: Bool = false,
@@ -144,7 +146,8 @@ import Testing
     @Test func delete_commonForms_areParsedFast_andMeanTheSame() {
         let forms: [[String]] = [
             [], ["--account", "alice", "--service", "mail"], ["--service=mail"], ["--label", "äöü 𝄞"],
-            FastParserTests.globals + ["--account", "x"],
+            FastParserTests.globals + ["--account", "x"], ["--all"], ["--all", "--yes"], ["--service", "mail", "--dry-run"],
+            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"],
         ]
         for arguments in forms { expectAgreement(Self.delete, arguments, fastMustAnswer: true) }
     }
@@ -162,6 +165,9 @@ import Testing
             (Self.update, ["--class", "inet", "--server", "example.com", "--set-data"]), (Self.update, ["-h"]),
             (Self.delete, ["--class", "cert"]), (Self.delete, ["--set-label", "x"]), (Self.delete, ["--json"]),
             (Self.delete, ["positional"]), (Self.delete, ["--is-invisible", "maybe"]),
+            (Self.delete, ["--all=yes"]), (Self.delete, ["--yes", "--yes"]), (Self.delete, ["--dry-run", "x"]),
+            (Self.delete, ["--account", "a", "--account-hex", "61"]), (Self.add, ["--label-hex", "6", "--account", "a"]),
+            (Self.update, ["--set-account", "a", "--set-account-hex", "61"]),
         ]
         for (p, arguments) in declined {
             #expect(p.fast(arguments) == nil, "\(p.name) \(arguments)")

@@ -145,8 +145,9 @@ extension UpdateCommand {
 extension DeleteCommand {
     /// The request for `delete ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "delete") else { return nil }
-        return Request(query: p.query(), global: p.global)
+        guard let p = FastArguments.parse(arguments, command: "delete", flags: ["all", "yes", "dry-run"]) else { return nil }
+        return Request(query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"),
+                       global: p.global)
     }
 }
 
