@@ -105,7 +105,7 @@ struct DeleteCommand: ParsableCommand {
                     throw KeychainError(.userCanceled, "not confirmed; nothing was deleted")
                 }
             } else if !r.all {
-                throw UsageError("\(matches.count) items match the query and there is no terminal to confirm on; nothing was deleted. Add --yes to delete all \(matches.count), narrow the query, or list them with --dry-run",
+                throw UsageError("\(matches.count) items match the query and there is no terminal to confirm on (stdin and stderr are not both one); nothing was deleted. Add --yes to delete all \(matches.count), narrow the query, or list them with --dry-run",
                                  command: "delete", status: .param)
             }
         }

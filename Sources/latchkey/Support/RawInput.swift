@@ -69,7 +69,7 @@ enum RawInput {
             if let option {
                 message = "the value of \(option) is not valid UTF-8 text, and Latchkey takes only UTF-8 arguments"
                 if let hex = hexForm(of: option) {
-                    message += "; give its exact bytes in hex with \(hex) (for example \(hex) 6a6f73c3a9 for \"josé\")"
+                    message += "; give its exact bytes in hex with \(hex) (for example \(hex) 6a6f73e9 for \"josé\" in Latin-1)"
                 } else {
                     message += "; give it as UTF-8 (a path with such bytes: name it through a symbolic link whose name is UTF-8)"
                 }
