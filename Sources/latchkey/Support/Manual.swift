@@ -128,7 +128,7 @@ enum Manual {
             out.append(escape(meaning))
         }
         out.append(".PP")
-        out.append(escape("Every argument, and every variable read as a path or a name (all of the above but the passcodes and the password, and HOME and XDG_RUNTIME_DIR where they are used), must be UTF-8 text: anything else is refused with errSecParam (exit 2), since it would be read as another value. An attribute that can hold bytes takes them in hex through its -hex option (--account-hex, --set-account-hex, ...)."))
+        out.append(escape("Every argument, and every variable read as a path or a name (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, the _FILE variables, LATCHKEY_ENTITLEMENTS, LATCHKEY_APP_ID, LATCHKEY_AGENT_SOCK, XDG_DATA_HOME, and HOME and XDG_RUNTIME_DIR where they are used), must be UTF-8 text: anything else is refused with errSecParam (exit 2), since it would be read as another value. An attribute that can hold bytes takes them in hex through its -hex option (--account-hex, --set-account-hex, ...)."))
         out.append(".SH EXIT STATUS")
         out.append("Errors go to stderr as \\fBlatchkey: \\fIwhat happened and what to do\\fR (\\fIerrSecName number\\fR).")
         for (code, meaning) in exitStatus {
