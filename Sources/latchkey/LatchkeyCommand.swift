@@ -13,7 +13,10 @@ struct LatchkeyCommand: ParsableCommand {
         discussion: """
             Options follow the subcommand. Every option that names a file has an environment \
             variable (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE, …), so scripts need \
-            no flags. Data goes to stdout, diagnostics to stderr.
+            no flags. Data goes to stdout, diagnostics to stderr. Arguments (and the variables \
+            read as paths or names) must be UTF-8 text; an attribute that can hold other bytes \
+            takes them in hex (--account-hex, --set-label-hex, …). Tables and messages show \
+            control characters of attribute values as escapes (\\x1b); --json gives them exactly.
 
             Exit status: 0 success, 1 errSecItemNotFound, 2 usage error or errSecParam, \
             3 errSecDuplicateItem, 4 locked / wrong passcode, 5 damaged or tampered keychain, \
@@ -38,6 +41,8 @@ struct LatchkeyCommand: ParsableCommand {
         Terminal.disableCoreDumps()
         Terminal.guardStandardStreams()
         do {
+            // Before either parser sees a String that Swift has already repaired.
+            try RawInput.check()   // Support/RawInput.swift
             let arguments = Array(CommandLine.arguments.dropFirst())
             if try runFast(arguments) { return }   // Commands/FastParser.swift
             var command = try parseAsRoot()

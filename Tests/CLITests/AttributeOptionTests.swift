@@ -21,12 +21,23 @@ import Testing
         }
     }
 
+    /// Every text attribute that can hold data has a hex form, and only those.
+    @Test func hexForms_areThoseOfTheTextAttributesThatHoldData() {
+        let flags = Set(AttributeOption.allBytes.map(\.flag))
+        #expect(flags == ["label-hex", "alias-hex", "account-hex", "description-hex", "comment-hex", "protected-hex", "service-hex",
+                          "generic-hex", "security-domain-hex", "server-hex", "authentication-type-hex", "path-hex",
+                          "application-tag-hex"])
+        for option in AttributeOption.allBytes {
+            #expect(option.syntax == .hex && option.help.abstract.contains("as bytes in hex"), "--\(option.flag)")
+        }
+    }
+
     @Test func help_listsEveryOption_andEverySettableOneAsSetX() throws {
         let sandbox = try CLISandbox()
         let add = try sandbox.run(["add", "--help"]).out
         let find = try sandbox.run(["find", "--help"]).out
         let update = try sandbox.run(["update", "--help"]).out
-        for option in AttributeOption.all {
+        for option in AttributeOption.all + AttributeOption.allBytes {
             #expect(add.contains("--\(option.flag) <"), "add lacks --\(option.flag)")
             #expect(find.contains("--\(option.flag) <"), "find lacks --\(option.flag)")
             #expect(update.contains("--set-\(option.flag) <") == !option.derived, "update and --set-\(option.flag)")

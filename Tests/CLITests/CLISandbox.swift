@@ -103,6 +103,32 @@ final class CLISandbox {
         return try run(executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " ") + " </dev/null", "/dev/null"], env: env)
     }
 
+    /// Runs `/bin/sh -c script` with `$0` set to the latchkey binary, in the sandbox
+    /// directory: for what a test needs a shell for (pipes, FIFOs, `/dev/stdin`).
+    func runShell(_ script: String, stdin: [UInt8] = [], env: [String: String?] = [:]) throws -> CLIResult {
+        try run(executable: URL(fileURLWithPath: "/bin/sh"), ["-c", script, try CLISandbox.binary().path], stdin: stdin, env: env)
+    }
+
+    /// Runs `latchkey args…` with arguments and environment values given as bytes, which need
+    /// not be UTF-8 (Foundation's Process takes Strings only): each passes through the shell
+    /// as `printf` octal escapes.
+    func runBytes(_ args: [[UInt8]], env: [String: [UInt8]] = [:], stdin: [UInt8] = []) throws -> CLIResult {
+        func literal(_ bytes: [UInt8]) -> String {
+            "\"$(printf '" + bytes.map { "\\" + String($0, radix: 8) }.joined() + "')\""
+        }
+        let exports = env.sorted { $0.key < $1.key }.map { "export \($0.key)=\(literal($0.value)); " }.joined()
+        return try runShell(exports + "exec \"$0\" " + args.map(literal).joined(separator: " "), stdin: stdin)
+    }
+
+    /// Runs `latchkey args…` with stdin, stdout and stderr on one pseudo-terminal, through
+    /// script(1), which types `input` on it; nil when script(1) is not installed. What the
+    /// terminal showed (the echo of `input` too) comes back in `stdout`.
+    func runOnTerminal(_ args: [String], input: [UInt8], env: [String: String?] = [:]) throws -> CLIResult? {
+        guard let script = ["/usr/bin/script", "/bin/script"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
+        let quoted = ([try CLISandbox.binary().path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        return try run(executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " "), "/dev/null"], stdin: input, env: env)
+    }
+
     /// Writes an Entitlements.plist (XML) and returns its path.
     func entitlements(_ name: String, applicationIdentifier: String, groups: [String]) throws -> String {
         let array = groups.map { "<string>\($0)</string>" }.joined()
@@ -117,7 +143,7 @@ final class CLISandbox {
         return try writeFile(name, Array(plist.utf8))
     }
 
-    private func run(executable: URL, _ args: [String], stdin: [UInt8] = [], env: [String: String?]) throws -> CLIResult {
+    func run(executable: URL, _ args: [String], stdin: [UInt8] = [], env: [String: String?]) throws -> CLIResult {
         let id = UUID().uuidString
         let inURL = directory.appendingPathComponent("stdin-\(id)")
         let outURL = directory.appendingPathComponent("stdout-\(id)")

@@ -62,7 +62,9 @@ import Testing
         guard let c = try? DeleteCommand.parseAsRoot(arguments) as? DeleteCommand, let r = try? c.request() else { return nil }
         return describe(r)
     })
-    static func describe(_ r: DeleteCommand.Request) -> String { "\(describe(r.query)) \(describe(r.global))" }
+    static func describe(_ r: DeleteCommand.Request) -> String {
+        "\(describe(r.query)) all=\(r.all) yes=\(r.yes) dry=\(r.dryRun) \(describe(r.global))"
+    }
 
     /// Where the fast parser answers, ArgumentParser gives the same request.
     func expectAgreement(_ p: Parsers, _ arguments: [String], fastMustAnswer: Bool = false,
@@ -90,6 +92,7 @@ import Testing
             ["--label", "Mail", "--case-insensitive"], ["--account", ""], ["--account", "äöü 𝄞 \u{301}e"],
             FastParserTests.globals + ["--account", "x"],
             ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw=="],
+            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"],
         ]
         for arguments in forms { expectAgreement(Self.find, arguments, fastMustAnswer: true) }
     }
@@ -102,10 +105,17 @@ import Testing
             ["--limit", "zero"], ["--return", "everything"], ["--json=yes"], ["--no-such-option", "x"],
             ["positional"], ["--server", "example.com"],   // inet's attribute without --class inet
             ["--new-passcode-file", "p"], ["--set-account", "x"], ["--data-file", "f"],
+            ["--account", "a", "--account-hex", "61"], ["--service-hex", "6d", "--service", "m"],   // one attribute twice
+            ["--account-hex", "zz"], ["--account-hex", "abc"], ["--server-hex", "00"], ["--application-tag-hex", "00"],
+            ["--account="], ["--label-hex="],   // ArgumentParser: a missing value
         ]
         for arguments in declined {
             #expect(FindCommand.fastRequest(arguments) == nil, "\(arguments)")
         }
+        #expect(Self.find.slow(["--account="]) == nil, "as the fast parser assumes")
+        // ArgumentParser refuses the same attribute given twice, as text and as hex.
+        #expect(Self.find.slow(["--account", "a", "--account-hex", "61"]) == nil)
+        #expect(Self.update.slow(["--account", "a", "--set-label", "x", "--set-label-hex", "78"]) == nil)
     }
 
     // MARK: add, update, delete
@@ -127,6 +137,8 @@ import Testing
             ["--service", "mail", "--set-data", "--data-file", "new.bin"], ["--set-is-negative", "no"],
             FastParserTests.globals + ["--account", "x", "--set-data"],
             ["--label", "L", "--set-generic", "Z2VuZXJpYw==", "--set-creator", "aapl", "--set-type", "42"],
+            ["--account-hex", "ff", "--set-account-hex", "fe", "--set-label-hex", "00:01"],
+            ["--account-hex", "61", "--set-account", "b"],   // the query and a new value: one attribute, not given twice
         ]
         for arguments in forms { expectAgreement(Self.update, arguments, fastMustAnswer: true) }
     }
@@ -134,7 +146,8 @@ import Testing
     @Test func delete_commonForms_areParsedFast_andMeanTheSame() {
         let forms: [[String]] = [
             [], ["--account", "alice", "--service", "mail"], ["--service=mail"], ["--label", "äöü 𝄞"],
-            FastParserTests.globals + ["--account", "x"],
+            FastParserTests.globals + ["--account", "x"], ["--all"], ["--all", "--yes"], ["--service", "mail", "--dry-run"],
+            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"],
         ]
         for arguments in forms { expectAgreement(Self.delete, arguments, fastMustAnswer: true) }
     }
@@ -152,6 +165,9 @@ import Testing
             (Self.update, ["--class", "inet", "--server", "example.com", "--set-data"]), (Self.update, ["-h"]),
             (Self.delete, ["--class", "cert"]), (Self.delete, ["--set-label", "x"]), (Self.delete, ["--json"]),
             (Self.delete, ["positional"]), (Self.delete, ["--is-invisible", "maybe"]),
+            (Self.delete, ["--all=yes"]), (Self.delete, ["--yes", "--yes"]), (Self.delete, ["--dry-run", "x"]),
+            (Self.delete, ["--account", "a", "--account-hex", "61"]), (Self.add, ["--label-hex", "6", "--account", "a"]),
+            (Self.update, ["--set-account", "a", "--set-account-hex", "61"]),
         ]
         for (p, arguments) in declined {
             #expect(p.fast(arguments) == nil, "\(p.name) \(arguments)")
@@ -182,11 +198,11 @@ import Testing
     /// classes are left to ArgumentParser.
     @Test(arguments: ["find", "add", "update", "delete", "update --set"])
     func everyAttributeOption_agreesWithArgumentParser(form: String) {
-        let values = ["plain", "42", "yes", "2026-01-02T03:04:05Z", "aGVsbG8="]
+        let values = ["plain", "42", "yes", "2026-01-02T03:04:05Z", "aGVsbG8=", "0a:1B"]
         let parsers = [Self.find, Self.add, Self.update, Self.delete].first { form.hasPrefix($0.name) }!
         let setForm = form.hasSuffix("--set")
         var answered = 0
-        for option in AttributeOption.all {
+        for option in AttributeOption.all + AttributeOption.allBytes {
             let flag = (setForm ? "--set-" : "--") + option.flag
             // update needs a new value: --set-data (or, for --set-X, the option itself).
             let extra = parsers.name == "update" && !setForm ? ["--set-data"] : []
@@ -200,7 +216,7 @@ import Testing
                 expectAgreement(parsers, arguments)
             }
         }
-        #expect(answered >= AttributeOption.all.filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
+        #expect(answered >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
     }
 
     /// `GlobalOptions.given` sets every option of the struct (an option added later and not

@@ -156,7 +156,7 @@ import Testing
         try sandbox.add(account: "a", data: [1])
         try sandbox.add(account: "b", data: [2])
         try sandbox.add(account: "c", service: "keep", data: [3])
-        let deleted = try sandbox.run(["delete", "--service", "mail"])
+        let deleted = try sandbox.run(["delete", "--service", "mail", "--yes"])
         #expect(deleted.status == 0)
         #expect(deleted.stdout.isEmpty)
         #expect(deleted.stderr.isEmpty, "the count goes to stderr only when it is a terminal")

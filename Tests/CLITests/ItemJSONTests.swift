@@ -29,11 +29,28 @@ import Testing
 
     func foundation(_ items: [Item], includeData: Bool, asArray: Bool) throws -> [UInt8] {
         let objects = items.map { object($0, includeData: includeData) }
-        return try Output.jsonBytes(asArray ? objects as Any : objects[0] as Any)
+        return ItemJSONTests.escapingTerminalControls(try Output.jsonBytes(asArray ? objects as Any : objects[0] as Any))
+    }
+
+    /// JSONSerialization's text with the characters `JSONText` escapes beyond JSON's own
+    /// (DEL, C1, bidirectional controls, U+2028/U+2029; see `TerminalText`) written as
+    /// `\uXXXX`: outside strings JSON has none of them, so this changes only string contents.
+    static func escapingTerminalControls(_ bytes: [UInt8]) -> [UInt8] {
+        var out = String.UnicodeScalarView()
+        for scalar in String(decoding: bytes, as: UTF8.self).unicodeScalars {
+            if scalar.value >= 0x20, TerminalText.isUnsafe(scalar.value) {
+                out.append(contentsOf: String(format: "\\u%04x", scalar.value).unicodeScalars)
+            } else {
+                out.append(scalar)
+            }
+        }
+        return Array(String(out).utf8)
     }
 
     static let awkward = ["plain", "", "quote \" and backslash \\ and slash /", "tab\tnew\nline\r\u{8}\u{c}",
-                          "\u{1}\u{1f}\u{7f}", "é e\u{301} 日本語 𝄞 \u{2028}\u{2029}", "{\"json\": [1, 2]}", "12", "-0", "a//b"]
+                          "\u{1}\u{1f}\u{7f}", "é e\u{301} 日本語 𝄞 \u{2028}\u{2029}", "{\"json\": [1, 2]}", "12", "-0", "a//b",
+                          "C1 \u{80}\u{85}\u{9B}\u{9F} bidi \u{202E}gpj\u{202A}\u{2066}\u{2069}\u{61C}\u{200E}\u{200F}",
+                          "neighbours \u{A0}\u{7E}\u{2027}\u{202F}\u{2065}\u{206A}\u{61B}\u{200D}\u{2000}\u{2FFF}\u{C0}"]
 
     @Test func everyAttributeOfEveryClass_andAwkwardStrings_printAsJSONSerializationDoes() throws {
         var items: [Item] = []

@@ -40,16 +40,18 @@ import Testing
         #expect(Table(["H"]).render(style: Style(enabled: true)) == ["\u{1B}[1mH\u{1B}[0m"])
     }
 
-    /// Cells are measured in characters: combining marks, emoji, CR LF (one character) and
-    /// control bytes line up as `String.count` says.
+    /// Cells are measured in characters: combining marks, emoji and the escaped form of
+    /// control characters (`TerminalText.quoted`) line up as `String.count` says.
     @Test func table_measuresCharacters_notBytes() {
         let cells = ["e\u{301}", "👩‍👩‍👧", "a\r\nb", "tab\there", "plain", "ü", ""]
         for cell in cells { #expect(Table.length(cell) == cell.count, "\(cell.debugDescription)") }
         var table = Table(["N", "X"])
         for cell in cells { table.append([cell, "x"]) }
         let lines = table.render()
-        let widest = cells.map(\.count).max()!
-        for (line, cell) in zip(lines.dropFirst(), cells) {
+        let shown = cells.map(TerminalText.quoted)
+        #expect(shown[2] == #""a\r\nb""# && shown[3] == #""tab\there""#, "controls are shown escaped")
+        let widest = shown.map(\.count).max()!
+        for (line, cell) in zip(lines.dropFirst(), shown) {
             #expect(line == cell + String(repeating: " ", count: widest - cell.count) + "  x", "\(cell.debugDescription)")
         }
         var cut = Table(["NAME", "VALUE"])

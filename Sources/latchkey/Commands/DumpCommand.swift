@@ -54,9 +54,7 @@ struct DumpCommand: ParsableCommand {
         } else if items.isEmpty {
             Output.note("no items that this caller can reach in \(global.keychainPath)")
         } else {
-            var table = Table(["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"])
-            for item in items { table.append(DumpCommand.row(item)) }
-            Output.table(table)
+            Output.table(DumpCommand.table(items))
         }
     }
 
@@ -78,6 +76,14 @@ struct DumpCommand: ParsableCommand {
     static func date(_ item: Item, _ code: String) -> Double {
         if case .date(let t)? = item.attributes[code] { return t }
         return 0
+    }
+
+    /// The table of `items` (also `delete`'s list of matches): class, name, service, label,
+    /// group, protection class, modification date; never a secret.
+    static func table(_ items: [Item]) -> Table {
+        var table = Table(["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"])
+        for item in items { table.append(DumpCommand.row(item)) }
+        return table
     }
 
     /// The table row of an item.

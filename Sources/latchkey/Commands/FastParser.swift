@@ -32,7 +32,7 @@ struct FastArguments {
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "app-id", "entitlements"]
     static let attributeOptions: [String: AttributeOption] = Dictionary(
-        AttributeOption.all.map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
+        (AttributeOption.all + AttributeOption.allBytes).map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
 
     /// The arguments after the command's name, or nil when ArgumentParser must parse them.
     /// - Parameters:
@@ -64,6 +64,8 @@ struct FastArguments {
             }
             let value: String
             if let inline {
+                // ArgumentParser reads `--account=` as a missing value, not an empty one.
+                guard !inline.isEmpty else { return nil }
                 value = inline
             } else {
                 guard i < arguments.count, !arguments[i].hasPrefix("-") else { return nil }
@@ -75,11 +77,12 @@ struct FastArguments {
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
-                guard let option = attributeOptions[String(name.dropFirst(4))], !option.derived,
+                guard let option = attributeOptions[String(name.dropFirst(4))], !option.derived, newValueAttributes[option.code] == nil,
                       let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
                 newValueAttributes[option.code] = v
             } else {
-                guard let option = attributeOptions[name], !option.derived,
+                // Two spellings of one attribute (--account and --account-hex): ArgumentParser's path says so.
+                guard let option = attributeOptions[name], !option.derived, attributes[option.code] == nil,
                       let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
                 attributes[option.code] = v
             }
@@ -142,8 +145,9 @@ extension UpdateCommand {
 extension DeleteCommand {
     /// The request for `delete ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "delete") else { return nil }
-        return Request(query: p.query(), global: p.global)
+        guard let p = FastArguments.parse(arguments, command: "delete", flags: ["all", "yes", "dry-run"]) else { return nil }
+        return Request(query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"),
+                       global: p.global)
     }
 }
 

@@ -56,6 +56,19 @@ struct AttributeOption: Sendable, Hashable {
     static func == (a: AttributeOption, b: AttributeOption) -> Bool { a.code == b.code && a.flag == b.flag }
     func hash(into hasher: inout Hasher) { hasher.combine(flag) }
 
+    /// `--account-hex` for `--account`: the same attribute given as bytes in hex, for every
+    /// text option whose attribute can hold data (kind `blob` in each of its classes: a query
+    /// compares the bytes, so `--account-hex 616c696365` finds the account "alice"). Arguments
+    /// must be UTF-8 (Support/RawInput.swift); this is how other bytes are given. Nil for the
+    /// others.
+    var bytesOption: AttributeOption? {
+        guard syntax == .text, !flag.hasSuffix("-hex"),
+              classes.allSatisfy({ ItemSchema.kind(code, in: $0) == .blob }) else { return nil }
+        let head = abstract.prefix { !":,;".contains($0) }
+        return AttributeOption(flag: flag + "-hex", code: code, syntax: .hex, classes: classes, constant: constant,
+                               abstract: "\(head) as bytes in hex, for a value that is not UTF-8 text", derived: derived)
+    }
+
     /// Help for the ITEM/QUERY option.
     var help: ArgumentHelp {
         ArgumentHelp("\(abstract) (\(constant), \(code)).", valueName: syntax.valueName)
@@ -196,6 +209,24 @@ extension AttributeOption {
         isPermanent, isPrivate, isModifiable, isSensitive, wasAlwaysSensitive, isExtractable, wasNeverExtractable,
         canEncrypt, canDecrypt, canDerive, canSign, canVerify, canWrap, canUnwrap, canSignRecover, canVerifyRecover,
     ]
+
+    /// The hex forms (`bytesOption`) of the options of `all` that have one.
+    static let allBytes: [AttributeOption] = all.compactMap(\.bytesOption)
+
+    // The hex forms, for the option groups.
+    static let labelBytes = label.bytesOption!
+    static let aliasBytes = alias.bytesOption!
+    static let accountBytes = account.bytesOption!
+    static let descriptionBytes = description.bytesOption!
+    static let commentBytes = comment.bytesOption!
+    static let protectedBytes = protected.bytesOption!
+    static let serviceBytes = service.bytesOption!
+    static let genericBytes = generic.bytesOption!
+    static let securityDomainBytes = securityDomain.bytesOption!
+    static let serverBytes = server.bytesOption!
+    static let authenticationTypeBytes = authenticationType.bytesOption!
+    static let pathBytes = path.bytesOption!
+    static let applicationTagBytes = applicationTag.bytesOption!
 }
 
 /// `--class`: the stored item classes by Apple's kSecClass value.

@@ -1,12 +1,12 @@
 import ArgumentParser
 import Latchkey
 
-/// `--password-file` / LATCHKEY_BACKUP_PASSWORD (shared/CLI.md): the backup password of
-/// `backup` and `restore`. Never a plain argument value.
+/// `--password-file` / LATCHKEY_BACKUP_PASSWORD_FILE / LATCHKEY_BACKUP_PASSWORD (shared/CLI.md):
+/// the backup password of `backup` and `restore`. Never a plain argument value.
 struct BackupPasswordOptions: ParsableArguments {
     @Option(name: .customLong("password-file"), help: ArgumentHelp(
-        "Read the backup password from this file (one trailing newline is ignored).",
-        discussion: "Or put the password itself in LATCHKEY_BACKUP_PASSWORD. With neither, it is asked without echo when stdin is a terminal (twice for a new backup).",
+        "Read the backup password from this file or pipe (env LATCHKEY_BACKUP_PASSWORD_FILE; one trailing newline is ignored).",
+        discussion: "Or put the password itself in LATCHKEY_BACKUP_PASSWORD (not together with LATCHKEY_BACKUP_PASSWORD_FILE). With none of them, it is asked without echo when stdin is a terminal (twice for a new backup).",
         valueName: "path"))
     var passwordFile: String?
 
@@ -19,7 +19,7 @@ struct BackupPasswordOptions: ParsableArguments {
 
     /// The password given by file or environment, without prompting.
     func given() throws -> [UInt8]? {
-        try GlobalOptions.secret(file: passwordFile, environment: "LATCHKEY_BACKUP_PASSWORD", what: "backup password")
+        try GlobalOptions.secret(file: passwordFile, option: "--password-file", environment: "LATCHKEY_BACKUP_PASSWORD", what: "backup password")
     }
 
     /// For a new backup: given, or asked twice on the terminal; nil when neither is possible.

@@ -18,13 +18,13 @@ struct GlobalOptions: ParsableArguments {
     var deviceOption: String?
 
     @Option(name: .customLong("passcode-file"), help: ArgumentHelp(
-        "Read the passcode from this file (one trailing newline is ignored).",
-        discussion: "Or put the passcode itself in LATCHKEY_PASSCODE. With neither, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable).",
+        "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE; one trailing newline is ignored).",
+        discussion: "A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE (not together with LATCHKEY_PASSCODE_FILE). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable).",
         valueName: "path"))
     var passcodeFile: String?
 
     @Option(name: .customLong("new-passcode-file"), help: ArgumentHelp(
-        "Read the new passcode for 'passwd' from this file (or LATCHKEY_NEW_PASSCODE holds it).",
+        "Read the new passcode for 'passwd' from this file or pipe (env LATCHKEY_NEW_PASSCODE_FILE; or LATCHKEY_NEW_PASSCODE holds it).",
         valueName: "path"))
     var newPasscodeFile: String?
 
@@ -35,7 +35,7 @@ struct GlobalOptions: ParsableArguments {
     var appIDOption: String?
 
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
-        "An Entitlements.plist (XML or binary) giving application-identifier and keychain-access-groups (env LATCHKEY_ENTITLEMENTS).",
+        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier and keychain-access-groups (env LATCHKEY_ENTITLEMENTS).",
         discussion: "The caller may use its keychain-access-groups (in order) and its application-identifier; new items go to the first of them. Without a plist the caller is --app-id alone.",
         valueName: "plist"))
     var entitlementsOption: String?
@@ -89,36 +89,55 @@ struct GlobalOptions: ParsableArguments {
         guard let path = entitlementsOption ?? GlobalOptions.environment("LATCHKEY_ENTITLEMENTS") else {
             return CallerIdentity(applicationIdentifier: appID)
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw KeychainError(.io, "cannot read the entitlements file \(path); check the path (--entitlements / LATCHKEY_ENTITLEMENTS)")
-        }
-        return try CallerIdentity(entitlementsPlist: data, fallbackApplicationIdentifier: appID)
+        let data = try InputFile.contents(path, what: "entitlements file",
+                                          source: entitlementsOption != nil ? "--entitlements" : "LATCHKEY_ENTITLEMENTS")
+        return try CallerIdentity(entitlementsPlist: Data(data), fallbackApplicationIdentifier: appID)
     }
 
     // MARK: Passcodes
 
-    /// The passcode given by --passcode-file or LATCHKEY_PASSCODE, without prompting.
+    /// The passcode given by --passcode-file, LATCHKEY_PASSCODE_FILE or LATCHKEY_PASSCODE,
+    /// without prompting.
     func givenPasscode() throws -> [UInt8]? {
-        try GlobalOptions.secret(file: passcodeFile, environment: "LATCHKEY_PASSCODE", what: "passcode")
+        try GlobalOptions.secret(file: passcodeFile, option: "--passcode-file", environment: "LATCHKEY_PASSCODE", what: "passcode")
     }
 
-    /// The new passcode given by --new-passcode-file or LATCHKEY_NEW_PASSCODE.
+    /// The new passcode given by --new-passcode-file, LATCHKEY_NEW_PASSCODE_FILE or
+    /// LATCHKEY_NEW_PASSCODE.
     func givenNewPasscode() throws -> [UInt8]? {
-        try GlobalOptions.secret(file: newPasscodeFile, environment: "LATCHKEY_NEW_PASSCODE", what: "new passcode")
+        try GlobalOptions.secret(file: newPasscodeFile, option: "--new-passcode-file", environment: "LATCHKEY_NEW_PASSCODE",
+                                 what: "new passcode")
     }
 
-    static func secret(file: String?, environment name: String, what: String) throws -> [UInt8]? {
-        if let file {
-            guard var bytes = FileManager.default.contents(atPath: file).map({ [UInt8]($0) }) else {
-                throw KeychainError(.io, "cannot read the \(what) file \(file); check the path and its permissions")
+    /// Secret files already read, by path: a pipe (`<(…)`, /dev/stdin) gives its bytes once,
+    /// and a command asks for its passcode more than once (to open, to retry when locked, for
+    /// user presence). The CLI runs one command a process.
+    nonisolated(unsafe) private static var secretFiles: [String: [UInt8]] = [:]
+
+    /// A secret from, in this order: the option's file; the file named by `<environment>_FILE`;
+    /// the value of `environment` itself (its bytes as they are: a passcode need not be UTF-8).
+    /// One trailing newline (LF or CRLF) of a file is ignored.
+    /// - Throws: errSecIO for a file that cannot be read; errSecParam when both variables are
+    ///   set (which one was meant cannot be told).
+    static func secret(file: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
+        let fileVariable = name + "_FILE"
+        var path = file, source = option
+        if path == nil, let fromEnvironment = environment(fileVariable) {
+            if RawInput.secretEnvironment(name) != nil {
+                throw KeychainError(.param, "both \(name) and \(fileVariable) are set, so the \(what) to use is unclear; unset one of them (\(option) would take precedence over both)")
             }
-            if bytes.last == UInt8(ascii: "\n") {
-                bytes.removeLast()
-                if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-            }
-            return bytes
+            path = fromEnvironment
+            source = fileVariable
         }
-        return environment(name).map { Array($0.utf8) }
+        guard let path else { return RawInput.secretEnvironment(name) }
+        if let bytes = secretFiles[path] { return bytes }
+        var bytes = try InputFile.secret(path, what: "\(what) file", source: source)
+        if bytes.last == UInt8(ascii: "\n") {
+            bytes.removeLast()
+            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        }
+        secretFiles[path] = bytes
+        return bytes
     }
 
     /// The passcode from its source, or asked on the terminal when stdin is one; nil otherwise.

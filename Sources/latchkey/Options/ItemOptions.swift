@@ -30,13 +30,21 @@ extension AttributeOption {
 func parsedAttributes(_ groups: [AttributeGroup], prefix: String = "", in c: ItemClass, command: String,
                       forAdd: Bool = false) throws -> [String: AttributeValue] {
     var out: [String: AttributeValue] = [:]
+    var givenBy: [String: AttributeOption] = [:]
     for group in groups {
         for case let (option, text?) in group.given {
             if forAdd, option.derived {
                 throw UsageError("--\(option.flag) is derived from the certificate itself; it can select certificates in find, update and delete, but add sets it from the data",
                                  command: command)
             }
-            out[option.code] = try option.value(text, prefix: prefix, in: c, command: command)
+            let value = try option.value(text, prefix: prefix, in: c, command: command)
+            // --account and --account-hex: one attribute, two spellings.
+            if let other = givenBy[option.code] {
+                throw UsageError("--\(prefix)\(other.flag) and --\(prefix)\(option.flag) both give \(option.code) (\(option.constant)); give one of them",
+                                 command: command)
+            }
+            givenBy[option.code] = option
+            out[option.code] = value
         }
     }
     return out
@@ -104,10 +112,14 @@ struct CommonAttributes: ParsableArguments, AttributeGroup {
 
     @Option(name: .customLong(AttributeOption.label.flag), help: AttributeOption.label.help)
     var label: String?
+    @Option(name: .customLong(AttributeOption.labelBytes.flag), help: AttributeOption.labelBytes.help)
+    var labelHex: String?
     @Option(name: .customLong(AttributeOption.accessGroup.flag), help: AttributeOption.accessGroup.help)
     var accessGroup: String?
     @Option(name: .customLong(AttributeOption.alias.flag), help: AttributeOption.alias.help)
     var alias: String?
+    @Option(name: .customLong(AttributeOption.aliasBytes.flag), help: AttributeOption.aliasBytes.help)
+    var aliasHex: String?
     @Option(name: .customLong(AttributeOption.syncViewHint.flag), help: AttributeOption.syncViewHint.help)
     var syncViewHint: String?
     @Option(name: .customLong(AttributeOption.tokenID.flag), help: AttributeOption.tokenID.help)
@@ -117,6 +129,7 @@ struct CommonAttributes: ParsableArguments, AttributeGroup {
         [
             (.label, label), (.accessGroup, accessGroup), (.alias, alias), (.syncViewHint, syncViewHint),
             (.tokenID, tokenID),
+            (.labelBytes, labelHex), (.aliasBytes, aliasHex),
         ]
     }
 }
@@ -125,10 +138,16 @@ struct CommonAttributes: ParsableArguments, AttributeGroup {
 struct PasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong(AttributeOption.account.flag), help: AttributeOption.account.help)
     var account: String?
+    @Option(name: .customLong(AttributeOption.accountBytes.flag), help: AttributeOption.accountBytes.help)
+    var accountHex: String?
     @Option(name: .customLong(AttributeOption.description.flag), help: AttributeOption.description.help)
     var description: String?
+    @Option(name: .customLong(AttributeOption.descriptionBytes.flag), help: AttributeOption.descriptionBytes.help)
+    var descriptionHex: String?
     @Option(name: .customLong(AttributeOption.comment.flag), help: AttributeOption.comment.help)
     var comment: String?
+    @Option(name: .customLong(AttributeOption.commentBytes.flag), help: AttributeOption.commentBytes.help)
+    var commentHex: String?
     @Option(name: .customLong(AttributeOption.creator.flag), help: AttributeOption.creator.help)
     var creator: String?
     @Option(name: .customLong(AttributeOption.itemType.flag), help: AttributeOption.itemType.help)
@@ -141,6 +160,8 @@ struct PasswordAttributes: ParsableArguments, AttributeGroup {
     var hasCustomIcon: String?
     @Option(name: .customLong(AttributeOption.protected.flag), help: AttributeOption.protected.help)
     var protected: String?
+    @Option(name: .customLong(AttributeOption.protectedBytes.flag), help: AttributeOption.protectedBytes.help)
+    var protectedHex: String?
     @Option(name: .customLong(AttributeOption.scriptCode.flag), help: AttributeOption.scriptCode.help)
     var scriptCode: String?
 
@@ -149,6 +170,7 @@ struct PasswordAttributes: ParsableArguments, AttributeGroup {
             (.account, account), (.description, description), (.comment, comment), (.creator, creator),
             (.itemType, itemType), (.isInvisible, isInvisible), (.isNegative, isNegative), (.hasCustomIcon, hasCustomIcon),
             (.protected, protected), (.scriptCode, scriptCode),
+            (.accountBytes, accountHex), (.descriptionBytes, descriptionHex), (.commentBytes, commentHex), (.protectedBytes, protectedHex),
         ]
     }
 }
@@ -157,11 +179,15 @@ struct PasswordAttributes: ParsableArguments, AttributeGroup {
 struct GenericPasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong(AttributeOption.service.flag), help: AttributeOption.service.help)
     var service: String?
+    @Option(name: .customLong(AttributeOption.serviceBytes.flag), help: AttributeOption.serviceBytes.help)
+    var serviceHex: String?
     @Option(name: .customLong(AttributeOption.generic.flag), help: AttributeOption.generic.help)
     var generic: String?
+    @Option(name: .customLong(AttributeOption.genericBytes.flag), help: AttributeOption.genericBytes.help)
+    var genericHex: String?
 
     var given: [(AttributeOption, String?)] {
-        [(.service, service), (.generic, generic)]
+        [(.service, service), (.generic, generic), (.serviceBytes, serviceHex), (.genericBytes, genericHex)]
     }
 }
 
@@ -169,21 +195,30 @@ struct GenericPasswordAttributes: ParsableArguments, AttributeGroup {
 struct InternetPasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong(AttributeOption.securityDomain.flag), help: AttributeOption.securityDomain.help)
     var securityDomain: String?
+    @Option(name: .customLong(AttributeOption.securityDomainBytes.flag), help: AttributeOption.securityDomainBytes.help)
+    var securityDomainHex: String?
     @Option(name: .customLong(AttributeOption.server.flag), help: AttributeOption.server.help)
     var server: String?
+    @Option(name: .customLong(AttributeOption.serverBytes.flag), help: AttributeOption.serverBytes.help)
+    var serverHex: String?
     @Option(name: .customLong(AttributeOption.`protocol`.flag), help: AttributeOption.`protocol`.help)
     var protocolValue: String?
     @Option(name: .customLong(AttributeOption.authenticationType.flag), help: AttributeOption.authenticationType.help)
     var authenticationType: String?
+    @Option(name: .customLong(AttributeOption.authenticationTypeBytes.flag), help: AttributeOption.authenticationTypeBytes.help)
+    var authenticationTypeHex: String?
     @Option(name: .customLong(AttributeOption.port.flag), help: AttributeOption.port.help)
     var port: String?
     @Option(name: .customLong(AttributeOption.path.flag), help: AttributeOption.path.help)
     var path: String?
+    @Option(name: .customLong(AttributeOption.pathBytes.flag), help: AttributeOption.pathBytes.help)
+    var pathHex: String?
 
     var given: [(AttributeOption, String?)] {
         [
             (.securityDomain, securityDomain), (.server, server), (.`protocol`, protocolValue), (.authenticationType, authenticationType),
             (.port, port), (.path, path),
+            (.securityDomainBytes, securityDomainHex), (.serverBytes, serverHex), (.authenticationTypeBytes, authenticationTypeHex), (.pathBytes, pathHex),
         ]
     }
 }
@@ -221,6 +256,8 @@ struct KeyAttributes: ParsableArguments, AttributeGroup {
     var applicationLabel: String?
     @Option(name: .customLong(AttributeOption.applicationTag.flag), help: AttributeOption.applicationTag.help)
     var applicationTag: String?
+    @Option(name: .customLong(AttributeOption.applicationTagBytes.flag), help: AttributeOption.applicationTagBytes.help)
+    var applicationTagHex: String?
     @Option(name: .customLong(AttributeOption.keyType.flag), help: AttributeOption.keyType.help)
     var keyType: String?
     @Option(name: .customLong(AttributeOption.keySizeInBits.flag), help: AttributeOption.keySizeInBits.help)
@@ -272,6 +309,7 @@ struct KeyAttributes: ParsableArguments, AttributeGroup {
             (.wasAlwaysSensitive, wasAlwaysSensitive), (.isExtractable, isExtractable), (.wasNeverExtractable, wasNeverExtractable), (.canEncrypt, canEncrypt),
             (.canDecrypt, canDecrypt), (.canDerive, canDerive), (.canSign, canSign), (.canVerify, canVerify),
             (.canWrap, canWrap), (.canUnwrap, canUnwrap), (.canSignRecover, canSignRecover), (.canVerifyRecover, canVerifyRecover),
+            (.applicationTagBytes, applicationTagHex),
         ]
     }
 }

@@ -49,10 +49,14 @@ struct SetCommonAttributes: ParsableArguments, AttributeGroup {
 
     @Option(name: .customLong("set-" + AttributeOption.label.flag), help: AttributeOption.label.setHelp)
     var label: String?
+    @Option(name: .customLong("set-" + AttributeOption.labelBytes.flag), help: AttributeOption.labelBytes.setHelp)
+    var labelHex: String?
     @Option(name: .customLong("set-" + AttributeOption.accessGroup.flag), help: AttributeOption.accessGroup.setHelp)
     var accessGroup: String?
     @Option(name: .customLong("set-" + AttributeOption.alias.flag), help: AttributeOption.alias.setHelp)
     var alias: String?
+    @Option(name: .customLong("set-" + AttributeOption.aliasBytes.flag), help: AttributeOption.aliasBytes.setHelp)
+    var aliasHex: String?
     @Option(name: .customLong("set-" + AttributeOption.syncViewHint.flag), help: AttributeOption.syncViewHint.setHelp)
     var syncViewHint: String?
     @Option(name: .customLong("set-" + AttributeOption.tokenID.flag), help: AttributeOption.tokenID.setHelp)
@@ -62,6 +66,7 @@ struct SetCommonAttributes: ParsableArguments, AttributeGroup {
         [
             (.label, label), (.accessGroup, accessGroup), (.alias, alias), (.syncViewHint, syncViewHint),
             (.tokenID, tokenID),
+            (.labelBytes, labelHex), (.aliasBytes, aliasHex),
         ]
     }
 }
@@ -70,10 +75,16 @@ struct SetCommonAttributes: ParsableArguments, AttributeGroup {
 struct SetPasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong("set-" + AttributeOption.account.flag), help: AttributeOption.account.setHelp)
     var account: String?
+    @Option(name: .customLong("set-" + AttributeOption.accountBytes.flag), help: AttributeOption.accountBytes.setHelp)
+    var accountHex: String?
     @Option(name: .customLong("set-" + AttributeOption.description.flag), help: AttributeOption.description.setHelp)
     var description: String?
+    @Option(name: .customLong("set-" + AttributeOption.descriptionBytes.flag), help: AttributeOption.descriptionBytes.setHelp)
+    var descriptionHex: String?
     @Option(name: .customLong("set-" + AttributeOption.comment.flag), help: AttributeOption.comment.setHelp)
     var comment: String?
+    @Option(name: .customLong("set-" + AttributeOption.commentBytes.flag), help: AttributeOption.commentBytes.setHelp)
+    var commentHex: String?
     @Option(name: .customLong("set-" + AttributeOption.creator.flag), help: AttributeOption.creator.setHelp)
     var creator: String?
     @Option(name: .customLong("set-" + AttributeOption.itemType.flag), help: AttributeOption.itemType.setHelp)
@@ -86,6 +97,8 @@ struct SetPasswordAttributes: ParsableArguments, AttributeGroup {
     var hasCustomIcon: String?
     @Option(name: .customLong("set-" + AttributeOption.protected.flag), help: AttributeOption.protected.setHelp)
     var protected: String?
+    @Option(name: .customLong("set-" + AttributeOption.protectedBytes.flag), help: AttributeOption.protectedBytes.setHelp)
+    var protectedHex: String?
     @Option(name: .customLong("set-" + AttributeOption.scriptCode.flag), help: AttributeOption.scriptCode.setHelp)
     var scriptCode: String?
 
@@ -94,6 +107,7 @@ struct SetPasswordAttributes: ParsableArguments, AttributeGroup {
             (.account, account), (.description, description), (.comment, comment), (.creator, creator),
             (.itemType, itemType), (.isInvisible, isInvisible), (.isNegative, isNegative), (.hasCustomIcon, hasCustomIcon),
             (.protected, protected), (.scriptCode, scriptCode),
+            (.accountBytes, accountHex), (.descriptionBytes, descriptionHex), (.commentBytes, commentHex), (.protectedBytes, protectedHex),
         ]
     }
 }
@@ -102,11 +116,15 @@ struct SetPasswordAttributes: ParsableArguments, AttributeGroup {
 struct SetGenericPasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong("set-" + AttributeOption.service.flag), help: AttributeOption.service.setHelp)
     var service: String?
+    @Option(name: .customLong("set-" + AttributeOption.serviceBytes.flag), help: AttributeOption.serviceBytes.setHelp)
+    var serviceHex: String?
     @Option(name: .customLong("set-" + AttributeOption.generic.flag), help: AttributeOption.generic.setHelp)
     var generic: String?
+    @Option(name: .customLong("set-" + AttributeOption.genericBytes.flag), help: AttributeOption.genericBytes.setHelp)
+    var genericHex: String?
 
     var given: [(AttributeOption, String?)] {
-        [(.service, service), (.generic, generic)]
+        [(.service, service), (.generic, generic), (.serviceBytes, serviceHex), (.genericBytes, genericHex)]
     }
 }
 
@@ -114,21 +132,30 @@ struct SetGenericPasswordAttributes: ParsableArguments, AttributeGroup {
 struct SetInternetPasswordAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong("set-" + AttributeOption.securityDomain.flag), help: AttributeOption.securityDomain.setHelp)
     var securityDomain: String?
+    @Option(name: .customLong("set-" + AttributeOption.securityDomainBytes.flag), help: AttributeOption.securityDomainBytes.setHelp)
+    var securityDomainHex: String?
     @Option(name: .customLong("set-" + AttributeOption.server.flag), help: AttributeOption.server.setHelp)
     var server: String?
+    @Option(name: .customLong("set-" + AttributeOption.serverBytes.flag), help: AttributeOption.serverBytes.setHelp)
+    var serverHex: String?
     @Option(name: .customLong("set-" + AttributeOption.`protocol`.flag), help: AttributeOption.`protocol`.setHelp)
     var protocolValue: String?
     @Option(name: .customLong("set-" + AttributeOption.authenticationType.flag), help: AttributeOption.authenticationType.setHelp)
     var authenticationType: String?
+    @Option(name: .customLong("set-" + AttributeOption.authenticationTypeBytes.flag), help: AttributeOption.authenticationTypeBytes.setHelp)
+    var authenticationTypeHex: String?
     @Option(name: .customLong("set-" + AttributeOption.port.flag), help: AttributeOption.port.setHelp)
     var port: String?
     @Option(name: .customLong("set-" + AttributeOption.path.flag), help: AttributeOption.path.setHelp)
     var path: String?
+    @Option(name: .customLong("set-" + AttributeOption.pathBytes.flag), help: AttributeOption.pathBytes.setHelp)
+    var pathHex: String?
 
     var given: [(AttributeOption, String?)] {
         [
             (.securityDomain, securityDomain), (.server, server), (.`protocol`, protocolValue), (.authenticationType, authenticationType),
             (.port, port), (.path, path),
+            (.securityDomainBytes, securityDomainHex), (.serverBytes, serverHex), (.authenticationTypeBytes, authenticationTypeHex), (.pathBytes, pathHex),
         ]
     }
 }
@@ -141,6 +168,8 @@ struct SetKeyAttributes: ParsableArguments, AttributeGroup {
     var applicationLabel: String?
     @Option(name: .customLong("set-" + AttributeOption.applicationTag.flag), help: AttributeOption.applicationTag.setHelp)
     var applicationTag: String?
+    @Option(name: .customLong("set-" + AttributeOption.applicationTagBytes.flag), help: AttributeOption.applicationTagBytes.setHelp)
+    var applicationTagHex: String?
     @Option(name: .customLong("set-" + AttributeOption.keyType.flag), help: AttributeOption.keyType.setHelp)
     var keyType: String?
     @Option(name: .customLong("set-" + AttributeOption.keySizeInBits.flag), help: AttributeOption.keySizeInBits.setHelp)
@@ -192,6 +221,7 @@ struct SetKeyAttributes: ParsableArguments, AttributeGroup {
             (.wasAlwaysSensitive, wasAlwaysSensitive), (.isExtractable, isExtractable), (.wasNeverExtractable, wasNeverExtractable), (.canEncrypt, canEncrypt),
             (.canDecrypt, canDecrypt), (.canDerive, canDerive), (.canSign, canSign), (.canVerify, canVerify),
             (.canWrap, canWrap), (.canUnwrap, canUnwrap), (.canSignRecover, canSignRecover), (.canVerifyRecover, canVerifyRecover),
+            (.applicationTagBytes, applicationTagHex),
         ]
     }
 }

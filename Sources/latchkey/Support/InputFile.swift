@@ -6,27 +6,54 @@ import Musl
 import Darwin
 #endif
 import Latchkey
+import LatchkeyCrypto
 
-/// Files the user names (--data-file, import FILE), read whole, with the reason when they cannot be.
+/// Files the user names (--data-file, import FILE, --passcode-file, --entitlements, …), read
+/// whole as a stream: read(2) until the end, never by size, mmap or seek, so a pipe works as
+/// well as a file (`--passcode-file <(pass show x)`, `/dev/stdin`, a FIFO).
 enum InputFile {
-    /// All bytes of `path`. - Throws: errSecIO naming the file, the reason and what to check.
-    static func contents(_ path: String, what: String) throws -> [UInt8] {
+    /// All bytes of `path`.
+    /// - Parameter source: where the path came from, for the message (`LATCHKEY_ENTITLEMENTS`).
+    /// - Throws: errSecIO naming the file, the reason and what to check.
+    static func contents(_ path: String, what: String, source: String? = nil) throws -> [UInt8] {
+        try readWhole(path, what: what, source: source, zeroing: false)
+    }
+
+    /// All bytes of a file that holds a secret (a passcode, a backup password): as `contents`,
+    /// and every buffer the bytes passed through on the way is zeroed.
+    static func secret(_ path: String, what: String, source: String? = nil) throws -> [UInt8] {
+        try readWhole(path, what: what, source: source, zeroing: true)
+    }
+
+    private static func readWhole(_ path: String, what: String, source: String?, zeroing: Bool) throws -> [UInt8] {
+        let named = "\(what) \(path)" + (source.map { " (\($0))" } ?? "")
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
-            throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check the path and its permissions")
+            throw KeychainError(.io, "cannot read the \(named): \(reason); check the path and its permissions")
         }
         defer { close(fd) }
         var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var buffer = [UInt8](repeating: 0, count: zeroing ? 4096 : 1 << 16)
+        defer { if zeroing { Crypto.cleanse(&buffer) } }
+        out.reserveCapacity(zeroing ? 4096 : 0)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 {
                 let reason = String(cString: strerror(errno))
-                throw KeychainError(.io, "cannot read the \(what) \(path) (\(reason)); check that it is a readable file")
+                if zeroing { Crypto.cleanse(&out) }
+                throw KeychainError(.io, "cannot read the \(named): \(reason); check that it is a readable file or pipe")
             }
             if n == 0 { return out }
+            if zeroing, out.count + n > out.capacity {
+                // Grow by hand, so that the old storage is zeroed rather than freed as it is.
+                var larger: [UInt8] = []
+                larger.reserveCapacity(2 * (out.count + n))
+                larger.append(contentsOf: out)
+                Crypto.cleanse(&out)
+                out = larger
+            }
             out.append(contentsOf: buffer[0..<n])
         }
     }

@@ -127,6 +127,8 @@ enum Manual {
             out.append(".B " + name)
             out.append(escape(meaning))
         }
+        out.append(".PP")
+        out.append(escape("Every argument, and every variable read as a path or a name (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, the _FILE variables, LATCHKEY_ENTITLEMENTS, LATCHKEY_APP_ID, LATCHKEY_AGENT_SOCK, XDG_DATA_HOME, and HOME and XDG_RUNTIME_DIR where they are used), must be UTF-8 text: anything else is refused with errSecParam (exit 2), since it would be read as another value. An attribute that can hold bytes takes them in hex through its -hex option (--account-hex, --set-account-hex, ...)."))
         out.append(".SH EXIT STATUS")
         out.append("Errors go to stderr as \\fBlatchkey: \\fIwhat happened and what to do\\fR (\\fIerrSecName number\\fR).")
         for (code, meaning) in exitStatus {
@@ -150,8 +152,11 @@ enum Manual {
         ("LATCHKEY_KEYCHAIN", "The keychain file (--keychain)."),
         ("LATCHKEY_DEVICE", "The device secret file (--device)."),
         ("LATCHKEY_PASSCODE", "The passcode itself (or --passcode-file); without it the passcode is asked on the terminal, or the keychain stays locked."),
+        ("LATCHKEY_PASSCODE_FILE", "A file or pipe holding the passcode (as --passcode-file); not together with LATCHKEY_PASSCODE."),
         ("LATCHKEY_NEW_PASSCODE", "The new passcode for passwd (or --new-passcode-file)."),
+        ("LATCHKEY_NEW_PASSCODE_FILE", "A file or pipe holding the new passcode for passwd (as --new-passcode-file); not together with LATCHKEY_NEW_PASSCODE."),
         ("LATCHKEY_BACKUP_PASSWORD", "The backup password for backup and restore (or --password-file)."),
+        ("LATCHKEY_BACKUP_PASSWORD_FILE", "A file or pipe holding the backup password (as --password-file); not together with LATCHKEY_BACKUP_PASSWORD."),
         ("LATCHKEY_ENTITLEMENTS", "An Entitlements.plist: the caller's application-identifier and keychain-access-groups (--entitlements)."),
         ("LATCHKEY_APP_ID", "The caller's application-identifier when no plist gives one (--app-id; default latchkey.cli)."),
         ("XDG_DATA_HOME", "Where the default keychain and device secret live."),

@@ -16,10 +16,12 @@ enum Output {
     static func data(_ bytes: [UInt8]) { Terminal.writeAll(STDOUT_FILENO, bytes) }
     static func line(_ text: String) { data(Array((text + "\n").utf8)) }
 
-    /// One diagnostic line on stderr, prefixed with `latchkey: `.
-    static func note(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array("latchkey: \(text)\n".utf8)) }
-    /// One plain line on stderr (sizes, counts).
-    static func status(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array((text + "\n").utf8)) }
+    /// One diagnostic line on stderr, prefixed with `latchkey: `. Messages can quote attribute
+    /// values and file contents: control characters in them are shown as escapes
+    /// (`TerminalText.sanitized`).
+    static func note(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array("latchkey: \(TerminalText.sanitized(text))\n".utf8)) }
+    /// One plain line on stderr (sizes, counts), sanitized as `note` is.
+    static func status(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array((TerminalText.sanitized(text) + "\n").utf8)) }
     /// Progress and counts: only when stderr is a terminal, so scripts see nothing.
     static func progress(_ text: String) { if Terminal.stderrIsTerminal { status(text) } }
 
@@ -142,23 +144,47 @@ struct JSONText {
         bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * depth))
     }
 
+    /// A JSON string literal. Beyond what JSON requires (`"`, `\\` and U+0000–U+001F), DEL,
+    /// the C1 controls, the bidirectional formatting characters and U+2028/U+2029 are written
+    /// as `\uXXXX` (`TerminalText.isUnsafe`): JSON on a terminal cannot control it, and the
+    /// value read back is the same.
     mutating func string(_ s: String) {
         bytes.append(UInt8(ascii: "\""))
-        for b in s.utf8 {
-            switch b {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
-            case 0x08: bytes.append(contentsOf: "\\b".utf8)
-            case 0x0C: bytes.append(contentsOf: "\\f".utf8)
-            case 0x0A: bytes.append(contentsOf: "\\n".utf8)
-            case 0x0D: bytes.append(contentsOf: "\\r".utf8)
-            case 0x09: bytes.append(contentsOf: "\\t".utf8)
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: "\\u00".utf8)
-                bytes.append(hex[Int(b >> 4)])
-                bytes.append(hex[Int(b & 0xF)])
-            default: bytes.append(b)
+        let hex = Array("0123456789abcdef".utf8)
+        func unicodeEscape(_ v: UInt32) {
+            bytes.append(contentsOf: "\\u".utf8)
+            for shift in [12, 8, 4, 0] { bytes.append(hex[Int((v >> UInt32(shift)) & 0xF)]) }
+        }
+        var s = s
+        s.withUTF8 { u in
+            var i = 0
+            while i < u.count {
+                let b = u[i]
+                switch b {
+                case UInt8(ascii: "\""): bytes.append(contentsOf: "\\\"".utf8)
+                case UInt8(ascii: "\\"): bytes.append(contentsOf: "\\\\".utf8)
+                case 0x08: bytes.append(contentsOf: "\\b".utf8)
+                case 0x0C: bytes.append(contentsOf: "\\f".utf8)
+                case 0x0A: bytes.append(contentsOf: "\\n".utf8)
+                case 0x0D: bytes.append(contentsOf: "\\r".utf8)
+                case 0x09: bytes.append(contentsOf: "\\t".utf8)
+                case 0..<0x20, 0x7F: unicodeEscape(UInt32(b))
+                case 0xC2, 0xD8, 0xE2:
+                    // The lead bytes of every unsafe scalar above DEL: U+0080–U+009F (C2 80–9F),
+                    // U+061C (D8 9C), U+2000–U+2FFF (E2 ..). The string is valid UTF-8.
+                    let width = b == 0xE2 ? 3 : 2
+                    var v = UInt32(b & (width == 3 ? 0x0F : 0x1F))
+                    for k in 1..<width { v = v << 6 | UInt32(u[i + k] & 0x3F) }
+                    if TerminalText.isUnsafe(v) {
+                        unicodeEscape(v)
+                    } else {
+                        bytes.append(contentsOf: u[i..<(i + width)])
+                    }
+                    i += width
+                    continue
+                default: bytes.append(b)
+                }
+                i += 1
             }
         }
         bytes.append(UInt8(ascii: "\""))

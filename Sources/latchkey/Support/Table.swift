@@ -1,6 +1,8 @@
 /// A table for people: a header row and left-aligned columns two spaces apart, the header in
 /// bold when styling is on. On a terminal the widest columns are shortened (with `…`) to fit
-/// its width; elsewhere nothing is cut (scripts should use `--json` anyway).
+/// its width; elsewhere nothing is cut (scripts should use `--json` anyway). Cells are shown
+/// through `TerminalText.quoted`, so a control character in an attribute value is printed as
+/// an escape, never sent to the terminal.
 struct Table {
     var header: [String]
     var rows: [[String]] = []
@@ -12,7 +14,7 @@ struct Table {
         self.rightAligned = rightAligned
     }
 
-    mutating func append(_ row: [String]) { rows.append(row) }
+    mutating func append(_ row: [String]) { rows.append(row.map(TerminalText.quoted)) }
 
     /// The lines of the table, without newlines.
     func render(width: Int? = nil, style: Style = .plain) -> [String] {

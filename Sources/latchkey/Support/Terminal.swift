@@ -87,6 +87,25 @@ enum Terminal {
         return line
     }
 
+    /// Asks a yes/no question on `/dev/tty` (with echo). True only for `y` or `yes` (any
+    /// case); false for anything else, the end of input, or no terminal.
+    static func confirm(prompt: String) -> Bool {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        writeAll(fd, Array(prompt.utf8))
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while line.count < 64 {
+            let n = read(fd, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 || byte == UInt8(ascii: "\n") { break }
+            line.append(byte)
+        }
+        let answer = String(decoding: line, as: UTF8.self).lowercased().filter { $0 != " " && $0 != "\r" && $0 != "\t" }
+        return answer == "y" || answer == "yes"
+    }
+
     static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
