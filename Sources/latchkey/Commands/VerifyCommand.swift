@@ -110,7 +110,7 @@ struct VerifyCommand: ParsableCommand {
             Output.line("repair: cut the file from \(plan.fileSize) to \(plan.cutAt) bytes (\(plan.droppedBytes) bytes), keeping \(plan.keptItems) item(s) as of change \(plan.keepsThroughChange); this drops:")
             for r in plan.dropped {
                 let item = r.item.map { " of item \($0)" } ?? ""
-                let summary = r.summary.map { " (\(visible($0)))" } ?? ""
+                let summary = r.summary.map { " (\(TerminalText.quoted($0)))" } ?? ""
                 Output.line("  change \(r.sequence) at byte \(r.offset): \(r.kind)\(item)\(summary): \(r.effect)")
             }
             if plan.unverifiableBytes > 0 {
@@ -119,8 +119,7 @@ struct VerifyCommand: ParsableCommand {
         }
         var agreed = yes
         if !agreed, Terminal.stdinIsTerminal, Terminal.stderrIsTerminal {
-            Terminal.writeAll(STDERR_FILENO, Array("Cut \(path) back to change \(plan.keepsThroughChange)? Everything listed is lost. [y/N] ".utf8))
-            agreed = ["y", "yes"].contains(readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? "")
+            agreed = Terminal.confirm(prompt: "Cut \(path) back to change \(plan.keepsThroughChange)? Everything listed is lost. [y/N] ")
         }
         guard agreed else {
             throw KeychainError(.decode, "the keychain \(path) is damaged and was not changed; to cut it back as shown run 'latchkey verify --repair --yes', or restore from a backup")
@@ -128,12 +127,5 @@ struct VerifyCommand: ParsableCommand {
         try Keychain.repair(plan, devicePath: global.devicePath)
         Output.note("cut \(path) back to change \(plan.keepsThroughChange) (\(plan.droppedBytes) bytes removed)")
         return !json
-    }
-
-    /// Attribute text made safe to print: control characters as \u{…} escapes.
-    private func visible(_ text: String) -> String {
-        String(text.unicodeScalars.map { c -> String in
-            (c.value < 0x20 || (0x7F...0x9F).contains(c.value)) ? "\\u{\(String(c.value, radix: 16))}" : String(c)
-        }.joined())
     }
 }
