@@ -4,7 +4,9 @@ import Foundation
 ///
 /// Each file keeps the bytes a reader sees now and the bytes that would survive a power cut
 /// (those present at its last `sync`). Names (create, rename, remove) survive a power cut only
-/// after `syncDirectory` of their directory. `plan` makes the N-th mutating operation fail with
+/// after `syncDirectory` of their directory, and a new directory only after `syncDirectory` of
+/// its parent. Files and directories have an owner and permissions (no symlinks: paths are
+/// taken as they are). `plan` makes the N-th mutating operation fail with
 /// an errno (ENOSPC, EIO) or cut the power; after a cut every call throws until `rebooted()`
 /// returns the file system as it would be found at the next boot.
 package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
@@ -29,20 +31,33 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         var current: [UInt8] = []
         var durable: [UInt8] = []
         var mode: UInt32
+        var owner: UInt32
         let inode: UInt64
-        init(mode: UInt32, inode: UInt64) { self.mode = mode; self.inode = inode }
+        init(mode: UInt32, owner: UInt32, inode: UInt64) { self.mode = mode; self.owner = owner; self.inode = inode }
+    }
+
+    private struct Directory {
+        var mode: UInt32
+        var owner: UInt32
     }
 
     private let mutex = NSLock()
     private var names: [String: Node] = [:]
     private var durableNames: [String: Node] = [:]
-    private var directories: Set<String> = ["/", "."]
+    private var directories: [String: Directory] = ["/": Directory(mode: 0o755, owner: 0),
+                                                    ".": Directory(mode: 0o700, owner: UInt32(geteuid()))]
+    /// Directories whose name in their parent survives a power cut.
+    private var durableDirectories: Set<String> = ["/", "."]
     private var descriptors: [Int32: Node] = [:]
     private var nextFD: Int32 = 3
     private var nextInode: UInt64 = 1
     private var crashed = false
 
-    /// Counts mutating operations (write, sync, truncate, rename, syncDirectory, create, remove).
+    /// The uid of "this process": owner of what it creates, and the owner private files must have.
+    package var userID: UInt32 = UInt32(geteuid())
+
+    /// Counts mutating operations (write, sync, truncate, rename, syncDirectory, create, mkdir,
+    /// remove).
     package private(set) var mutations = 0
     /// (index of the mutating operation, fault). Index 0 is the first mutation after the plan is set.
     package var plan: (at: Int, fault: Fault)? {
@@ -72,10 +87,16 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     package func rebooted(_ mode: CrashMode = .loseUnsynced) -> MemoryFileSystem {
         mutex.lock(); defer { mutex.unlock() }
         let fs = MemoryFileSystem()
+        fs.userID = userID
+        // A name survives only when every directory above it does.
+        func survives(_ dir: String) -> Bool {
+            if dir == "/" || dir == "." { return true }
+            return durableDirectories.contains(dir) && directories[dir] != nil && survives(directoryOf(dir))
+        }
         var copies: [ObjectIdentifier: Node] = [:]
-        for (name, node) in durableNames {
+        for (name, node) in durableNames where survives(directoryOf(name)) {
             let copy = copies[ObjectIdentifier(node)] ?? {
-                let n = Node(mode: node.mode, inode: node.inode)
+                let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
                 var bytes = node.durable
                 switch mode {
                 case .loseUnsynced: break
@@ -94,7 +115,8 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             fs.names[name] = copy
             fs.durableNames[name] = copy
         }
-        fs.directories = directories
+        fs.directories = directories.filter { survives($0.key) }
+        fs.durableDirectories = Set(fs.directories.keys)
         fs.nextInode = nextInode
         return fs
     }
@@ -108,16 +130,25 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// Replaces a file's bytes, durably (for tests that damage files).
     package func setContents(_ path: String, _ bytes: [UInt8]) {
         mutex.lock(); defer { mutex.unlock() }
-        let node = names[path] ?? Node(mode: 0o600, inode: { nextInode += 1; return nextInode }())
+        let node = names[path] ?? Node(mode: 0o600, owner: userID, inode: { nextInode += 1; return nextInode }())
         node.current = bytes
         node.durable = bytes
         names[path] = node
         durableNames[path] = node
     }
 
+    /// Sets the permission bits of a file or a directory (for tests).
     package func setPermissions(_ path: String, _ mode: UInt32) {
         mutex.lock(); defer { mutex.unlock() }
         names[path]?.mode = mode
+        directories[path]?.mode = mode
+    }
+
+    /// Gives a file or a directory to another uid (for tests of "another local user").
+    package func setOwner(_ path: String, _ uid: UInt32) {
+        mutex.lock(); defer { mutex.unlock() }
+        names[path]?.owner = uid
+        directories[path]?.owner = uid
     }
 
     package func listFiles() -> [String] {
@@ -129,7 +160,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         let files = names.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
-        let dirs = directories.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        let dirs = directories.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
         return (files + dirs).filter { !$0.isEmpty && !$0.contains("/") }.sorted()
     }
 
@@ -143,10 +174,11 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             return allocate(node)
         }
         guard create else { throw IOFailure("open", path, ENOENT) }
-        guard directories.contains(directoryOf(path)) else { throw IOFailure("open", path, ENOENT) }
+        guard directories[directoryOf(path)] != nil else { throw IOFailure("open", path, ENOENT) }
+        guard directories[path] == nil else { throw IOFailure("open", path, create && exclusive ? EEXIST : EISDIR) }
         try mutate("create", path)
         nextInode += 1
-        let node = Node(mode: mode, inode: nextInode)
+        let node = Node(mode: mode, owner: userID, inode: nextInode)
         names[path] = node
         return allocate(node)
     }
@@ -199,7 +231,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         try live()
         if let n = names[path] { return FileIdentity(device: 1, inode: n.inode) }
-        if directories.contains(path) { return FileIdentity(device: 1, inode: 0) }
+        if directories[path] != nil { return FileIdentity(device: 1, inode: 0) }
         return nil
     }
 
@@ -252,6 +284,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try mutate("fsync", path)
         for (name, _) in durableNames where directoryOf(name) == path && names[name] == nil { durableNames[name] = nil }
         for (name, node) in names where directoryOf(name) == path { durableNames[name] = node }
+        for dir in directories.keys where directoryOf(dir) == path { durableDirectories.insert(dir) }
     }
 
     package func lock(_ fd: Int32) throws {
@@ -272,16 +305,42 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         try live()
         if let n = names[path] { return n.mode }
-        return directories.contains(path) ? 0o700 : nil
+        return directories[path]?.mode
     }
 
-    package func makeDirectory(_ path: String, mode: UInt32) throws {
+    package func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
         mutex.lock(); defer { mutex.unlock() }
         try live()
-        var p = path
-        while p != "/" && p != "." && !p.isEmpty {
-            directories.insert(p)
-            p = directoryOf(p)
-        }
+        if names[path] != nil || directories[path] != nil { return false }
+        guard directories[directoryOf(path)] != nil else { throw IOFailure("mkdir", path, ENOENT) }
+        try mutate("mkdir", path)
+        directories[path] = Directory(mode: mode, owner: userID)
+        return true
+    }
+
+    package func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        if create || writable { return try open(path, create: create, exclusive: create, mode: mode) }
+        return try openReadOnly(path)
+    }
+
+    package func ownership(path: String) throws -> FileOwnership? {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        if let n = names[path] { return FileOwnership(kind: .regular, owner: n.owner, mode: n.mode) }
+        if let d = directories[path] { return FileOwnership(kind: .directory, owner: d.owner, mode: d.mode) }
+        return nil
+    }
+
+    package func ownership(_ fd: Int32) throws -> FileOwnership {
+        mutex.lock(); defer { mutex.unlock() }
+        let n = try node(fd)
+        return FileOwnership(kind: .regular, owner: n.owner, mode: n.mode)
+    }
+
+    package func resolvedPath(_ path: String) throws -> String {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        guard names[path] != nil || directories[path] != nil else { throw IOFailure("realpath", path, ENOENT) }
+        return path
     }
 }

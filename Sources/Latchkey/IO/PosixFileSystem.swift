@@ -119,11 +119,10 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         return UInt32(st.st_mode) & 0o7777
     }
 
-    package func makeDirectory(_ path: String, mode: UInt32) throws {
-        if try identity(path: path) != nil { return }
-        let parent = directoryOf(path)
-        if parent != path, parent != ".", parent != "/" { try makeDirectory(parent, mode: 0o700) }
-        if mkdir(path, mode_t(mode)) != 0, errno != EEXIST { throw IOFailure("mkdir", path, errno) }
+    package func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
+        if mkdir(path, mode_t(mode)) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw IOFailure("mkdir", path, errno)
     }
 
     package func list(_ directory: String) -> [String] {
@@ -136,6 +135,50 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         }
         return names
     }
+
+    // MARK: Private files (never through a symlink)
+
+    package func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        var flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC
+        if create { flags |= O_CREAT | O_EXCL }
+        let fd = retrying { Glibc.open(path, flags, mode_t(mode)) }
+        guard fd >= 0 else { throw IOFailure("open", path, errno) }
+        return fd
+    }
+
+    package func ownership(path: String) throws -> FileOwnership? {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw IOFailure("lstat", path, errno)
+        }
+        return PosixFileSystem.ownership(st)
+    }
+
+    package func ownership(_ fd: Int32) throws -> FileOwnership {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
+        return PosixFileSystem.ownership(st)
+    }
+
+    static func ownership(_ st: stat) -> FileOwnership {
+        let kind: FileOwnership.Kind
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
+        default: kind = .other
+        }
+        return FileOwnership(kind: kind, owner: UInt32(st.st_uid), mode: UInt32(st.st_mode) & 0o7777)
+    }
+
+    package func resolvedPath(_ path: String) throws -> String {
+        guard let r = realpath(path, nil) else { throw IOFailure("realpath", path, errno) }
+        defer { free(r) }
+        return String(cString: r)
+    }
+
+    package var userID: UInt32 { UInt32(geteuid()) }
 
     private func retrying<T: BinaryInteger>(_ call: () -> T) -> T {
         while true {

@@ -68,5 +68,16 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
     func unlock(_ fd: Int32) { disk.unlock(fd) }
     func remove(_ path: String) throws { try traced("unlink", path) { try disk.remove(path) } }
     func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-    func makeDirectory(_ path: String, mode: UInt32) throws { try disk.makeDirectory(path, mode: mode) }
+    func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
+        try traced("mkdir", path) { try disk.createDirectory(path, mode: mode) }
+    }
+    func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        let fd = try traced("create", path) { try disk.openNoFollow(path, writable: writable, create: create, mode: mode) }
+        paths[fd] = path
+        return fd
+    }
+    func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
+    func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
+    func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
+    var userID: UInt32 { disk.userID }
 }
