@@ -210,7 +210,7 @@ final class AgentSession: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         if let local { return local }
         do {
-            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared))
+            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared, keychainPath: path))
             local = s
             return s
         } catch {
