@@ -28,6 +28,9 @@ import Testing
         func sync(_ fd: Int32) throws { try disk.sync(fd) }
         func truncate(_ fd: Int32, to size: UInt64) throws { try disk.truncate(fd, to: size) }
         func rename(_ from: String, _ to: String) throws { try disk.rename(from, to) }
+        func renameNoReplace(_ from: String, _ to: String) throws { try disk.renameNoReplace(from, to) }
+        func link(_ from: String, _ to: String) throws { try disk.link(from, to) }
+        func removeDirectory(_ path: String) throws { try disk.removeDirectory(path) }
         func syncDirectory(_ path: String) throws { try disk.syncDirectory(path) }
         func lock(_ fd: Int32) throws { try disk.lock(fd) }
         func unlock(_ fd: Int32) { disk.unlock(fd) }

@@ -19,11 +19,18 @@ package protocol FileSystem: AnyObject, Sendable {
     func sync(_ fd: Int32) throws
     func truncate(_ fd: Int32, to size: UInt64) throws
     func rename(_ from: String, _ to: String) throws
+    /// Renames `from` to `to` only when nothing is at `to` (EEXIST otherwise), never leaving
+    /// the file under both names (Linux: renameat2 RENAME_NOREPLACE; else `moveByLinking`).
+    func renameNoReplace(_ from: String, _ to: String) throws
+    /// A second name for a file (link(2)): EEXIST when `to` exists.
+    func link(_ from: String, _ to: String) throws
     func syncDirectory(_ path: String) throws
     /// Exclusive advisory lock across processes (flock); blocks until granted.
     func lock(_ fd: Int32) throws
     func unlock(_ fd: Int32)
     func remove(_ path: String) throws
+    /// Removes an empty directory (rmdir); nothing when it is absent.
+    func removeDirectory(_ path: String) throws
     /// Permission bits (mode & 0o7777), nil when absent.
     func permissions(_ path: String) throws -> UInt32?
     /// Creates one directory (its parent must exist). - Returns: false when something already
@@ -154,9 +161,29 @@ extension FileSystem {
         }
     }
 
+    /// `renameNoReplace` where the file system cannot refuse a replacing rename: link(2), which
+    /// refuses an existing `to`, then removal of `from`. If `from` cannot be removed the link is
+    /// undone, so the file never keeps two names (a second name would be an old copy left
+    /// behind after the next compaction); the error says which name is left, and where.
+    package func moveByLinking(_ from: String, _ to: String) throws {
+        try link(from, to)
+        do {
+            try remove(from)
+        } catch let first as IOFailure {
+            do {
+                try remove(to)
+            } catch {
+                throw IOFailure("unlink (after linking to \(to), which now names the same file; remove \(from) by hand)", from, first.errno)
+            }
+            throw IOFailure("unlink (the link to \(to) was undone)", from, first.errno)
+        }
+    }
+
     /// Writes a small file atomically and durably: temp file, fsync, rename, fsync directory.
     package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32) throws {
         let temp = path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
+        let registered = InterruptCleanup.register(temp, on: self)
+        defer { InterruptCleanup.unregister(registered) }
         let fd = try openNoFollow(temp, writable: true, create: true, mode: mode)
         do {
             try write(fd, offset: 0, bytes)
@@ -173,7 +200,7 @@ extension FileSystem {
 }
 
 /// The directory part of a path ("." when there is none).
-func directoryOf(_ path: String) -> String {
+package func directoryOf(_ path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     if slash == path.startIndex { return "/" }
     return String(path[..<slash])

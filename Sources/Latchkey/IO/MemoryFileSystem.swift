@@ -278,6 +278,21 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         names[to] = n
     }
 
+    /// As a file system without RENAME_NOREPLACE: link, then unlink (`moveByLinking`).
+    package func renameNoReplace(_ from: String, _ to: String) throws {
+        try moveByLinking(from, to)
+    }
+
+    package func link(_ from: String, _ to: String) throws {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        guard let n = names[from] else { throw IOFailure("link", from, ENOENT) }
+        guard names[to] == nil, directories[to] == nil else { throw IOFailure("link", from, EEXIST) }
+        guard directories[directoryOf(to)] != nil else { throw IOFailure("link", from, ENOENT) }
+        try mutate("link", to)
+        names[to] = n
+    }
+
     package func syncDirectory(_ path: String) throws {
         mutex.lock(); defer { mutex.unlock() }
         try live()
@@ -299,6 +314,19 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         guard names[path] != nil else { return }
         try mutate("unlink", path)
         names[path] = nil
+    }
+
+    package func removeDirectory(_ path: String) throws {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        guard directories[path] != nil else { return }
+        let prefix = path + "/"
+        guard !names.keys.contains(where: { $0.hasPrefix(prefix) }), !directories.keys.contains(where: { $0.hasPrefix(prefix) }) else {
+            throw IOFailure("rmdir", path, ENOTEMPTY)
+        }
+        try mutate("rmdir", path)
+        directories[path] = nil
+        durableDirectories.remove(path)
     }
 
     package func permissions(_ path: String) throws -> UInt32? {

@@ -93,6 +93,27 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         guard Glibc.rename(from, to) == 0 else { throw IOFailure("rename", from, errno) }
     }
 
+    package func renameNoReplace(_ from: String, _ to: String) throws {
+        if let renameat2 = PosixFileSystem.renameat2 {
+            if renameat2(AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0 { return }
+            let e = errno
+            // EINVAL: this file system cannot refuse a replacing rename.
+            guard e == EINVAL || e == ENOSYS || e == ENOTSUP else { throw IOFailure("rename", from, e) }
+        }
+        try moveByLinking(from, to)
+    }
+
+    package func link(_ from: String, _ to: String) throws {
+        guard Glibc.link(from, to) == 0 else { throw IOFailure("link", from, errno) }
+    }
+
+    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    /// glibc 2.28+ has renameat2; Swift's Glibc module does not declare it.
+    private static let renameat2: RenameAt2? = {
+        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(sym, to: RenameAt2.self)
+    }()
+
     package func syncDirectory(_ path: String) throws {
         let fd = retrying { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw IOFailure("open", path, errno) }
@@ -108,6 +129,10 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
 
     package func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw IOFailure("unlink", path, errno) }
+    }
+
+    package func removeDirectory(_ path: String) throws {
+        guard rmdir(path) == 0 || errno == ENOENT else { throw IOFailure("rmdir", path, errno) }
     }
 
     package func permissions(_ path: String) throws -> UInt32? {

@@ -98,6 +98,8 @@ package final class KeychainStore: @unchecked Sendable {
         try io({
             try fs.makeDirectory(directoryOf(path), mode: 0o700)
             let temp = path + ".create-" + hexString(try Crypto.randomBytes(4))
+            let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
+            defer { InterruptCleanup.unregister(registered) }
             let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
             do {
                 try fs.write(tfd, offset: 0, bytes)

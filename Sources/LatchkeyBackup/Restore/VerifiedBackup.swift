@@ -122,44 +122,86 @@ public final class VerifiedBackup {
     public func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?,
                                    kdfLogN: UInt8 = KDFParameters.defaultLogN,
                                    progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> RestoreReport {
-        if access(path, F_OK) == 0 {
+        try restoreNewKeychain(path: path, devicePath: devicePath, passcode: passcode, kdfLogN: kdfLogN, progress: progress,
+                               fs: PosixFileSystem.shared)
+    }
+
+    /// `restoreNewKeychain`, on `fs` (tests inject failures). The temporary keychain is moved
+    /// into place with a rename that refuses to replace (never a second name left behind); a
+    /// signal (Ctrl-C) before that removes everything this call made (`InterruptCleanup`).
+    package func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8,
+                                    progress: ((_ done: Int64, _ total: Int64) -> Void)?, fs: FileSystem) throws -> RestoreReport {
+        if try Self.fsCall({ try fs.ownership(path: path) }, "check \(path)") != nil {
             throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); restore into it with --merge, or choose another --keychain")
         }
         var createdDevice = false
+        var cleanups: [InterruptCleanup.Token?] = []
+        defer { cleanups.forEach(InterruptCleanup.unregister) }
         let device: Device
         if let d = self.device {
             device = d
         } else {
-            let made = try Device.loadOrCreate(path: devicePath, fs: PosixFileSystem.shared)
+            // Registered before they exist, so that no moment is left in which a signal finds
+            // them made but not yet registered.
+            let secretExisted = try Self.fsCall({ try fs.ownership(path: devicePath) }, "check \(devicePath)") != nil
+            let stateExisted = try Self.fsCall({ try fs.ownership(path: devicePath + ".state") }, "check \(devicePath).state") != nil
+            if !secretExisted {
+                cleanups.append(InterruptCleanup.register(devicePath, on: fs))
+                if !stateExisted { cleanups.append(InterruptCleanup.register(devicePath + ".state", directory: true, on: fs)) }
+            }
+            let made = try Device.loadOrCreate(path: devicePath, fs: fs)
             device = made.device
             createdDevice = made.created
+            if !createdDevice {
+                cleanups.forEach(InterruptCleanup.unregister)
+                cleanups = []
+            }
         }
         let temp = path + ".restore-" + hexString(try Crypto.randomBytes(4))
+        let tempToken = InterruptCleanup.register(temp, on: fs)
+        defer { InterruptCleanup.unregister(tempToken) }
         var store: KeychainStore?
+        var report: RestoreReport
+        /// Set when the keychain reached `path` although the move reported a failure.
+        var inPlace = false
         do {
             store = try KeychainStore.create(path: temp, device: device, passcode: passcode, logN: kdfLogN)
-            var report = try write(into: store!, created: true, progress: progress)
+            cleanups.append(InterruptCleanup.register(device.stateFilePath(fileUUID: store!.fileUUID), on: fs))
+            report = try write(into: store!, created: true, progress: progress)
             report.keychain = path
-            // link(2) refuses to replace a file that appeared meanwhile.
-            guard link(temp, path) == 0 else {
-                let e = errno
-                if e == EEXIST {
-                    throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+            // From here on the device secret and state belong to a keychain that is about to
+            // exist: a signal must no longer remove them.
+            cleanups.forEach(InterruptCleanup.unregister)
+            cleanups = []
+            do {
+                try fs.renameNoReplace(temp, path)
+            } catch let f as IOFailure where f.errno == EEXIST {
+                throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+            } catch let f as IOFailure {
+                if let there = try? fs.identity(path: path), let ours = try? fs.identity(path: temp), there == ours {
+                    // Linked, and neither name could be removed again: the keychain is in place.
+                    inPlace = true
+                    throw KeychainError(.io, "the restore is complete at \(path), but its temporary name \(temp) could not be removed (\(Self.errnoDescription(f.errno))) and is a second name of the same file: remove \(temp) by hand, and never use it as a keychain", underlying: f.description)
                 }
-                throw KeychainError(.io, "could not put the restored keychain at \(path): \(String(cString: strerror(e)))")
+                throw KeychainError(.io, "could not put the restored keychain at \(path): \(Self.errnoDescription(f.errno)); nothing was restored", underlying: f.description)
             }
-            unlink(temp)
-            Self.syncDirectory(of: path)
-            return report
         } catch {
-            unlink(temp)
-            if let s = store { unlink(device.stateFilePath(fileUUID: s.fileUUID)) }
+            if inPlace { throw error }
+            try? fs.remove(temp)
+            if let s = store { try? fs.remove(device.stateFilePath(fileUUID: s.fileUUID)) }
             if createdDevice {
-                unlink(devicePath)
-                rmdir(devicePath + ".state")
+                try? fs.remove(devicePath)
+                try? fs.removeDirectory(devicePath + ".state")
             }
             throw error
         }
+        // The keychain is in place; its bytes were fsynced before the rename.
+        do {
+            try fs.syncDirectory(directoryOf(path))
+        } catch let f as IOFailure {
+            throw KeychainError(.io, "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then", underlying: f.description)
+        }
+        return report
     }
 
     /// The second pass: the same checks again, and every decision applied in one streaming
@@ -311,15 +353,11 @@ public final class VerifiedBackup {
                           items: Int(manifest?.itemCount ?? 0), notExported: Int(manifest?.notExported ?? 0))
     }
 
-    static func syncDirectory(of path: String) {
-        let dir: String
-        if let slash = path.lastIndex(of: "/") { dir = slash == path.startIndex ? "/" : String(path[..<slash]) } else { dir = "." }
-        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
+    static func fsCall<T>(_ body: () throws -> T, _ what: String) throws -> T {
+        try BackupArchive.fsCall(body, what)
     }
+
+    static func errnoDescription(_ e: Int32) -> String { BackupArchive.errnoDescription(e) }
 }
 
 /// The backup invariants that span entries (§5.4): no two items share a UUID, and no two

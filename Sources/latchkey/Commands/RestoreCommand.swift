@@ -66,6 +66,8 @@ struct RestoreCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Ctrl-C or SIGTERM from here on removes what the restore made and erases the bar.
+        Terminal.cleanUpOnSignals()
         let keychainPath = global.keychainPath
         let exists = access(keychainPath, F_OK) == 0
         if exists && !merge {

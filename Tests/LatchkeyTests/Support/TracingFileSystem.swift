@@ -63,6 +63,9 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func rename(_ from: String, _ to: String) throws { try traced("rename", from) { try disk.rename(from, to) } }
+    func renameNoReplace(_ from: String, _ to: String) throws { try moveByLinking(from, to) }
+    func link(_ from: String, _ to: String) throws { try traced("link", to) { try disk.link(from, to) } }
+    func removeDirectory(_ path: String) throws { try traced("rmdir", path) { try disk.removeDirectory(path) } }
     func syncDirectory(_ path: String) throws { try traced("fsync directory", path) { try disk.syncDirectory(path) } }
     func lock(_ fd: Int32) throws { try disk.lock(fd) }
     func unlock(_ fd: Int32) { disk.unlock(fd) }
