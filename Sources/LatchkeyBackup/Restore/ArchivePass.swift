@@ -1,3 +1,4 @@
+import Foundation
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -8,6 +9,36 @@ struct UnlockedKeybag {
     var macKey: SecretKey
     /// The keybag entry's bytes, so the second pass can insist on the same ones.
     var keybagDigest: [UInt8]
+    /// What the archive proved about itself, for the merge rules (spec/BACKUP.md §9.2).
+    var provenance: Provenance
+}
+
+/// What a restore may believe about an archive beyond its items: where it was made, and how
+/// late its dates may be (spec/BACKUP.md §9.2).
+struct Provenance {
+    /// Made on this device: its ThisDeviceOnly classes unwrapped with this device's secret
+    /// (§4.3), which only the source device can make happen. The source device UUID alone
+    /// proves nothing: a password backup's author writes it.
+    var sameDevice: Bool
+    /// The latest date an item of the archive may carry, as seconds since 2001-01-01 (the
+    /// `cdat`/`mdat` scale): the end of the second the archive says it was made in, and never
+    /// later than now. The archive's author writes every date in it; a later one is clamped
+    /// to this (spec/BACKUP.md §9.2).
+    var dateCeiling: Double
+
+    init(sameDevice: Bool, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
+        self.sameDevice = sameDevice
+        dateCeiling = min(Double(createdAt) + 1 - Date.timeIntervalBetween1970AndReferenceDate, now)
+    }
+
+    /// `p` with `cdat` and `mdat` no later than `dateCeiling`.
+    func trusted(_ p: ItemPlaintext) -> ItemPlaintext {
+        var out = p
+        for name in ["cdat", "mdat"] {
+            if case .date(let d)? = p.attributes[name], d > dateCeiling { out.attributes[name] = .date(dateCeiling) }
+        }
+        return out
+    }
 }
 
 /// One item as a pass meets it: its record and, when its class key is here, its plaintext.

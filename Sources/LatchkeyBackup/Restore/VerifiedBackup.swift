@@ -83,11 +83,12 @@ public final class VerifiedBackup {
             let decision: Decision
             switch target {
             case .newKeychain:
-                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: { _, _ in [] }, read: { _ in fatalError() })
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                                           conflicts: { _, _ in [] }, read: { _ in fatalError() })
             case .existing(let kc):
                 let store = kc.engine
-                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: store.conflicts(uuid:uniqueKey:),
-                                           read: { try store.read($0) })
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                                           conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
             }
             Self.count(decision, item, into: &report!)
         })
@@ -100,7 +101,9 @@ public final class VerifiedBackup {
     // MARK: Restoring
 
     /// Restores into the existing keychain given as the target (`--merge`), in one streaming
-    /// transaction: for the same UUID or unique key, the newer modification date wins.
+    /// transaction: for the same UUID or unique key, the newer modification date wins (a date
+    /// later than the archive's creation is taken as that), and a ThisDeviceOnly item of the
+    /// keychain is never replaced from a backup made on another device.
     /// Either every restorable item lands or none does.
     /// - Throws: as `verify` when the archive changed since; errSecInteractionNotAllowed when a
     ///   class the backup needs is locked; errSecIO. The keychain is unchanged on any error.
@@ -231,17 +234,18 @@ public final class VerifiedBackup {
             }, item: { item in
                 // A new keychain holds nothing to conflict with (and `put` still refuses a
                 // duplicate), so only a merge looks items up.
-                let decision = try Self.decide(item, hasPasscode: hasPasscode,
+                let provenance = unlocked.provenance
+                let decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: provenance,
                                                conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
                                                read: { try store.read($0) })
                 switch decision {
                 case .add:
-                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
-                               flags: item.record.flags)
+                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                               protection: item.record.protectionClass, flags: item.record.flags)
                 case .replace(let old):
                     for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
-                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
-                               flags: item.record.flags)
+                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                               protection: item.record.protectionClass, flags: item.record.flags)
                 case .skip:
                     break
                 }
@@ -272,7 +276,12 @@ public final class VerifiedBackup {
         case skip(RestoreSkipReason)
     }
 
-    static func decide(_ item: PassItem, hasPasscode: Bool, conflicts: ([UInt8], UniqueKey) -> [StoredItem],
+    /// spec/BACKUP.md §9.2, in its order. Only this device's own backups may replace a
+    /// ThisDeviceOnly item of the keychain (an item of another device's backup would take its
+    /// place, with that backup author's secret and a migratory class); an item's dates count
+    /// only up to the archive's creation (`Provenance`).
+    static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance,
+                       conflicts: ([UInt8], UniqueKey) -> [StoredItem],
                        read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
         guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
         if item.record.flags & ItemPutPayload.userPresenceFlag != 0, !hasPasscode {
@@ -280,7 +289,10 @@ public final class VerifiedBackup {
         }
         let found = conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
         if found.isEmpty { return .add }
-        let mine = modificationDate(p)
+        if !provenance.sameDevice, found.contains(where: { $0.protection.isThisDeviceOnly }) {
+            return .skip(.destinationThisDeviceOnly)
+        }
+        let mine = modificationDate(provenance.trusted(p))
         for existing in found where modificationDate(try read(existing)) >= mine {
             return .skip(.destinationNewer)
         }
@@ -341,7 +353,10 @@ public final class VerifiedBackup {
                 throw KeychainError(.authFailed, "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored")
             }
         }
-        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest)
+        // sameDevice is proven here: on a claimed source device, every ThisDeviceOnly class
+        // unwrapped with this device's secret (or the restore stopped above).
+        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest,
+                              provenance: Provenance(sameDevice: sameDevice, createdAt: c.createdAt))
     }
 
     static func info(_ bag: BackupKeybag, manifest: Manifest?, device: Device?) -> BackupInfo {
