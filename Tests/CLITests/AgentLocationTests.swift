@@ -97,7 +97,7 @@ import Glibc
         func asVictim(_ args: [String], stdin: [UInt8] = []) throws -> CLIResult {
             try sb.run(executable: URL(fileURLWithPath: "/usr/bin/setpriv"),
                        ["--reuid=\(victim)", "--regid=\(victim)", "--clear-groups", binary] + args, stdin: stdin,
-                       env: ["XDG_RUNTIME_DIR": nil, "HOME": home.path, "XDG_DATA_HOME": home.path,
+                       env: ["XDG_RUNTIME_DIR": nil, "LATCHKEY_PASSCODE": nil, "HOME": home.path, "XDG_DATA_HOME": home.path,
                              "LATCHKEY_KEYCHAIN": home.path + "/login.keychain", "LATCHKEY_DEVICE": home.path + "/device.secret"])
         }
         let made = try asVictim(["init", "--no-passcode"])

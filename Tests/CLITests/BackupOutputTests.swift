@@ -123,16 +123,17 @@ import Testing
 
     @Test func ctrlC_duringBackup_leavesNoTemporaryFile_andErasesTheBar() throws {
         let sb = try BackupOutputTests.sandbox()
-        // The password's KDF (2^17) runs after the temporary file is made, under the bar.
+        // The password's KDF (2^18, about a second) runs after the temporary file is made, under the bar
+        // (drawn from 0.4 s on).
         let out = sb.directory.appendingPathComponent("out.tar").path
-        let (end, text) = try interrupt(sb, ["backup", "--output", out, "--kdf-log-n", "17"]) { names, text in
-            names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup")
+        let (end, text) = try interrupt(sb, ["backup", "--output", out, "--kdf-log-n", "18"]) { names, text in
+            names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup  ")   // the bar's label
         }
         #expect(end == .killed(SIGINT), "ends as SIGINT would: \(end)")
         let left = try leftovers(sb)
         #expect(left.isEmpty, "no temporary file: \(left)")
         #expect(!FileManager.default.fileExists(atPath: out))
-        let lastBar = try #require(text.range(of: "backup", options: .backwards))
+        let lastBar = try #require(text.range(of: "backup  ", options: .backwards))
         #expect(text[lastBar.upperBound...].contains("\r\u{1B}[K"), "the bar is erased after it was last drawn: \(text.debugDescription)")
     }
 

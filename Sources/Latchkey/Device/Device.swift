@@ -1,3 +1,4 @@
+import Foundation
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -8,6 +9,11 @@ public final class Device: @unchecked Sendable {
     let secret: DeviceSecret
     let fs: FileSystem
     private let stateKey: SecretKey
+    /// While set (a restore that made this device secret), every state file this object
+    /// creates is removed if a signal ends the process (`InterruptCleanup`), until
+    /// `keepNewStateFiles()`.
+    private var newStateFiles: [InterruptCleanup.Token?]?
+    private let newStateFilesLock = NSLock()
 
     /// The device UUID, as 32 hex digits.
     public var uuidHex: String { hexString(secret.uuid) }
@@ -101,6 +107,26 @@ public final class Device: @unchecked Sendable {
 
     func statePath(fileUUID: [UInt8]) -> String { stateDirectory + "/" + hexString(fileUUID) }
 
+    /// From now on, state files this object creates are removed if a signal ends the process.
+    package func removeNewStateFilesOnInterrupt() {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        if newStateFiles == nil { newStateFiles = [] }
+    }
+
+    /// The state files created since `removeNewStateFilesOnInterrupt` are kept after all.
+    package func keepNewStateFiles() {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        newStateFiles?.forEach(InterruptCleanup.unregister)
+        newStateFiles = nil
+    }
+
+    /// Registered before the file exists, so that no moment is left in which a signal finds
+    /// it made but not registered.
+    private func noteNewStateFile(_ path: String) {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        newStateFiles?.append(InterruptCleanup.register(path, on: fs))
+    }
+
     /// Refuses a `.state` directory that is not this user's own (when it exists).
     func checkStateDirectory() throws {
         guard let o = try io({ try fs.ownership(path: stateDirectory) }, "check the device state directory") else { return }
@@ -168,6 +194,7 @@ public final class Device: @unchecked Sendable {
         let fd = try io({ () throws -> Int32 in
             while true {
                 if try fs.ownership(path: path) == nil {
+                    noteNewStateFile(path)
                     do {
                         fs.close(try PrivateFiles.open(path, what: "the device state file", writable: true, create: true, fs: fs))
                         // The name is made durable once, so that a power cut cannot take the

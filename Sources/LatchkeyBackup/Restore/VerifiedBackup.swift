@@ -167,15 +167,18 @@ public final class VerifiedBackup {
         var report: RestoreReport
         /// Set when the keychain reached `path` although the move reported a failure.
         var inPlace = false
+        // The temporary keychain's state file goes too if a signal ends the restore.
+        device.removeNewStateFilesOnInterrupt()
+        defer { device.keepNewStateFiles() }
         do {
             store = try KeychainStore.create(path: temp, device: device, passcode: passcode, logN: kdfLogN)
-            cleanups.append(InterruptCleanup.register(device.stateFilePath(fileUUID: store!.fileUUID), on: fs))
             report = try write(into: store!, created: true, progress: progress)
             report.keychain = path
             // From here on the device secret and state belong to a keychain that is about to
             // exist: a signal must no longer remove them.
             cleanups.forEach(InterruptCleanup.unregister)
             cleanups = []
+            device.keepNewStateFiles()
             do {
                 try fs.renameNoReplace(temp, path)
             } catch let f as IOFailure where f.errno == EEXIST {
