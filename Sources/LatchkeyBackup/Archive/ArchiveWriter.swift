@@ -119,9 +119,12 @@ struct ArchiveError: Error, CustomStringConvertible {
     var description: String
     /// libarchive found the stream damaged or cut short (as opposed to an I/O failure).
     var damaged: Bool
+    /// The stream does not begin with a ustar header: not a backup at all (spec/BACKUP.md §2.1).
+    var notAnArchive: Bool
 
-    init(_ text: String, damaged: Bool = false) {
+    init(_ text: String, damaged: Bool = false, notAnArchive: Bool = false) {
         description = text
-        self.damaged = damaged
+        self.damaged = damaged || notAnArchive
+        self.notAnArchive = notAnArchive
     }
 }
