@@ -225,6 +225,10 @@ package final class KeychainStore: @unchecked Sendable {
     static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (FileHeader, Int, FileKeys) {
         let what = "the keychain \(path)"
         let prefix = try io({ try fs.read(fd, offset: 0, count: 16) }, "read the keychain")
+        // A file that cannot hold the magic cannot be identified: not a Latchkey file (spec §10.1).
+        guard prefix.count >= FormatConstants.fileMagic.count else {
+            throw KeychainError(.decode, "\(what) is not a Latchkey file: it is \(prefix.count) bytes long, shorter than the 8-byte magic number; check the path")
+        }
         do {
             let length = try FileHeader.peekLength(prefix)
             let bytes = try io({ try fs.read(fd, offset: 0, count: length) }, "read the keychain")

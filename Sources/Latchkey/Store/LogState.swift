@@ -110,6 +110,11 @@ extension LogState {
         }
         switch op {
         case .put(let id, let slot):
+            // The keybag is fixed for the file's life (spec §6.6): an item of a class it holds no
+            // key for (akpu without a passcode) was written by no writer and can never be read.
+            guard keybag.entry(for: slot.protection) != nil else {
+                throw Corruption.damaged(offset: offset, reason: "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)")
+            }
             if let owner = uniqueIndex[slot.uniqueHash], owner != id {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
