@@ -144,7 +144,7 @@ struct ArchivePass {
             if name.hasPrefix(BackupConstants.itemsPrefix) {
                 throw KeychainError(.decode, "\(source.name): found \(name) where \(BackupConstants.itemsName(number)) was expected: an entry is missing or out of order; nothing was restored")
             }
-            throw KeychainError(.decode, "\(source.name) holds an unexpected entry \(name): it is not a Latchkey backup of this version, or was tampered with; nothing was restored")
+            throw KeychainError(.decode, "\(source.name) holds an unexpected entry \(name): an entry this version of the format does not have, added by another program or by tampering; nothing was restored")
         }
         if let extra = try header(reader) {
             throw KeychainError(.decode, "\(source.name) has an entry after its manifest (\(extra.name ?? "unnamed")): it was tampered with; nothing was restored")
