@@ -300,7 +300,7 @@ enum BackupFixtureCatalog {
         var keybag = try BackupKeybag.decode(entries[0].bytes)
         keybag.common.major = 2
         add("keybag_unknown_major", .unsupportedVersion, "golden_password with major version 2 in its keybag entry",
-            "keybag entry bytes 8-9 set to 00 02 (checksum recomputed)",
+            "keybag entry bytes 8–9 set to 00 02 (checksum recomputed)",
             tar([(entries[0].name, keybag.encode())] + entries.dropFirst()))
 
         // Identification (spec/BACKUP.md §2.1): not a Latchkey backup at all.
@@ -316,7 +316,7 @@ enum BackupFixtureCatalog {
 
         // The manifest's version fields only repeat the keybag entry's (§6.4, §10).
         add("manifest_major_differs", .integrityError, "golden_password whose manifest claims major version 2 while its keybag entry says 1, under a valid manifest MAC: the backup's version is the keybag entry's, and a manifest that disagrees with it in bytes [8..104) is damage, not a newer version (spec/BACKUP.md §6.4)",
-            "manifest bytes 8-9 (major version) set to 00 02; MAC recomputed",
+            "manifest bytes 8–9 (major version) set to 00 02; MAC recomputed",
             tar(try resealed(g, entries: Array(entries.dropLast())) { m in m.common.major = 2 }))
 
         add("entry_missing", .integrityError, "golden_password without latchkey-backup/items-000002",
@@ -426,7 +426,7 @@ enum BackupFixtureCatalog {
             archive(quirks: TarBuilder.Quirks(base256Size: true)))
         add("tar_header_gnu_magic",
             "golden_password whose \(itemsName) header carries the GNU magic \"ustar  \" instead of POSIX \"ustar\" version \"00\": every header is a POSIX ustar header (spec/BACKUP.md §2.1)",
-            "bytes 257-264 of the header of \(itemsName) are 75 73 74 61 72 20 20 00",
+            "bytes 257–264 of the header of \(itemsName) are 75 73 74 61 72 20 20 00",
             archive(quirks: TarBuilder.Quirks(gnuMagic: true)))
         add("tar_entry_contiguous",
             "golden_password whose \(itemsName) has type flag 7 (a contiguous file, which libarchive reads as a regular one): every entry is type 0 (spec/BACKUP.md §2.1)",

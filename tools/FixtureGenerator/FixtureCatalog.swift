@@ -189,10 +189,10 @@ enum FixtureCatalog {
                         defect: "file cut to 7 bytes (\(hexString(Array(b.file.prefix(7)))))", builder: b, keychain: Array(b.file.prefix(7))),
             try Fixture(name: "header_unknown_major", expect: .unsupportedVersion,
                         description: "golden_small with header major version 2 and a valid header MAC; a reader must refuse it as needing a newer Latchkey before reading anything else",
-                        defect: "bytes 8-9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
+                        defect: "bytes 8–9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
                         builder: b, keychain: major2.encode(macKey: b.keys.headerMAC) + b.body),
             try Fixture(name: "header_newer_minor", expect: .success,
-                        description: "golden_small's items under a 1.1 header that sets a header flag, the reserved bytes 52-55 and \(minor1.header.extensionBytes.count) extension bytes, all under a valid MAC; a 1.0 reader tolerates exactly these (spec §12.2) and reads every item, read-only",
+                        description: "golden_small's items under a 1.1 header that sets a header flag, the reserved bytes 52–55 and \(minor1.header.extensionBytes.count) extension bytes, all under a valid MAC; a 1.0 reader tolerates exactly these (spec §12.2) and reads every item, read-only",
                         builder: minor1),
             try Fixture(name: "header_flags_nonzero", expect: .integrityError,
                         description: "golden_small with a header flag set in a 1.0 header and the header MAC recomputed; a reader of the same minor must reject flags it does not know (spec §3.5)",
@@ -366,7 +366,7 @@ enum FixtureCatalog {
         holedFile.replaceSubrange(hole..<hole + blockSize, with: [UInt8](repeating: 0, count: blockSize))
         var tornHole = try Fixture(name: "torn_hole", expect: .success,
                                    description: "golden_small followed by a four-record transaction of which one 512-byte block in the middle never reached the disk while the blocks after it did (a power cut during an append whose blocks were persisted out of order); the device state remembers golden_small's last sequence, so the transaction was never acknowledged: the reader cuts it off as a torn tail (spec §10.4)",
-                                   defect: "bytes \(hole)..<\(hole + blockSize) (inside the transaction at bytes \(holeStart.fileSize)..<\(holed.file.count), sequences \(holeStart.sequence + 1)...\(holed.sequence)) are zero; the device state remembers sequence \(holeStart.sequence)",
+                                   defect: "file[\(hole)..\(hole + blockSize)) (inside the transaction at file[\(holeStart.fileSize)..\(holed.file.count)), sequences \(holeStart.sequence + 1)–\(holed.sequence)) is zero bytes; the device state remembers sequence \(holeStart.sequence)",
                                    builder: holed, keychain: holedFile, stateSequence: holeStart.sequence)
         tornHole.items = holeStart.live
         tornHole.recoveredTailBytes = holed.file.count - holeStart.fileSize
