@@ -46,6 +46,8 @@ final class ArchiveReader {
     init(fd: Int32) throws {
         var st = stat()
         streamSize = fstat(fd, &st) == 0 ? Int64(st.st_size) : -1
+        // An empty file is no archive at all (libarchive calls it a damaged stream).
+        if streamSize == 0 { throw ArchiveError("it is empty", notAnArchive: true) }
         chunk = UnsafeMutableRawPointer.allocate(byteCount: ArchiveReader.chunkSize, alignment: 16)
         guard let d = archive_read_new() else {
             chunk.deallocate()
