@@ -58,6 +58,31 @@ import Testing
         }
     }
 
+    /// spec/FORMAT.md §7.1 and §11.6: removing the passcode keeps an item that needs user
+    /// presence, flag and all; with no passcode to ask for, its attributes are read and its data
+    /// never is, and the file stays valid (no integrity error).
+    @Test func userPresenceItem_afterPasscodeRemoval_keepsItsAttributes_andWithholdsItsData() throws {
+        let fixture = try #require(KeychainFixture.all.first { $0.name == "golden_user_presence" })
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let passcode = try #require(try fixture.passcode())
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        try kc.unlock(passcode: passcode)
+        #expect(try kc.changePasscode(old: passcode, new: nil, kdfLogN: 10) == 0, "no akpu item to drop")
+
+        let reopened = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        #expect(!reopened.hasPasscode)
+        #expect(reopened.verify().ok)
+        let flagged = try reopened.find(Query(.genericPassword), includeData: false).filter(\.requiresUserPresence)
+        #expect(flagged.count == 2)
+        reopened.authenticationHandler = { _ in passcode }
+        for item in flagged {
+            let query = Query(.genericPassword, persistentRef: item.persistentRef)
+            let e = #expect(throws: KeychainError.self) { try reopened.find(query) }
+            #expect(e?.status == .notAvailable, "\(String(describing: e))")
+        }
+    }
+
     // MARK: Helpers
 
     func mentionsNewerVersion(_ e: KeychainError) -> Bool {
