@@ -185,17 +185,16 @@ extension FileSystem {
         let registered = InterruptCleanup.register(temp, on: self)
         defer { InterruptCleanup.unregister(registered) }
         let fd = try openNoFollow(temp, writable: true, create: true, mode: mode)
+        defer { close(fd) }
         do {
             try write(fd, offset: 0, bytes)
             try sync(fd)
-            close(fd)
             try rename(temp, path)
-            try syncDirectory(directoryOf(path))
         } catch {
-            close(fd)
             try? remove(temp)
             throw error
         }
+        try syncDirectory(directoryOf(path))
     }
 }
 
