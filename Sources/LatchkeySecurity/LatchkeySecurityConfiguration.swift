@@ -2,7 +2,7 @@ import Foundation
 
 /// Which keychain the SecItem functions use, who is asking, and how the keychain is unlocked.
 ///
-/// `shared` starts from the environment variables of shared/CLI.md, like the `latchkey` CLI:
+/// `shared` starts from the environment variables of the `latchkey` CLI (docs/CLI.md):
 ///
 /// | property | environment | default |
 /// |---|---|---|
@@ -79,7 +79,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     private var _lastError: KeychainError?
     private var cached: Keychain?
 
-    /// A configuration from environment variables (shared/CLI.md); `shared` uses the process's.
+    /// A configuration from environment variables (docs/CLI.md); `shared` uses the process's.
     /// A malformed LATCHKEY_ENTITLEMENTS is not thrown here: every call then fails with its
     /// status (errSecParam, errSecIO) until `caller` is set.
     public init(environment env: [String: String]) {

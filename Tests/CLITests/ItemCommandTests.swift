@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// add / find / update / delete through the built binary (shared/CLI.md "Commands").
+/// add / find / update / delete through the built binary (docs/CLI.md "Commands").
 @Suite struct ItemCommandTests {
     @Test func addThenFind_roundTripsBinaryDataWithNUL() throws {
         let sandbox = try CLISandbox()

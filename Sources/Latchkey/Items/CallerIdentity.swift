@@ -84,7 +84,7 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
         self.init(applicationIdentifier: appID, keychainAccessGroups: groups)
     }
 
-    /// The identity the environment describes (shared/CLI.md): LATCHKEY_ENTITLEMENTS names a
+    /// The identity the environment describes (docs/CLI.md): LATCHKEY_ENTITLEMENTS names a
     /// plist; LATCHKEY_APP_ID (default `latchkey.cli`) is the application-identifier when the
     /// plist gives none.
     public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> CallerIdentity {

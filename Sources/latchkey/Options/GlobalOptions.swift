@@ -2,8 +2,9 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
-/// Where the keychain is and who is asking (shared/CLI.md "Where things are"). Every option
-/// that names a file has an environment variable; an explicit option wins over the variable.
+/// Where the keychain is and who is asking (docs/CLI.md "The keychain, the passcode and the
+/// caller"). Every option that names a file has an environment variable; an explicit option wins
+/// over the variable.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("keychain"), help: ArgumentHelp(
         "The keychain file (env LATCHKEY_KEYCHAIN).",
