@@ -59,8 +59,12 @@ let package = Package(
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup"]),
-        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity"]),
-        .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity"]),
+        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
+        .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
+        // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and
+        // Query, and its tests importing it beside LatchkeySecurity (issue 18 §1, item 1).
+        .target(name: "AppleStyleWrapper", dependencies: ["LatchkeySecurity"], path: "Tests/NameClash/AppleStyleWrapper"),
+        .testTarget(name: "NameClashTests", dependencies: ["AppleStyleWrapper", "LatchkeySecurity"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Which keychain the SecItem functions use, who is asking, and how the keychain is unlocked.
 ///

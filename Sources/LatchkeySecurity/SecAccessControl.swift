@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Constraints of a `SecAccessControl`, with Apple's raw values (SecAccessControl.h).
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Which dictionary is being read: each call accepts a different set of keys (reference §5.2).
 enum SecItemCall: Sendable {

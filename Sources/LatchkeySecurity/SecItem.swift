@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete with Apple's signatures
 // (keychain/headers/SecItem.h), on the keychain of `LatchkeySecurityConfiguration.current`.

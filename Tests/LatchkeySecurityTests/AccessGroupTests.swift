@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // Access groups as the seeds describe them (seed 000 §3.5–§3.8, seed 003) and DESIGN decides:

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 /// SecItem calls go through `latchkey agent` when one answers, and open the file again after it

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // One test per cell of reference §5.2 ("Which keys each call accepts"), with the decisions of

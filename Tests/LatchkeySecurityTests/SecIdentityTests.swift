@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 /// fixtures/certs (see its README): DER certificates and keys made once with the openssl CLI.

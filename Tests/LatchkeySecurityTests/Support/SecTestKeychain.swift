@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 /// The app identity most tests call as (reference §6: application-identifier only).
