@@ -36,8 +36,8 @@ struct GlobalOptions: ParsableArguments {
     var appIDOption: String?
 
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
-        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier and keychain-access-groups (env LATCHKEY_ENTITLEMENTS).",
-        discussion: "The caller may use its keychain-access-groups (in order) and its application-identifier; new items go to the first of them. Without a plist the caller is --app-id alone.",
+        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier, keychain-access-groups and com.apple.security.application-groups (env LATCHKEY_ENTITLEMENTS).",
+        discussion: "The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone.",
         valueName: "plist"))
     var entitlementsOption: String?
 
