@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "LatchkeyFormat", dependencies: ["LatchkeyCrypto"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyFormat", "LatchkeyCrypto"]),
         .target(name: "LatchkeyBackup", dependencies: ["Latchkey", "CArchive"]),
-        .target(name: "LatchkeySecurity", dependencies: ["Latchkey"]),
+        .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyCrypto"]),
         .executableTarget(
             name: "latchkey",
             dependencies: [
