@@ -5,7 +5,7 @@ import LatchkeySecurity
 
 /// What popular keychain wrappers (KeychainAccess, SimpleKeychain, keychain-swift,
 /// SwiftKeychainWrapper) do with the Security API that Apple platforms allow and Latchkey did
-/// not (issue 18 §1, items 3 and 4).
+/// not (issue 18 §1, items 3, 4 and 6).
 @Suite("Idioms of code written for Apple platforms")
 struct WrapperIdiomTests {
     // MARK: 3. SecAccessControl is Equatable and Hashable, as every CF type
@@ -78,5 +78,27 @@ struct WrapperIdiomTests {
         let domain: CFErrorDomain = CFErrorGetDomain(e)
         let copy = NSError(domain: domain as String, code: CFErrorGetCode(e), userInfo: (CFErrorCopyUserInfo(e) as! [String: Any]))
         #expect(copy.code == -50 && copy.domain == NSOSStatusErrorDomain)
+    }
+
+    // MARK: 6. kSec… constants as keys of an [AnyHashable: Any] result
+
+    @Test func constants_findTheirEntriesInAnAnyHashableResult() throws {
+        let kc = try SecTestKeychain()
+        try kc.run {
+            #expect(add(genpItem("alice", service: "mail")) == errSecSuccess)
+            var result: CFTypeRef?
+            let query: [AnyHashable: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice",
+                                             kSecReturnAttributes: kCFBooleanTrue!, kSecReturnData: kCFBooleanTrue!]
+            #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+            let attributes = try #require(result as? [AnyHashable: Any])
+            #expect(attributes[kSecAttrAccount] as? String == "alice")
+            #expect(attributes[kSecAttrService] as? String == "mail")
+            #expect(attributes[kSecValueData] as? Data == Data("secret".utf8))
+            #expect(attributes["acct"] as? String == "alice", "the String key finds the same entry")
+            #expect(AnyHashable(kSecAttrAccount) == AnyHashable("acct"))
+            // An NSDictionary looked up by the constant, and a [CFString: Any] made from it.
+            let dictionary = try #require(result as? NSDictionary)
+            #expect(dictionary[kSecAttrAccount] as? String == "alice")
+        }
     }
 }
