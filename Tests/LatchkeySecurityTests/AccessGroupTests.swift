@@ -330,6 +330,7 @@ struct ApplicationGroupTests {
             "LATCHKEY_KEYCHAIN": kc.keychainPath, "LATCHKEY_DEVICE": kc.devicePath,
             "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode,
         ])
+        config.explainsFirstFailure = false
         return config
     }
 

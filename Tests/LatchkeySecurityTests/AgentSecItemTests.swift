@@ -70,6 +70,7 @@ import LatchkeySecurity
             func app(_ c: CallerIdentity) -> LatchkeySecurityConfiguration {
                 let config = LatchkeySecurityConfiguration(keychainPath: path, devicePath: device, caller: c,
                                                            passcodeSource: .passcode(Array(testPasscode.utf8)))
+                config.explainsFirstFailure = false
                 return config
             }
             let a = app(try caller("TEAM.a", groups: ["group.example.shared"]))
