@@ -41,8 +41,12 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyBackup", "LatchkeySecurity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            plugins: ["LatchkeyBuildInfo"]
         ),
+        // `latchkey --version` names the git commit of a build from a work tree
+        // (scripts/build-info.sh, run before every build; nothing when built from a tarball).
+        .plugin(name: "LatchkeyBuildInfo", capability: .buildTool()),
         .executableTarget(
             name: "latchkey-fixtures",
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"],

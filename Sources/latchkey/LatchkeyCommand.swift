@@ -5,7 +5,7 @@ import Latchkey
 /// `latchkey`: the command-line front end of the keychain (contract: docs/CLI.md).
 @main
 struct LatchkeyCommand: ParsableCommand {
-    static let version = "0.1.0"
+    static let version = Version.description
 
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
