@@ -64,13 +64,13 @@ import Testing
     @Test(arguments: WriteOperation.all)
     func everyCallFailingEveryWay_leavesBeforeOrAfter_reportsWhatIsDurable(_ op: WriteOperation) throws {
         let start = try op.start()
-        let startBytes = start.contents(TestEnv.keychainPath)
         let knownRefs = persistentRefs(start)
         let before = Observed.of(start.clone(), knownRefs: knownRefs)
 
         // The clean run: the calls to fail, and the state after.
         let reference = start.clone()
         let referenceKeychain = try op.setup?(reference)
+        let referenceBytes = reference.contents(TestEnv.keychainPath)
         reference.recordCalls = true
         let clean = Result { try op.run(reference, referenceKeychain) }
         reference.recordCalls = false
@@ -83,7 +83,7 @@ import Testing
         let after = Observed.of(reference, knownRefs: knownRefs)
         if case .broken(let why) = after { Issue.record("\(op): the clean run leaves a broken keychain: \(why)") }
         if op.writesKeychain {
-            #expect(reference.contents(TestEnv.keychainPath) != startBytes, "\(op): the clean run left the file as it was")
+            #expect(reference.contents(TestEnv.keychainPath) != referenceBytes, "\(op): the clean run left the file as it was")
         }
 
         var tried = 0
@@ -91,8 +91,7 @@ import Testing
         for (n, call) in calls.enumerated() {
             for fault in Self.faults(for: call) {
                 tried += 1
-                check(op, failing: n, call, with: fault, start: start, startBytes: startBytes, knownRefs: knownRefs,
-                      before: before, after: after)
+                check(op, failing: n, call, with: fault, start: start, knownRefs: knownRefs, before: before, after: after)
             }
         }
         print("fault loop: \(op): \(calls.count) calls, \(tried) faults injected, \(Int(Date().timeIntervalSince(began) * 1000)) ms")
@@ -100,7 +99,7 @@ import Testing
     }
 
     func check(_ op: WriteOperation, failing n: Int, _ call: MemoryFileSystem.Call, with fault: MemoryFileSystem.CallFault,
-               start: MemoryFileSystem, startBytes: [UInt8]?, knownRefs: Set<[UInt8]>, before: Observed, after: Observed) {
+               start: MemoryFileSystem, knownRefs: Set<[UInt8]>, before: Observed, after: Observed) {
         let at = "\(op): \(fault) at call \(n) (\(call))"
         let disk = start.clone()
         var keychain: Keychain?
@@ -110,6 +109,8 @@ import Testing
             Issue.record("\(at): setup: \(error)")
             return
         }
+        // The keychain file as it is on disk when the operation starts.
+        let startBytes = disk.rebooted(.loseUnsynced).contents(TestEnv.keychainPath)
         let base = disk.calls
         disk.callPlan = (at: n, fault: fault)
         let result = Result { try op.run(disk, keychain) }

@@ -92,6 +92,18 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// An add right after a compaction by the same process: the compaction was acknowledged,
+    /// so its new file must be the keychain for good (its rename durable) before the add lands
+    /// in it.
+    static let addAfterCompact = WriteOperation("add after a compaction", setup: { disk in
+        let kc = try WriteOperation.openUnlocked(disk)
+        try kc.compact()
+        return kc
+    }) { _, kc in
+        try FaultScenario.add.operation(kc!)
+        return kc
+    }
+
     static let create = WriteOperation("create", start: { try makeDisk() }, setup: nil) { disk, _ in
         try createKeychain(on: disk)
     }
@@ -126,8 +138,8 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     static let all: [WriteOperation] = [
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
-        WriteOperation(.changePasscode), WriteOperation(.compact), create, createWithDevice, restore, firstOpen,
-        wrongPasscode,
+        WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
+        firstOpen, wrongPasscode,
     ]
 }
 
