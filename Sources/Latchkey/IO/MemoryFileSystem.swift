@@ -4,8 +4,8 @@ import Foundation
 ///
 /// Each file keeps the bytes a reader sees now and the bytes that would survive a power cut
 /// (those present at its last `sync`), and the byte ranges written or truncated since then.
-/// Names (create, rename, remove) survive a power cut only after `syncDirectory` of their
-/// directory.
+/// Names (create, rename, remove, and new directories) survive a power cut only after
+/// `syncDirectory` of their directory (for `crashStates`; `rebooted` keeps every directory).
 ///
 /// Three ways to break it:
 /// - `plan` makes the N-th mutating operation fail with an errno (ENOSPC, EIO) or cut the
@@ -34,8 +34,17 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
         package var description: String {
             switch self {
-            case .error(let e): return errnoName(e)
-            case .shortWrite(let e, let kept): return "a short write (\(kept.map { "\($0) bytes" } ?? "half")), then \(errnoName(e))"
+            case .error(let e): return Self.name(e)
+            case .shortWrite(let e, let kept): return "a short write (\(kept.map { "\($0) bytes" } ?? "half")), then \(Self.name(e))"
+            }
+        }
+
+        private static func name(_ e: Int32) -> String {
+            switch e {
+            case EIO: return "EIO"
+            case ENOSPC: return "ENOSPC"
+            case EROFS: return "EROFS"
+            default: return "errno \(e)"
             }
         }
     }
@@ -81,10 +90,18 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     private let mutex = NSLock()
     private var names: [String: Node] = [:]
     private var durableNames: [String: Node] = [:]
+    /// One name in a change of `pendingNames`: a file (nil node: the name is removed) or a
+    /// new directory.
+    private struct NameChange {
+        var name: String
+        var node: Node?
+        var isDirectory = false
+    }
     /// Name changes not yet made durable by a directory fsync, oldest first; each is one
-    /// atomic change of one or more names (a rename changes two). nil: the name is removed.
-    private var pendingNames: [[(name: String, node: Node?)]] = []
+    /// atomic change of one or more names (a rename changes two).
+    private var pendingNames: [[NameChange]] = []
     private var directories: Set<String> = ["/", "."]
+    private var durableDirectories: Set<String> = ["/", "."]
     private var descriptors: [Int32: Node] = [:]
     private var descriptorPaths: [Int32: String] = [:]
     private var nextFD: Int32 = 3
@@ -180,6 +197,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             fs.durableNames[name] = copy
         }
         fs.directories = directories
+        fs.durableDirectories = directories
         fs.nextInode = nextInode
         return fs
     }
@@ -204,6 +222,11 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// Whether `path` and its bytes, as a reader sees them now, would survive a power cut.
     package func isDurable(_ path: String) -> Bool {
         mutex.lock(); defer { mutex.unlock() }
+        var parent = directoryOf(path)
+        while parent != "/" && parent != "." {
+            guard durableDirectories.contains(parent) else { return false }
+            parent = directoryOf(parent)
+        }
         guard let node = names[path] else { return durableNames[path] == nil }
         return durableNames[path] === node && node.durable == node.current
     }
@@ -243,7 +266,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         nextInode += 1
         let node = Node(mode: mode, inode: nextInode)
         names[path] = node
-        pendingNames.append([(path, node)])
+        pendingNames.append([NameChange(name: path, node: node)])
         return allocate(node, path)
     }
 
@@ -323,7 +346,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try mutate("write", "fd \(fd)")
         if case .shortWrite(let e, let kept)? = fault {
             place(n, offset: Int(offset), bytes[0..<min(max(kept ?? bytes.count / 2, 1), bytes.count - 1)])
-            throw IOFailure("write", "fd \(fd)", e)
+            throw IOFailure("write", pathOf(fd), e)
         }
         place(n, offset: Int(offset), bytes[...])
     }
@@ -365,7 +388,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try mutate("rename", from)
         names[from] = nil
         names[to] = n
-        pendingNames.append([(from, nil), (to, n)])
+        pendingNames.append([NameChange(name: from, node: nil), NameChange(name: to, node: n)])
     }
 
     package func syncDirectory(_ path: String) throws {
@@ -374,11 +397,12 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try enter("fsync", path, allocates: true)
         try mutate("fsync", path)
         // Every pending change of a name in this directory becomes durable, in order.
-        var remaining: [[(name: String, node: Node?)]] = []
+        var remaining: [[NameChange]] = []
         for change in pendingNames {
-            var rest: [(name: String, node: Node?)] = []
+            var rest: [NameChange] = []
             for entry in change {
-                if directoryOf(entry.name) == path { durableNames[entry.name] = entry.node } else { rest.append(entry) }
+                guard directoryOf(entry.name) == path else { rest.append(entry); continue }
+                if entry.isDirectory { durableDirectories.insert(entry.name) } else { durableNames[entry.name] = entry.node }
             }
             if !rest.isEmpty { remaining.append(rest) }
         }
@@ -399,7 +423,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         guard names[path] != nil else { return }
         try mutate("unlink", path)
         names[path] = nil
-        pendingNames.append([(path, nil)])
+        pendingNames.append([NameChange(name: path, node: nil)])
     }
 
     package func permissions(_ path: String) throws -> UInt32? {
@@ -415,11 +439,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try live()
         try enter("mkdir", path, allocates: !directories.contains(path))
         if readOnlyMedium && !directories.contains(path) { throw IOFailure("mkdir", path, EROFS) }
+        var made: [String] = []
         var p = path
         while p != "/" && p != "." && !p.isEmpty {
-            directories.insert(p)
+            if directories.insert(p).inserted { made.append(p) }
             p = directoryOf(p)
         }
+        for d in made.reversed() { pendingNames.append([NameChange(name: d, node: nil, isDirectory: true)]) }
     }
 }
 
@@ -436,8 +462,9 @@ extension MemoryFileSystem {
     /// now: file systems that write metadata back in its own time (ext4 without
     /// data=ordered, XFS) can keep the larger size without the data. A file truncated
     /// shorter since its last fsync has its old size or its new one. Name changes (create,
-    /// rename, unlink) not yet made durable by an fsync of their directory are kept as a
-    /// prefix, in the order they were made: file systems journal metadata in order.
+    /// rename, unlink, mkdir) not yet made durable by an fsync of their directory are kept as
+    /// a prefix, in the order they were made: file systems journal metadata in order. A file
+    /// whose directory is not kept is gone.
     package struct CrashModel: Sendable {
         package var blockSize: Int
         /// At most this many states; all of them when there are no more.
@@ -460,11 +487,29 @@ extension MemoryFileSystem {
     package func crashStates(_ model: CrashModel) -> [MemoryFileSystem] {
         mutex.lock(); defer { mutex.unlock() }
         var rng = SplitMix64(seed: model.seed)
-        var nameStates: [[String: Node]] = [durableNames]
+        // Each prefix of the pending name changes: the directories and the files it leaves
+        // (a file whose directory is not there is gone).
+        var nameStates: [[String: Node]] = []
+        var directoryStates: [Set<String>] = []
         var named = durableNames
+        var dirs = durableDirectories
+        func record() {
+            directoryStates.append(dirs)
+            nameStates.append(named.filter { entry in
+                var d = directoryOf(entry.key)
+                while d != "/" && d != "." {
+                    if !dirs.contains(d) { return false }
+                    d = directoryOf(d)
+                }
+                return true
+            })
+        }
+        record()
         for change in pendingNames {
-            for entry in change { named[entry.name] = entry.node }
-            nameStates.append(named)
+            for entry in change {
+                if entry.isDirectory { dirs.insert(entry.name) } else { named[entry.name] = entry.node }
+            }
+            record()
         }
         var seen = Set<ObjectIdentifier>()
         var nodes: [Node] = []
@@ -527,8 +572,10 @@ extension MemoryFileSystem {
                 fs.names[name] = copy
                 fs.durableNames[name] = copy
             }
+            hasher.combine(directoryStates[c[0]].sorted())
             guard fingerprints.insert(hasher.finalize()).inserted else { continue }
-            fs.directories = directories
+            fs.directories = directoryStates[c[0]]
+            fs.durableDirectories = directoryStates[c[0]]
             fs.nextInode = nextInode
             out.append(fs)
         }
@@ -608,16 +655,5 @@ private struct SplitMix64 {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
-    }
-}
-
-/// The symbolic name of an errno, for test messages.
-package func errnoName(_ e: Int32) -> String {
-    switch e {
-    case EIO: return "EIO"
-    case ENOSPC: return "ENOSPC"
-    case EROFS: return "EROFS"
-    case EACCES: return "EACCES"
-    default: return "errno \(e)"
     }
 }

@@ -108,12 +108,10 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         try createKeychain(on: disk)
     }
 
-    static let createWithDevice = WriteOperation("create with a new device secret", start: {
-        let disk = MemoryFileSystem()
-        try disk.makeDirectory("/device", mode: 0o700)
-        try disk.makeDirectory("/keychains", mode: 0o700)
-        return disk
-    }, setup: nil) { disk, _ in
+    /// `latchkey init` on a new machine: the directories, the device secret and the keychain
+    /// are all made, and must all be durable once it returns (issue 14 defect 6).
+    static let createWithDevice = WriteOperation("create with a new device secret and directories",
+                                                 start: { MemoryFileSystem() }, setup: nil) { disk, _ in
         try createKeychain(on: disk)
     }
 
