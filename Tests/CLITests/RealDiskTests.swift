@@ -46,14 +46,26 @@ struct RealDiskTests {
         var env: [String: String?] = [:]
     }
 
+    /// Every writing command. Call it before the disk is filled or made read-only: it backs up
+    /// the keychain beside the sandbox, for the two restores, with an item that it then
+    /// deletes (so that `restore --merge` has something to write).
     func writers(_ s: CLISandbox, _ disk: SmallDisk) throws -> [Writer] {
         let importFile = try s.writeFile("import.jsonl", Array(#"{"class":"genp","acct":"imported","v_Data":"aW1wb3J0ZWQ="}"#.utf8 + [0x0A]))
+        let backup = s.directory.appendingPathComponent("merge.backup").path
+        try s.add(account: "from-backup", data: Array("restored".utf8))
+        let made = try s.run(["backup", "--no-password", "--output", backup])
+        guard made.status == 0 else { throw CLITestError("backup for the restores: \(made.stderr)") }
+        let deleted = try s.run(["delete", "--account", "from-backup"])
+        guard deleted.status == 0 else { throw CLITestError("delete: \(deleted.stderr)") }
         return [
             Writer(name: "add", args: ["add", "--account", "new"], stdin: Array(String(repeating: "n", count: 100).utf8)),
             Writer(name: "update", args: ["update", "--account", "a", "--set-data"], stdin: Array("a, changed".utf8)),
             Writer(name: "import", args: ["import", importFile]),
             Writer(name: "compact", args: ["compact"]),
             Writer(name: "backup", args: ["backup", "--no-password", "--output", disk.path("keychain.backup")]),
+            Writer(name: "restore --merge", args: ["restore", "--merge", backup]),
+            Writer(name: "restore into a new keychain", args: ["restore", backup, "--keychain-kdf-log-n", CLISandbox.kdfLogN],
+                   env: ["LATCHKEY_KEYCHAIN": disk.path("restored.keychain")]),
             Writer(name: "passwd", args: ["passwd", "--kdf-log-n", CLISandbox.kdfLogN], env: ["LATCHKEY_NEW_PASSCODE": "battery staple"]),
         ]
     }
@@ -67,11 +79,11 @@ struct RealDiskTests {
         try s.add(account: "a", data: Array("a-secret".utf8))
         try s.add(account: "b", data: Array("b-secret".utf8))
         #expect(try s.run(["update", "--account", "b", "--set-label", "dead record for compact"]).status == 0)
+        let writers = try writers(s, disk)
         try alignToPage(s, keychain)
         let accounts = ["a", "b", "probe"]
         let before = try state(s, accounts: accounts)
         let files = disk.list()
-        let writers = try writers(s, disk)
 
         try disk.fill()
         for w in writers {
@@ -100,7 +112,10 @@ struct RealDiskTests {
         #expect(try s.run(["find", "--account", "a"], env: env).out == "a, changed")
         #expect(try s.run(["find", "--account", "new"], env: env).status == 0)
         #expect(try s.run(["find", "--account", "imported"], env: env).out == "imported")
+        #expect(try s.run(["find", "--account", "from-backup"], env: env).out == "restored")
         #expect(FileManager.default.fileExists(atPath: disk.path("keychain.backup")))
+        let restored = try s.run(["find", "--account", "a"], env: ["LATCHKEY_KEYCHAIN": disk.path("restored.keychain")])
+        #expect(restored.out == "a-secret", "the keychain restored once space was free: \(restored.stderr)")
     }
 
     @Test func readOnlyMedium_readersWork_writersSayTheFileSystemIsReadOnly() throws {
@@ -111,6 +126,8 @@ struct RealDiskTests {
         try s.initKeychain()
         try s.add(account: "a", data: Array("a-secret".utf8))
         try s.add(account: "b", data: Array("b-secret".utf8), ["--accessible", "dk"])
+        var writers = try writers(s, disk).filter { $0.name != "backup" }
+        writers.append(Writer(name: "delete", args: ["delete", "--account", "b"]))
         let before = bytes(keychain)
         let accounts = ["a", "b"]
         let state0 = try state(s, accounts: accounts)
@@ -125,8 +142,6 @@ struct RealDiskTests {
         }
         #expect(FileManager.default.fileExists(atPath: backupPath), "no backup was written from the read-only medium")
 
-        var writers = try writers(s, disk).filter { $0.name != "backup" }
-        writers.append(Writer(name: "delete", args: ["delete", "--account", "b"]))
         for w in writers {
             let r = try s.run(w.args, stdin: w.stdin, env: w.env)
             #expect(r.status == 7, "\(w.name) on a read-only medium: exit \(r.status): \(r.stderr)")

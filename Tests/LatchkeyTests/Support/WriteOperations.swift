@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 @testable import Latchkey
@@ -143,7 +146,8 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
 /// A device-only backup (same device as TestEnv) of the prepared keychain after one item was
 /// changed (newer, so a merge replaces it) and one added: merging it into the prepared
-/// keychain restores two items and skips the others (same modification date).
+/// keychain restores two items and skips the others (same modification date). It lives in an
+/// anonymous file (O_TMPFILE, never linked into a directory), read through /proc/self/fd.
 enum MergeBackup {
     static let path: String = {
         let disk = WriteOperation.Prepared.shared.disk.clone()
@@ -153,11 +157,10 @@ enum MergeBackup {
         try! kc.update(Query(.genericPassword, attrs(["acct": "bob"])), attributes: attrs(["labl": "from the backup"]),
                        data: bytes("b-secret, restored"))
         try! kc.add(.genericPassword, attributes: attrs(["acct": "grace", "svce": "backup"]), data: bytes("g-secret"))
-        let directory = FileManager.default.temporaryDirectory.path + "/latchkey-merge-backup-" + UUID().uuidString
-        try! FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let path = directory + "/merge.backup"
-        try! BackupArchive.write(kc, toFile: path, options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
-        return path
+        let fd = open(FileManager.default.temporaryDirectory.path, 0o20000000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o600)
+        precondition(fd >= 0, "no O_TMPFILE in the temporary directory (errno \(errno))")
+        try! BackupArchive.write(kc, to: fd, options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
+        return "/proc/self/fd/\(fd)"   // kept open for the life of the test process
     }()
 }
 
