@@ -47,6 +47,7 @@ import Testing
         let after = Observed.of(reference, knownRefs: knownRefs)
 
         var replayed = 0, lost = 0, refused = 0
+        let began = Date()
         var k = 0
         while true {
             #expect(k < 200, "\(c): the operation never completed")
@@ -78,6 +79,6 @@ import Testing
             if !cut { break }
             k += 1
         }
-        print("power loss: \(c): \(k + 1) cuts, \(replayed) states replayed, \(refused) refused, \(lost) with an acknowledged change lost")
+        print("power loss: \(c): \(k + 1) cuts, \(replayed) states replayed, \(refused) refused, \(lost) with an acknowledged change lost, \(Int(Date().timeIntervalSince(began) * 1000)) ms")
     }
 }
