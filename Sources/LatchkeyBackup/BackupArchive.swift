@@ -61,38 +61,57 @@ public enum BackupArchive {
         try write(keychain, to: fd, options: options, createdAt: UInt64(time(nil)), random: SystemRandomSource())
     }
 
-    /// Writes a backup to a file, mode 0600: to a temporary name beside it first, renamed
-    /// into place once complete and synced, so a failed backup never leaves a partial file
-    /// under the name.
+    /// Writes a backup to a file, mode 0600: to a temporary name beside it first (created
+    /// exclusively, never through a symlink), renamed into place once complete and synced, so
+    /// a failed backup never leaves a partial file under the name. Only regular files are
+    /// written: a FIFO, device, directory or symlink at `path` (which another user may have
+    /// planted) is refused, never written into; write to a pipe through `write(_:to:options:)`.
+    /// - Throws: as `write(_:to:options:)`; errSecIO when `path` is not a regular file, and when
+    ///   the directory cannot be synced after the rename (the message says that the backup is
+    ///   complete at `path`, but may not survive a power cut).
     @discardableResult
     public static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions) throws -> BackupSummary {
-        var st = stat()
-        if stat(path, &st) == 0, (st.st_mode & S_IFMT) != S_IFREG {
-            // A device or a FIFO (/dev/stdout, a named pipe): write to it directly.
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw ioError("open \(path)", errno) }
-            defer { close(fd) }
-            return try write(keychain, to: fd, options: options)
+        try write(keychain, toFile: path, options: options, fs: PosixFileSystem.shared)
+    }
+
+    package static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem) throws -> BackupSummary {
+        if let found = try fsCall({ try fs.ownership(path: path) }, "check \(path)"), found.kind != .regular {
+            let kind = found.kind == .directory ? "a directory" : found.kind == .symlink ? "a symbolic link" : "a FIFO, socket or device"
+            throw KeychainError(.io, "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written. Choose another path, or write to a pipe or device with --output - and a redirection")
         }
         let temp = path + ".tmp-" + hexString(try Crypto.randomBytes(4))
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("create \(temp)", errno) }
+        let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
+        defer { InterruptCleanup.unregister(registered) }
+        let fd = try fsCall({ try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600) }, "create \(temp)")
+        var open = true
+        let summary: BackupSummary
         do {
-            let summary = try write(keychain, to: fd, options: options)
-            guard fsync(fd) == 0 else { throw ioError("write \(temp)", errno) }
-            close(fd)
-            guard rename(temp, path) == 0 else { throw ioError("rename \(temp) to \(path)", errno) }
-            VerifiedBackup.syncDirectory(of: path)
-            return summary
+            summary = try write(keychain, to: fd, options: options, destination: path)
+            try fsCall({ try fs.sync(fd) }, "write \(temp)")
+            fs.close(fd)
+            open = false
+            try fsCall({ try fs.rename(temp, path) }, "rename \(temp) to \(path)")
         } catch {
-            close(fd)
-            unlink(temp)
+            if open { fs.close(fd) }
+            try? fs.remove(temp)
             throw error
         }
+        do {
+            try fs.syncDirectory(directoryOf(path))
+        } catch let f as IOFailure {
+            throw KeychainError(.io, "the backup is complete at \(path) and its bytes are on disk, but syncing its directory failed (\(errnoDescription(f.errno))): after a power cut the file may be missing. Run 'sync', check that \(path) is there, or run the backup again", underlying: f.description)
+        }
+        return summary
+    }
+
+    /// `write(_:to:options:)`, with the name of the output for messages.
+    @discardableResult
+    package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, destination: String) throws -> BackupSummary {
+        try write(keychain, to: fd, options: options, createdAt: UInt64(time(nil)), random: SystemRandomSource(), destination: destination)
     }
 
     package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, createdAt: UInt64,
-                              random: BackupRandomSource) throws -> BackupSummary {
+                              random: BackupRandomSource, destination: String = "the output") throws -> BackupSummary {
         if let p = options.password, p.isEmpty {
             throw KeychainError(.param, "the backup password is empty; choose a non-empty password, or use --no-password")
         }
@@ -109,7 +128,7 @@ public enum BackupArchive {
         do {
             writer = try ArchiveWriter(fd: fd, compression: options.compression, mtime: createdAt)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, e.description)
+            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description); nothing was written")
         }
         var byClass: [String: Int] = [:], byProtection: [String: Int] = [:]
         do {
@@ -137,13 +156,22 @@ public enum BackupArchive {
                                  items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
                                  notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, "could not write the backup: \(e.description)")
+            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)")
         } catch let e as FormatError {
             throw KeychainError(.param, "could not back up an item: \(e.description)")
         }
     }
 
-    static func ioError(_ what: String, _ e: Int32) -> KeychainError {
-        KeychainError(.io, "could not \(what): \(String(cString: strerror(e)))")
+    /// Runs a file-system call, turning its failure into errSecIO that says what failed and why.
+    static func fsCall<T>(_ body: () throws -> T, _ what: String) throws -> T {
+        do {
+            return try body()
+        } catch let f as IOFailure {
+            throw KeychainError(.io, "could not \(what): \(errnoDescription(f.errno))", underlying: f.description)
+        }
+    }
+
+    static func errnoDescription(_ e: Int32) -> String {
+        strerror(e).map { String(cString: $0) } ?? "errno \(e)"
     }
 }

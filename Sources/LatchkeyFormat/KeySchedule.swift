@@ -33,7 +33,9 @@ public struct DeviceSecret: Sendable {
 
     public static func decodeFile(_ bytes: [UInt8]) throws -> DeviceSecret {
         var r = ByteReader(bytes)
-        guard try r.bytes(8, "device secret magic") == FormatConstants.deviceMagic else {
+        // Shorter than the magic: not a device secret file at all (spec §2.3, §1.4).
+        guard bytes.count >= FormatConstants.deviceMagic.count,
+              try r.bytes(8, "device secret magic") == FormatConstants.deviceMagic else {
             throw FormatError.badMagic(what: "Latchkey device secret file")
         }
         let major = try r.u16("device secret major version")

@@ -19,8 +19,10 @@ final class Spawned {
     private let inPath: String
     private(set) var end: End?
 
-    /// Starts `latchkey args…` with `environment` (exactly: nothing is inherited).
-    init(_ args: [String], environment: [String: String], stdin: [UInt8] = [], in directory: URL) throws {
+    /// Starts `latchkey args…` with `environment` (exactly: nothing is inherited). With
+    /// `stderrTerminal` (a pseudo-terminal's path) stderr goes there instead of to a file.
+    init(_ args: [String], environment: [String: String], stdin: [UInt8] = [], in directory: URL,
+         stderrTerminal: String? = nil) throws {
         let binary = try CLISandbox.binary().path
         let id = UUID().uuidString
         inPath = directory.appendingPathComponent("in-\(id)").path
@@ -33,7 +35,11 @@ final class Spawned {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let stderrTerminal {
+            posix_spawn_file_actions_addopen(&actions, 2, stderrTerminal, O_RDWR | O_NOCTTY, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        }
 
         let argv = ([binary] + args).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -41,8 +47,21 @@ final class Spawned {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // The child starts with no signal blocked and the default action for the signals a
+        // test sends: the test's own thread may block them (the dispatch threads tests run on
+        // do), and a blocked mask is inherited across exec.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, binary, &actions, nil, argv, envp)
+        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
         guard rc == 0 else { throw CLITestError("posix_spawn \(binary): \(String(cString: strerror(rc)))") }
         self.pid = pid
     }
@@ -50,6 +69,17 @@ final class Spawned {
     deinit {
         if end == nil { _ = Glibc.kill(pid, SIGKILL); _ = wait() }
         for p in [inPath, outPath, errPath] { unlink(p) }
+    }
+
+    /// Whether the process has not ended yet (reaps it when it has).
+    var running: Bool {
+        if end != nil { return false }
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        guard r == pid else { return r == 0 }
+        let signal = status & 0x7f
+        end = signal == 0 ? .exited((status >> 8) & 0xff) : .killed(signal)
+        return false
     }
 
     /// Sends SIGKILL (a no-op when the process has already exited).

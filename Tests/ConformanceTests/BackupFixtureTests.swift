@@ -42,16 +42,28 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         return dir
     }
 
-    /// expected-*.json: the items, and the count skipped as ThisDeviceOnly of another device.
-    func expected(_ file: String) throws -> (items: [ExpectedItem], skipped: Int, notExported: Int) {
+    /// One expected-*.json: the device and destination of the restore, the items it restores,
+    /// and the records it skips, by reason (spec/BACKUP.md §9.2).
+    struct Expected {
+        var device: String
+        var destinationPasscode: Bool
+        var items: [ExpectedItem]
+        var skipped: [String: Int]
+        var notExported: Int
+    }
+
+    func expected(_ file: String) throws -> Expected {
         let data = try Data(contentsOf: directory.appendingPathComponent(file))
         guard let top = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let device = top["device"] as? String,
+              let passcode = top["destinationPasscode"] as? Bool,
               let items = top["restored"] as? [[String: Any]],
-              let skipped = (top["skipped"] as? [String: Any])?["thisDeviceOnlyFromAnotherDevice"] as? NSNumber,
+              let skipped = top["skipped"] as? [String: NSNumber],
               let notExported = top["notExported"] as? NSNumber else {
-            throw FixtureProblem("\(name): \(file) lacks restored, skipped or notExported")
+            throw FixtureProblem("\(name): \(file) lacks device, destinationPasscode, restored, skipped or notExported")
         }
-        return (try items.map { try ExpectedItem($0, fixture: name) }, skipped.intValue, notExported.intValue)
+        return Expected(device: device, destinationPasscode: passcode, items: try items.map { try ExpectedItem($0, fixture: name) },
+                        skipped: skipped.mapValues(\.intValue), notExported: notExported.intValue)
     }
 }
 
@@ -65,6 +77,16 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         "entry_flipped_byte_items3", "entry_flipped_byte_manifest", "archive_truncated", "keybag_unknown_major",
         "entry_missing", "entry_extra", "entry_path_dotdot", "entry_path_absolute", "entry_symlink", "entry_device",
         "entry_oversized", "entry_larger_than_manifest",
+        // Identification and versions (spec/FORMAT.md §1.4, spec/BACKUP.md §2.1, §6.4)
+        "archive_not_tar", "keybag_bad_magic", "entry_first_not_keybag", "manifest_major_differs", "entry_ancillary_name_invalid",
+        // User presence and the destination's passcode (§9.2)
+        "golden_user_presence",
+        // The tar subset (§2.1)
+        "tar_pax_header", "tar_pax_global_header", "tar_gnu_longname_header", "tar_gnu_longlink_header",
+        "tar_header_prefix_used", "tar_header_size_base256", "tar_header_gnu_magic", "tar_entry_contiguous",
+        "tar_header_checksum_mismatch", "tar_end_marker_missing", "tar_end_marker_one_block", "tar_bytes_after_end_marker",
+        "tar_end_not_block_aligned", "tar_padding_not_zero", "golden_record_padded",
+        "golden_gzip", "golden_zstd", "gzip_trailing_bytes", "gzip_trailing_zeros", "zstd_trailing_bytes",
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -81,12 +103,17 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         let header = try fixture.header()
         let expect = header["expect"] ?? ""
         if expect == "success" {
-            try checkRestore(fixture, dir, device: "source-device.secret", expected: header["same-device"] ?? "")
-            try checkRestore(fixture, dir, device: "other-device.secret", expected: header["other-device"] ?? "")
+            #expect(header["same-device"] != nil && header["other-device"] != nil, "FIXTURE.txt lacks same-device or other-device")
+            for (key, device) in [("same-device", "source-device.secret"), ("other-device", "other-device.secret"),
+                                  ("same-device-passcode", "source-device.secret"), ("other-device-passcode", "other-device.secret")] {
+                guard let expected = header[key] else { continue }
+                try checkRestore(fixture, dir, device: device, expected: expected, passcode: key.hasSuffix("-passcode"))
+            }
             return
         }
-        let status: KeychainStatus = expect == "auth-failure" ? .authFailed : .decode
-        #expect(["auth-failure", "integrity-failure", "unsupported-version"].contains(expect), "unknown expect '\(expect)'")
+        let status: KeychainStatus = expect == "authentication-error" ? .authFailed : .decode
+        #expect(["not-a-latchkey-file", "unsupported-version", "integrity-error", "authentication-error"].contains(expect),
+                "unknown expect '\(expect)'")
         let source = dir.appendingPathComponent("source-device.secret").path
 
         // Into a new keychain: refused, and nothing created.
@@ -103,10 +130,9 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         let e2 = refusal { _ = try restore(fixture, dir, device: source, into: .existing(kc)) }
         #expect(e2?.status == status, "\(fixture.name): \(String(describing: e2))")
         #expect(try Data(contentsOf: URL(fileURLWithPath: existing)) == before, "\(fixture.name): the keychain changed")
-        if expect == "unsupported-version" {
-            #expect(e1?.message.contains("upgrade Latchkey") == true, "\(String(describing: e1))")
-        } else if let e1 {
-            #expect(!e1.message.contains("upgrade Latchkey"), "damage reported as a newer version: \(e1)")
+        for e in [e1, e2].compactMap({ $0 }) {
+            #expect(e.message.contains("upgrade Latchkey") == (expect == "unsupported-version"), "\(fixture.name): \(e)")
+            #expect(e.message.contains("not a Latchkey") == (expect == "not-a-latchkey-file"), "\(fixture.name): \(e)")
         }
     }
 
@@ -115,14 +141,18 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         case existing(Keychain)
     }
 
-    func restore(_ fixture: BackupFixture, _ dir: URL, device: String, into: Into) throws -> RestoreReport {
+    /// The passcode of a destination keychain that has one.
+    static let destinationPasscode = Array("destination passcode".utf8)
+
+    func restore(_ fixture: BackupFixture, _ dir: URL, device: String, into: Into, passcode: Bool = false) throws -> RestoreReport {
         let source = try BackupSource.file(dir.appendingPathComponent("backup.tar").path)
         let password = try fixture.password()
         switch into {
         case .newKeychain(let path):
             let verified = try VerifiedBackup.verify(source, device: try Device.load(path: device), password: { password },
-                                                     target: .newKeychain(hasPasscode: false))
-            return try verified.restoreNewKeychain(path: path, devicePath: device, passcode: nil, kdfLogN: 10)
+                                                     target: .newKeychain(hasPasscode: passcode))
+            return try verified.restoreNewKeychain(path: path, devicePath: device, passcode: passcode ? Self.destinationPasscode : nil,
+                                                   kdfLogN: 10)
         case .existing(let kc):
             return try VerifiedBackup.verify(source, device: nil, password: { password }, target: .existing(kc)).restore()
         }
@@ -141,24 +171,30 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         }
     }
 
-    /// Restores with `device` and compares with the expected JSON, or expects an
-    /// authentication error.
-    func checkRestore(_ fixture: BackupFixture, _ dir: URL, device: String, expected: String) throws {
+    /// Restores with `device` into a new keychain (with a passcode when `passcode`) and
+    /// compares with the expected JSON, or expects an authentication error.
+    func checkRestore(_ fixture: BackupFixture, _ dir: URL, device: String, expected: String, passcode: Bool) throws {
         let devicePath = dir.appendingPathComponent(device).path
-        let path = dir.appendingPathComponent("restored-\(device).keychain").path
-        if expected == "auth-failure" {
-            let e = refusal { _ = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path)) }
+        let path = dir.appendingPathComponent("restored-\(device)\(passcode ? "-passcode" : "").keychain").path
+        if expected == "authentication-error" {
+            let e = refusal { _ = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path), passcode: passcode) }
             #expect(e?.status == .authFailed, "\(fixture.name) on \(device): \(String(describing: e))")
             #expect(!FileManager.default.fileExists(atPath: path))
             return
         }
         let want = try fixture.expected(expected)
-        let report = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path))
+        #expect(want.device == device && want.destinationPasscode == passcode, "\(fixture.name): \(expected) describes another restore")
+        let report = try restore(fixture, dir, device: devicePath, into: .newKeychain(path: path), passcode: passcode)
         #expect(report.restored == want.items.count, "\(fixture.name) on \(device)")
-        #expect(report.skipped == want.skipped, "\(fixture.name) on \(device)")
-        #expect(report.skippedByReason[RestoreSkipReason.thisDeviceOnlyFromAnotherDevice.rawValue, default: 0] == want.skipped)
+        #expect(report.skipped == want.skipped.values.reduce(0, +), "\(fixture.name) on \(device)")
+        for reason in [RestoreSkipReason.thisDeviceOnlyFromAnotherDevice, .userPresenceNeedsPasscode] {
+            #expect(report.skippedByReason[reason.rawValue, default: 0] == want.skipped[reason.rawValue, default: -1],
+                    "\(fixture.name) on \(device): skipped for \(reason.rawValue)")
+        }
         #expect(report.backup.notExported == want.notExported)
         let kc = try Keychain.open(path: path, devicePath: devicePath)
+        if passcode { try kc.unlock(passcode: Self.destinationPasscode) }
+        kc.authenticationHandler = { _ in Self.destinationPasscode }
         var got: [String: Item] = [:]
         for c in ItemClass.allCases {
             for item in try kc.find(Query(c, synchronizable: .any)) { got[hexString(item.persistentRef)] = item }
@@ -174,6 +210,7 @@ struct BackupFixture: Sendable, CustomStringConvertible {
             #expect(attrs == w.attributes, "\(fixture.name): item \(hexString(w.uuid))")
             #expect(item.data == w.data)
             #expect(item.protection.code == w.protection && Int(item.protection.rawValue) == w.protectionClass)
+            #expect(item.requiresUserPresence == (w.flags & 0x01 != 0), "\(fixture.name): item \(hexString(w.uuid)) flags \(w.flags)")
         }
         #expect(kc.verify().ok)
     }

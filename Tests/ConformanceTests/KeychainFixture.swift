@@ -20,11 +20,13 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
         }
     }()
 
+    /// Success, or an outcome of spec/FORMAT.md §1.4, spelled as the spec names it.
     enum Expectation: String, Sendable {
         case success
-        case authFailure = "auth-failure"
-        case integrityFailure = "integrity-failure"
+        case notALatchkeyFile = "not-a-latchkey-file"
         case unsupportedVersion = "unsupported-version"
+        case integrityError = "integrity-error"
+        case authenticationError = "authentication-error"
         case rolledBack = "rolled-back"
     }
 
@@ -97,6 +99,8 @@ struct ExpectedItem {
     var uuid: [UInt8]
     var protection: String
     var protectionClass: Int
+    /// The item flags byte of its put record (bit 0: user presence).
+    var flags: UInt8
     var attributes: [String: AttributeValue]
     var data: [UInt8]
 
@@ -109,6 +113,7 @@ struct ExpectedItem {
         guard let u = json["uuid"] as? String, let uuid = bytesFromHex(u), uuid.count == 16 else { throw fail("bad uuid") }
         guard let p = json["protection"] as? String, let pc = json["protectionClass"] as? NSNumber else { throw fail("bad protection") }
         guard let d = json["data"] as? String, let data = Data(base64Encoded: d) else { throw fail("bad data") }
+        guard let f = json["flags"] as? NSNumber, let flagsByte = UInt8(exactly: f.intValue) else { throw fail("bad flags") }
         guard let attrs = json["attributes"] as? [String: Any] else { throw fail("no attributes") }
         var values: [String: AttributeValue] = [:]
         for (name, raw) in attrs {
@@ -127,6 +132,7 @@ struct ExpectedItem {
         self.uuid = uuid
         protection = p
         protectionClass = pc.intValue
+        flags = flagsByte
         attributes = values
         self.data = [UInt8](data)
     }

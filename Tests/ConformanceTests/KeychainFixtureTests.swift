@@ -13,6 +13,8 @@ import Testing
         "keybag_wrap_tampered", "keybag_ak_wrap_tampered",
         "record_tag_flipped", "record_length_damaged", "torn_tail", "rolled_back",
         "unknown_record_type", "ancillary_record",
+        "file_shorter_than_magic", "state_truncated", "akpu_item_without_passcode", "golden_passcode_removed",
+        "golden_user_presence", "item_flags_reserved",
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -35,17 +37,49 @@ import Testing
         switch expect {
         case .success:
             break
-        case .authFailure:
-            #expect(e.status == .authFailed, "\(e)")
-        case .integrityFailure:
+        case .notALatchkeyFile:
             #expect(e.status == .decode, "\(e)")
-            #expect(!mentionsNewerVersion(e) && !e.message.contains("rolled back"), "damage reported as something else: \(e)")
+            #expect(e.message.contains("not a Latchkey"), "the message should say the file is not a Latchkey file: \(e)")
+        case .authenticationError:
+            #expect(e.status == .authFailed, "\(e)")
+        case .integrityError:
+            #expect(e.status == .decode, "\(e)")
+            #expect(!mentionsNewerVersion(e) && !e.message.contains("rolled back") && !e.message.contains("not a Latchkey"),
+                    "damage reported as something else: \(e)")
         case .unsupportedVersion:
             #expect(e.status == .decode, "\(e)")
             #expect(mentionsNewerVersion(e), "the message should say a newer Latchkey is needed: \(e)")
         case .rolledBack:
             #expect(e.status == .decode, "\(e)")
             #expect(e.message.contains("rolled back"), "\(e)")
+        }
+        if expect != .notALatchkeyFile {
+            #expect(!e.message.contains("not a Latchkey"), "reported as not a Latchkey file: \(e)")
+        }
+    }
+
+    /// spec/FORMAT.md §7.1 and §11.6: removing the passcode keeps an item that needs user
+    /// presence, flag and all; with no passcode to ask for, its attributes are read and its data
+    /// never is, and the file stays valid (no integrity error).
+    @Test func userPresenceItem_afterPasscodeRemoval_keepsItsAttributes_andWithholdsItsData() throws {
+        let fixture = try #require(KeychainFixture.all.first { $0.name == "golden_user_presence" })
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let passcode = try #require(try fixture.passcode())
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        try kc.unlock(passcode: passcode)
+        #expect(try kc.changePasscode(old: passcode, new: nil, kdfLogN: 10) == 0, "no akpu item to drop")
+
+        let reopened = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        #expect(!reopened.hasPasscode)
+        #expect(reopened.verify().ok)
+        let flagged = try reopened.find(Query(.genericPassword), includeData: false).filter(\.requiresUserPresence)
+        #expect(flagged.count == 2)
+        reopened.authenticationHandler = { _ in passcode }
+        for item in flagged {
+            let query = Query(.genericPassword, persistentRef: item.persistentRef)
+            let e = #expect(throws: KeychainError.self) { try reopened.find(query) }
+            #expect(e?.status == .notAvailable, "\(String(describing: e))")
         }
     }
 
@@ -85,9 +119,11 @@ import Testing
         #expect(kc.hasPasscode == (passcode != nil), "passcode.txt present exactly when the keychain has a passcode")
         if let p = passcode { try kc.unlock(passcode: p) }
 
+        // Attributes first: an item that needs user presence gives its data only once the
+        // passcode has been asked for again (spec §7.1), which `userPresence` checks below.
         var found: [String: Item] = [:]
         for c in ItemClass.allCases {
-            for item in try kc.find(Query(c)) {
+            for item in try kc.find(Query(c), includeData: false) {
                 #expect(found.updateValue(item, forKey: hexString(item.persistentRef)) == nil, "an item returned twice")
             }
         }
@@ -102,7 +138,8 @@ import Testing
             var attrs = got.attributes
             attrs["pdmn"] = nil
             #expect(attrs == want.attributes, "\(want.reference)")
-            #expect(got.data == want.data, "\(want.reference): data differs")
+            #expect(got.requiresUserPresence == (want.flags & 0x01 != 0), "\(want.reference): item flags \(want.flags)")
+            #expect(try data(of: want, in: kc, passcode: passcode) == want.data, "\(want.reference): data differs")
         }
 
         let report = kc.verify()
@@ -118,7 +155,31 @@ import Testing
         }
     }
 
+    /// The item's data. For an item that needs user presence: refused without a way to ask
+    /// for the passcode (errSecInteractionNotAllowed), given once the passcode is asked for.
+    func data(of want: ExpectedItem, in kc: Keychain, passcode: [UInt8]?) throws -> [UInt8]? {
+        let query = Query(want.itemClass, synchronizable: .any, persistentRef: bytesFromHex(want.reference))
+        guard want.flags & 0x01 != 0 else { return try kc.find(query).first?.data }
+        kc.authenticationHandler = nil
+        let refused = #expect(throws: KeychainError.self) { try kc.find(query) }
+        #expect(refused?.status == .interactionNotAllowed, "\(want.reference): \(String(describing: refused))")
+        let asked = AskCount()
+        kc.authenticationHandler = { _ in asked.ask(); return passcode }
+        defer { kc.authenticationHandler = nil }
+        let data = try kc.find(query).first?.data
+        #expect(asked.count == 1, "\(want.reference): the passcode was asked for \(asked.count) times")
+        return data
+    }
+
     func fileSize(_ path: String) throws -> UInt64 {
         (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.uint64Value ?? 0
     }
+}
+
+/// Counts the prompts of an authentication handler.
+final class AskCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var n = 0
+    func ask() { lock.lock(); n += 1; lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return n }
 }

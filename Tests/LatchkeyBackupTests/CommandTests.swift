@@ -131,7 +131,7 @@ import Testing
             #expect(try run(["init", "--no-passcode"], env: e).status == 0)
             let before = try Data(contentsOf: URL(fileURLWithPath: work + "/kc"))
             let r = try run(["restore", work + "/backup.tar", "--merge", "--password-file", work + "/password.txt"], env: e)
-            #expect(r.status == (expect == "auth-failure" ? 4 : 5), "\(name): \(r.stderr)")
+            #expect(r.status == (expect == "authentication-error" ? 4 : 5), "\(name): \(r.stderr)")
             #expect(r.stderr.hasPrefix("latchkey: ") && r.stdout.isEmpty, "\(name)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: work + "/kc")) == before, "\(name)")
             checked += 1

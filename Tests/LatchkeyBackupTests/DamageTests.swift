@@ -36,7 +36,7 @@ import Testing
 
     /// Restores `archive` both ways and checks the status and that nothing changed.
     func expectRefused(_ s: BackupSandbox, _ archive: [UInt8], _ dest: Keychain, status: KeychainStatus,
-                       password: [UInt8]? = BackupSandbox.password, _ what: String,
+                       password: [UInt8]? = BackupSandbox.password, saying: String? = nil, _ what: String,
                        sourceLocation: SourceLocation = #_sourceLocation) throws {
         let path = s.path("bad.backup")
         try s.write(archive, to: path)
@@ -47,6 +47,11 @@ import Testing
         let fresh = keychainError({ _ = try s.restoreNew(path, name: "fresh.keychain", devicePath: s.devicePath, password: password) },
                                   sourceLocation: sourceLocation)
         #expect(fresh?.status == status, "\(what)", sourceLocation: sourceLocation)
+        if let saying {
+            for e in [merged, fresh] {
+                #expect(e?.message.contains(saying) == true, "\(what): \(e.map(String.init(describing:)) ?? "no error")", sourceLocation: sourceLocation)
+            }
+        }
         #expect(!FileManager.default.fileExists(atPath: s.path("fresh.keychain")), "\(what)", sourceLocation: sourceLocation)
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: s.directory).filter { $0.contains(".restore-") }
         #expect(leftovers.isEmpty, "\(what): \(leftovers)", sourceLocation: sourceLocation)
@@ -97,11 +102,15 @@ import Testing
         try expectRefused(s, block(1) + block(0) + block(2) + block(3) + end, dest, status: .decode, "keybag not first")
     }
 
-    @Test func notATarArchive_isAnIntegrityFailure() throws {
+    /// Not a tar stream at all: not a Latchkey file (spec/BACKUP.md §2.1), which says to check
+    /// the file given, rather than damage.
+    @Test func notATarArchive_isNotALatchkeyFile() throws {
         let (s, _, dest) = try setUp()
-        try expectRefused(s, Array("definitely not a backup".utf8), dest, status: .decode, "text")
-        try expectRefused(s, [], dest, status: .decode, "empty file")
-        try expectRefused(s, try s.bytes(s.keychainPath), dest, status: .decode, "a keychain file")
+        let notABackup = "is not a Latchkey backup"
+        try expectRefused(s, Array("definitely not a backup".utf8), dest, status: .decode, saying: notABackup, "text")
+        try expectRefused(s, [], dest, status: .decode, saying: notABackup, "empty file")
+        try expectRefused(s, try s.bytes(s.keychainPath), dest, status: .decode, saying: notABackup, "a keychain file")
+        try expectRefused(s, [UInt8](repeating: 0, count: 1024), dest, status: .decode, saying: notABackup, "zero blocks")
     }
 
     @Test func backupToAPipe_withEveryCompression_restoresFromAStream() throws {

@@ -54,7 +54,11 @@ import Testing
 
     @Test func wrongSize_isRejected() {
         let bytes = Self.secret.encodeFile()
-        for length in 0..<96 {
+        // Shorter than the 8-byte magic: not a Latchkey file, even a prefix of the magic (spec §2.3).
+        for length in 0..<8 {
+            expectRejection(.badMagic, "length \(length)") { try DeviceSecret.decodeFile(Array(bytes.prefix(length))) }
+        }
+        for length in 8..<96 {
             expectRejection(.truncated, "length \(length)") { try DeviceSecret.decodeFile(Array(bytes.prefix(length))) }
         }
         expectRejection(.anyFormatError, "97 bytes") { try DeviceSecret.decodeFile(bytes + [0]) }

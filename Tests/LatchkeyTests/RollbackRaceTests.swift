@@ -14,13 +14,7 @@ import Testing
         var hookError: Error?
         init(_ disk: MemoryFileSystem) { self.disk = disk }
 
-        func openReadOnly(_ path: String) throws -> Int32 {
-            if path.contains(".state/"), let h = hook {
-                hook = nil
-                do { try h() } catch { hookError = error }
-            }
-            return try disk.openReadOnly(path)
-        }
+        func openReadOnly(_ path: String) throws -> Int32 { try disk.openReadOnly(path) }
         func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
             try disk.open(path, create: create, exclusive: exclusive, mode: mode)
         }
@@ -34,12 +28,27 @@ import Testing
         func sync(_ fd: Int32) throws { try disk.sync(fd) }
         func truncate(_ fd: Int32, to size: UInt64) throws { try disk.truncate(fd, to: size) }
         func rename(_ from: String, _ to: String) throws { try disk.rename(from, to) }
+        func renameNoReplace(_ from: String, _ to: String) throws { try disk.renameNoReplace(from, to) }
+        func link(_ from: String, _ to: String) throws { try disk.link(from, to) }
+        func removeDirectory(_ path: String) throws { try disk.removeDirectory(path) }
         func syncDirectory(_ path: String) throws { try disk.syncDirectory(path) }
         func lock(_ fd: Int32) throws { try disk.lock(fd) }
         func unlock(_ fd: Int32) { disk.unlock(fd) }
         func remove(_ path: String) throws { try disk.remove(path) }
         func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-        func makeDirectory(_ path: String, mode: UInt32) throws { try disk.makeDirectory(path, mode: mode) }
+        func createDirectory(_ path: String, mode: UInt32) throws -> Bool { try disk.createDirectory(path, mode: mode) }
+        /// The device state is read through here (never following a symlink).
+        func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+            if path.contains(".state/"), !writable, let h = hook {
+                hook = nil
+                do { try h() } catch { hookError = error }
+            }
+            return try disk.openNoFollow(path, writable: writable, create: create, mode: mode)
+        }
+        func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
+        func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
+        func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
+        var userID: UInt32 { disk.userID }
         func list(_ directory: String) -> [String] { disk.list(directory) }
     }
 

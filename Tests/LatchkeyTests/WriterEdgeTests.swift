@@ -59,11 +59,31 @@ final class GuardedFileSystem: FileSystem, @unchecked Sendable {
         try disk.remove(path)
     }
     func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-    func makeDirectory(_ path: String, mode: UInt32) throws {
+    func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
         try writable("mkdir", path)
-        try disk.makeDirectory(path, mode: mode)
+        return try disk.createDirectory(path, mode: mode)
     }
     func list(_ directory: String) -> [String] { disk.list(directory) }
+    func renameNoReplace(_ from: String, _ to: String) throws {
+        try writable("rename", from)
+        try disk.renameNoReplace(from, to)
+    }
+    func link(_ from: String, _ to: String) throws {
+        try writable("link", from)
+        try disk.link(from, to)
+    }
+    func removeDirectory(_ path: String) throws {
+        try writable("rmdir", path)
+        try disk.removeDirectory(path)
+    }
+    func openNoFollow(_ path: String, writable write: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        if write || create { try writable("open", path) }
+        return try disk.openNoFollow(path, writable: write, create: create, mode: mode)
+    }
+    func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
+    func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
+    func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
+    var userID: UInt32 { disk.userID }
 }
 
 @Suite struct WriterEdgeTests {

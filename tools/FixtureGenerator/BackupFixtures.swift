@@ -15,10 +15,13 @@ final class EntryCollector: BackupEntrySink {
     func writeEntry(name: String, bytes: [UInt8]) throws { entries.append((name, bytes)) }
 }
 
-/// What a restore on one device must give: the items restored and those skipped.
+/// What a restore on one device, into a new keychain with or without a passcode, must give:
+/// the items restored and those skipped (spec/BACKUP.md §9.2 steps 1 and 2).
 struct BackupOutcome {
+    var destinationPasscode: Bool
     var restored: [FixtureItem]
     var skippedOtherDevice: Int
+    var skippedUserPresence: Int
 }
 
 /// One directory under fixtures/backup/.
@@ -33,10 +36,24 @@ struct BackupFixture {
     var sourceDevice: DeviceSecret
     var otherDevice: DeviceSecret
     /// Success fixtures: the outcome on the source device and on the other device (nil: the
-    /// other device must refuse the backup with an authentication error).
+    /// other device must refuse the backup with an authentication error), restoring into a new
+    /// keychain without a passcode; and, when the backup holds items that need user presence,
+    /// into one with a passcode too (the `-passcode` outcomes).
     var sameDevice: BackupOutcome?
     var otherDeviceOutcome: BackupOutcome?
+    var sameDevicePasscode: BackupOutcome?
+    var otherDevicePasscode: BackupOutcome?
     var notExported = 0
+
+    /// Sets every outcome from the golden backup it restores like.
+    mutating func restoresLike(_ g: BackupFixtureCatalog.Golden, otherDeviceRefuses: Bool = false) {
+        sameDevice = BackupFixtureCatalog.outcome(g, sameDevice: true, passcode: false)
+        otherDeviceOutcome = otherDeviceRefuses ? nil : BackupFixtureCatalog.outcome(g, sameDevice: false, passcode: false)
+        if g.items.contains(where: { $0.flags & ItemPutPayload.userPresenceFlag != 0 }) {
+            sameDevicePasscode = BackupFixtureCatalog.outcome(g, sameDevice: true, passcode: true)
+            otherDevicePasscode = otherDeviceRefuses ? nil : BackupFixtureCatalog.outcome(g, sameDevice: false, passcode: true)
+        }
+    }
 }
 
 /// Every backup fixture: two goldens (a password backup over three items entries, a
@@ -81,14 +98,35 @@ enum BackupFixtureCatalog {
         var keys: BackupKeys
     }
 
+    /// golden_user_presence's source keychain: an ak and a dku item that need user presence
+    /// (item flag bit 0), and a ck item that does not, whose mdat is not a whole second.
+    static func userPresenceItems(_ rng: inout DeterministicRandom) -> [FixtureItem] {
+        var out: [FixtureItem] = []
+        for (i, pc) in [ProtectionClass.whenUnlocked, .alwaysThisDeviceOnly, .afterFirstUnlock].enumerated() {
+            let presence = pc != .afterFirstUnlock
+            var attrs: [String: AttributeValue] = [
+                "acct": .string(presence ? "needs-presence-\(pc.code)" : "no-presence-\(pc.code)"),
+                "svce": .string("backup.latchkey.example/presence"),
+                "cdat": .date(KeychainBuilder.createdAtAbsolute + Double(i * 60)),
+                "mdat": .date(KeychainBuilder.createdAtAbsolute + Double(i * 60 + 30)),
+            ]
+            if !presence { attrs["mdat"] = .date(KeychainBuilder.createdAtAbsolute + Double(i * 60) + 1.0 / 3.0) }
+            out.append(FixtureItem(uuid: rng.uuid(),
+                                   plaintext: ItemPlaintext(itemClass: .genericPassword, attributes: attrs, data: Array("secret-\(pc.code)".utf8)),
+                                   protection: pc, flags: presence ? ItemPutPayload.userPresenceFlag : 0))
+        }
+        return out
+    }
+
     /// A golden backup's entries, written by the LatchkeyBackup encoder with deterministic
     /// randomness.
-    static func golden(_ label: String, password: String?) throws -> Golden {
+    static func golden(_ label: String, password: String?,
+                       items makeItems: (inout DeterministicRandom) -> [FixtureItem] = sourceItems) throws -> Golden {
         var rng = DeterministicRandom(label: "backup " + label)
         let source = DeviceSecret(uuid: rng.uuid(), secret: SecretKey(copying: rng.bytes(32)))
         let other = DeviceSecret(uuid: rng.uuid(), secret: SecretKey(copying: rng.bytes(32)))
         let keychainUUID = rng.uuid()
-        let items = sourceItems(&rng)
+        let items = makeItems(&rng)
         let sink = EntryCollector()
         let encoder = try BackupEncoder(device: source, keychainUUID: keychainUUID, createdAt: createdAt,
                                         password: password.map { Array($0.utf8) }, logN: logN,
@@ -123,11 +161,20 @@ enum BackupFixtureCatalog {
         return entries + [(BackupConstants.manifestName, m.encode(macKey: try g.keys.manifestMACKey(mode: m.common.mode)!))]
     }
 
-    static func outcome(_ g: Golden, sameDevice: Bool) -> BackupOutcome {
-        let exported = g.items.filter { $0.protection != .whenPasscodeSetThisDeviceOnly }
-        if sameDevice { return BackupOutcome(restored: exported, skippedOtherDevice: 0) }
-        let migratory = exported.filter { !$0.protection.isThisDeviceOnly }
-        return BackupOutcome(restored: migratory, skippedOtherDevice: exported.count - migratory.count)
+    /// spec/BACKUP.md §9.2 for a new keychain: step 1 (a ThisDeviceOnly class of another
+    /// device's backup) before step 2 (user presence without a passcode), else restored.
+    static func outcome(_ g: Golden, sameDevice: Bool, passcode: Bool) -> BackupOutcome {
+        var o = BackupOutcome(destinationPasscode: passcode, restored: [], skippedOtherDevice: 0, skippedUserPresence: 0)
+        for item in g.items where item.protection != .whenPasscodeSetThisDeviceOnly {
+            if !sameDevice && item.protection.isThisDeviceOnly {
+                o.skippedOtherDevice += 1
+            } else if item.flags & ItemPutPayload.userPresenceFlag != 0 && !passcode {
+                o.skippedUserPresence += 1
+            } else {
+                o.restored.append(item)
+            }
+        }
+        return o
     }
 
     static func all() throws -> [BackupFixture] {
@@ -138,21 +185,28 @@ enum BackupFixtureCatalog {
                      archive: [UInt8], password pw: String? = password, from base: Golden? = nil) -> BackupFixture {
             let b = base ?? g
             return BackupFixture(name: name, expect: expect, description: description, defect: defect, archive: archive,
-                                 password: pw, sourceDevice: b.source, otherDevice: b.other, notExported: 1)
+                                 password: pw, sourceDevice: b.source, otherDevice: b.other,
+                                 notExported: b.items.filter { $0.protection == .whenPasscodeSetThisDeviceOnly }.count)
         }
 
-        var golden = fixture("golden_password", .success,
-                             "a password backup of 9 items (a genp item in each protection class, an inet item, a key) in three items entries; akpu is not exported",
+        var passwordGolden = fixture("golden_password", .success,
+                             "a password backup of 9 items (a genp item in each protection class, an inet item, a key); akpu is not exported; its 8 records are split 3, 3 and 2 over three items entries, a split Latchkey itself would not choose (it fills entries up to 1,024 records or 4 MiB), to show that any split is valid (spec/BACKUP.md §7)",
                              archive: tar(g.entries))
-        golden.sameDevice = outcome(g, sameDevice: true)
-        golden.otherDeviceOutcome = outcome(g, sameDevice: false)
-        out.append(golden)
+        passwordGolden.restoresLike(g)
+        out.append(passwordGolden)
 
         var deviceOnly = fixture("golden_device_only", .success,
-                                 "the same items backed up with --no-password: every class wrapped by the source device; the other device must refuse it (auth-failure)",
+                                 "the same items backed up with --no-password: every class wrapped by the source device; the other device must refuse it (authentication-error)",
                                  archive: tar(d.entries), password: nil, from: d)
-        deviceOnly.sameDevice = outcome(d, sameDevice: true)
+        deviceOnly.restoresLike(d, otherDeviceRefuses: true)
         out.append(deviceOnly)
+
+        let u = try BackupFixtureCatalog.golden("golden_user_presence", password: password, items: userPresenceItems)
+        var presence = fixture("golden_user_presence", .success,
+                               "a password backup of an ak and a dku item that need user presence (item flag bit 0) and a ck item that does not, whose mdat is not a whole second; restored into a keychain without a passcode the flagged items are skipped (userPresenceNeedsPasscode, spec/BACKUP.md §9.2 step 2), into one with a passcode they are restored with their flag; on the other device the dku item is skipped first as ThisDeviceOnly (step 1 comes before step 2)",
+                               archive: tar(u.entries), from: u)
+        presence.restoresLike(u)
+        out.append(presence)
 
         // A newer minor version: extension bytes in the keybag and the manifest and an
         // ancillary entry, which a 1.0 reader skips (spec/BACKUP.md §10).
@@ -168,11 +222,47 @@ enum BackupFixtureCatalog {
         var newerMinor = fixture("golden_newer_minor", .success,
                                  "golden_password as a format 1.1 writer might make it: minor version 1, extension bytes in the keybag and the manifest, an ancillary entry latchkey-backup/x-note; a 1.0 reader restores what it understands",
                                  archive: tar(newer))
-        newerMinor.sameDevice = golden.sameDevice
-        newerMinor.otherDeviceOutcome = golden.otherDeviceOutcome
+        newerMinor.restoresLike(g)
         out.append(newerMinor)
 
+        var badName = newer
+        let ancillary = badName.firstIndex { $0.name.hasPrefix(BackupConstants.ancillaryPrefix) }!
+        badName[ancillary].name = BackupConstants.ancillaryPrefix + "Note.txt"
+        badName = try resealed(g, entries: Array(badName.dropLast())) { m in
+            m.common.minor = 1
+            m.extensionBytes = Array("future manifest field".utf8)
+        }
+        out.append(fixture("entry_ancillary_name_invalid", .integrityError,
+                           "golden_newer_minor whose ancillary entry is named latchkey-backup/x-Note.txt: an ancillary name is latchkey-backup/x- followed by lower-case letters, digits and hyphens only (spec/BACKUP.md §10), so even a reader of an older minor refuses it as an unknown entry",
+                           defect: "the entry latchkey-backup/x-note renamed latchkey-backup/x-Note.txt (manifest resealed to match)",
+                           archive: tar(badName)))
+
+        // Record padding: tar writers pad the stream with zero blocks to a record (10 240 bytes by
+        // default); any number of zero blocks may follow the end-of-archive marker (§2.1).
+        var padded = TarBuilder(mtime: createdAt)
+        for e in g.entries { padded.add(e.name, e.bytes) }
+        padded.end(zeroBlocks: 2 + (20 - (padded.count / 512 + 2) % 20) % 20)
+        var recordPadded = fixture("golden_record_padded", .success,
+                                   "golden_password's entries padded with zero blocks to a whole 10,240-byte tar record, as tar and bsdtar write by default; zero blocks after the end-of-archive marker are part of it (spec/BACKUP.md §2.1)",
+                                   archive: padded.bytes)
+        recordPadded.restoresLike(g)
+        out.append(recordPadded)
+
+        // Compressed as a whole: one gzip member, one zstd frame (stored, not compressed, so the
+        // bytes depend on no compression library).
+        var gz = fixture("golden_gzip", .success,
+                         "golden_password's archive as one gzip member (RFC 1952; deflate stored blocks), which a reader detects by its first bytes 1F 8B",
+                         archive: StoredCompression.gzip(tar(g.entries)))
+        gz.restoresLike(g)
+        out.append(gz)
+        var zst = fixture("golden_zstd", .success,
+                          "golden_password's archive as one zstd frame (RFC 8878; raw blocks), which a reader detects by its first bytes 28 B5 2F FD",
+                          archive: StoredCompression.zstd(tar(g.entries)))
+        zst.restoresLike(g)
+        out.append(zst)
+
         out += try negatives(g, fixture)
+        out += try tarSubset(g, fixture)
         return out.sorted { $0.name < $1.name }
     }
 
@@ -184,7 +274,7 @@ enum BackupFixtureCatalog {
         let entries = g.entries
         let plain = tar(entries)
 
-        add("backup_wrong_password", .authFailure, "golden_password with a wrong password in password.txt",
+        add("backup_wrong_password", .authenticationError, "golden_password with a wrong password in password.txt",
             "password.txt holds \"\(wrongPassword)\"", plain, password: wrongPassword)
 
         // A flipped byte in each entry (in its data, not its tar header).
@@ -197,29 +287,45 @@ enum BackupFixtureCatalog {
             let defect = flip(&bad, at: spot, what: what)
             var short = e.name.replacingOccurrences(of: BackupConstants.directory, with: "")
             if short.hasPrefix("items-") { short = "items" + String(Int(short.dropFirst(6))!) }
-            add("entry_flipped_byte_\(short)", .integrityFailure, "golden_password with one bit flipped in \(e.name)", defect, bad)
+            add("entry_flipped_byte_\(short)", .integrityError, "golden_password with one bit flipped in \(e.name)", defect, bad)
             at = dataStart + (e.bytes.count + 511) / 512 * 512
         }
 
         // Truncated in the middle of the second items entry.
         let cut = 512 + (entries[0].bytes.count + 511) / 512 * 512 + 512 + (entries[1].bytes.count + 511) / 512 * 512 + 512 + 100
-        add("archive_truncated", .integrityFailure, "golden_password cut short inside latchkey-backup/items-000002",
+        add("archive_truncated", .integrityError, "golden_password cut short inside latchkey-backup/items-000002",
             "the archive ends at byte \(cut) of \(plain.count)", Array(plain.prefix(cut)))
 
         // Unknown major version (the keybag's checksum recomputed so only the version is wrong).
         var keybag = try BackupKeybag.decode(entries[0].bytes)
         keybag.common.major = 2
         add("keybag_unknown_major", .unsupportedVersion, "golden_password with major version 2 in its keybag entry",
-            "keybag entry bytes 8-9 set to 00 02 (checksum recomputed)",
+            "keybag entry bytes 8–9 set to 00 02 (checksum recomputed)",
             tar([(entries[0].name, keybag.encode())] + entries.dropFirst()))
 
-        add("entry_missing", .integrityFailure, "golden_password without latchkey-backup/items-000002",
+        // Identification (spec/BACKUP.md §2.1): not a Latchkey backup at all.
+        let text = Array(String(repeating: "This file is a note, not a Latchkey backup.\n", count: 40).utf8)
+        add("archive_not_tar", .notALatchkeyFile, "a text file given as a backup: its first block is not a ustar header, so it is not a Latchkey backup (spec/BACKUP.md §2.1), which is not damage",
+            "the file is \(text.count) bytes of text", text)
+        var badMagic = entries
+        let magicDefect = flip(&badMagic[0].bytes, at: 3, what: "keybag entry magic, 4th byte")
+        add("keybag_bad_magic", .notALatchkeyFile, "golden_password whose keybag entry does not begin with the magic LKBACKUP: not a Latchkey backup (spec/BACKUP.md §2.1, §3.3), reported before anything else in the entry is read",
+            "in latchkey-backup/keybag, " + magicDefect, tar(badMagic))
+        add("entry_first_not_keybag", .notALatchkeyFile, "golden_password without its keybag entry, so that latchkey-backup/items-000001 comes first: a backup is identified by its first entry, latchkey-backup/keybag (spec/BACKUP.md §2.1)",
+            "the entry latchkey-backup/keybag removed", tar(Array(entries.dropFirst())))
+
+        // The manifest's version fields only repeat the keybag entry's (§6.4, §10).
+        add("manifest_major_differs", .integrityError, "golden_password whose manifest claims major version 2 while its keybag entry says 1, under a valid manifest MAC: the backup's version is the keybag entry's, and a manifest that disagrees with it in bytes [8..104) is damage, not a newer version (spec/BACKUP.md §6.4)",
+            "manifest bytes 8–9 (major version) set to 00 02; MAC recomputed",
+            tar(try resealed(g, entries: Array(entries.dropLast())) { m in m.common.major = 2 }))
+
+        add("entry_missing", .integrityError, "golden_password without latchkey-backup/items-000002",
             "the entry latchkey-backup/items-000002 removed", tar(entries.enumerated().filter { $0.offset != 2 }.map(\.element)))
 
         var extra = Array(entries.dropLast())
         extra.append((BackupConstants.directory + "README.txt", Array("not part of any backup\n".utf8)))
         extra.append(entries.last!)
-        add("entry_extra", .integrityFailure, "golden_password with an extra regular file before the manifest",
+        add("entry_extra", .integrityError, "golden_password with an extra regular file before the manifest",
             "an entry latchkey-backup/README.txt (23 bytes) added before the manifest", tar(extra))
 
         func withEntry(_ name: String, _ data: [UInt8], kind: TarBuilder.Kind, link: String = "", declaredSize: UInt64? = nil,
@@ -236,27 +342,151 @@ enum BackupFixtureCatalog {
             t.end()
             return t.bytes
         }
-        add("entry_path_dotdot", .integrityFailure, "golden_password with an entry whose name climbs out of the archive",
+        add("entry_path_dotdot", .integrityError, "golden_password with an entry whose name climbs out of the archive",
             "an entry latchkey-backup/../../etc/latchkey-evil added before the manifest",
             withEntry(BackupConstants.directory + "../../etc/latchkey-evil", Array("x".utf8), kind: .regular))
-        add("entry_path_absolute", .integrityFailure, "golden_password with an entry named by an absolute path",
+        add("entry_path_absolute", .integrityError, "golden_password with an entry named by an absolute path",
             "an entry /etc/latchkey-evil added before the manifest",
             withEntry("/etc/latchkey-evil", Array("x".utf8), kind: .regular))
-        add("entry_symlink", .integrityFailure, "golden_password whose second items entry is a symbolic link",
+        add("entry_symlink", .integrityError, "golden_password whose second items entry is a symbolic link",
             "latchkey-backup/items-000002 replaced by a symbolic link to /etc/passwd",
             withEntry(entries[2].name, [], kind: .symlink, link: "/etc/passwd", replacing: 2))
-        add("entry_device", .integrityFailure, "golden_password with a character device entry",
+        add("entry_device", .integrityError, "golden_password with a character device entry",
             "a character device latchkey-backup/null (1, 3) added before the manifest",
             withEntry(BackupConstants.directory + "null", [], kind: .characterDevice))
-        add("entry_oversized", .integrityFailure,
+        add("entry_oversized", .integrityError,
             "golden_password whose second items entry claims 1 GiB: a reader must refuse it before reading or allocating that much",
             "latchkey-backup/items-000002's tar header claims 1073741824 bytes (the manifest says \(entries[2].bytes.count)); the archive ends after its real bytes",
             Array(withEntry(entries[2].name, entries[2].bytes, kind: .regular, declaredSize: 1 << 30, replacing: 2).dropLast(1024)))
         var longer = entries
         longer[2].bytes += [UInt8](repeating: 0, count: 4096)
-        add("entry_larger_than_manifest", .integrityFailure,
+        add("entry_larger_than_manifest", .integrityError,
             "golden_password whose second items entry has 4096 bytes more than the manifest says",
             "4096 zero bytes appended to latchkey-backup/items-000002 (its tar size says so; the manifest does not)", tar(longer))
+        return out
+    }
+
+    /// The tar subset (spec/BACKUP.md §2.1): each fixture is golden_password's archive with one
+    /// departure from it, most of which libarchive alone would accept.
+    static func tarSubset(_ g: Golden, _ fixture: (String, Expectation, String, String?, [UInt8], String?, Golden?) -> BackupFixture) throws -> [BackupFixture] {
+        var out: [BackupFixture] = []
+        func add(_ name: String, _ description: String, _ defect: String, _ archive: [UInt8], expect: Expectation = .integrityError) {
+            out.append(fixture(name, expect, description, defect, archive, password, nil))
+        }
+        let entries = g.entries
+        let target = 2   // latchkey-backup/items-000002
+        /// golden_password's tar, with `before` run before entry `target` and `quirks` on its header.
+        func archive(quirks: TarBuilder.Quirks = TarBuilder.Quirks(), kind: TarBuilder.Kind = .regular, name: String? = nil,
+                     before: ((inout TarBuilder) -> Void)? = nil, zeroBlocks: Int = 2) -> [UInt8] {
+            var t = TarBuilder(mtime: createdAt)
+            for (i, e) in entries.enumerated() {
+                if i == target {
+                    before?(&t)
+                    t.add(name ?? e.name, e.bytes, kind: kind, quirks: quirks)
+                } else {
+                    t.add(e.name, e.bytes)
+                }
+            }
+            t.end(zeroBlocks: zeroBlocks)
+            return t.bytes
+        }
+        let itemsName = entries[target].name
+        let plain = tar(entries)
+
+        add("tar_pax_header",
+            "golden_password in which \(itemsName) is named by a pax extended header (type x, path=\(itemsName)) in front of a ustar header named latchkey-backup/pax-renamed: a pax reader would see a valid backup, a ustar reader an unknown entry, so a backup holds no extension headers at all (spec/BACKUP.md §2.1)",
+            "a type x header (records: path=\(itemsName)) before the header of \(itemsName), whose name field says latchkey-backup/pax-renamed",
+            archive(name: "latchkey-backup/pax-renamed") { t in
+                t.add("latchkey-backup/PaxHeaders/items", TarBuilder.paxRecords([("path", itemsName)]), kind: .paxExtended)
+            })
+        var global = TarBuilder(mtime: createdAt)
+        global.add("pax_global_header", TarBuilder.paxRecords([("comment", "made by a repacking tool")]), kind: .paxGlobal)
+        for e in entries { global.add(e.name, e.bytes) }
+        global.end()
+        add("tar_pax_global_header",
+            "golden_password behind a pax global header (type g, as git archive writes one): a backup holds no extension headers (spec/BACKUP.md §2.1); the first block is a ustar header, so this is damage, not a foreign file",
+            "a type g header (records: comment=made by a repacking tool) before latchkey-backup/keybag", global.bytes)
+        add("tar_gnu_longname_header",
+            "golden_password in which \(itemsName) is named by a GNU long-name header (type L) in front of a ustar header named latchkey-backup/gnu-renamed: libarchive applies it, a strict ustar reader does not (spec/BACKUP.md §2.1)",
+            "a type L header (data: \(itemsName) and a NUL) before the header of \(itemsName), whose name field says latchkey-backup/gnu-renamed",
+            archive(name: "latchkey-backup/gnu-renamed") { t in
+                t.add("././@LongLink", Array(itemsName.utf8) + [0], kind: .gnuLongName)
+            })
+        add("tar_gnu_longlink_header",
+            "golden_password with a GNU long-link header (type K) in front of \(itemsName): a backup holds no extension headers (spec/BACKUP.md §2.1)",
+            "a type K header (data: /etc/passwd and a NUL) before the header of \(itemsName)",
+            archive { t in t.add("././@LongLink", Array("/etc/passwd".utf8) + [0], kind: .gnuLongLink) })
+        add("tar_header_prefix_used",
+            "golden_password whose \(itemsName) header splits its name over the ustar prefix field (latchkey-backup) and the name field (items-000002): a backup's names fit the name field alone, and the prefix field is empty (spec/BACKUP.md §2.1)",
+            "the header of \(itemsName) has prefix \"latchkey-backup\" and name \"items-000002\"",
+            archive(quirks: TarBuilder.Quirks(prefix: "latchkey-backup"), name: "items-000002"))
+        add("tar_header_size_base256",
+            "golden_password whose \(itemsName) header gives its size in GNU base-256 form (first byte 0x80) instead of octal digits: sizes are octal (spec/BACKUP.md §2.1)",
+            "size field of the header of \(itemsName) is " + ([0x80] + (0..<11).reversed().map { UInt8(truncatingIfNeeded: entries[target].bytes.count >> (8 * $0)) }).map { hexString([$0]) }.joined(separator: " "),
+            archive(quirks: TarBuilder.Quirks(base256Size: true)))
+        add("tar_header_gnu_magic",
+            "golden_password whose \(itemsName) header carries the GNU magic \"ustar  \" instead of POSIX \"ustar\" version \"00\": every header is a POSIX ustar header (spec/BACKUP.md §2.1)",
+            "bytes 257–264 of the header of \(itemsName) are 75 73 74 61 72 20 20 00",
+            archive(quirks: TarBuilder.Quirks(gnuMagic: true)))
+        add("tar_entry_contiguous",
+            "golden_password whose \(itemsName) has type flag 7 (a contiguous file, which libarchive reads as a regular one): every entry is type 0 (spec/BACKUP.md §2.1)",
+            "type flag of the header of \(itemsName) is 7", archive(kind: .contiguous))
+
+        var badSum = plain
+        let headerAt = 512 + (entries[0].bytes.count + 511) / 512 * 512 + 512 + (entries[1].bytes.count + 511) / 512 * 512
+        let sumDefect = flip(&badSum, at: headerAt + 136 + 10, what: "last digit of the mtime field of the header of \(itemsName); checksum left as it was")
+        add("tar_header_checksum_mismatch",
+            "golden_password with one bit flipped in a field of the \(itemsName) header that no reader uses (its mtime): only the header checksum catches it, and a damaged header is damage (spec/BACKUP.md §2.1)",
+            sumDefect, badSum)
+
+        var noEnd = TarBuilder(mtime: createdAt)
+        for e in entries { noEnd.add(e.name, e.bytes) }
+        add("tar_end_marker_missing",
+            "golden_password without its end-of-archive marker: the stream stops after the manifest's last block; a tar stream ends with two zero blocks (spec/BACKUP.md §2.1)",
+            "the two zero blocks after the manifest removed", noEnd.bytes)
+        var oneBlock = noEnd
+        oneBlock.end(zeroBlocks: 1)
+        add("tar_end_marker_one_block",
+            "golden_password that ends with one zero block instead of the two of the end-of-archive marker (spec/BACKUP.md §2.1)",
+            "one of the two zero blocks after the manifest removed", oneBlock.bytes)
+        var after = TarBuilder(mtime: createdAt)
+        for e in entries { after.add(e.name, e.bytes) }
+        after.end()
+        var junk = Array("bytes after the end of the archive, which nothing authenticates\n".utf8)
+        junk += [UInt8](repeating: 0, count: 512 - junk.count)
+        after.append(junk)
+        add("tar_bytes_after_end_marker",
+            "golden_password followed, after its end-of-archive marker, by a block that is not zero: only zero blocks may follow the marker (spec/BACKUP.md §2.1)",
+            "a 512-byte block beginning with text appended after the two zero blocks", after.bytes)
+        var partial = TarBuilder(mtime: createdAt)
+        for e in entries { partial.add(e.name, e.bytes) }
+        partial.end()
+        partial.append([UInt8](repeating: 0, count: 100))
+        add("tar_end_not_block_aligned",
+            "golden_password followed by 100 zero bytes after its end-of-archive marker: a tar stream is whole 512-byte blocks (spec/BACKUP.md §2.1)",
+            "100 zero bytes appended after the two zero blocks", partial.bytes)
+        var pad = TarBuilder(mtime: createdAt)
+        for (i, e) in entries.enumerated() {
+            pad.add(e.name, e.bytes, quirks: TarBuilder.Quirks(paddingByte: i == entries.count - 1 ? 0x41 : 0))
+        }
+        pad.end()
+        let manifestPad = (512 - entries.last!.bytes.count % 512) % 512
+        add("tar_padding_not_zero",
+            "golden_password whose manifest entry is padded to its 512-byte block with the letter A instead of zero bytes: bytes outside every entry must be zero, so that nothing unauthenticated rides along (spec/BACKUP.md §2.1)",
+            "the \(manifestPad) padding bytes after the manifest's data are 0x41", pad.bytes)
+
+        let gz = StoredCompression.gzip(plain)
+        let zst = StoredCompression.zstd(plain)
+        let trailing = Array("GARBAGE\n".utf8)
+        add("gzip_trailing_bytes",
+            "golden_gzip followed by 8 bytes that are not a gzip member: nothing may follow the last member (spec/BACKUP.md §2.1), which libarchive alone would ignore",
+            "\"GARBAGE\\n\" appended at byte \(gz.count)", gz + trailing)
+        add("gzip_trailing_zeros",
+            "golden_gzip padded with 512 zero bytes after its member, as a writer that pads its output to a block would: nothing may follow the last member (spec/BACKUP.md §2.1)",
+            "512 zero bytes appended at byte \(gz.count)", gz + [UInt8](repeating: 0, count: 512))
+        add("zstd_trailing_bytes",
+            "golden_zstd followed by 8 bytes that are not a zstd frame: nothing may follow the last frame (spec/BACKUP.md §2.1)",
+            "\"GARBAGE\\n\" appended at byte \(zst.count)", zst + trailing)
         return out
     }
 }

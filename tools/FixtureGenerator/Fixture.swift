@@ -1,12 +1,14 @@
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// What a conforming reader must do with a fixture (FIXTURE.txt `expect:`).
+/// What a conforming reader must do with a fixture (FIXTURE.txt `expect:`): success, or one of
+/// the outcomes of spec/FORMAT.md §1.4, spelled as the spec names them.
 enum Expectation: String {
     case success
-    case authFailure = "auth-failure"
-    case integrityFailure = "integrity-failure"
+    case notALatchkeyFile = "not-a-latchkey-file"
     case unsupportedVersion = "unsupported-version"
+    case integrityError = "integrity-error"
+    case authenticationError = "authentication-error"
     case rolledBack = "rolled-back"
 }
 

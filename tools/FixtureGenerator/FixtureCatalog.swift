@@ -21,7 +21,22 @@ enum FixtureCatalog {
         out += try logCases()
         out += try deviceCases()
         out += try itemCases()
+        out += try passcodeCases()
         return out.sorted { $0.name < $1.name }
+    }
+
+    /// golden_nopasscode's writes: a genp item in each of the six classes a keychain without a
+    /// passcode has; `between` runs after the third, so a fixture can slip a record into the
+    /// middle of the same log.
+    static func buildGoldenNoPasscode(between: ((KeychainBuilder) throws -> Void)? = nil) throws -> KeychainBuilder {
+        let nopass = try KeychainBuilder(seed: "golden_nopasscode", passcode: nil)
+        for (i, pc) in ProtectionClass.allCases.enumerated() where pc != .whenPasscodeSetThisDeviceOnly {
+            try nopass.commit([.put(nopass.makeItem(.genericPassword, [
+                "acct": .string("user-\(pc.code)"), "svce": .string("fixtures.latchkey.example/\(pc.code)"),
+            ], data: "no-passcode-\(pc.code)", protection: pc, minute: i))])
+            if i == 2 { try between?(nopass) }
+        }
+        return nopass
     }
 
     // MARK: golden_small
@@ -78,12 +93,7 @@ enum FixtureCatalog {
     static func goldens() throws -> [Fixture] {
         let small = try buildGoldenSmall()
 
-        let nopass = try KeychainBuilder(seed: "golden_nopasscode", passcode: nil)
-        for (i, pc) in ProtectionClass.allCases.enumerated() where pc != .whenPasscodeSetThisDeviceOnly {
-            try nopass.commit([.put(nopass.makeItem(.genericPassword, [
-                "acct": .string("user-\(pc.code)"), "svce": .string("fixtures.latchkey.example/\(pc.code)"),
-            ], data: "no-passcode-\(pc.code)", protection: pc, minute: i))])
-        }
+        let nopass = try buildGoldenNoPasscode()
 
         let passwd = try KeychainBuilder(seed: "golden_passwd", passcode: oldPasscode)
         for (i, pc) in [ProtectionClass.whenUnlocked, .whenPasscodeSetThisDeviceOnly, .always].enumerated() {
@@ -101,6 +111,41 @@ enum FixtureCatalog {
             builder: passwd)
         passwdFixture.notes.append(("old-passcode-must-fail", oldPasscode))
 
+        // The passcode removed (spec §11.6): KDF id 0, six entries, the akpu item left out.
+        let removal = try KeychainBuilder(seed: "golden_passcode_removed", passcode: oldPasscode)
+        for (i, pc) in [ProtectionClass.whenUnlocked, .whenPasscodeSetThisDeviceOnly, .always, .afterFirstUnlockThisDeviceOnly].enumerated() {
+            try removal.commit([.put(removal.makeItem(.genericPassword, [
+                "acct": .string("before-removal-\(pc.code)"), "svce": .string("fixtures.latchkey.example/removal"),
+            ], data: "written-under-the-passcode-\(pc.code)", protection: pc, minute: i))])
+        }
+        try removal.changePasscode(to: nil)
+        try removal.commit([.put(removal.makeItem(.genericPassword, [
+            "acct": .string("after-removal-aku"), "svce": .string("fixtures.latchkey.example/removal"),
+        ], data: "written-without-a-passcode", protection: .whenUnlockedThisDeviceOnly, minute: 10))])
+        let removed = try Fixture(
+            name: "golden_passcode_removed", expect: .success,
+            description: "passcode \(oldPasscode) removed as spec §11.6 writes it: the file rewritten with KDF id 0 and six keybag entries (no akpu entry), new class keys for ak, ck, aku and cku wrapped by the device wrap key, the dk and dku entries kept byte for byte, the live akpu item left out (deleted, as iOS deletes it), base sequence number \(removal.header.baseSequence) (the old last plus one); then one more item; the keychain opens without a passcode and holds every item but the akpu one",
+            builder: removal)
+
+        // User presence (item flag bit 0, spec §7.1), and a date that is not a whole second.
+        let presence = try KeychainBuilder(seed: "golden_user_presence", passcode: goldenPasscode)
+        for (i, pc) in [ProtectionClass.whenUnlocked, .always].enumerated() {
+            var item = presence.makeItem(.genericPassword, [
+                "acct": .string("needs-presence-\(pc.code)"), "svce": .string("fixtures.latchkey.example/presence"),
+            ], data: "secret-behind-presence-\(pc.code)", protection: pc, minute: i)
+            item.flags = ItemPutPayload.userPresenceFlag
+            try presence.commit([.put(item)])
+        }
+        var plain = presence.makeItem(.genericPassword, [
+            "acct": .string("no-presence-ck"), "svce": .string("fixtures.latchkey.example/presence"),
+        ], data: "secret-without-presence-ck", protection: .afterFirstUnlock, minute: 2)
+        plain.plaintext.attributes["mdat"] = .date(KeychainBuilder.createdAtAbsolute + 120 + 1.0 / 3.0)
+        try presence.commit([.put(plain)])
+        let userPresence = try Fixture(
+            name: "golden_user_presence", expect: .success,
+            description: "passcode; an ak and a dk genp item whose put records set item flag bit 0 (reading their data needs user presence: the passcode asked again, spec §7.1), and a ck item without it whose mdat is not a whole second (757382520.333…, compared exactly); a reader reports each item's flag, and gives a flagged item's data only once the passcode has been asked for and checked, even for the dk item, which needs no unlock",
+            builder: presence)
+
         return [
             try Fixture(name: "golden_small", expect: .success,
                         description: "passcode; a genp item in each of the 7 protection classes (the ak and ck puts share one two-record transaction) and an inet item, then an update of the ck item (a replacing put) and a delete of the dku item",
@@ -109,6 +154,8 @@ enum FixtureCatalog {
                         description: "no passcode (KDF none, every class key wrapped by the device key, no akpu key); a genp item in each of the six other protection classes",
                         builder: nopass),
             passwdFixture,
+            removed,
+            userPresence,
         ]
     }
 
@@ -134,20 +181,23 @@ enum FixtureCatalog {
         let flippedDefect = flip(&flipped, at: 71, what: "creation time, last byte; header MAC left as it was")
 
         return [
-            try Fixture(name: "header_bad_magic", expect: .integrityFailure,
-                        description: "golden_small with one byte of the magic number changed; a reader must refuse the file as not a Latchkey keychain",
+            try Fixture(name: "header_bad_magic", expect: .notALatchkeyFile,
+                        description: "golden_small with one byte of the magic number changed; a reader must refuse it as not a Latchkey file (spec §3.1, §10.1 step 2), before anything else",
                         defect: magicDefect, builder: b, keychain: badMagic),
+            try Fixture(name: "file_shorter_than_magic", expect: .notALatchkeyFile,
+                        description: "golden_small cut to its first 7 bytes, one short of the magic number: a file that cannot hold the 8-byte magic is not a Latchkey file (spec §10.1 step 2), even when its bytes begin the magic",
+                        defect: "file cut to 7 bytes (\(hexString(Array(b.file.prefix(7)))))", builder: b, keychain: Array(b.file.prefix(7))),
             try Fixture(name: "header_unknown_major", expect: .unsupportedVersion,
                         description: "golden_small with header major version 2 and a valid header MAC; a reader must refuse it as needing a newer Latchkey before reading anything else",
-                        defect: "bytes 8-9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
+                        defect: "bytes 8–9 (major version) changed from 00 01 to 00 02; header MAC recomputed",
                         builder: b, keychain: major2.encode(macKey: b.keys.headerMAC) + b.body),
             try Fixture(name: "header_newer_minor", expect: .success,
-                        description: "golden_small's items under a 1.1 header that sets a header flag, the reserved bytes 52-55 and \(minor1.header.extensionBytes.count) extension bytes, all under a valid MAC; a 1.0 reader tolerates exactly these (spec §12.2) and reads every item, read-only",
+                        description: "golden_small's items under a 1.1 header that sets a header flag, the reserved bytes 52–55 and \(minor1.header.extensionBytes.count) extension bytes, all under a valid MAC; a 1.0 reader tolerates exactly these (spec §12.2) and reads every item, read-only",
                         builder: minor1),
-            try Fixture(name: "header_flags_nonzero", expect: .integrityFailure,
+            try Fixture(name: "header_flags_nonzero", expect: .integrityError,
                         description: "golden_small with a header flag set in a 1.0 header and the header MAC recomputed; a reader of the same minor must reject flags it does not know (spec §3.5)",
                         defect: flagsDefect, builder: b, keychain: flags),
-            try Fixture(name: "header_flipped_byte", expect: .integrityFailure,
+            try Fixture(name: "header_flipped_byte", expect: .integrityError,
                         description: "golden_small with one bit flipped inside the authenticated header, in a field that still parses; only the header MAC catches it",
                         defect: flippedDefect, builder: b, keychain: flipped),
         ]
@@ -171,10 +221,10 @@ enum FixtureCatalog {
         let (dk, dkDefect) = tamper(.always)
         let (ak, akDefect) = tamper(.whenUnlocked)
         return [
-            try Fixture(name: "keybag_wrap_tampered", expect: .integrityFailure,
+            try Fixture(name: "keybag_wrap_tampered", expect: .integrityError,
                         description: "golden_small with one byte of the dk class key's wrapped bytes flipped and the header MAC recomputed, so only the RFC 3394 unwrap (with the device key, no passcode involved) can catch it",
                         defect: dkDefect, builder: b, keychain: dk),
-            try Fixture(name: "keybag_ak_wrap_tampered", expect: .authFailure,
+            try Fixture(name: "keybag_ak_wrap_tampered", expect: .authenticationError,
                         description: "golden_small with one byte of the ak class key's wrapped bytes flipped and the header MAC recomputed; the file opens, but unlocking with the right passcode fails, as a wrong passcode would (errSecAuthFailed)",
                         defect: akDefect, builder: b, keychain: ak),
         ]
@@ -204,13 +254,13 @@ enum FixtureCatalog {
         itemTag.replaceSubrange((r.offset + r.size - FormatConstants.frameTagSize)..<(r.offset + r.size), with: newTag)
 
         return [
-            try Fixture(name: "record_tag_flipped", expect: .integrityFailure,
+            try Fixture(name: "record_tag_flipped", expect: .integrityError,
                         description: "golden_small with one bit of a middle record's tag flipped; the record tag check must catch it on open",
                         defect: tagDefect, builder: b, keychain: tagFlipped),
-            try Fixture(name: "record_length_damaged", expect: .integrityFailure,
+            try Fixture(name: "record_length_damaged", expect: .integrityError,
                         description: "golden_small with a middle record's length field changed and its header CRC left alone; this is damage, never an incomplete tail to cut off",
                         defect: lengthDefect, builder: b, keychain: lengthDamaged),
-            try Fixture(name: "item_tag_flipped", expect: .integrityFailure,
+            try Fixture(name: "item_tag_flipped", expect: .integrityError,
                         description: "golden_small with one bit of a cku item's AES-GCM tag flipped and the record tag recomputed, so the file opens and only decrypting that item (after unlock) catches it",
                         defect: itemDefect, builder: b, keychain: itemTag),
         ]
@@ -316,7 +366,7 @@ enum FixtureCatalog {
         holedFile.replaceSubrange(hole..<hole + blockSize, with: [UInt8](repeating: 0, count: blockSize))
         var tornHole = try Fixture(name: "torn_hole", expect: .success,
                                    description: "golden_small followed by a four-record transaction of which one 512-byte block in the middle never reached the disk while the blocks after it did (a power cut during an append whose blocks were persisted out of order); the device state remembers golden_small's last sequence, so the transaction was never acknowledged: the reader cuts it off as a torn tail (spec §10.4)",
-                                   defect: "bytes \(hole)..<\(hole + blockSize) (inside the transaction at bytes \(holeStart.fileSize)..<\(holed.file.count), sequences \(holeStart.sequence + 1)...\(holed.sequence)) are zero; the device state remembers sequence \(holeStart.sequence)",
+                                   defect: "file[\(hole)..\(hole + blockSize)) (inside the transaction at file[\(holeStart.fileSize)..\(holed.file.count)), sequences \(holeStart.sequence + 1)–\(holed.sequence)) is zero bytes; the device state remembers sequence \(holeStart.sequence)",
                                    builder: holed, keychain: holedFile, stateSequence: holeStart.sequence)
         tornHole.items = holeStart.live
         tornHole.recoveredTailBytes = holed.file.count - holeStart.fileSize
@@ -339,22 +389,22 @@ enum FixtureCatalog {
             tornGroup,
             zeroTail,
             tornHole,
-            try Fixture(name: "acknowledged_record_damaged", expect: .integrityFailure,
+            try Fixture(name: "acknowledged_record_damaged", expect: .integrityError,
                         description: "golden_small with one bit flipped in the payload of its last record, which the device state remembers; a failing record that this device acknowledged is damage, not a torn tail, even at the end of the file (spec §10.4)",
                         defect: lastDefect, builder: b, keychain: lastFlipped),
-            try Fixture(name: "keybag_change_record", expect: .integrityFailure,
+            try Fixture(name: "keybag_change_record", expect: .integrityError,
                         description: "golden_small with a keybag-change record (type 0x03, as Latchkey 0.1's passwd appended: the same class keys rewrapped under \(newPasscode)) properly framed and tagged in the middle of the log; the type is retired because anyone holding the device secret could forge one, and a reader must refuse it (spec §6.6)",
                         defect: "the record at byte \(legacyAt!.offset), sequence \(legacyAt!.sequence), is a keybag change",
                         builder: legacy),
-            try Fixture(name: "sequence_gap", expect: .integrityFailure,
+            try Fixture(name: "sequence_gap", expect: .integrityError,
                         description: "golden_small with one sequence number skipped before a properly framed and tagged record in the middle of the log (spec §6.5: each record carries the previous one's number plus one)",
                         defect: "record at byte \(gapAt!.offset) carries sequence \(gapAt!.sequence) where \(gapAt!.sequence - 1) is due",
                         builder: gap),
-            try Fixture(name: "delete_missing_item", expect: .integrityFailure,
+            try Fixture(name: "delete_missing_item", expect: .integrityError,
                         description: "golden_small with a properly framed and tagged delete record, in the middle of the log, naming a UUID that was never live (spec §10.3)",
                         defect: "record at byte \(missingAt!.offset), sequence \(missingAt!.sequence), deletes \(hexString(missingUUID)), which is not live",
                         builder: missing),
-            try Fixture(name: "duplicate_unique_key", expect: .integrityFailure,
+            try Fixture(name: "duplicate_unique_key", expect: .integrityError,
                         description: "golden_small with a put, in the middle of the log, of a second genp item under a new UUID with the same account and service (so the same unique-key hash) as the live ak item (spec §10.3)",
                         defect: "record at byte \(duplicateAt!.offset), sequence \(duplicateAt!.sequence), repeats a live item's unique-key hash",
                         builder: duplicate),
@@ -376,7 +426,7 @@ extension FixtureCatalog {
 
     static func deviceCases() throws -> [Fixture] {
         let b = try buildGoldenSmall()
-        var foreign = try Fixture(name: "device_foreign", expect: .authFailure,
+        var foreign = try Fixture(name: "device_foreign", expect: .authenticationError,
                                   description: "golden_small's keychain with the device secret of another device; the file is intact, but this device cannot open it (spec §10.1: authentication error, not integrity)",
                                   defect: "device.secret is another device's (seed \"foreign_device\"); no device state",
                                   builder: b)
@@ -387,7 +437,12 @@ extension FixtureCatalog {
                                        description: "golden_small whose device state fails its MAC: a reader must treat it as absent (spec §9.4), not trust it; the damage raises its remembered sequence, so a reader that skipped the MAC would wrongly report a rollback",
                                        builder: b)
         damagedState.defect = flip(&damagedState.state!, at: 39, what: "device state: low byte of the remembered sequence; state MAC left as it was")
-        return [foreign, damagedState]
+        var tornState = try Fixture(name: "state_truncated", expect: .success,
+                                    description: "golden_small whose device state file is cut to 44 of its 88 bytes, as a power cut during its overwrite in place (without fsync, spec §9.3) can leave it: a reader must distrust it and treat it as absent (spec §9.4), never refuse the keychain for it (spec §15: not a refusal)",
+                                    builder: b)
+        tornState.state = Array(tornState.state!.prefix(44))
+        tornState.defect = "device state cut to 44 bytes"
+        return [foreign, damagedState, tornState]
     }
 
     // MARK: Item plaintext
@@ -400,7 +455,19 @@ extension FixtureCatalog {
             try b.commit([.raw(type: RecordType.itemPut.rawValue, payload: try b.putPayload(item, plaintextVersion: 2))])
             at = b.records.last
         }
+        var flagsAt: RecordInfo?
+        let reserved = try buildGoldenSmall { b in
+            var item = b.makeItem(.genericPassword, ["acct": .string("reserved-flag"), "svce": .string("fixtures.latchkey.example/flags")],
+                                  data: "reserved-flag", protection: .always, minute: 50)
+            item.flags = 0x02
+            try b.commit([.put(item)])
+            flagsAt = b.records.last
+        }
         return [
+            try Fixture(name: "item_flags_reserved", expect: .integrityError,
+                        description: "golden_small with a put, in the middle of the log, whose item flags set bit 1 (reserved: only bit 0, user presence, is defined), its AAD, GCM tag and record tag all computed over that byte; a reader refuses it when it decodes the payload, without any key (spec §7.1)",
+                        defect: "payload byte 21 (item flags) of the record at byte \(flagsAt!.offset), sequence \(flagsAt!.sequence), is 0x02",
+                        builder: reserved),
             try Fixture(name: "item_plaintext_newer_version", expect: .unsupportedVersion,
                         description: "golden_small with a dk item, in the middle of the log, whose plaintext carries version 2, correctly encrypted and tagged; the file opens, and reading that item must report that a newer Latchkey is needed (spec §12.5), not damage",
                         defect: "the item in the record at byte \(at!.offset), sequence \(at!.sequence), has plaintext version 2",
@@ -414,5 +481,25 @@ extension Fixture {
         var copy = self
         copy.notes.append((key, value))
         return copy
+    }
+}
+
+extension FixtureCatalog {
+    // MARK: Passcode removal and keybag invariants
+
+    static func passcodeCases() throws -> [Fixture] {
+        var at: RecordInfo?
+        let orphan = try buildGoldenNoPasscode { b in
+            let item = b.makeItem(.genericPassword, ["acct": .string("orphan-akpu"), "svce": .string("fixtures.latchkey.example/akpu")],
+                                  data: "never-readable", protection: .whenPasscodeSetThisDeviceOnly, minute: 20)
+            try b.commit([.raw(type: RecordType.itemPut.rawValue, payload: try b.putPayload(item, classKey: b.newKey()))])
+            at = b.records.last
+        }
+        return [
+            try Fixture(name: "akpu_item_without_passcode", expect: .integrityError,
+                        description: "golden_nopasscode with a properly framed and tagged put, in the middle of the log, of a WhenPasscodeSetThisDeviceOnly (akpu, class 12) item, its item key wrapped under a key the keybag does not hold: a keychain without a passcode has no akpu entry (spec §4.2) and no writer makes such an item (removing the passcode deletes them, §11.6); a reader refuses the file when it applies the put (spec §10.3), with no key needed",
+                        defect: "the record at byte \(at!.offset), sequence \(at!.sequence), puts an item of protection class 12 into a file whose keybag (KDF id 0) has no entry for class 12",
+                        builder: orphan),
+        ]
     }
 }

@@ -60,6 +60,7 @@ enum FixtureWriter {
             out += "      \"uuid\": \(json(hexString(item.uuid))),\n"
             out += "      \"protection\": \(json(item.protection.code)),\n"
             out += "      \"protectionClass\": \(item.protection.rawValue),\n"
+            out += "      \"flags\": \(item.flags),\n"
             out += "      \"attributes\": {"
             let names = item.plaintext.attributes.keys.sorted()
             for (j, name) in names.enumerated() {
@@ -75,14 +76,18 @@ enum FixtureWriter {
     }
 
     /// `{"string": …}`, `{"data": base64}`, `{"integer": n}` or `{"date": seconds since 2001}`.
+    /// A date is its exact binary64 value: a whole number of seconds as an integer, any other
+    /// as the shortest decimal that reads back as the same double (Swift's `description`).
     static func json(_ v: AttributeValue) -> String {
         switch v {
         case .string(let s): return "{\"string\": \(json(s))}"
         case .data(let d): return "{\"data\": \(json(Data(d).base64EncodedString()))}"
         case .integer(let i): return "{\"integer\": \(i)}"
         case .date(let t):
-            precondition(t == t.rounded() && abs(t) < 1e15, "fixture dates are whole seconds")
-            return "{\"date\": \(Int64(t))}"
+            precondition(t.isFinite, "fixture dates are finite")
+            if t == t.rounded(), abs(t) < 9_007_199_254_740_992 { return "{\"date\": \(Int64(t))}" }
+            precondition(Double(t.description) == t)
+            return "{\"date\": \(t.description)}"
         }
     }
 
@@ -126,26 +131,40 @@ enum FixtureWriter {
         | `device.secret.state/<file UUID hex>` | the device state (§9): the newest sequence this device saw |
         | `passcode.txt` | the passcode, UTF-8, no trailing newline; absent when the keychain has none |
         | `expected.json` | `success` fixtures only: every live item, sorted by class, protection class number, UUID |
-        | `FIXTURE.txt` | `key: value` lines: `expect`, `description`, `recovered-tail-bytes` (success), `defect` (negative fixtures), `passcode`, and notes such as `old-passcode-must-fail` |
+        | `FIXTURE.txt` | `key: value` lines: `expect`, `description`, `recovered-tail-bytes` (success), `defect` (negative fixtures), `passcode`, and notes such as `old-passcode-must-fail` (that passcode must be refused with an authentication error) |
         | `golden_small/hexdump.txt` | golden_small's header and first record, annotated field by field (spec §14) |
 
-        `expect:` is what a conforming reader must do:
+        `expect:` is what a conforming reader must do: succeed, or report one of the outcomes of
+        spec/FORMAT.md §1.4, named here exactly as the spec names them:
 
         - `success`: open, unlock with `passcode.txt`, find exactly the items of `expected.json`
-          (attributes and data identical), verify cleanly, and report `recovered-tail-bytes`
-          bytes of incomplete tail cut off on open;
-        - `auth-failure`: refuse to unlock with the passcode given (errSecAuthFailed);
-        - `integrity-failure`: refuse the file, or the damaged item, as damaged (errSecDecode);
-        - `unsupported-version`: refuse the file as needing a newer Latchkey (errSecDecode);
-        - `rolled-back`: refuse the file as older than the device state remembers (errSecDecode).
+          (attributes, data and item flags identical), verify cleanly. `recovered-tail-bytes`
+          is the size of the torn tail (spec §10.4): a reader that holds the writer lock (as
+          Latchkey's open does when it can write the file) cuts exactly that many bytes off the
+          end; a reader without the lock leaves the file as it is and ignores those bytes. An
+          item whose `flags` has bit 0 set needs user presence: its data is given only after
+          the passcode has been asked for again and checked;
+        - `not-a-latchkey-file`: refuse the file as not a Latchkey file, before reading anything
+          else (errSecDecode, a message that says so);
+        - `unsupported-version`: refuse the file, or the item, as needing a newer Latchkey
+          (errSecDecode, a message that says to upgrade);
+        - `integrity-error`: refuse the file, or the damaged item, as damaged (errSecDecode);
+        - `authentication-error`: refuse to open the file with this device secret, or to unlock it
+          with the passcode given (errSecAuthFailed);
+        - `rolled-back`: refuse the file as older than the device state remembers (errSecDecode,
+          a message that says so).
 
-        Each negative fixture is golden_small with exactly one defect, named for it and spelled
-        out on its `defect:` line.
+        Each negative fixture is a golden keychain (golden_small unless its description says
+        otherwise) with exactly one defect, named for it and spelled out on its `defect:` line.
 
         In `expected.json` an attribute value is `{"string": …}`, `{"data": base64}`,
-        `{"integer": n}` or `{"date": seconds since 2001-01-01 (CFAbsoluteTime)}`. The engine adds
-        `pdmn` (the protection class code) to what it returns; it is not stored, so it is not
-        among the attributes here (it is the `protection` field).
+        `{"integer": n}` or `{"date": seconds since 2001-01-01 (CFAbsoluteTime)}`. A date is the
+        exact IEEE 754 binary64 value stored: an integer when it is a whole number of seconds,
+        else the shortest decimal that reads back as the same double; compare dates exactly,
+        never rounded to a second. `flags` is the item flags byte of the item's put record
+        (spec §7.1). `pdmn` (Apple's kSecAttrAccessible) is not stored (spec §7.1): a reader
+        reports it from the protection class, so it is not among the attributes here (it is the
+        `protection` field).
 
         ## Using a fixture
 

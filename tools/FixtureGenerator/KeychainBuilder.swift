@@ -63,9 +63,9 @@ final class KeychainBuilder {
     /// The newest put record of each live item, by item UUID hex.
     private(set) var livePut: [String: RecordInfo] = [:]
     private(set) var snapshots: [Snapshot] = []
-    /// Fixed at creation: a passcode change keeps the number of keybag entries, so the header
-    /// never changes size.
-    let headerSize: Int
+    /// The header's size: fixed at creation, and again by a passcode change, which rewrites the
+    /// file (removing the passcode removes the akpu entry, spec §4.2).
+    private(set) var headerSize: Int
     /// Bytes 48..<56 of the header (flags and reserved), when a fixture sets them; the header
     /// MAC is computed over them.
     let flagsAndReserved: [UInt8]?
@@ -145,6 +145,9 @@ final class KeychainBuilder {
     /// A fresh deterministic UUID.
     func newUUID() -> [UInt8] { rng.uuid() }
 
+    /// A fresh deterministic 32-byte key.
+    func newKey() -> SecretKey { SecretKey(copying: rng.bytes(32)) }
+
     func item(_ uuid: [UInt8]) -> FixtureItem { live[hexString(uuid)]! }
 
     // MARK: Writing
@@ -209,24 +212,31 @@ final class KeychainBuilder {
     /// The live items in a stable order (UUID).
     var liveItems: [FixtureItem] { live.keys.sorted().map { live[$0]! } }
 
-    /// Changes the passcode as spec §11.6 describes: new random class keys for every class
-    /// but dk and dku (whose keybag entries stay byte for byte), a fresh salt, each live item's
-    /// newest put record copied with its item key rewrapped under the new class key (payload
-    /// bytes 40–79; ciphertext and tag unchanged), and the file rewritten with base sequence
-    /// number = the old last sequence number + 1.
-    func changePasscode(to newPasscode: String) throws {
-        precondition(passcode != nil, "the fixtures only change an existing passcode")
-        var newKeys = classKeys
-        for pc in ProtectionClass.allCases where !pc.isAlwaysAvailable && classKeys[pc] != nil {
-            newKeys[pc] = SecretKey(copying: rng.bytes(32))
+    /// Changes or removes the passcode as spec §11.6 describes: new random class keys for every
+    /// class but dk and dku (whose keybag entries stay byte for byte), a fresh salt for a new
+    /// passcode (KDF id 0 and no akpu entry when `newPasscode` is nil), each live item's newest
+    /// put record copied with its item key rewrapped under the new class key (payload bytes
+    /// [40..80); ciphertext and tag unchanged), live akpu items left out when the passcode is
+    /// removed, and the file rewritten with base sequence number = the old last sequence
+    /// number + 1.
+    func changePasscode(to newPasscode: String?) throws {
+        precondition(passcode != nil, "the fixtures change or remove an existing passcode")
+        var newKeys: [ProtectionClass: SecretKey] = [:]
+        for pc in ProtectionClass.allCases {
+            if pc.isAlwaysAvailable {
+                newKeys[pc] = classKeys[pc]
+            } else if pc != .whenPasscodeSetThisDeviceOnly || newPasscode != nil {
+                newKeys[pc] = SecretKey(copying: rng.bytes(32))
+            }
         }
-        let kdf = KDFParameters.scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
+        let kdf: KDFParameters = newPasscode == nil
+            ? .none : .scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
         var bag = try KeychainBuilder.wrap(newKeys, kdf: kdf, passcode: newPasscode, keys: keys)
         bag.entries = bag.entries.map { e in e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e }
         let old = file
         header.keybag = bag
         header.baseSequence = sequence + 1
-        precondition(header.encode(macKey: keys.headerMAC).count == headerSize)
+        headerSize = header.encode(macKey: keys.headerMAC).count
         sequence = header.baseSequence
         body = []
         records = []
@@ -234,9 +244,13 @@ final class KeychainBuilder {
         for (uuid, put) in livePut.sorted(by: { $0.value.offset < $1.value.offset }) {
             var payload = Array(old[put.offset + FormatConstants.frameHeaderSize..<put.offset + put.size - FormatConstants.frameTagSize])
             let pc = ProtectionClass(rawValue: payload[20])!
+            guard let newKey = newKeys[pc] else {
+                live[uuid] = nil    // akpu, when the passcode is removed: deleted, as iOS does
+                continue
+            }
             if !pc.isAlwaysAvailable {
                 let itemKey = try Crypto.unwrap(Array(payload[40..<80]), with: classKeys[pc]!)
-                payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newKeys[pc]!))
+                payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newKey))
             }
             sequence += 1
             let offset = headerSize + body.count
@@ -253,6 +267,14 @@ final class KeychainBuilder {
         passcode = newPasscode
         // Earlier snapshots describe the old file; cuts are only meaningful in the new one.
         snapshots = [Snapshot(fileSize: headerSize + body.count, sequence: sequence, live: liveItems)]
+    }
+
+    /// A put payload for `item` sealed under `classKey`, a key that need not be in the keybag:
+    /// for `.raw(type: 1, …)` records that a reader must refuse (an item of a class the keybag
+    /// has no entry for, spec §10.3).
+    func putPayload(_ item: FixtureItem, classKey: SecretKey) throws -> [UInt8] {
+        try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
+                                keys: keys, classKey: classKey, fileUUID: fileUUID, itemKey: rng.bytes(32)).encode()
     }
 
     /// The keybag-change record that Latchkey 0.1's passwd appended (type 0x03, retired in

@@ -1,12 +1,34 @@
-/// A second, independent writer of the tar container (POSIX ustar headers, which every pax
-/// reader reads): the fixtures need entries no honest writer makes (links, devices, paths
-/// outside the archive, sizes that lie), and bytes that do not depend on libarchive's version.
+/// A second, independent writer of the tar container (POSIX ustar headers): the fixtures need
+/// entries no honest writer makes (links, devices, paths outside the archive, sizes that lie,
+/// extension headers, a broken end-of-archive marker), and bytes that do not depend on
+/// libarchive's version.
 struct TarBuilder {
+    /// The type flag (header byte 156).
     enum Kind: UInt8 {
-        case regular = 0x30      // '0'
-        case symlink = 0x32      // '2'
+        case regular = 0x30          // '0'
+        case symlink = 0x32          // '2'
         case characterDevice = 0x33  // '3'
-        case directory = 0x35    // '5'
+        case directory = 0x35        // '5'
+        case contiguous = 0x37       // '7'
+        case paxExtended = 0x78      // 'x'
+        case paxGlobal = 0x67        // 'g'
+        case gnuLongName = 0x4C      // 'L'
+        case gnuLongLink = 0x4B      // 'K'
+
+        /// Entries whose data follows their header.
+        var hasData: Bool { ![.symlink, .characterDevice, .directory].contains(self) }
+    }
+
+    /// Ways a header may depart from the subset of spec/BACKUP.md §2.1, one per fixture.
+    struct Quirks {
+        /// Puts this in the ustar prefix field (bytes 345–499).
+        var prefix = ""
+        /// Writes the size in GNU base-256 form instead of octal digits.
+        var base256Size = false
+        /// Writes the GNU magic `"ustar  \0"` instead of POSIX `"ustar\0"` `"00"`.
+        var gnuMagic = false
+        /// Fills the padding after the data with this byte instead of zeros.
+        var paddingByte: UInt8 = 0
     }
 
     private(set) var bytes: [UInt8] = []
@@ -15,8 +37,12 @@ struct TarBuilder {
 
     init(mtime: UInt64) { self.mtime = mtime }
 
+    /// Offset of the next header.
+    var count: Int { bytes.count }
+
     /// Appends an entry. `declaredSize` makes the header claim another size than `data` has.
-    mutating func add(_ name: String, _ data: [UInt8], kind: Kind = .regular, linkTarget: String = "", declaredSize: UInt64? = nil) {
+    mutating func add(_ name: String, _ data: [UInt8], kind: Kind = .regular, linkTarget: String = "", declaredSize: UInt64? = nil,
+                      quirks: Quirks = Quirks()) {
         var h = [UInt8](repeating: 0, count: 512)
         func put(_ offset: Int, _ text: String) {
             let b = Array(text.utf8)
@@ -32,16 +58,27 @@ struct TarBuilder {
         octal(100, 8, kind == .directory ? 0o700 : 0o600)
         octal(108, 8, 0)
         octal(116, 8, 0)
-        octal(124, 12, declaredSize ?? UInt64(kind == .regular ? data.count : 0))
+        let size = declaredSize ?? UInt64(kind.hasData ? data.count : 0)
+        if quirks.base256Size {
+            h[124] = 0x80
+            for i in 0..<8 { h[135 - i] = UInt8(truncatingIfNeeded: size >> (8 * UInt64(i))) }
+        } else {
+            octal(124, 12, size)
+        }
         octal(136, 12, mtime)
         h[156] = kind.rawValue
         put(157, linkTarget)
-        put(257, "ustar")
-        put(263, "00")
+        if quirks.gnuMagic {
+            put(257, "ustar  ")
+        } else {
+            put(257, "ustar")
+            put(263, "00")
+        }
         if kind == .characterDevice {
             octal(329, 8, 1)   // /dev/null: major 1, minor 3
             octal(337, 8, 3)
         }
+        if !quirks.prefix.isEmpty { put(345, quirks.prefix) }
         // Checksum: the header's bytes summed with the checksum field taken as spaces.
         for i in 148..<156 { h[i] = 0x20 }
         let sum = h.reduce(0) { $0 + UInt64($1) }
@@ -50,12 +87,28 @@ struct TarBuilder {
         h[154] = 0
         h[155] = 0x20
         bytes += h
-        if kind == .regular {
+        if kind.hasData {
             bytes += data
-            bytes += [UInt8](repeating: 0, count: (512 - data.count % 512) % 512)
+            bytes += [UInt8](repeating: quirks.paddingByte, count: (512 - data.count % 512) % 512)
         }
     }
 
-    /// The two zero blocks that end an archive.
-    mutating func end() { bytes += [UInt8](repeating: 0, count: 1024) }
+    /// The end-of-archive marker: two zero blocks (or as many as a fixture wants).
+    mutating func end(zeroBlocks: Int = 2) { bytes += [UInt8](repeating: 0, count: 512 * zeroBlocks) }
+
+    /// Bytes after everything else.
+    mutating func append(_ raw: [UInt8]) { bytes += raw }
+
+    /// The records of a pax extended header (`x` or `g`): "<length> <key>=<value>\n" each,
+    /// the length counting the whole record (POSIX.1-2001, pax).
+    static func paxRecords(_ pairs: [(String, String)]) -> [UInt8] {
+        var out: [UInt8] = []
+        for (key, value) in pairs {
+            let body = " \(key)=\(value)\n"
+            var length = body.utf8.count + 1
+            while String(length).utf8.count + body.utf8.count != length { length += 1 }
+            out += Array("\(length)\(body)".utf8)
+        }
+        return out
+    }
 }

@@ -42,13 +42,17 @@ public final class AgentClient: @unchecked Sendable {
     /// - Throws: errSecIO when the socket exists but is not this user's (its file, or the
     ///   process behind it, checked with SO_PEERCRED), or cannot be reached for another reason.
     /// With no `socketPath` and LATCHKEY_AGENT_SOCK=none: nil.
+    /// The socket's directory is checked first, as the agent checks it (spec/AGENT.md §2): a
+    /// directory that another user made first, or a symlink, is refused (errSecIO, saying what
+    /// to fix) and never used to reach an agent.
     public static func connect(socketPath: String? = nil) throws -> AgentClient? {
         let given = socketPath ?? socketOverride
         if given == nil && AgentSocket.isDisabled() { return nil }
         let path = given.map(AgentSocket.absolute) ?? AgentSocket.defaultPath()
         cacheLock.lock(); defer { cacheLock.unlock() }
         if let c = cache[path], c.isAlive() { return c }
-        guard let fd = try openConnection(path) else {
+        let strict = given == nil && !AgentSocket.isExplicit()
+        guard try AgentSocket.checkDirectoryForClient(of: path, strict: strict), let fd = try openConnection(path) else {
             cache[path] = nil
             return nil
         }
@@ -210,7 +214,7 @@ final class AgentSession: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         if let local { return local }
         do {
-            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared))
+            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared, keychainPath: path))
             local = s
             return s
         } catch {
@@ -368,8 +372,32 @@ extension Keychain {
     /// request. Results and errors are those of a direct open.
     /// - Throws: the errors of `open` (from the agent); errSecIO for a socket that is not this
     ///   user's.
+    ///
+    /// When the default location (no `socketPath`, no LATCHKEY_AGENT_SOCK) cannot be used — its
+    /// directory was made first by another user, is a symlink, has the wrong mode, or holds a
+    /// socket that is not this user's — the caller opens the file itself: nil, silently, as when
+    /// no agent runs. Another user can thereby keep this user's commands from the agent, never
+    /// from their keychain.
     public static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil) throws -> Keychain? {
-        guard let client = try AgentClient.connect(socketPath: socketPath) else { return nil }
+        try openThroughAgent(path: path, devicePath: devicePath, socketPath: socketPath, unusable: nil)
+    }
+
+    /// `openThroughAgent`, and for an agent the caller asked for (LATCHKEY_AGENT_SOCK, or a
+    /// `socketPath`) that cannot be reached: with `unusable`, it is told why and the caller
+    /// opens the file itself (nil); without, the error is thrown.
+    package static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil,
+                                         unusable: ((KeychainError) -> Void)?) throws -> Keychain? {
+        let asked = socketPath != nil || AgentClient.socketOverride != nil || AgentSocket.isExplicit()
+        let client: AgentClient?
+        do {
+            client = try AgentClient.connect(socketPath: socketPath)
+        } catch let e as KeychainError {
+            guard asked else { return nil }
+            guard let unusable else { throw e }
+            unusable(e)
+            return nil
+        }
+        guard let client else { return nil }
         return try client.keychain(path: path, devicePath: devicePath)
     }
 

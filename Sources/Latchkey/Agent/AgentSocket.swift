@@ -22,6 +22,13 @@ public enum AgentSocket {
         return "/tmp/latchkey-\(geteuid())/agent.sock"
     }
 
+    /// LATCHKEY_AGENT_SOCK names the socket: the user asked for that agent (a client that cannot
+    /// use it says so; the default location is given up silently).
+    public static func isExplicit(environment env: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+        guard let p = env["LATCHKEY_AGENT_SOCK"] else { return false }
+        return !p.isEmpty && p != "none"
+    }
+
     /// LATCHKEY_AGENT_SOCK=none: clients do not look for an agent (they open files themselves).
     public static func isDisabled(environment env: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
         env["LATCHKEY_AGENT_SOCK"] == "none"
@@ -70,14 +77,39 @@ public enum AgentSocket {
         try checkDirectory(dir, st, strict: strict)
     }
 
-    static func checkDirectory(_ dir: String, _ st: stat, strict: Bool) throws {
-        guard st.st_mode & S_IFMT == S_IFDIR else {
-            throw KeychainError(.io, "the agent's directory \(dir) is not a directory (a symlink or file is refused); remove it or set LATCHKEY_AGENT_SOCK")
+    /// A client's check of the socket's directory, before it looks for a socket there: the
+    /// agent's rules (`prepareDirectory`), so that a directory the agent would refuse (made
+    /// by another user first, a symlink) is never used to reach one.
+    /// - Returns: false when the directory does not exist (then no agent runs there).
+    static func checkDirectoryForClient(of socketPath: String, strict: Bool) throws -> Bool {
+        let dir = (socketPath as NSString).deletingLastPathComponent
+        var st = stat()
+        guard lstat(dir, &st) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return false }
+            throw fail("cannot check the agent's directory \(dir)", errno: errno)
         }
+        try checkDirectory(dir, st, strict: strict)
+        return true
+    }
+
+    /// How to get out of a default directory that cannot be used.
+    static func elsewhere(_ dir: String) -> String {
+        "set XDG_RUNTIME_DIR to a directory of your own (such as /run/user/\(geteuid())), or LATCHKEY_AGENT_SOCK to a socket path in one"
+    }
+
+    static func checkDirectory(_ dir: String, _ st: stat, strict: Bool) throws {
         let me = geteuid()
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            let what = st.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a directory"
+            guard strict else {
+                throw KeychainError(.io, "the agent's directory \(dir) is \(what) (not a directory); refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK")
+            }
+            let owner = st.st_uid == me ? "remove it ('rm \(dir)'), or " : "it belongs to uid \(st.st_uid), not to you (uid \(me)), so have root remove it, or "
+            throw KeychainError(.io, "the agent's directory \(dir) is \(what) (not a directory); refusing it: \(owner)\(elsewhere(dir))")
+        }
         if strict {
             guard st.st_uid == me else {
-                throw KeychainError(.io, "the agent's directory \(dir) belongs to uid \(st.st_uid), not to you (uid \(me)); refusing it. Remove it or set LATCHKEY_AGENT_SOCK")
+                throw KeychainError(.io, "the agent's directory \(dir) belongs to uid \(st.st_uid), not to you (uid \(me)): another user made it first, and it cannot be used. Have root remove it, or \(elsewhere(dir))")
             }
             guard st.st_mode & 0o077 == 0 else {
                 throw KeychainError(.io, "the agent's directory \(dir) has group or world permissions (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 700 \(dir)'")

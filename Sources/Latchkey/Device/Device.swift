@@ -1,3 +1,4 @@
+import Foundation
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -8,6 +9,11 @@ public final class Device: @unchecked Sendable {
     let secret: DeviceSecret
     let fs: FileSystem
     private let stateKey: SecretKey
+    /// While set (a restore that made this device secret), every state file this object
+    /// creates is removed if a signal ends the process (`InterruptCleanup`), until
+    /// `keepNewStateFiles()`.
+    private var newStateFiles: [InterruptCleanup.Token?]?
+    private let newStateFilesLock = NSLock()
 
     /// The device UUID, as 32 hex digits.
     public var uuidHex: String { hexString(secret.uuid) }
@@ -19,40 +25,77 @@ public final class Device: @unchecked Sendable {
         self.stateKey = try DeviceState.macKey(device: secret)
     }
 
-    /// Loads the device secret at `path`. Refuses a file that grants any group or world
-    /// permission (as ssh does for private keys).
+    /// Loads the device secret at `path`. Refuses a file that is a symlink, is not this user's,
+    /// or grants any group or world permission, and a secret or `.state` directory that other
+    /// users could replace (`PrivateFiles`, as ssh does for private keys).
+    /// - Parameter keychainPath: the keychain it is loaded for, to say which device secret that
+    ///   keychain needs when none is at `path`.
     /// - Throws: `KeychainError` errSecIO (missing or unsafe file), errSecDecode (damaged).
-    package static func load(path: String, fs: FileSystem) throws -> Device {
-        guard let mode = try io({ try fs.permissions(path) }, "read the device secret") else {
-            throw KeychainError(.io, "no device secret at \(path); create one with 'latchkey init', or point LATCHKEY_DEVICE / --device at the right file")
+    package static func load(path: String, fs: FileSystem, keychainPath: String? = nil) throws -> Device {
+        guard let found = try io({ try fs.ownership(path: path) }, "read the device secret") else {
+            throw missingSecret(path: path, keychainPath: keychainPath, fs: fs)
         }
-        guard mode & 0o077 == 0 else {
-            throw KeychainError(.io, "the device secret \(path) is readable by others (mode \(String(mode, radix: 8))); run 'chmod 600 \(path)'")
+        if found.kind == .symlink {
+            throw KeychainError(.io, "the device secret \(path) is a symbolic link; refusing to follow it (another user who controls the link could point it at their own secret). Put the device secret file itself there, or point --device / LATCHKEY_DEVICE at it")
         }
-        guard var bytes = try io({ try fs.readFile(path) }, "read the device secret") else {
-            throw KeychainError(.io, "no device secret at \(path)")
-        }
-        defer { Crypto.cleanse(&bytes) }
+        try PrivateFiles.checkDirectories(above: path, what: "the device secret", fs: fs)
+        let fd: Int32
         do {
-            return try Device(path: path, secret: DeviceSecret.decodeFile(bytes), fs: fs)
+            fd = try PrivateFiles.open(path, what: "the device secret", writable: false, fs: fs)
+        } catch is IOFailure {
+            throw missingSecret(path: path, keychainPath: keychainPath, fs: fs)
+        }
+        defer { fs.close(fd) }
+        try PrivateFiles.checkSecretFile(try io({ try fs.ownership(fd) }, "check the device secret"), path: path, userID: fs.userID)
+        var bytes = try io({ try fs.read(fd, offset: 0, count: Int(min(try fs.size(fd), 1 << 16))) }, "read the device secret")
+        defer { Crypto.cleanse(&bytes) }
+        let device: Device
+        do {
+            device = try Device(path: path, secret: DeviceSecret.decodeFile(bytes), fs: fs)
         } catch let e as FormatError {
             throw KeychainError.fromFormat("the device secret \(path)", e)
         }
+        try device.checkStateDirectory()
+        return device
     }
 
-    /// Loads the device secret, creating a new one (mode 0600) when none exists.
+    /// The error for a missing device secret. When the keychain exists, it was made with a
+    /// device secret that only it can be opened with: the message names that device (from the
+    /// keychain's header), says where the secret is looked for, and that a backup restores
+    /// onto a new one; it never suggests `init`, which would make a secret that cannot open it.
+    static func missingSecret(path: String, keychainPath: String?, fs: FileSystem) -> KeychainError {
+        guard let keychainPath, (try? fs.identity(path: keychainPath)) != nil else {
+            return KeychainError(.io, "no device secret at \(path); 'latchkey init' creates one with a new keychain, or point LATCHKEY_DEVICE / --device at your device secret")
+        }
+        return KeychainError(.io, "no device secret at \(path), and the keychain \(keychainPath) needs the one it was made with"
+            + (recordedDeviceUUID(keychainPath: keychainPath, fs: fs).map { " (device \($0))" } ?? "")
+            + ": no other device secret can open it. Put that file back at \(path), or point LATCHKEY_DEVICE / --device at where it is. Do not run 'latchkey init' for this keychain: a new device secret cannot open it. If the device secret is lost, the items come back only from a backup: 'latchkey restore BACKUP --keychain NEW-PATH' makes a new keychain and device secret (a password backup restores onto any device secret; a --no-password backup only onto the one it was made with)")
+    }
+
+    /// The device UUID a keychain's header records (unauthenticated: for messages only).
+    static func recordedDeviceUUID(keychainPath: String, fs: FileSystem) -> String? {
+        guard let fd = try? fs.openReadOnly(keychainPath) else { return nil }
+        defer { fs.close(fd) }
+        guard let prefix = try? fs.read(fd, offset: 0, count: 16), let length = try? FileHeader.peekLength(prefix),
+              let bytes = try? fs.read(fd, offset: 0, count: length), let decoded = try? FileHeader.decode(bytes) else { return nil }
+        return hexString(decoded.header.deviceUUID)
+    }
+
+    /// Loads the device secret, creating a new one (mode 0600) when none exists. The
+    /// directories above it are checked before anything secret is written there.
     package static func loadOrCreate(path: String, fs: FileSystem) throws -> (device: Device, created: Bool) {
-        if try io({ try fs.identity(path: path) }, "read the device secret") != nil {
+        if try io({ try fs.ownership(path: path) }, "read the device secret") != nil {
             return (try load(path: path, fs: fs), false)
         }
+        try io({ try fs.makeDirectory(directoryOf(path), mode: 0o700) }, "create the device secret's directory")
+        try PrivateFiles.checkDirectories(above: path, what: "the device secret", fs: fs)
         let secret = try DeviceSecret.generate()
         var bytes = secret.encodeFile()
         defer { Crypto.cleanse(&bytes) }
-        try io({
-            try fs.makeDirectory(directoryOf(path), mode: 0o700)
-            try fs.writeFileAtomically(path, bytes, mode: 0o600)
-        }, "create the device secret")
-        return (try Device(path: path, secret: secret, fs: fs), true)
+        try io({ try fs.writeFileAtomically(path, bytes, mode: 0o600) }, "create the device secret")
+        let device = try Device(path: path, secret: secret, fs: fs)
+        try device.checkStateDirectory()
+        return (device, true)
     }
 
     /// The library's public entry points take paths; this loads with the real file system.
@@ -64,13 +107,60 @@ public final class Device: @unchecked Sendable {
 
     func statePath(fileUUID: [UInt8]) -> String { stateDirectory + "/" + hexString(fileUUID) }
 
+    /// From now on, state files this object creates are removed if a signal ends the process.
+    package func removeNewStateFilesOnInterrupt() {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        if newStateFiles == nil { newStateFiles = [] }
+    }
+
+    /// The state files created since `removeNewStateFilesOnInterrupt` are kept after all.
+    package func keepNewStateFiles() {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        newStateFiles?.forEach(InterruptCleanup.unregister)
+        newStateFiles = nil
+    }
+
+    /// Registered before the file exists, so that no moment is left in which a signal finds
+    /// it made but not registered.
+    private func noteNewStateFile(_ path: String) {
+        newStateFilesLock.lock(); defer { newStateFilesLock.unlock() }
+        newStateFiles?.append(InterruptCleanup.register(path, on: fs))
+    }
+
+    /// Refuses a `.state` directory that is not this user's own (when it exists).
+    func checkStateDirectory() throws {
+        guard let o = try io({ try fs.ownership(path: stateDirectory) }, "check the device state directory") else { return }
+        try PrivateFiles.checkStateDirectory(o, path: stateDirectory, userID: fs.userID)
+    }
+
+    /// Opens a state file (no symlink followed) and checks it on the descriptor; nil when absent.
+    private func openStateFile(_ path: String, writable: Bool) throws -> Int32? {
+        let fd: Int32
+        do {
+            fd = try PrivateFiles.open(path, what: "the device state file", writable: writable, fs: fs)
+        } catch let f as IOFailure where f.errno == ENOENT {
+            return nil
+        }
+        do {
+            try PrivateFiles.checkStateFile(try io({ try fs.ownership(fd) }, "check the device state"), path: path, userID: fs.userID)
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+        return fd
+    }
+
     /// The remembered state of a keychain, or nil when this device has none for it.
     ///
     /// A state file that fails its MAC is treated as absent (spec §9): it is overwritten in
     /// place without fsync, so a power cut can tear it, and refusing the keychain then would be
     /// a false alarm. This costs no security: whoever can damage it can also delete it.
+    /// - Throws: errSecIO for a state file or directory that another user could have planted.
     func state(fileUUID: [UInt8]) throws -> DeviceState? {
-        guard let bytes = try io({ try fs.readFile(statePath(fileUUID: fileUUID)) }, "read the device state") else { return nil }
+        try checkStateDirectory()
+        guard let fd = try openStateFile(statePath(fileUUID: fileUUID), writable: false) else { return nil }
+        defer { fs.close(fd) }
+        let bytes = try io({ try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
         guard let state = try? DeviceState.decode(bytes, macKey: stateKey), state.fileUUID == fileUUID else { return nil }
         return state
     }
@@ -97,18 +187,22 @@ public final class Device: @unchecked Sendable {
     @discardableResult
     func withLockedState<T>(fileUUID: [UInt8], _ body: (inout DeviceState?) throws -> T) throws -> T {
         let path = statePath(fileUUID: fileUUID)
+        if try io({ try fs.ownership(path: stateDirectory) }, "check the device state directory") == nil {
+            try io({ try fs.makeDirectory(stateDirectory, mode: 0o700) }, "create the device state directory")
+        }
+        try checkStateDirectory()
         let fd = try io({ () throws -> Int32 in
             while true {
-                if try fs.identity(path: path) == nil {
-                    try fs.makeDirectory(stateDirectory, mode: 0o700)
+                if try fs.ownership(path: path) == nil {
+                    noteNewStateFile(path)
                     do {
-                        fs.close(try fs.open(path, create: true, exclusive: true, mode: 0o600))
+                        fs.close(try PrivateFiles.open(path, what: "the device state file", writable: true, create: true, fs: fs))
                         // The name is made durable once, so that a power cut cannot take the
                         // whole state away (recovery relies on it, spec §9.3, §10.4).
                         try? fs.syncDirectory(stateDirectory)
                     } catch let f as IOFailure where f.errno == EEXIST {}
                 }
-                let fd = try fs.open(path, create: false, exclusive: false, mode: 0o600)
+                guard let fd = try openStateFile(path, writable: true) else { continue }
                 do {
                     try fs.lock(fd)
                     // The file may have been replaced or removed between open and lock.

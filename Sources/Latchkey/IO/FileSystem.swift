@@ -19,17 +19,63 @@ package protocol FileSystem: AnyObject, Sendable {
     func sync(_ fd: Int32) throws
     func truncate(_ fd: Int32, to size: UInt64) throws
     func rename(_ from: String, _ to: String) throws
+    /// Renames `from` to `to` only when nothing is at `to` (EEXIST otherwise), never leaving
+    /// the file under both names (Linux: renameat2 RENAME_NOREPLACE; else `moveByLinking`).
+    func renameNoReplace(_ from: String, _ to: String) throws
+    /// A second name for a file (link(2)): EEXIST when `to` exists.
+    func link(_ from: String, _ to: String) throws
     func syncDirectory(_ path: String) throws
     /// Exclusive advisory lock across processes (flock); blocks until granted.
     func lock(_ fd: Int32) throws
     func unlock(_ fd: Int32)
     func remove(_ path: String) throws
+    /// Removes an empty directory (rmdir); nothing when it is absent.
+    func removeDirectory(_ path: String) throws
     /// Permission bits (mode & 0o7777), nil when absent.
     func permissions(_ path: String) throws -> UInt32?
-    /// Creates `path` and missing parents; the last component gets `mode`.
-    func makeDirectory(_ path: String, mode: UInt32) throws
+    /// Creates one directory (its parent must exist). - Returns: false when something already
+    /// exists at `path` (nothing was created). `makeDirectory` builds on it.
+    func createDirectory(_ path: String, mode: UInt32) throws -> Bool
     /// The names in a directory (not "." or ".."); none when it cannot be read.
     func list(_ directory: String) -> [String]
+
+    // Files an attacker could plant (device secret, device state): spec/SECURITY.md, "another
+    // local user". These never follow a symlink at the last component of the path.
+
+    /// Opens without following a symlink at the last component (O_NOFOLLOW: a symlink fails
+    /// with ELOOP). With `create` the file is made (O_CREAT | O_EXCL, `mode`) and the call fails
+    /// with EEXIST when anything exists at `path`, a dangling symlink included.
+    func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32
+    /// Kind, owner and permissions of `path` itself (lstat: a symlink is reported as one);
+    /// nil when nothing is there.
+    func ownership(path: String) throws -> FileOwnership?
+    /// Kind, owner and permissions of an open file (fstat).
+    func ownership(_ fd: Int32) throws -> FileOwnership
+    /// `path` with every symlink, `.` and `..` resolved (realpath); the path must exist.
+    func resolvedPath(_ path: String) throws -> String
+    /// The effective uid of this process: the owner that private files must have.
+    var userID: UInt32 { get }
+}
+
+/// What `lstat`/`fstat` say about who may change a file.
+package struct FileOwnership: Equatable, Sendable {
+    package enum Kind: Equatable, Sendable {
+        case regular, directory, symlink, other
+    }
+    package var kind: Kind
+    package var owner: UInt32
+    /// Permission bits (mode & 0o7777), sticky bit included.
+    package var mode: UInt32
+
+    package init(kind: Kind, owner: UInt32, mode: UInt32) {
+        self.kind = kind
+        self.owner = owner
+        self.mode = mode
+    }
+
+    /// Writable by the group or by everyone.
+    package var writableByOthers: Bool { mode & 0o022 != 0 }
+    package var sticky: Bool { mode & 0o1000 != 0 }
 }
 
 extension FileSystem {
@@ -98,26 +144,62 @@ extension FileSystem {
         return try read(fd, offset: 0, count: Int(try size(fd)))
     }
 
+    /// Creates `path` and the missing directories above it (each new one but the last 0700, the
+    /// last `mode`), and fsyncs the parent of each directory it creates, so that the new names
+    /// survive a power cut (what the files inside them need before their own fsyncs count).
+    package func makeDirectory(_ path: String, mode: UInt32) throws {
+        var missing: [String] = []
+        var p = path
+        while !p.isEmpty, p != "/", p != ".", try identity(path: p) == nil {
+            missing.append(p)
+            p = directoryOf(p)
+        }
+        for (i, dir) in missing.reversed().enumerated() {
+            if try createDirectory(dir, mode: i == missing.count - 1 ? mode : 0o700) {
+                try syncDirectory(directoryOf(dir))
+            }
+        }
+    }
+
+    /// `renameNoReplace` where the file system cannot refuse a replacing rename: link(2), which
+    /// refuses an existing `to`, then removal of `from`. If `from` cannot be removed the link is
+    /// undone, so the file never keeps two names (a second name would be an old copy left
+    /// behind after the next compaction); the error says which name is left, and where.
+    package func moveByLinking(_ from: String, _ to: String) throws {
+        try link(from, to)
+        do {
+            try remove(from)
+        } catch let first as IOFailure {
+            do {
+                try remove(to)
+            } catch {
+                throw IOFailure("unlink (after linking to \(to), which now names the same file; remove \(from) by hand)", from, first.errno)
+            }
+            throw IOFailure("unlink (the link to \(to) was undone)", from, first.errno)
+        }
+    }
+
     /// Writes a small file atomically and durably: temp file, fsync, rename, fsync directory.
     package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32) throws {
         let temp = path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = try open(temp, create: true, exclusive: true, mode: mode)
+        let registered = InterruptCleanup.register(temp, on: self)
+        defer { InterruptCleanup.unregister(registered) }
+        let fd = try openNoFollow(temp, writable: true, create: true, mode: mode)
+        defer { close(fd) }
         do {
             try write(fd, offset: 0, bytes)
             try sync(fd)
-            close(fd)
             try rename(temp, path)
-            try syncDirectory(directoryOf(path))
         } catch {
-            close(fd)
             try? remove(temp)
             throw error
         }
+        try syncDirectory(directoryOf(path))
     }
 }
 
 /// The directory part of a path ("." when there is none).
-func directoryOf(_ path: String) -> String {
+package func directoryOf(_ path: String) -> String {
     guard let slash = path.lastIndex(of: "/") else { return "." }
     if slash == path.startIndex { return "/" }
     return String(path[..<slash])

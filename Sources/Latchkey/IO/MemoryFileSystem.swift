@@ -4,8 +4,12 @@ import Foundation
 ///
 /// Each file keeps the bytes a reader sees now and the bytes that would survive a power cut
 /// (those present at its last `sync`), and the byte ranges written or truncated since then.
-/// Names (create, rename, remove, and new directories) survive a power cut only after
-/// `syncDirectory` of their directory (for `crashStates`; `rebooted` keeps every directory).
+/// Names (create, rename, link, remove, mkdir, rmdir) survive a power cut only after
+/// `syncDirectory` of their directory, so a new directory survives only after an fsync of its
+/// parent, and a name survives only when every directory above it does. One record of those
+/// name changes serves both `rebooted` (none of the pending changes kept) and `crashStates`
+/// (each prefix of them kept). Files and directories have an owner and permissions (no
+/// symlinks: paths are taken as they are).
 ///
 /// Three ways to break it:
 /// - `plan` makes the N-th mutating operation fail with an errno (ENOSPC, EIO) or cut the
@@ -51,13 +55,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     /// One call through the seam, as `callLog` records it.
     package struct Call: Sendable, CustomStringConvertible {
-        /// The system call it stands for: open, stat, fstat, read, write, fsync, ftruncate,
-        /// rename, unlink, flock, mkdir.
+        /// The system call it stands for: open, stat, lstat, fstat, realpath, read, write,
+        /// fsync, ftruncate, rename, link, unlink, flock, mkdir, rmdir.
         package var name: String
         /// The path, or the path the descriptor was opened with.
         package var path: String
         /// The call may allocate space (ENOSPC is a possible answer): an open that creates,
-        /// a write, an fsync, a truncate, a rename, a directory fsync, a mkdir.
+        /// a write, an fsync, a truncate, a rename, a link, a directory fsync, a mkdir.
         package var allocates: Bool
         /// Bytes written (writes only).
         package var bytes: Int
@@ -83,32 +87,50 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         /// Byte ranges written or truncated since the last sync (in the file's coordinates).
         var dirty: [Range<Int>] = []
         var mode: UInt32
+        var owner: UInt32
         let inode: UInt64
-        init(mode: UInt32, inode: UInt64) { self.mode = mode; self.inode = inode }
+        init(mode: UInt32, owner: UInt32, inode: UInt64) { self.mode = mode; self.owner = owner; self.inode = inode }
+    }
+
+    /// A directory: its owner and permissions (shared by the name that holds it now and the
+    /// durable or pending records of that name, as a file's `Node` is).
+    private final class Directory {
+        var mode: UInt32
+        var owner: UInt32
+        init(mode: UInt32, owner: UInt32) { self.mode = mode; self.owner = owner }
+        func copy() -> Directory { Directory(mode: mode, owner: owner) }
     }
 
     private let mutex = NSLock()
     private var names: [String: Node] = [:]
     private var durableNames: [String: Node] = [:]
-    /// One name in a change of `pendingNames`: a file (nil node: the name is removed) or a
-    /// new directory.
+    /// One name in a change of `pendingNames`: what the name holds after the change (nil:
+    /// the name is removed).
     private struct NameChange {
+        enum Entry {
+            case file(Node?)
+            case directory(Directory?)
+        }
         var name: String
-        var node: Node?
-        var isDirectory = false
+        var entry: Entry
     }
     /// Name changes not yet made durable by a directory fsync, oldest first; each is one
     /// atomic change of one or more names (a rename changes two).
     private var pendingNames: [[NameChange]] = []
-    private var directories: Set<String> = ["/", "."]
-    private var durableDirectories: Set<String> = ["/", "."]
+    private var directories: [String: Directory] = MemoryFileSystem.roots()
+    /// Directories whose name in their parent survives a power cut ("/" and "." always).
+    private var durableDirectories: [String: Directory] = [:]
     private var descriptors: [Int32: Node] = [:]
     private var descriptorPaths: [Int32: String] = [:]
     private var nextFD: Int32 = 3
     private var nextInode: UInt64 = 1
     private var crashed = false
 
-    /// Counts mutating operations (write, sync, truncate, rename, syncDirectory, create, remove).
+    /// The uid of "this process": owner of what it creates, and the owner private files must have.
+    package var userID: UInt32 = UInt32(geteuid())
+
+    /// Counts mutating operations (write, sync, truncate, rename, link, syncDirectory, create,
+    /// mkdir, rmdir, remove).
     package private(set) var mutations = 0
     /// (index of the mutating operation, fault). Index 0 is the first mutation after the plan is set.
     package var plan: (at: Int, fault: Fault)? {
@@ -133,7 +155,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// A read-only mount: opening for writing, and every change, fails with EROFS.
     package var readOnlyMedium = false
 
-    package init() {}
+    package init() {
+        durableDirectories = directories
+    }
+
+    private static func roots() -> [String: Directory] {
+        ["/": Directory(mode: 0o755, owner: 0), ".": Directory(mode: 0o700, owner: UInt32(geteuid()))]
+    }
 
     private func mutate(_ op: String, _ path: String) throws {
         if crashed { throw PowerCut() }
@@ -170,14 +198,18 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
 
     private func pathOf(_ fd: Int32) -> String { descriptorPaths[fd] ?? "fd \(fd)" }
 
-    /// The file system found at the next boot after a power cut (or now, if there was none).
+    /// The file system found at the next boot after a power cut (or now, if there was none):
+    /// the durable names (no pending name change kept, as the first of `crashStates`), each
+    /// file's bytes as `mode` says.
     package func rebooted(_ mode: CrashMode = .loseUnsynced) -> MemoryFileSystem {
         mutex.lock(); defer { mutex.unlock() }
         let fs = MemoryFileSystem()
+        fs.userID = userID
+        let (files, dirs) = Self.surviving(durableNames, durableDirectories)
         var copies: [ObjectIdentifier: Node] = [:]
-        for (name, node) in durableNames {
+        for (name, node) in files {
             let copy = copies[ObjectIdentifier(node)] ?? {
-                let n = Node(mode: node.mode, inode: node.inode)
+                let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
                 var bytes = node.durable
                 switch mode {
                 case .loseUnsynced: break
@@ -196,10 +228,25 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             fs.names[name] = copy
             fs.durableNames[name] = copy
         }
-        fs.directories = directories
-        fs.durableDirectories = directories
+        fs.directories = dirs.mapValues { $0.copy() }
+        fs.durableDirectories = fs.directories
         fs.nextInode = nextInode
         return fs
+    }
+
+    /// The names a boot finds when `files` and `directories` are the names on disk: those
+    /// whose every directory above them is there too.
+    private static func surviving(_ files: [String: Node], _ directories: [String: Directory])
+        -> (files: [String: Node], directories: [String: Directory]) {
+        func reachable(_ dir: String) -> Bool {
+            var d = dir
+            while d != "/" && d != "." && !d.isEmpty {
+                if directories[d] == nil { return false }
+                d = directoryOf(d)
+            }
+            return true
+        }
+        return (files.filter { reachable(directoryOf($0.key)) }, directories.filter { reachable($0.key) })
     }
 
     /// Bytes a reader sees now (for tests).
@@ -211,7 +258,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// Replaces a file's bytes, durably (for tests that damage files).
     package func setContents(_ path: String, _ bytes: [UInt8]) {
         mutex.lock(); defer { mutex.unlock() }
-        let node = names[path] ?? Node(mode: 0o600, inode: { nextInode += 1; return nextInode }())
+        let node = names[path] ?? Node(mode: 0o600, owner: userID, inode: { nextInode += 1; return nextInode }())
         node.current = bytes
         node.durable = bytes
         node.dirty = []
@@ -224,16 +271,25 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         var parent = directoryOf(path)
         while parent != "/" && parent != "." {
-            guard durableDirectories.contains(parent) else { return false }
+            guard durableDirectories[parent] != nil else { return false }
             parent = directoryOf(parent)
         }
         guard let node = names[path] else { return durableNames[path] == nil }
         return durableNames[path] === node && node.durable == node.current
     }
 
+    /// Sets the permission bits of a file or a directory (for tests).
     package func setPermissions(_ path: String, _ mode: UInt32) {
         mutex.lock(); defer { mutex.unlock() }
         names[path]?.mode = mode
+        directories[path]?.mode = mode
+    }
+
+    /// Gives a file or a directory to another uid (for tests of "another local user").
+    package func setOwner(_ path: String, _ uid: UInt32) {
+        mutex.lock(); defer { mutex.unlock() }
+        names[path]?.owner = uid
+        directories[path]?.owner = uid
     }
 
     package func listFiles() -> [String] {
@@ -245,7 +301,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
         let files = names.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
-        let dirs = directories.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
+        let dirs = directories.keys.filter { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
         return (files + dirs).filter { !$0.isEmpty && !$0.contains("/") }.sorted()
     }
 
@@ -261,12 +317,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             return allocate(node, path)
         }
         guard create else { throw IOFailure("open", path, ENOENT) }
-        guard directories.contains(directoryOf(path)) else { throw IOFailure("open", path, ENOENT) }
+        guard directories[directoryOf(path)] != nil else { throw IOFailure("open", path, ENOENT) }
+        guard directories[path] == nil else { throw IOFailure("open", path, create && exclusive ? EEXIST : EISDIR) }
         try mutate("create", path)
         nextInode += 1
-        let node = Node(mode: mode, inode: nextInode)
+        let node = Node(mode: mode, owner: userID, inode: nextInode)
         names[path] = node
-        pendingNames.append([NameChange(name: path, node: node)])
+        pendingNames.append([NameChange(name: path, entry: .file(node))])
         return allocate(node, path)
     }
 
@@ -327,7 +384,7 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try live()
         try enter("stat", path)
         if let n = names[path] { return FileIdentity(device: 1, inode: n.inode) }
-        if directories.contains(path) { return FileIdentity(device: 1, inode: 0) }
+        if directories[path] != nil { return FileIdentity(device: 1, inode: 0) }
         return nil
     }
 
@@ -388,7 +445,25 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try mutate("rename", from)
         names[from] = nil
         names[to] = n
-        pendingNames.append([NameChange(name: from, node: nil), NameChange(name: to, node: n)])
+        pendingNames.append([NameChange(name: from, entry: .file(nil)), NameChange(name: to, entry: .file(n))])
+    }
+
+    /// As a file system without RENAME_NOREPLACE: link, then unlink (`moveByLinking`), each a
+    /// call of its own for `callPlan` and `plan`.
+    package func renameNoReplace(_ from: String, _ to: String) throws {
+        try moveByLinking(from, to)
+    }
+
+    package func link(_ from: String, _ to: String) throws {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        try enter("link", to, allocates: true)
+        guard let n = names[from] else { throw IOFailure("link", from, ENOENT) }
+        guard names[to] == nil, directories[to] == nil else { throw IOFailure("link", from, EEXIST) }
+        guard directories[directoryOf(to)] != nil else { throw IOFailure("link", from, ENOENT) }
+        try mutate("link", to)
+        names[to] = n
+        pendingNames.append([NameChange(name: to, entry: .file(n))])
     }
 
     package func syncDirectory(_ path: String) throws {
@@ -402,7 +477,10 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
             var rest: [NameChange] = []
             for entry in change {
                 guard directoryOf(entry.name) == path else { rest.append(entry); continue }
-                if entry.isDirectory { durableDirectories.insert(entry.name) } else { durableNames[entry.name] = entry.node }
+                switch entry.entry {
+                case .file(let node): durableNames[entry.name] = node
+                case .directory(let dir): durableDirectories[entry.name] = dir
+                }
             }
             if !rest.isEmpty { remaining.append(rest) }
         }
@@ -423,7 +501,21 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         guard names[path] != nil else { return }
         try mutate("unlink", path)
         names[path] = nil
-        pendingNames.append([NameChange(name: path, node: nil)])
+        pendingNames.append([NameChange(name: path, entry: .file(nil))])
+    }
+
+    package func removeDirectory(_ path: String) throws {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        try enter("rmdir", path)
+        guard directories[path] != nil else { return }
+        let prefix = path + "/"
+        guard !names.keys.contains(where: { $0.hasPrefix(prefix) }), !directories.keys.contains(where: { $0.hasPrefix(prefix) }) else {
+            throw IOFailure("rmdir", path, ENOTEMPTY)
+        }
+        try mutate("rmdir", path)
+        directories[path] = nil
+        pendingNames.append([NameChange(name: path, entry: .directory(nil))])
     }
 
     package func permissions(_ path: String) throws -> UInt32? {
@@ -431,21 +523,50 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try live()
         try enter("stat", path)
         if let n = names[path] { return n.mode }
-        return directories.contains(path) ? 0o700 : nil
+        return directories[path]?.mode
     }
 
-    package func makeDirectory(_ path: String, mode: UInt32) throws {
+    package func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
         mutex.lock(); defer { mutex.unlock() }
         try live()
-        try enter("mkdir", path, allocates: !directories.contains(path))
-        if readOnlyMedium && !directories.contains(path) { throw IOFailure("mkdir", path, EROFS) }
-        var made: [String] = []
-        var p = path
-        while p != "/" && p != "." && !p.isEmpty {
-            if directories.insert(p).inserted { made.append(p) }
-            p = directoryOf(p)
-        }
-        for d in made.reversed() { pendingNames.append([NameChange(name: d, node: nil, isDirectory: true)]) }
+        let exists = names[path] != nil || directories[path] != nil
+        try enter("mkdir", path, allocates: !exists)
+        if exists { return false }
+        guard directories[directoryOf(path)] != nil else { throw IOFailure("mkdir", path, ENOENT) }
+        try mutate("mkdir", path)
+        let dir = Directory(mode: mode, owner: userID)
+        directories[path] = dir
+        pendingNames.append([NameChange(name: path, entry: .directory(dir))])
+        return true
+    }
+
+    package func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        if create || writable { return try open(path, create: create, exclusive: create, mode: mode) }
+        return try openReadOnly(path)
+    }
+
+    package func ownership(path: String) throws -> FileOwnership? {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        try enter("lstat", path)
+        if let n = names[path] { return FileOwnership(kind: .regular, owner: n.owner, mode: n.mode) }
+        if let d = directories[path] { return FileOwnership(kind: .directory, owner: d.owner, mode: d.mode) }
+        return nil
+    }
+
+    package func ownership(_ fd: Int32) throws -> FileOwnership {
+        mutex.lock(); defer { mutex.unlock() }
+        let n = try node(fd)
+        try enter("fstat", pathOf(fd))
+        return FileOwnership(kind: .regular, owner: n.owner, mode: n.mode)
+    }
+
+    package func resolvedPath(_ path: String) throws -> String {
+        mutex.lock(); defer { mutex.unlock() }
+        try live()
+        try enter("realpath", path)
+        guard names[path] != nil || directories[path] != nil else { throw IOFailure("realpath", path, ENOENT) }
+        return path
     }
 }
 
@@ -462,9 +583,10 @@ extension MemoryFileSystem {
     /// now: file systems that write metadata back in its own time (ext4 without
     /// data=ordered, XFS) can keep the larger size without the data. A file truncated
     /// shorter since its last fsync has its old size or its new one. Name changes (create,
-    /// rename, unlink, mkdir) not yet made durable by an fsync of their directory are kept as
-    /// a prefix, in the order they were made: file systems journal metadata in order. A file
-    /// whose directory is not kept is gone.
+    /// rename, link, unlink, mkdir, rmdir) not yet made durable by an fsync of their directory
+    /// are kept as a prefix, in the order they were made: file systems journal metadata in
+    /// order. A name whose directory (or any directory above it) is not kept is gone. The
+    /// first state, no pending name change and no unsynced byte kept, is `rebooted()`.
     package struct CrashModel: Sendable {
         package var blockSize: Int
         /// At most this many states; all of them when there are no more.
@@ -490,24 +612,21 @@ extension MemoryFileSystem {
         // Each prefix of the pending name changes: the directories and the files it leaves
         // (a file whose directory is not there is gone).
         var nameStates: [[String: Node]] = []
-        var directoryStates: [Set<String>] = []
+        var directoryStates: [[String: Directory]] = []
         var named = durableNames
         var dirs = durableDirectories
         func record() {
-            directoryStates.append(dirs)
-            nameStates.append(named.filter { entry in
-                var d = directoryOf(entry.key)
-                while d != "/" && d != "." {
-                    if !dirs.contains(d) { return false }
-                    d = directoryOf(d)
-                }
-                return true
-            })
+            let kept = Self.surviving(named, dirs)
+            nameStates.append(kept.files)
+            directoryStates.append(kept.directories)
         }
         record()
         for change in pendingNames {
             for entry in change {
-                if entry.isDirectory { dirs.insert(entry.name) } else { named[entry.name] = entry.node }
+                switch entry.entry {
+                case .file(let node): named[entry.name] = node
+                case .directory(let dir): dirs[entry.name] = dir
+                }
             }
             record()
         }
@@ -553,13 +672,14 @@ extension MemoryFileSystem {
         for c in choices {
             if out.count >= model.limit { break }
             let fs = MemoryFileSystem()
+            fs.userID = userID
             var copies: [ObjectIdentifier: Node] = [:]
             var hasher = Hasher()
             for (name, node) in nameStates[c[0]].sorted(by: { $0.key < $1.key }) {
                 let id = ObjectIdentifier(node)
                 let copy = copies[id] ?? {
                     let i = index[id]!
-                    let n = Node(mode: node.mode, inode: node.inode)
+                    let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
                     let bytes = Self.materialize(node, variants[i][c[i + 1]], blockSize: model.blockSize)
                     n.current = bytes
                     n.durable = bytes
@@ -572,10 +692,10 @@ extension MemoryFileSystem {
                 fs.names[name] = copy
                 fs.durableNames[name] = copy
             }
-            hasher.combine(directoryStates[c[0]].sorted())
+            hasher.combine(directoryStates[c[0]].keys.sorted())
             guard fingerprints.insert(hasher.finalize()).inserted else { continue }
-            fs.directories = directoryStates[c[0]]
-            fs.durableDirectories = directoryStates[c[0]]
+            fs.directories = directoryStates[c[0]].mapValues { $0.copy() }
+            fs.durableDirectories = fs.directories
             fs.nextInode = nextInode
             out.append(fs)
         }

@@ -93,6 +93,27 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         guard Glibc.rename(from, to) == 0 else { throw IOFailure("rename", from, errno) }
     }
 
+    package func renameNoReplace(_ from: String, _ to: String) throws {
+        if let renameat2 = PosixFileSystem.renameat2 {
+            if renameat2(AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0 { return }
+            let e = errno
+            // EINVAL: this file system cannot refuse a replacing rename.
+            guard e == EINVAL || e == ENOSYS || e == ENOTSUP else { throw IOFailure("rename", from, e) }
+        }
+        try moveByLinking(from, to)
+    }
+
+    package func link(_ from: String, _ to: String) throws {
+        guard Glibc.link(from, to) == 0 else { throw IOFailure("link", from, errno) }
+    }
+
+    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    /// glibc 2.28+ has renameat2; Swift's Glibc module does not declare it.
+    private static let renameat2: RenameAt2? = {
+        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+        return unsafeBitCast(sym, to: RenameAt2.self)
+    }()
+
     package func syncDirectory(_ path: String) throws {
         let fd = retrying { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard fd >= 0 else { throw IOFailure("open", path, errno) }
@@ -110,6 +131,10 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         guard unlink(path) == 0 || errno == ENOENT else { throw IOFailure("unlink", path, errno) }
     }
 
+    package func removeDirectory(_ path: String) throws {
+        guard rmdir(path) == 0 || errno == ENOENT else { throw IOFailure("rmdir", path, errno) }
+    }
+
     package func permissions(_ path: String) throws -> UInt32? {
         var st = stat()
         if stat(path, &st) != 0 {
@@ -119,11 +144,10 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         return UInt32(st.st_mode) & 0o7777
     }
 
-    package func makeDirectory(_ path: String, mode: UInt32) throws {
-        if try identity(path: path) != nil { return }
-        let parent = directoryOf(path)
-        if parent != path, parent != ".", parent != "/" { try makeDirectory(parent, mode: 0o700) }
-        if mkdir(path, mode_t(mode)) != 0, errno != EEXIST { throw IOFailure("mkdir", path, errno) }
+    package func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
+        if mkdir(path, mode_t(mode)) == 0 { return true }
+        if errno == EEXIST { return false }
+        throw IOFailure("mkdir", path, errno)
     }
 
     package func list(_ directory: String) -> [String] {
@@ -136,6 +160,50 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         }
         return names
     }
+
+    // MARK: Private files (never through a symlink)
+
+    package func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        var flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC
+        if create { flags |= O_CREAT | O_EXCL }
+        let fd = retrying { Glibc.open(path, flags, mode_t(mode)) }
+        guard fd >= 0 else { throw IOFailure("open", path, errno) }
+        return fd
+    }
+
+    package func ownership(path: String) throws -> FileOwnership? {
+        var st = stat()
+        if lstat(path, &st) != 0 {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw IOFailure("lstat", path, errno)
+        }
+        return PosixFileSystem.ownership(st)
+    }
+
+    package func ownership(_ fd: Int32) throws -> FileOwnership {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
+        return PosixFileSystem.ownership(st)
+    }
+
+    static func ownership(_ st: stat) -> FileOwnership {
+        let kind: FileOwnership.Kind
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symlink
+        default: kind = .other
+        }
+        return FileOwnership(kind: kind, owner: UInt32(st.st_uid), mode: UInt32(st.st_mode) & 0o7777)
+    }
+
+    package func resolvedPath(_ path: String) throws -> String {
+        guard let r = realpath(path, nil) else { throw IOFailure("realpath", path, errno) }
+        defer { free(r) }
+        return String(cString: r)
+    }
+
+    package var userID: UInt32 { UInt32(geteuid()) }
 
     private func retrying<T: BinaryInteger>(_ call: () -> T) -> T {
         while true {

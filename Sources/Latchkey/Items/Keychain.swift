@@ -52,10 +52,20 @@ public final class Keychain: @unchecked Sendable {
     package static func create(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN,
                                fs: FileSystem) throws -> Keychain {
         if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
-            throw KeychainStore.existing(fs: fs, path: path)
+            throw Keychain.alreadyExists(path: path, devicePath: devicePath, fs: fs)
         }
         let device = try Device.loadOrCreate(path: devicePath, fs: fs).device
         return Keychain(store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN))
+    }
+
+    /// `init` on a path that holds a keychain: nothing is changed, and nothing suggests
+    /// removing it (it may hold the only copy of its items). When its device secret is missing
+    /// too, the message says which one it needs (`Device.missingSecret`).
+    static func alreadyExists(path: String, devicePath: String, fs: FileSystem) -> KeychainError {
+        let existing = KeychainStore.existing(fs: fs, path: path)
+        guard existing.status == .duplicateKeychain, (try? fs.ownership(path: devicePath)) == nil else { return existing }
+        let missing = Device.missingSecret(path: devicePath, keychainPath: path, fs: fs)
+        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed. " + missing.message)
     }
 
     /// Opens a keychain, locked (dk/dku available; without a passcode, all but akpu).
@@ -66,7 +76,7 @@ public final class Keychain: @unchecked Sendable {
     }
 
     package static func open(path: String, devicePath: String, acceptRollback: Bool = false, fs: FileSystem) throws -> Keychain {
-        let device = try Device.load(path: devicePath, fs: fs)
+        let device = try Device.load(path: devicePath, fs: fs, keychainPath: path)
         return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback))
     }
 
@@ -74,7 +84,7 @@ public final class Keychain: @unchecked Sendable {
     /// of its own while the file is read (a keychain without a passcode ignores it).
     /// - Throws: as `open`; errSecAuthFailed for a wrong passcode (nothing stays open).
     public static func open(path: String, devicePath: String, acceptRollback: Bool = false, unlockingWith passcode: [UInt8]) throws -> Keychain {
-        let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared)
+        let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared, keychainPath: path)
         return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
                                                       unlockingWith: passcode))
     }

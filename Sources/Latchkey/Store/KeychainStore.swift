@@ -48,6 +48,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// Set when the state in memory may no longer match the file after a durable change (a read
     /// failed after it): the next operation reads the file again from its start.
     private var needsReopen = false
+    /// The file at the path was put there by a rename this process has not seen made durable
+    /// (another process's compaction or passcode change, or one of ours whose directory fsync
+    /// failed): the next writer fsyncs the directory before it appends.
+    private var directoryUnsynced = false
     /// The keybag the class keys in `classKeys` were unwrapped from: a file with another
     /// keybag (after a passcode change) has other class keys.
     private var keybagOfKeys: Keybag
@@ -95,29 +99,42 @@ package final class KeychainStore: @unchecked Sendable {
         let bag = try wrapKeybag(classKeys, kdf: kdf, keys: keys, passcodeKey: passKey)
         let header = FileHeader(fileUUID: fileUUID, deviceUUID: device.secret.uuid, baseSequence: 0, createdAt: now, keybag: bag)
         let bytes = header.encode(macKey: keys.headerMAC)
-        try io({
+        let fd = try io({ () throws -> Int32 in
             try fs.makeDirectory(directoryOf(path), mode: 0o700)
             let temp = path + ".create-" + hexString(try Crypto.randomBytes(4))
+            let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
+            defer { InterruptCleanup.unregister(registered) }
             let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
+            var named = false
             do {
                 try fs.write(tfd, offset: 0, bytes)
                 try fs.sync(tfd)
-                fs.close(tfd)
-                if try fs.identity(path: path) != nil {
-                    try? fs.remove(temp)
-                    throw existing(fs: fs, path: path)
-                }
-                try fs.rename(temp, path)
+                try fs.renameNoReplace(temp, path)
+                named = true
                 try fs.syncDirectory(directoryOf(path))
+                return tfd
             } catch {
+                // Until the directory fsync returns, the new name may not survive a power cut:
+                // the call fails, so it leaves no keychain behind either.
+                if named {
+                    try? fs.remove(path)
+                    try? fs.syncDirectory(directoryOf(path))
+                } else {
+                    try? fs.remove(temp)
+                }
                 fs.close(tfd)
-                try? fs.remove(temp)
+                if let f = error as? IOFailure, f.errno == EEXIST { throw existing(fs: fs, path: path) }
                 throw error
             }
         }, "create the keychain")
-        try? device.saveState(DeviceState(fileUUID: fileUUID, newestSequence: 0))
-        let store = try open(path: path, device: device)
-        if let p = passcode { try store.unlock(passcode: p) }
+        // Durable from here: the store is made from what was written, never read back (a read
+        // failing now must not turn a created keychain into a reported failure).
+        let store = KeychainStore(path: path, device: device, fs: fs, fd: fd,
+                                  identity: (try? fs.identity(fd)) ?? FileIdentity(device: 0, inode: 0),
+                                  header: header, headerSize: bytes.count, keys: keys)
+        store.classKeys = classKeys
+        store.unlockedOnce = passcode != nil
+        store.recordCommit(0)
         return store
     }
 
@@ -223,6 +240,10 @@ package final class KeychainStore: @unchecked Sendable {
     static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (FileHeader, Int, FileKeys) {
         let what = "the keychain \(path)"
         let prefix = try io({ try fs.read(fd, offset: 0, count: 16) }, "read the keychain")
+        // A file that cannot hold the magic cannot be identified: not a Latchkey file (spec §10.1).
+        guard prefix.count >= FormatConstants.fileMagic.count else {
+            throw KeychainError(.decode, "\(what) is not a Latchkey file: it is \(prefix.count) bytes long, shorter than the 8-byte magic number; check the path")
+        }
         do {
             let length = try FileHeader.peekLength(prefix)
             let bytes = try io({ try fs.read(fd, offset: 0, count: length) }, "read the keychain")
@@ -360,6 +381,7 @@ package final class KeychainStore: @unchecked Sendable {
         if now != identity {
             verifiedStatus = nil
             try reopen()
+            directoryUnsynced = true
             return
         }
         if try status?.size ?? io({ try fs.size(fd) }, "read the keychain") != log.end {
@@ -589,9 +611,16 @@ package final class KeychainStore: @unchecked Sendable {
             if now == identity { break }
             fs.unlock(fd)
             try reopen()
+            directoryUnsynced = true
         }
         defer { fs.unlock(fd) }
         try catchUpLocked()
+        if directoryUnsynced {
+            // Another process (or a failed directory fsync of ours) put this file at the path;
+            // an append to it is durable only once that name is (spec §11.4).
+            try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
+            directoryUnsynced = false
+        }
         return try body()
     }
 
@@ -864,6 +893,7 @@ package final class KeychainStore: @unchecked Sendable {
             needsReopen = true
         }
         if case .failure(let error) = synced {
+            directoryUnsynced = true
             throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back; run 'latchkey compact' to sync it again",
                                 underlying: String(describing: error))
         }

@@ -110,6 +110,11 @@ extension LogState {
         }
         switch op {
         case .put(let id, let slot):
+            // The keybag is fixed for the file's life (spec §6.6): an item of a class it holds no
+            // key for (akpu without a passcode) was written by no writer and can never be read.
+            guard keybag.entry(for: slot.protection) != nil else {
+                throw Corruption.damaged(offset: offset, reason: "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)")
+            }
             if let owner = uniqueIndex[slot.uniqueHash], owner != id {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
@@ -157,17 +162,6 @@ extension LogState {
             guard try ensure(offset, FormatConstants.frameHeaderSize) else {
                 return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
             }
-            // A record that fails its checksum or tag may be part of the last append, whose
-            // blocks a power cut can keep in any subset (spec §10.4): it ends the scan as a
-            // candidate torn tail, unless a later transaction closed after it, which proves
-            // that it was written before an acknowledged commit.
-            func failed(_ reason: String, frame: FrameHeader? = nil) throws -> ScanEnd {
-                if try transactionClosedAfter(offset, failedFrame: frame, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
-                    throw Corruption.damaged(offset: offset, reason: reason)
-                }
-                return ScanEnd(tornAt: inGroup ? groupStart : offset, failure: TailFailure(offset: offset, reason: reason),
-                               fileSize: fileSize)
-            }
             let frame: FrameHeader
             do {
                 frame = try FrameHeader.decode(slice(offset, FormatConstants.frameHeaderSize))
@@ -175,7 +169,8 @@ extension LogState {
                 if try allZero(fs: fs, fd: fd, from: offset, to: fileSize) {
                     return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
                 }
-                return try failed("record header checksum mismatch")
+                return try failedRecord(at: offset, "record header checksum mismatch", frame: nil,
+                                        tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
             } catch let e as FormatError {
                 throw Corruption.damaged(offset: offset, reason: e.description)
             }
@@ -185,7 +180,8 @@ extension LogState {
             }
             let record = slice(offset, size)
             guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
-                return try failed("record tag does not verify", frame: frame)
+                return try failedRecord(at: offset, "record tag does not verify", frame: frame,
+                                        tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
             }
             guard frame.sequence == sequence + 1 else {
                 throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
@@ -230,6 +226,18 @@ extension LogState {
     }
 }
 
+/// The end of a scan stopped by a record that fails its checksum or tag. Such a record may be
+/// part of the last append, whose blocks a power cut can keep in any subset (spec §10.4): it
+/// ends the scan as a candidate torn tail from `tornAt`, unless a later transaction closed
+/// after it, which proves that it was written before an acknowledged commit (damage).
+private func failedRecord(at offset: UInt64, _ reason: String, frame: FrameHeader?, tornAt: UInt64, fileSize: UInt64,
+                          fs: FileSystem, fd: Int32, keys: FileKeys) throws -> ScanEnd {
+    if try transactionClosedAfter(offset, failedFrame: frame, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
+        throw Corruption.damaged(offset: offset, reason: reason)
+    }
+    return ScanEnd(tornAt: tornAt, failure: TailFailure(offset: offset, reason: reason), fileSize: fileSize)
+}
+
 /// Whether a transaction was closed after the record that failed at `failed`, which shows
 /// that the failed record was committed before another transaction began: a writer appends a
 /// transaction only after the one before it was made durable (spec §10.2, §10.4). Proof is a
@@ -252,8 +260,8 @@ func transactionClosedAfter(_ failed: UInt64, failedFrame: FrameHeader?, fileSiz
 /// Calls `body` for every complete record in [start, fileSize) whose frame CRC matches and
 /// whose tag verifies at its offset, in file order, until `body` returns false. A damaged
 /// length cannot be followed, so every offset is tried, cheapest checks first: the bytes every
-/// frame header has (a length below 16 MiB, so byte 0 is zero; zero reserved bytes 6–7), then
-/// the CRC, then the tag, which only the device can produce. After a record that verifies, the
+/// frame header has (a length below 16 MiB, so byte 0 is zero; a type other than 0; zero
+/// reserved bytes 6–7), then the CRC, then the tag, which only the device can produce. After a record that verifies, the
 /// search goes on after its end.
 func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys,
                                 _ body: (UInt64, FrameHeader, [UInt8]) throws -> Bool) throws {
@@ -267,7 +275,10 @@ func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSy
         if bytes.count < headerSize { break }
         for i in 0...(bytes.count - headerSize) {
             let at = chunkStart + UInt64(i)
-            guard at >= next, bytes[i] == 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+            // Type 0 is never written (spec §6.3), so an all-zero stretch (a hole) costs one
+            // comparison per offset; then the CRC, computed before anything is decoded.
+            guard at >= next, bytes[i] == 0, bytes[i + 4] != 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+                  CRC32C.checksum(bytes[i..<i + 16]) == bytes.readBE(UInt32.self, at: i + 16),
                   let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
             let end = at + UInt64(frame.recordSize)
             guard end <= fileSize else { continue }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CArchive
 import LatchkeyFormat
 
@@ -23,10 +26,16 @@ final class ArchiveWriter: BackupEntrySink {
     private let mtime: Int
     private var closed = false
 
+    /// - Throws: `ArchiveError` when libarchive cannot start the stream on `fd`; nothing is
+    ///   left to free then (the archive is made and, on failure, freed in `start`, before this
+    ///   object exists, so `deinit` never sees it).
     init(fd: Int32, compression: BackupCompression, mtime: UInt64) throws {
-        guard let a = archive_write_new() else { throw ArchiveError("libarchive could not start an archive") }
-        archive = a
+        archive = try ArchiveWriter.start(fd: fd, compression: compression)
         self.mtime = Int(mtime)
+    }
+
+    private static func start(fd: Int32, compression: BackupCompression) throws -> OpaquePointer {
+        guard let a = archive_write_new() else { throw ArchiveError("libarchive could not start an archive") }
         var ok = archive_write_set_format_pax_restricted(a)
         if ok == ARCHIVE_OK {
             switch compression {
@@ -43,10 +52,11 @@ final class ArchiveWriter: BackupEntrySink {
         }
         if ok == ARCHIVE_OK { ok = archive_write_open_fd(a, fd) }
         guard ok == ARCHIVE_OK else {
-            let message = ArchiveWriter.errorText(a)
+            let message = errorText(a)
             archive_write_free(a)
             throw ArchiveError("could not start the \(compression.rawValue == "none" ? "" : compression.rawValue + " ")tar stream: \(message)")
         }
+        return a
     }
 
     deinit {
@@ -83,9 +93,16 @@ final class ArchiveWriter: BackupEntrySink {
         }
     }
 
+    /// libarchive's message, with the text of its errno when it has one ("Write error" alone
+    /// would not say that the disk is full).
     static func errorText(_ a: OpaquePointer) -> String {
-        if let s = archive_error_string(a) { return String(cString: s) }
-        return "libarchive reported no detail"
+        var text = archive_error_string(a).map { String(cString: $0) } ?? "libarchive reported no detail"
+        let e = archive_errno(a)
+        if e > 0, let s = strerror(e) {
+            let reason = String(cString: s)
+            if !text.contains(reason) { text += ": " + reason }
+        }
+        return text
     }
 }
 
@@ -102,9 +119,12 @@ struct ArchiveError: Error, CustomStringConvertible {
     var description: String
     /// libarchive found the stream damaged or cut short (as opposed to an I/O failure).
     var damaged: Bool
+    /// The stream does not begin with a ustar header: not a backup at all (spec/BACKUP.md §2.1).
+    var notAnArchive: Bool
 
-    init(_ text: String, damaged: Bool = false) {
+    init(_ text: String, damaged: Bool = false, notAnArchive: Bool = false) {
         description = text
-        self.damaged = damaged
+        self.damaged = damaged || notAnArchive
+        self.notAnArchive = notAnArchive
     }
 }

@@ -12,6 +12,14 @@ package enum BackupConstants {
     package static let itemsPrefix = "latchkey-backup/items-"
     /// Ancillary entries a newer minor version may add (§10).
     package static let ancillaryPrefix = "latchkey-backup/x-"
+    /// An ancillary entry's name: the prefix, then 1 to 82 of `a`–`z`, `0`–`9` and `-`, so the
+    /// whole name fits the 100 bytes of a ustar name field (§10).
+    package static func isAncillaryName(_ name: String) -> Bool {
+        guard name.hasPrefix(ancillaryPrefix) else { return false }
+        let suffix = name.utf8.dropFirst(ancillaryPrefix.utf8.count)
+        return (1...(100 - ancillaryPrefix.utf8.count)).contains(suffix.count)
+            && suffix.allSatisfy { (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2d }
+    }
     package static let maxItemsEntries = 999_999
 
     /// The name of items entry `n` (1-based).

@@ -1,3 +1,4 @@
+import Foundation
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -8,6 +9,36 @@ struct UnlockedKeybag {
     var macKey: SecretKey
     /// The keybag entry's bytes, so the second pass can insist on the same ones.
     var keybagDigest: [UInt8]
+    /// What the archive proved about itself, for the merge rules (spec/BACKUP.md §9.2).
+    var provenance: Provenance
+}
+
+/// What a restore may believe about an archive beyond its items: where it was made, and how
+/// late its dates may be (spec/BACKUP.md §9.2).
+struct Provenance {
+    /// Made on this device: its ThisDeviceOnly classes unwrapped with this device's secret
+    /// (§4.3), which only the source device can make happen. The source device UUID alone
+    /// proves nothing: a password backup's author writes it.
+    var sameDevice: Bool
+    /// The latest date an item of the archive may carry, as seconds since 2001-01-01 (the
+    /// `cdat`/`mdat` scale): the end of the second the archive says it was made in, and never
+    /// later than now. The archive's author writes every date in it; a later one is clamped
+    /// to this (spec/BACKUP.md §9.2).
+    var dateCeiling: Double
+
+    init(sameDevice: Bool, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
+        self.sameDevice = sameDevice
+        dateCeiling = min(Double(createdAt) + 1 - Date.timeIntervalBetween1970AndReferenceDate, now)
+    }
+
+    /// `p` with `cdat` and `mdat` no later than `dateCeiling`.
+    func trusted(_ p: ItemPlaintext) -> ItemPlaintext {
+        var out = p
+        for name in ["cdat", "mdat"] {
+            if case .date(let d)? = p.attributes[name], d > dateCeiling { out.attributes[name] = .date(dateCeiling) }
+        }
+        return out
+    }
 }
 
 /// One item as a pass meets it: its record and, when its class key is here, its plaintext.
@@ -39,21 +70,24 @@ struct ArchivePass {
         do {
             reader = try ArchiveReader(fd: fd)
         } catch let e as ArchiveError {
-            throw damaged("is not a tar archive", e)
+            throw e.notAnArchive ? notABackup(e.description) : damaged("is damaged or truncated", e)
         }
         let total = source.size
 
         // §11 step 1: the keybag entry comes first.
         guard let first = try header(reader) else { throw damaged("is empty: it holds no entry") }
         guard first.name == BackupConstants.keybagName else {
-            throw KeychainError(.decode, "\(source.name) is not a Latchkey backup: its first entry is \(first.name ?? "unnamed"), not \(BackupConstants.keybagName)")
+            throw notABackup("its first entry is \(first.name ?? "unnamed"), not \(BackupConstants.keybagName)")
         }
         let keybagBytes = try data(reader, first, limit: BackupConstants.maxKeybagEntrySize)
+        guard keybagBytes.starts(with: BackupConstants.keybagMagic) else {
+            throw notABackup("\(Self.keybagPart) does not begin with the magic number \"LKBACKUP\"")
+        }
         let keybag: BackupKeybag
         do {
             keybag = try BackupKeybag.decode(keybagBytes)
         } catch let e as FormatError {
-            throw formatError("its keybag entry", e)
+            throw formatError(Self.keybagPart, e)
         }
         var seen = [ManifestEntry(name: first.name!, size: UInt64(keybagBytes.count), sha256: Crypto.sha256(keybagBytes))]
         let unlocked = try unlock(keybag, seen[0].sha256)
@@ -101,7 +135,7 @@ struct ArchivePass {
                 progress?(min(source.position, total), total)
                 continue
             }
-            if name.hasPrefix(BackupConstants.ancillaryPrefix), keybag.common.minor > BackupConstants.minor {
+            if BackupConstants.isAncillaryName(name), keybag.common.minor > BackupConstants.minor {
                 // An entry a newer minor version added: checked against the manifest, not read.
                 let bytes = try data(reader, h, limit: BackupConstants.maxAncillaryEntrySize)
                 seen.append(ManifestEntry(name: name, size: UInt64(bytes.count), sha256: Crypto.sha256(bytes)))
@@ -110,21 +144,29 @@ struct ArchivePass {
             if name.hasPrefix(BackupConstants.itemsPrefix) {
                 throw KeychainError(.decode, "\(source.name): found \(name) where \(BackupConstants.itemsName(number)) was expected: an entry is missing or out of order; nothing was restored")
             }
-            throw KeychainError(.decode, "\(source.name) holds an unexpected entry \(name): it is not a Latchkey backup of this version, or was tampered with; nothing was restored")
+            throw KeychainError(.decode, "\(source.name) holds an unexpected entry \(name): an entry this version of the format does not have, added by another program or by tampering; nothing was restored")
         }
         if let extra = try header(reader) {
             throw KeychainError(.decode, "\(source.name) has an entry after its manifest (\(extra.name ?? "unnamed")): it was tampered with; nothing was restored")
         }
+        // §2.1: only the end-of-archive marker and zero blocks after the manifest, and nothing
+        // after a compressed stream.
+        do {
+            try reader.finish()
+        } catch let e as ArchiveError {
+            throw damaged("is damaged or was altered after its manifest", e)
+        }
 
         // §11 last step: the manifest.
+        // The backup's version is the keybag entry's (§10): the manifest's version fields are
+        // only compared with it, as part of bytes 8–103, so a disagreement is damage whichever
+        // version either claims (§6.4).
         let bytes = manifestBytes!
-        do {
-            let common = try Manifest.decodeCommon(bytes)
-            guard common == keybag.common else {
-                throw KeychainError(.decode, "\(source.name): the manifest and the keybag entry describe different backups; nothing was restored")
-            }
-        } catch let e as FormatError {
-            throw formatError("its manifest", e)
+        guard bytes.count >= BackupConstants.commonSize, Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
+            throw KeychainError(.decode, "\(source.name): its manifest does not begin with the manifest magic number: the archive is damaged or was tampered with; nothing was restored")
+        }
+        guard bytes[8..<BackupConstants.commonSize].elementsEqual(keybagBytes[8..<BackupConstants.commonSize]) else {
+            throw KeychainError(.decode, "\(source.name): the manifest and the keybag entry describe different backups (bytes 8-103 differ); nothing was restored")
         }
         guard Manifest.verifyMAC(bytes, macKey: unlocked.macKey) else {
             throw KeychainError(.decode, "\(source.name): the manifest fails its MAC: the archive is damaged or was tampered with; nothing was restored")
@@ -203,6 +245,14 @@ struct ArchivePass {
 
     // MARK: Errors
 
+    private static let keybagPart = "its keybag entry"
+
+    /// The file is not a Latchkey backup at all (spec/BACKUP.md §2.1): not the outcome of a
+    /// damaged backup, so the message says to check the file given.
+    func notABackup(_ why: String) -> KeychainError {
+        KeychainError(.decode, "\(source.name) is not a Latchkey backup: \(why); check the file given; nothing was restored")
+    }
+
     func damaged(_ what: String, _ cause: ArchiveError? = nil) -> KeychainError {
         KeychainError(.decode, "\(source.name) \(what); nothing was restored", underlying: cause?.description)
     }
@@ -211,8 +261,9 @@ struct ArchivePass {
         switch e {
         case .unsupportedVersion(_, let major, let minor):
             return KeychainError(.decode, "\(source.name) is a backup of format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey")
-        case .badMagic:
-            return KeychainError(.decode, "\(source.name) is not a Latchkey backup (\(part) has the wrong magic number)")
+        case .badMagic where part == Self.keybagPart:
+            // The keybag entry's magic identifies the file (§1.4 of spec/FORMAT.md: not a Latchkey file).
+            return notABackup("\(part) has the wrong magic number")
         default:
             return KeychainError(.decode, "\(source.name): \(part) is damaged or was tampered with; nothing was restored", underlying: e.description)
         }

@@ -29,6 +29,10 @@ public enum RestoreSkipReason: String, Sendable, Codable, CaseIterable {
     case destinationNewer
     /// The item needs user presence (the passcode), and the keychain restored into has none.
     case userPresenceNeedsPasscode
+    /// `--merge` of a backup made on another device: the keychain's item with the same UUID or
+    /// unique key is ThisDeviceOnly (aku, cku, dku, akpu), and such an item is never replaced
+    /// from another device, whatever the dates say.
+    case destinationThisDeviceOnly
 }
 
 /// What a restore did (or, with `dryRun`, would do).
@@ -47,7 +51,8 @@ public struct RestoreReport: Sendable, Codable, Equatable {
     public var restoredByProtection: [String: Int] = [:]
     /// Items of the keychain that a newer item of the backup replaced (`--merge`).
     public var replaced = 0
-    /// Items of the backup that the keychain kept its own newer version of (`--merge`).
+    /// Items of the backup that the keychain kept its own version of (`--merge`): a newer one,
+    /// or a ThisDeviceOnly one that another device's backup may not replace.
     public var kept = 0
     public var skipped = 0
     /// By `RestoreSkipReason` raw value.
@@ -70,7 +75,7 @@ public struct RestoreReport: Sendable, Codable, Equatable {
 
     mutating func countSkipped(_ reason: RestoreSkipReason, _ pc: ProtectionClass) {
         skipped += 1
-        if reason == .destinationNewer { kept += 1 }
+        if reason == .destinationNewer || reason == .destinationThisDeviceOnly { kept += 1 }
         skippedByReason[reason.rawValue, default: 0] += 1
         skippedByProtection[pc.code, default: 0] += 1
     }

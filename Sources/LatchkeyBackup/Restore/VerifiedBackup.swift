@@ -83,11 +83,12 @@ public final class VerifiedBackup {
             let decision: Decision
             switch target {
             case .newKeychain:
-                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: { _, _ in [] }, read: { _ in fatalError() })
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                                           conflicts: { _, _ in [] }, read: { _ in fatalError() })
             case .existing(let kc):
                 let store = kc.engine
-                decision = try Self.decide(item, hasPasscode: hasPasscode, conflicts: store.conflicts(uuid:uniqueKey:),
-                                           read: { try store.read($0) })
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                                           conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
             }
             Self.count(decision, item, into: &report!)
         })
@@ -100,7 +101,9 @@ public final class VerifiedBackup {
     // MARK: Restoring
 
     /// Restores into the existing keychain given as the target (`--merge`), in one streaming
-    /// transaction: for the same UUID or unique key, the newer modification date wins.
+    /// transaction: for the same UUID or unique key, the newer modification date wins (a date
+    /// later than the archive's creation is taken as that), and a ThisDeviceOnly item of the
+    /// keychain is never replaced from a backup made on another device.
     /// Either every restorable item lands or none does.
     /// - Throws: as `verify` when the archive changed since; errSecInteractionNotAllowed when a
     ///   class the backup needs is locked; errSecIO. The keychain is unchanged on any error.
@@ -122,44 +125,89 @@ public final class VerifiedBackup {
     public func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?,
                                    kdfLogN: UInt8 = KDFParameters.defaultLogN,
                                    progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> RestoreReport {
-        if access(path, F_OK) == 0 {
+        try restoreNewKeychain(path: path, devicePath: devicePath, passcode: passcode, kdfLogN: kdfLogN, progress: progress,
+                               fs: PosixFileSystem.shared)
+    }
+
+    /// `restoreNewKeychain`, on `fs` (tests inject failures). The temporary keychain is moved
+    /// into place with a rename that refuses to replace (never a second name left behind); a
+    /// signal (Ctrl-C) before that removes everything this call made (`InterruptCleanup`).
+    package func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8,
+                                    progress: ((_ done: Int64, _ total: Int64) -> Void)?, fs: FileSystem) throws -> RestoreReport {
+        if try Self.fsCall({ try fs.ownership(path: path) }, "check \(path)") != nil {
             throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); restore into it with --merge, or choose another --keychain")
         }
         var createdDevice = false
+        var cleanups: [InterruptCleanup.Token?] = []
+        defer { cleanups.forEach(InterruptCleanup.unregister) }
         let device: Device
         if let d = self.device {
             device = d
         } else {
-            let made = try Device.loadOrCreate(path: devicePath, fs: PosixFileSystem.shared)
+            // Registered before they exist, so that no moment is left in which a signal finds
+            // them made but not yet registered.
+            let secretExisted = try Self.fsCall({ try fs.ownership(path: devicePath) }, "check \(devicePath)") != nil
+            let stateExisted = try Self.fsCall({ try fs.ownership(path: devicePath + ".state") }, "check \(devicePath).state") != nil
+            if !secretExisted {
+                cleanups.append(InterruptCleanup.register(devicePath, on: fs))
+                if !stateExisted { cleanups.append(InterruptCleanup.register(devicePath + ".state", directory: true, on: fs)) }
+            }
+            let made = try Device.loadOrCreate(path: devicePath, fs: fs)
             device = made.device
             createdDevice = made.created
+            if !createdDevice {
+                cleanups.forEach(InterruptCleanup.unregister)
+                cleanups = []
+            }
         }
         let temp = path + ".restore-" + hexString(try Crypto.randomBytes(4))
+        let tempToken = InterruptCleanup.register(temp, on: fs)
+        defer { InterruptCleanup.unregister(tempToken) }
         var store: KeychainStore?
+        var report: RestoreReport
+        /// Set when the keychain reached `path` although the move reported a failure.
+        var inPlace = false
+        // The temporary keychain's state file goes too if a signal ends the restore.
+        device.removeNewStateFilesOnInterrupt()
+        defer { device.keepNewStateFiles() }
         do {
             store = try KeychainStore.create(path: temp, device: device, passcode: passcode, logN: kdfLogN)
-            var report = try write(into: store!, created: true, progress: progress)
+            report = try write(into: store!, created: true, progress: progress)
             report.keychain = path
-            // link(2) refuses to replace a file that appeared meanwhile.
-            guard link(temp, path) == 0 else {
-                let e = errno
-                if e == EEXIST {
-                    throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+            // From here on the device secret and state belong to a keychain that is about to
+            // exist: a signal must no longer remove them.
+            cleanups.forEach(InterruptCleanup.unregister)
+            cleanups = []
+            device.keepNewStateFiles()
+            do {
+                try fs.renameNoReplace(temp, path)
+            } catch let f as IOFailure where f.errno == EEXIST {
+                throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+            } catch let f as IOFailure {
+                if let there = try? fs.identity(path: path), let ours = try? fs.identity(path: temp), there == ours {
+                    // Linked, and neither name could be removed again: the keychain is in place.
+                    inPlace = true
+                    throw KeychainError(.io, "the restore is complete at \(path), but its temporary name \(temp) could not be removed (\(Self.errnoDescription(f.errno))) and is a second name of the same file: remove \(temp) by hand, and never use it as a keychain", underlying: f.description)
                 }
-                throw KeychainError(.io, "could not put the restored keychain at \(path): \(String(cString: strerror(e)))")
+                throw KeychainError(.io, "could not put the restored keychain at \(path): \(Self.errnoDescription(f.errno)); nothing was restored", underlying: f.description)
             }
-            unlink(temp)
-            Self.syncDirectory(of: path)
-            return report
         } catch {
-            unlink(temp)
-            if let s = store { unlink(device.stateFilePath(fileUUID: s.fileUUID)) }
+            if inPlace { throw error }
+            try? fs.remove(temp)
+            if let s = store { try? fs.remove(device.stateFilePath(fileUUID: s.fileUUID)) }
             if createdDevice {
-                unlink(devicePath)
-                rmdir(devicePath + ".state")
+                try? fs.remove(devicePath)
+                try? fs.removeDirectory(devicePath + ".state")
             }
             throw error
         }
+        // The keychain is in place; its bytes were fsynced before the rename.
+        do {
+            try fs.syncDirectory(directoryOf(path))
+        } catch let f as IOFailure {
+            throw KeychainError(.io, "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then", underlying: f.description)
+        }
+        return report
     }
 
     /// The second pass: the same checks again, and every decision applied in one streaming
@@ -189,17 +237,18 @@ public final class VerifiedBackup {
             }, item: { item in
                 // A new keychain holds nothing to conflict with (and `put` still refuses a
                 // duplicate), so only a merge looks items up.
-                let decision = try Self.decide(item, hasPasscode: hasPasscode,
+                let provenance = unlocked.provenance
+                let decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: provenance,
                                                conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
                                                read: { try store.read($0) })
                 switch decision {
                 case .add:
-                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
-                               flags: item.record.flags)
+                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                               protection: item.record.protectionClass, flags: item.record.flags)
                 case .replace(let old):
                     for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
-                    try tx.put(uuid: item.record.uuid, plaintext: item.plaintext!, protection: item.record.protectionClass,
-                               flags: item.record.flags)
+                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                               protection: item.record.protectionClass, flags: item.record.flags)
                 case .skip:
                     break
                 }
@@ -230,7 +279,12 @@ public final class VerifiedBackup {
         case skip(RestoreSkipReason)
     }
 
-    static func decide(_ item: PassItem, hasPasscode: Bool, conflicts: ([UInt8], UniqueKey) -> [StoredItem],
+    /// spec/BACKUP.md §9.2, in its order. Only this device's own backups may replace a
+    /// ThisDeviceOnly item of the keychain (an item of another device's backup would take its
+    /// place, with that backup author's secret and a migratory class); an item's dates count
+    /// only up to the archive's creation (`Provenance`).
+    static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance,
+                       conflicts: ([UInt8], UniqueKey) -> [StoredItem],
                        read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
         guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
         if item.record.flags & ItemPutPayload.userPresenceFlag != 0, !hasPasscode {
@@ -238,7 +292,10 @@ public final class VerifiedBackup {
         }
         let found = conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
         if found.isEmpty { return .add }
-        let mine = modificationDate(p)
+        if !provenance.sameDevice, found.contains(where: { $0.protection.isThisDeviceOnly }) {
+            return .skip(.destinationThisDeviceOnly)
+        }
+        let mine = modificationDate(provenance.trusted(p))
         for existing in found where modificationDate(try read(existing)) >= mine {
             return .skip(.destinationNewer)
         }
@@ -299,7 +356,10 @@ public final class VerifiedBackup {
                 throw KeychainError(.authFailed, "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored")
             }
         }
-        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest)
+        // sameDevice is proven here: on a claimed source device, every ThisDeviceOnly class
+        // unwrapped with this device's secret (or the restore stopped above).
+        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest,
+                              provenance: Provenance(sameDevice: sameDevice, createdAt: c.createdAt))
     }
 
     static func info(_ bag: BackupKeybag, manifest: Manifest?, device: Device?) -> BackupInfo {
@@ -311,15 +371,11 @@ public final class VerifiedBackup {
                           items: Int(manifest?.itemCount ?? 0), notExported: Int(manifest?.notExported ?? 0))
     }
 
-    static func syncDirectory(of path: String) {
-        let dir: String
-        if let slash = path.lastIndex(of: "/") { dir = slash == path.startIndex ? "/" : String(path[..<slash]) } else { dir = "." }
-        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 {
-            fsync(fd)
-            close(fd)
-        }
+    static func fsCall<T>(_ body: () throws -> T, _ what: String) throws -> T {
+        try BackupArchive.fsCall(body, what)
     }
+
+    static func errnoDescription(_ e: Int32) -> String { BackupArchive.errnoDescription(e) }
 }
 
 /// The backup invariants that span entries (§5.4): no two items share a UUID, and no two

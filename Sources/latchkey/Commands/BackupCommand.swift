@@ -27,7 +27,9 @@ struct BackupCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .customLong("output"), help: ArgumentHelp("Where to write the archive, or - for stdout.", valueName: "file|-"))
+    @Option(name: .customLong("output"), help: ArgumentHelp(
+        "Where to write the archive: a regular file (written beside it first, then renamed into place; a FIFO, device or symlink there is refused), or - for stdout.",
+        valueName: "file|-"))
     var output: String
 
     @Flag(name: .customLong("no-password"), help: "Bind every item to this device instead of a password: restorable only on this device.")
@@ -60,14 +62,19 @@ struct BackupCommand: ParsableCommand {
             }
         }
         if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
+        // Ctrl-C or SIGTERM from here on removes the temporary file and erases the bar.
+        Terminal.cleanUpOnSignals()
         let progress = Progress("backup", total: keychain.engine.liveItemCount)
         defer { progress.finish() }
         let options = BackupOptions(password: pw, compression: compression,
                                     kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
                                     progress: { done, _ in progress.update(completed: done) })
-        let summary = try output == "-"
-            ? BackupArchive.write(keychain, to: STDOUT_FILENO, options: options)
-            : BackupArchive.write(keychain, toFile: output, options: options)
+        // The bar is redrawn while the password's KDF runs (a second or so, before any item).
+        let summary = try progress.whileRunning {
+            try output == "-"
+                ? BackupArchive.write(keychain, to: STDOUT_FILENO, options: options, destination: "standard output")
+                : BackupArchive.write(keychain, toFile: output, options: options)
+        }
         progress.finish()
         let classes = summary.itemsByProtection.keys.sorted().map { "\($0) \(summary.itemsByProtection[$0]!)" }.joined(separator: ", ")
         Output.progress("backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(output == "-" ? "stdout" : output)"

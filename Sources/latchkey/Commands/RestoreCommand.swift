@@ -66,6 +66,8 @@ struct RestoreCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Ctrl-C or SIGTERM from here on removes what the restore made and erases the bar.
+        Terminal.cleanUpOnSignals()
         let keychainPath = global.keychainPath
         let exists = access(keychainPath, F_OK) == 0
         if exists && !merge {
@@ -155,7 +157,7 @@ struct RestoreCommand: ParsableCommand {
         let into = r.createdKeychain ? "a new keychain at \(r.keychain)" : r.keychain
         lines.append("\(verb) \(r.restored) item(s) into \(into)"
                      + (r.restored > 0 ? ": \(counts(r.restoredByClass, order: ["genp", "inet", "cert", "keys"])); \(counts(r.restoredByProtection, order: protections))" : ""))
-        if r.merge { lines.append("\(r.dryRun ? "would replace" : "replaced") \(r.replaced) older item(s) of the keychain; kept \(r.kept) newer one(s)") }
+        if r.merge { lines.append("\(r.dryRun ? "would replace" : "replaced") \(r.replaced) older item(s) of the keychain; kept \(r.kept) of its own") }
         if r.skipped > 0 {
             lines.append("skipped \(r.skipped) item(s): " + r.skippedByReason.keys.sorted().map { reason in
                 let text: String
@@ -163,6 +165,7 @@ struct RestoreCommand: ParsableCommand {
                 case .thisDeviceOnlyFromAnotherDevice: text = "ThisDeviceOnly, made on another device"
                 case .destinationNewer: text = "the keychain's copy is as new or newer"
                 case .userPresenceNeedsPasscode: text = "need user presence, the keychain has no passcode"
+                case .destinationThisDeviceOnly: text = "the keychain's copy is ThisDeviceOnly, and the backup was made on another device"
                 case nil: text = reason
                 }
                 return "\(r.skippedByReason[reason]!) \(text)"

@@ -91,6 +91,24 @@ final class Progress: @unchecked Sendable {
         defer { lock.unlock() }
         if drawn && !finished { write("\r\u{1B}[K") }
         finished = true
+        Progress.lineOnScreen.pointee = 0
+    }
+
+    /// 1 while a bar is on stderr, for a signal handler to erase it (see `Terminal.cleanUpOnSignals`).
+    nonisolated(unsafe) private static let lineOnScreen: UnsafeMutablePointer<Int32> = {
+        let p = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+        p.initialize(to: 0)
+        return p
+    }()
+
+    /// Initializes what `eraseFromSignalHandler` reads, before a handler can run.
+    static func prepareForSignals() { _ = lineOnScreen }
+
+    /// Erases the bar, if one is on the screen. Async-signal-safe (one write(2)).
+    static func eraseFromSignalHandler() {
+        guard lineOnScreen.pointee != 0 else { return }
+        let erase: StaticString = "\r\u{1B}[K"
+        writeRaw(STDERR_FILENO, erase.utf8Start, erase.utf8CodeUnitCount)
     }
 
     /// Runs `body` while a background thread redraws the bar every 100 ms, first calling
@@ -128,6 +146,7 @@ final class Progress: @unchecked Sendable {
                                    unicode: Progress.unicode, spin: spin)
         write("\r" + line + "\u{1B}[K")
         drawn = true
+        Progress.lineOnScreen.pointee = 1
     }
 
     private func write(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array(text.utf8)) }
@@ -204,6 +223,11 @@ final class Progress: @unchecked Sendable {
     private static func clip(_ line: String, _ width: Int) -> String {
         line.count < width ? line : String(line.prefix(max(0, width - 1)))
     }
+}
+
+/// write(2), from a context (a signal handler) where nothing may allocate.
+private func writeRaw(_ fd: Int32, _ bytes: UnsafePointer<UInt8>, _ count: Int) {
+    _ = write(fd, bytes, count)
 }
 
 /// A flag set by one thread and read by another.

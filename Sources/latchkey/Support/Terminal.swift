@@ -137,12 +137,27 @@ private struct SavedTTY {
 
 nonisolated(unsafe) private var ttyState: SavedTTY?
 
+extension Terminal {
+    /// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT leave nothing behind before they end the
+    /// process as they would have: terminal echo is put back, a progress bar is erased, and the
+    /// temporary files of a backup or restore are removed (`InterruptCleanup`). Commands that
+    /// write such files call it first; a prompt for a secret calls it too.
+    static func cleanUpOnSignals() {
+        installRestoringHandlers()
+    }
+}
+
 private func installRestoringHandlers() {
+    InterruptCleanup.prepare()
+    Progress.prepareForSignals()
     for sig in [SIGINT, SIGTERM, SIGHUP, SIGQUIT] {
+        // Only what is async-signal-safe: tcsetattr, write, unlink, rmdir, signal, raise.
         signal(sig) { received in
             if var state = ttyState {
                 _ = tcsetattr(state.fd, TCSAFLUSH, &state.attributes)
             }
+            Progress.eraseFromSignalHandler()
+            InterruptCleanup.removeAll()
             signal(received, SIG_DFL)
             raise(received)
         }

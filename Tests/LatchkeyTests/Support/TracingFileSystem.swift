@@ -63,10 +63,24 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
     }
 
     func rename(_ from: String, _ to: String) throws { try traced("rename", from) { try disk.rename(from, to) } }
+    func renameNoReplace(_ from: String, _ to: String) throws { try moveByLinking(from, to) }
+    func link(_ from: String, _ to: String) throws { try traced("link", to) { try disk.link(from, to) } }
+    func removeDirectory(_ path: String) throws { try traced("rmdir", path) { try disk.removeDirectory(path) } }
     func syncDirectory(_ path: String) throws { try traced("fsync directory", path) { try disk.syncDirectory(path) } }
     func lock(_ fd: Int32) throws { try disk.lock(fd) }
     func unlock(_ fd: Int32) { disk.unlock(fd) }
     func remove(_ path: String) throws { try traced("unlink", path) { try disk.remove(path) } }
     func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-    func makeDirectory(_ path: String, mode: UInt32) throws { try disk.makeDirectory(path, mode: mode) }
+    func createDirectory(_ path: String, mode: UInt32) throws -> Bool {
+        try traced("mkdir", path) { try disk.createDirectory(path, mode: mode) }
+    }
+    func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
+        let fd = try traced("create", path) { try disk.openNoFollow(path, writable: writable, create: create, mode: mode) }
+        paths[fd] = path
+        return fd
+    }
+    func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
+    func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
+    func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
+    var userID: UInt32 { disk.userID }
 }
