@@ -82,3 +82,36 @@ import Testing
         print("power loss: \(c): \(k + 1) cuts, \(replayed) states replayed, \(refused) refused, \(lost) with an acknowledged change lost, \(Int(Date().timeIntervalSince(began) * 1000)) ms")
     }
 }
+
+/// The crash model and `rebooted()` are one model: the first crash state (no pending name
+/// change, no unsynced byte kept) is the disk `rebooted(.loseUnsynced)` finds, so PowerCutTests
+/// and PowerLossTests judge directory durability alike.
+@Suite struct CrashModelTests {
+    @Test func theFirstCrashState_isTheRebootedDisk() throws {
+        let disk = MemoryFileSystem()
+        #expect(try disk.createDirectory("/kept", mode: 0o700))
+        try disk.syncDirectory("/")
+        let kept = try disk.open("/kept/file", create: true, exclusive: true, mode: 0o600)
+        try disk.write(kept, offset: 0, Array(repeating: 1, count: 5000))
+        try disk.sync(kept)
+        try disk.syncDirectory("/kept")
+        try disk.write(kept, offset: 5000, Array(repeating: 2, count: 5000))   // never synced
+        // A directory whose name was never synced in its parent: gone, with what is inside.
+        #expect(try disk.createDirectory("/lost", mode: 0o700))
+        let lost = try disk.open("/lost/file", create: true, exclusive: true, mode: 0o600)
+        try disk.write(lost, offset: 0, [3])
+        try disk.sync(lost)
+        try disk.syncDirectory("/lost")
+        try disk.link("/kept/file", "/kept/second")   // a name change never synced
+
+        let rebooted = disk.rebooted(.loseUnsynced)
+        let first = try #require(disk.crashStates(.init(blockSize: 4096, limit: 1000)).first)
+        #expect(rebooted.listFiles() == ["/kept/file"])
+        #expect(rebooted.list("/") == ["kept"])
+        #expect(first.listFiles() == rebooted.listFiles())
+        #expect(first.list("/") == rebooted.list("/"))
+        #expect(first.contents("/kept/file") == rebooted.contents("/kept/file"))
+        #expect(rebooted.contents("/kept/file") == Array(repeating: 1, count: 5000))
+        #expect(try first.ownership(path: "/kept") == rebooted.ownership(path: "/kept"))
+    }
+}
