@@ -77,7 +77,8 @@ import Testing
         try disk.makeDirectory("/new", mode: 0o700)
         let fs = FaultyFileSystem(disk)
         fs.beforeRemove = { path in
-            if path.contains(".restore-") { throw IOFailure("unlink", path, EIO) }
+            // The temporary keychain, not the temporary file its creation renames into place.
+            if path.contains(".restore-") && !path.contains(".create-") { throw IOFailure("unlink", path, EIO) }
         }
         let error = keychainError {
             _ = try backup.restoreNewKeychain(path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
@@ -100,7 +101,7 @@ import Testing
         try disk.makeDirectory("/new", mode: 0o700)
         let fs = FaultyFileSystem(disk)
         fs.beforeRemove = { path in
-            if path.contains("login.keychain") { throw IOFailure("unlink", path, EIO) }
+            if path.contains("login.keychain") && !path.contains(".create-") { throw IOFailure("unlink", path, EIO) }
         }
         let error = keychainError {
             _ = try backup.restoreNewKeychain(path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
