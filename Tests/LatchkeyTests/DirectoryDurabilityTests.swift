@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
 @testable import Latchkey
 
@@ -13,5 +16,36 @@ import Testing
                                 kdfLogN: TestEnv.logN, fs: disk)
         let after = disk.rebooted(.loseUnsynced)
         _ = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: after)
+    }
+
+    /// The fsync of a new directory's parent fails: `init` fails (or, for the device state
+    /// directory, goes on without the state), and the next `init` must sync that parent again.
+    /// (It found the directory there and did not, so the keychain and device secret it then
+    /// created, and the item added to it, were lost by a power cut.)
+    @Test(arguments: [EIO, ENOSPC])
+    func aFailedParentSync_isDoneAgainByTheNextInit(_ errno: Int32) throws {
+        let base = "/home/alice/.local/share/latchkey"
+        func create(_ fs: MemoryFileSystem) throws -> Keychain {
+            try Keychain.create(path: base + "/login.keychain", devicePath: base + "/device.secret", passcode: nil,
+                                kdfLogN: TestEnv.logN, fs: fs)
+        }
+        let probe = MemoryFileSystem()
+        probe.recordCalls = true
+        _ = try create(probe)
+        // Each fsync of "/", /home … up to latchkey (the parent of device.secret.state, and the
+        // directory of the device secret and the keychain).
+        let parents = ["/", "/home", "/home/alice", "/home/alice/.local", "/home/alice/.local/share", base]
+        let parentSyncs = probe.callLog.indices.filter { probe.callLog[$0].name == "fsync" && parents.contains(probe.callLog[$0].path) }
+        #expect(parentSyncs.count >= parents.count, "an fsync of the parent of each new directory: \(probe.callLog)")
+        for n in parentSyncs {
+            let disk = MemoryFileSystem()
+            disk.callPlan = (at: n, fault: .error(errno))
+            let first = Result { try create(disk) }
+            disk.callPlan = nil
+            let kc = try (try? first.get()) ?? create(disk)
+            try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: [1])
+            let after = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: disk.rebooted(.loseUnsynced))
+            #expect(after.engine.liveItemCount == 1, "fault at \(probe.callLog[n])")
+        }
     }
 }
