@@ -12,7 +12,7 @@ SPM_FLAGS := $(if $(SCRATCH),--scratch-path $(SCRATCH))
 STATIC    := --static-swift-stdlib
 DESTDIR   ?=
 
-.PHONY: deps build release test demo install uninstall fixtures bench bench-peers bench-lib clean
+.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-lib clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -29,10 +29,24 @@ build: deps
 release: deps
 	$(SWIFT) build -c release --product latchkey $(STATIC) $(SPM_FLAGS)
 
-## test: the whole suite (unit, conformance over fixtures/, crash and damage, CLI)
-test: deps
+## test: the whole suite (unit, conformance over fixtures/, crash and damage, CLI), the C
+## warnings, and a package that depends on this one by version (check-consumer)
+test: deps c-warnings
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
+
+## c-warnings: the C sources with -Wall -Wextra -Werror. Such flags live here, not in
+## Package.swift: SwiftPM refuses unsafeFlags in a package used as a dependency by version.
+c-warnings: deps
+	$(CC) -fsyntax-only -Wall -Wextra -Werror -ISources/CLatchkeyCrypto/include \
+	  $$(pkg-config --cflags libcrypto) Sources/CLatchkeyCrypto/*.c
+
+## check-consumer: build and run the README's "Use it from Swift" program in a new package that
+## depends on a tagged copy of this work tree by version through a file:// URL (offline, about
+## a minute; scripts/check-consumer.sh)
+check-consumer: deps
+	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
 
 ## demo: build, then run the main job end to end in a temporary directory
 demo: deps

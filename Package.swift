@@ -28,23 +28,25 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
-        .target(
-            name: "CLatchkeyCrypto",
-            dependencies: ["COpenSSL"],
-            cSettings: [.unsafeFlags(["-Wall", "-Wextra", "-O2"])]
-        ),
+        // No unsafeFlags anywhere: SwiftPM refuses a package that has them as a dependency by
+        // version. The C warnings are checked by `make test` (Makefile, c-warnings).
+        .target(name: "CLatchkeyCrypto", dependencies: ["COpenSSL"]),
         .target(name: "LatchkeyCrypto", dependencies: ["CLatchkeyCrypto"]),
         .target(name: "LatchkeyFormat", dependencies: ["LatchkeyCrypto"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyFormat", "LatchkeyCrypto"]),
         .target(name: "LatchkeyBackup", dependencies: ["Latchkey", "CArchive"]),
-        .target(name: "LatchkeySecurity", dependencies: ["Latchkey"]),
+        .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyCrypto"]),
         .executableTarget(
             name: "latchkey",
             dependencies: [
                 "Latchkey", "LatchkeyBackup", "LatchkeySecurity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            plugins: ["LatchkeyBuildInfo"]
         ),
+        // `latchkey --version` names the git commit of a build from a work tree
+        // (scripts/build-info.sh, run before every build; nothing when built from a tarball).
+        .plugin(name: "LatchkeyBuildInfo", capability: .buildTool()),
         .executableTarget(
             name: "latchkey-fixtures",
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"],
@@ -61,8 +63,12 @@ let package = Package(
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup"]),
-        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity"]),
-        .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity"]),
+        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
+        .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
+        // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and
+        // Query, and its tests importing it beside LatchkeySecurity (issue 18 §1, item 1).
+        .target(name: "AppleStyleWrapper", dependencies: ["LatchkeySecurity"], path: "Tests/NameClash/AppleStyleWrapper"),
+        .testTarget(name: "NameClashTests", dependencies: ["AppleStyleWrapper", "LatchkeySecurity"]),
     ],
     swiftLanguageModes: [.v6]
 )

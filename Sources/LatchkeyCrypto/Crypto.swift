@@ -13,6 +13,21 @@ public enum Crypto {
         return out
     }
 
+    /// Fills `buffer` from OpenSSL's CSPRNG in place (for SecRandomCopyBytes: no copy of the
+    /// bytes is left behind). Large buffers are filled in chunks RAND_bytes accepts.
+    /// - Returns: false when the generator failed.
+    package static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        guard var p = buffer.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return true }
+        var left = buffer.count
+        while left > 0 {
+            let n = min(left, 1 << 30)
+            guard lk_random(p, n) == 1 else { return false }
+            p += n
+            left -= n
+        }
+        return true
+    }
+
     /// SHA-256.
     public static func sha256(_ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // Core Foundation does not exist for Swift on Linux, so the CF types that Apple's Security
 // API speaks in are aliases of their toll-free-bridged Foundation classes. Code written for

@@ -1,8 +1,9 @@
 import Foundation
+import Latchkey
 
 /// Which keychain the SecItem functions use, who is asking, and how the keychain is unlocked.
 ///
-/// `shared` starts from the environment variables of shared/CLI.md, like the `latchkey` CLI:
+/// `shared` starts from the environment variables of the `latchkey` CLI (docs/CLI.md):
 ///
 /// | property | environment | default |
 /// |---|---|---|
@@ -10,6 +11,7 @@ import Foundation
 /// | `devicePath` | `LATCHKEY_DEVICE` | `$XDG_DATA_HOME/latchkey/device.secret` |
 /// | `passcodeSource` | `LATCHKEY_PASSCODE` (the passcode itself) | `.none` |
 /// | `caller` | `LATCHKEY_ENTITLEMENTS` (plist), `LATCHKEY_APP_ID` | application-identifier `latchkey.cli` |
+/// | `explainsFirstFailure` | `LATCHKEY_SECURITY_QUIET` (set and not `0`: false) | true |
 ///
 /// Every property can be set from Swift at any time (thread-safe); changing where the keychain
 /// is, or how it is unlocked, closes the cached keychain so that the next call opens it again.
@@ -36,6 +38,18 @@ import Foundation
 /// process of the user, `lock()` locks it for all of them, `close()` forgets only this process's
 /// handle, and a passcode given here unlocks the agent. When the agent stops, the next call fails
 /// with errSecNotAvailable and the one after opens the file again, as after a reboot.
+///
+/// **When a call fails.** Apple's API returns only an OSStatus. The rest — what happened and
+/// what to do — is in `lastError` (a `KeychainError`, from `import Latchkey`: `status`,
+/// `message`, and a `description` such as `no keychain at … (errSecNotAvailable -25291)`).
+/// Out of the box (no keychain, no passcode, no identity) every call would fail with the same
+/// status, so the first failure that comes from the setup rather than from the call — the
+/// keychain or device secret cannot be opened or created, the caller identity cannot be read
+/// or has no access groups, or the keychain is locked and no passcode was given — also writes
+/// one line to stderr naming what is missing and the environment variable or property that
+/// fixes it, once per configuration (so once per process for `shared`). Results such as
+/// errSecItemNotFound or errSecDuplicateItem, and malformed dictionaries, never write.
+/// `explainsFirstFailure = false` or `LATCHKEY_SECURITY_QUIET=1` turns the line off.
 ///
 /// **Scoping.** `use(_:)` makes a configuration the current one for the SecItem calls made
 /// inside its closure (a task-local binding), so independent configurations — for example one
@@ -77,9 +91,12 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     private var _createsKeychainIfAbsent = true
     private var _kdfLogN: UInt8 = KDFParameters.defaultLogN
     private var _lastError: KeychainError?
+    private var _explainsFirstFailure = true
+    private var explained = false
+    private var unlockedByCall = false
     private var cached: Keychain?
 
-    /// A configuration from environment variables (shared/CLI.md); `shared` uses the process's.
+    /// A configuration from environment variables (docs/CLI.md); `shared` uses the process's.
     /// A malformed LATCHKEY_ENTITLEMENTS is not thrown here: every call then fails with its
     /// status (errSecParam, errSecIO) until `caller` is set.
     public init(environment env: [String: String]) {
@@ -92,6 +109,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         _keychainPath = value("LATCHKEY_KEYCHAIN") ?? xdg + "/latchkey/login.keychain"
         _devicePath = value("LATCHKEY_DEVICE") ?? xdg + "/latchkey/device.secret"
         _passcodeSource = value("LATCHKEY_PASSCODE").map { .passcode(Array($0.utf8)) } ?? .none
+        _explainsFirstFailure = Self.explainsByDefault(env)
         do {
             _caller = .success(try CallerIdentity.fromEnvironment(env))
         } catch let e as KeychainError {
@@ -110,6 +128,13 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         _caller = .success(caller)
         _passcodeSource = passcodeSource
         _authenticationHandler = authenticationHandler
+        _explainsFirstFailure = Self.explainsByDefault(ProcessInfo.processInfo.environment)
+    }
+
+    /// `explainsFirstFailure` unless LATCHKEY_SECURITY_QUIET is set to something but `0`.
+    private static func explainsByDefault(_ env: [String: String]) -> Bool {
+        guard let quiet = env["LATCHKEY_SECURITY_QUIET"], !quiet.isEmpty else { return true }
+        return quiet == "0"
     }
 
     private func locked<T>(_ body: () throws -> T) rethrows -> T {
@@ -183,8 +208,25 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
 
     /// The error of the most recent failed SecItem call with this configuration: its status
     /// and a message that says what to do. Apple's API returns only the OSStatus; this keeps
-    /// the rest.
+    /// the rest. Not cleared by a call that succeeds.
+    ///
+    /// ```swift
+    /// if SecItemAdd(query as CFDictionary, nil) != errSecSuccess,
+    ///    let error = LatchkeySecurityConfiguration.current.lastError {
+    ///     print(error)   // no keychain at /home/me/.local/share/latchkey/login.keychain; create it … (errSecNotAvailable -25291)
+    /// }
+    /// ```
     public var lastError: KeychainError? { locked { _lastError } }
+
+    /// Whether the first failure that comes from the setup (no keychain, no device secret, no
+    /// passcode for a locked keychain, no caller identity) writes one line to stderr that says
+    /// what is missing and what fixes it (see the type's discussion). Default true; false when
+    /// `LATCHKEY_SECURITY_QUIET` is set to anything but `0` (in the environment given to
+    /// `init(environment:)`, else in the process's).
+    public var explainsFirstFailure: Bool {
+        get { locked { _explainsFirstFailure } }
+        set { locked { _explainsFirstFailure = newValue } }
+    }
 
     // MARK: The keychain
 
@@ -215,7 +257,10 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     /// Unlocks the keychain with a passcode (opening it first if needed).
     /// - Throws: errSecAuthFailed for a wrong passcode.
     public func unlock(passcode: [UInt8]) throws {
-        try locked { try openLocked().unlock(passcode: passcode) }
+        try locked {
+            unlockedByCall = true
+            try openLocked().unlock(passcode: passcode)
+        }
     }
 
     /// Runs `body` with this configuration current for every SecItem call inside it (on this
@@ -270,10 +315,18 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     /// authentication handler; records a failure in `lastError`.
     func perform<T>(authenticationUI: SecAuthenticationUI = .allow, _ body: (Keychain) throws -> T) -> Result<T, SecFailure> {
         locked {
+            let kc: Keychain
             do {
                 let caller = try _caller.get()
-                let kc = try openLocked()
+                kc = try openLocked()
                 kc.caller = caller
+            } catch {
+                let failure = SecFailure.from(error)
+                _lastError = failure.error
+                explainOnce(failure.error, fix: "the keychain, device secret, passcode and caller come from LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE and LATCHKEY_ENTITLEMENTS / LATCHKEY_APP_ID, or from LatchkeySecurityConfiguration.shared")
+                return .failure(failure)
+            }
+            do {
                 kc.authenticationHandler = authenticationUI == .fail ? nil : effectiveHandler()
                 defer { kc.authenticationHandler = nil }
                 let value = try body(kc)
@@ -282,9 +335,34 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
                 if cached?.agentStopped == true { cached = nil }   // as after a reboot: open again on the next call
                 let failure = SecFailure.from(error)
                 _lastError = failure.error
+                switch failure.error.status {
+                case .missingEntitlement:
+                    explainOnce(failure.error, fix: "or set LatchkeySecurityConfiguration.shared.caller")
+                case .interactionNotAllowed where isWithoutPasscode:
+                    explainOnce(KeychainError(.interactionNotAllowed, "the keychain \(_keychainPath) is locked and no passcode was given"),
+                                fix: "set LATCHKEY_PASSCODE or LatchkeySecurityConfiguration.shared.passcodeSource, or run `latchkey agent` and `latchkey unlock` to unlock it for every process")
+                default:
+                    break
+                }
                 return .failure(failure)
             }
         }
+    }
+
+    /// Whether nothing here gives a passcode: no passcode source, no authentication handler, no
+    /// `unlock(passcode:)` call.
+    private var isWithoutPasscode: Bool {
+        guard _authenticationHandler == nil, !unlockedByCall else { return false }
+        if case .none = _passcodeSource { return true }
+        return false
+    }
+
+    /// Writes the one stderr line of a setup failure (the type's discussion), once.
+    private func explainOnce(_ error: KeychainError, fix: String) {
+        guard _explainsFirstFailure, !explained else { return }
+        explained = true
+        let line = "LatchkeySecurity: \(error); \(fix). Said once; later failures give their OSStatus and LatchkeySecurityConfiguration.current.lastError (LATCHKEY_SECURITY_QUIET=1 silences this line).\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 
     /// Records the failure of a call that did not reach the keychain (a malformed dictionary).

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Constraints of a `SecAccessControl`, with Apple's raw values (SecAccessControl.h).
 ///
@@ -45,7 +46,11 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 /// as Apple's `SecAccessControlRef`. Pass it as `kSecAttrAccessControl` to SecItemAdd; items
 /// added with an authentication constraint ask for the passcode again whenever their data is
 /// read (see `LatchkeySecurityConfiguration.authenticationHandler`).
-public final class SecAccessControl: CustomStringConvertible, Sendable {
+///
+/// Equatable and Hashable as every CF type is on Apple platforms (CFEqual, CFHash): two access
+/// controls are equal when they have the same protection and the same constraints, so one can
+/// be kept in a `[String: AnyHashable]` query and compared with the `accc` of a result.
+public final class SecAccessControl: CustomStringConvertible, Hashable, Sendable {
     /// The protection class (`pdmn`) of items added with this access control.
     public let protection: ProtectionClass
     /// The constraints.
@@ -61,6 +66,15 @@ public final class SecAccessControl: CustomStringConvertible, Sendable {
 
     public var description: String {
         "<SecAccessControlRef: \(protection.code)\(requiresUserPresence ? ";od(cup)" : "")>"
+    }
+
+    public static func == (a: SecAccessControl, b: SecAccessControl) -> Bool {
+        a.protection == b.protection && a.flags == b.flags
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(protection)
+        hasher.combine(flags)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // Apple's OSStatus result codes of the Security framework (base/SecBase.h, SecBasePriv.h), with
 // their values. Latchkey returns the subset in `KeychainStatus` (reference §4.1); the rest exist

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // SecCertificate (Security/SecCertificate.h): an X.509 certificate object. Latchkey derives
 // everything from the DER with OpenSSL (through the Latchkey module); no trust evaluation.

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // SecIdentity (Security/SecIdentity.h): a certificate with its private key. In the keychain an
 // identity is not an item of its own but a certificate item and a key item joined by public

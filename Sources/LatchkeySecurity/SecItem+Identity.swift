@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// The SecItem operation an identity call stands for.
 enum SecItemOperation: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Which dictionary is being read: each call accepts a different set of keys (reference §5.2).
 enum SecItemCall: Sendable {
@@ -226,10 +227,19 @@ extension SecItemRequest {
             // Apple's daemon returns success without adding anything (reference §5.2 ‡, an iOS
             // bug); Latchkey returns errSecParam instead, a deliberate fix (DESIGN).
             throw SecFailure.param("SecItemAdd does not take search keys (\(key)); remove kSecMatch… from the attributes")
-        case .updateQuery:
-            throw SecFailure.param("the query of SecItemUpdate does not take search keys (\(key)); SecItemUpdate changes every match")
-        case .delete:
-            throw SecFailure.param("SecItemDelete does not take search keys (\(key)); it deletes every match")
+        case .updateQuery, .delete:
+            let name = call == .delete ? "SecItemDelete" : "the query of SecItemUpdate"
+            let verb = call == .delete ? "deletes" : "changes"
+            // macOS accepts kSecMatchLimitAll here ("delete every match", a common idiom in
+            // code written for it); iOS answers errSecParam. It asks for what these calls do
+            // anyway, so it is accepted as the no-op it is.
+            if key == "m_Limit", case .string("m_LimitAll") = value { return }
+            if key == "m_Limit" {
+                // macOS would ignore a finite limit and act on every match, more than the caller
+                // asked for; refusing it is the safe reading.
+                throw SecFailure.param("\(name) \(verb) every match and cannot stop after a number of items; remove kSecMatchLimit (or give kSecMatchLimitAll)")
+            }
+            throw SecFailure.param("\(name) does not take search keys (\(key)); it \(verb) every match")
         case .copyMatching:
             break
         }
@@ -262,10 +272,12 @@ extension SecItemRequest {
 
     private mutating func returnKey(_ key: String, _ value: SecValue) throws {
         switch call {
-        case .updateQuery:
-            throw SecFailure.param("the query of SecItemUpdate does not take return keys (\(key)); SecItemUpdate returns nothing")
-        case .delete:
-            return // ignored (reference §5.2)
+        case .updateQuery, .delete:
+            // Ignored (reference §5.2 for SecItemDelete). In SecItemUpdate's query iOS answers
+            // errSecParam and macOS ignores them; code written for macOS (the branch Linux
+            // builds take) passes its CopyMatching query on, kSecReturnData and all, so they
+            // are ignored as macOS does.
+            return
         case .add, .copyMatching:
             break
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// Result shapes of SecItemCopyMatching and SecItemAdd (reference §5.4).
 enum SecItemResult {

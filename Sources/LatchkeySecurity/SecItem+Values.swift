@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// A value of a SecItem dictionary, after the bridging of swift-corelibs-foundation has been
 /// looked through: `NSString`/`String`, `NSData`/`Data`, `NSNumber` (which arrives as `Bool`

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete with Apple's signatures
 // (keychain/headers/SecItem.h), on the keychain of `LatchkeySecurityConfiguration.current`.
@@ -158,8 +159,16 @@ private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimi
 ///   - query: kSecClass (or kSecValuePersistentRef alone) and attribute filters. kSecValueData
 ///     here is not a filter and is ignored.
 ///   - attributesToUpdate: item attributes and kSecValueData only.
+/// Where iOS and macOS differ, code written for Apple platforms takes its macOS branch on Linux
+/// (`#if os(iOS)` is false), so these follow macOS where that is safe:
+/// - kSecMatchLimitAll in the query is accepted and changes nothing (every match is updated
+///   anyway); iOS answers errSecParam. A finite kSecMatchLimit (kSecMatchLimitOne, a number)
+///   stays errSecParam: macOS would ignore it and update every match, more than was asked.
+/// - kSecReturn… keys in the query are ignored, as on macOS (iOS: errSecParam), so a
+///   CopyMatching query can be passed on as it is.
+///
 /// - Returns: errSecSuccess, or errSecItemNotFound when nothing matches; errSecParam (−50) for
-///   kSecMatch… or kSecReturn… keys in the query; errSecNoSuchAttr (−25303) for any key of
+///   a kSecMatch… key in the query other than kSecMatchLimitAll; errSecNoSuchAttr (−25303) for any key of
 ///   `attributesToUpdate` that is not an attribute of the class (kSecClass, kSecReturn…,
 ///   kSecMatch…, kSecUse…, unknown keys); errSecDuplicateItem when a change would give two
 ///   items one unique key (then nothing changes); errSecNoAccessForItem (−25243) for a new
@@ -197,11 +206,16 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 /// let status = SecItemDelete([kSecClass as String: kSecClassGenericPassword,
 ///                             kSecAttrService as String: "mail"] as CFDictionary)
 /// ```
+/// kSecMatchLimitAll is accepted and changes nothing, as on macOS, where "delete every match"
+/// is often written that way (iOS answers errSecParam); every match is deleted in any case. A
+/// finite kSecMatchLimit (kSecMatchLimitOne, a number) is errSecParam: macOS would ignore it
+/// and delete every match, more than the caller asked for. kSecReturn… keys are ignored.
+///
 /// - Returns: errSecSuccess, or errSecItemNotFound when nothing matches (also for an access
-///   group the caller may not use); errSecParam (−50) for any kSecMatch… key, kSecMatchLimit
-///   of any value included; errSecNoSuchClass; errSecNoSuchAttr; errSecInteractionNotAllowed
-///   for a locked class; errSecMissingEntitlement; errSecUnimplemented for identities.
-///   kSecReturn… keys are ignored.
+///   group the caller may not use); errSecParam (−50) for a kSecMatch… key other than
+///   kSecMatchLimitAll (a finite limit included); errSecNoSuchClass; errSecNoSuchAttr;
+///   errSecInteractionNotAllowed for a locked class; errSecMissingEntitlement;
+///   errSecUnimplemented for identities.
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     let config = LatchkeySecurityConfiguration.current

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // Every `kSec…` constant of Apple's Security framework that SecItem uses, with Apple's values
 // from `OSX/sec/Security/SecItemConstants.c` (apple-oss-distributions/Security; reference

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 // SecKey (Security/SecKey.h), minimal: asymmetric keys as data, for the keychain. Latchkey does
 // not sign, encrypt or generate keys through SecKey.

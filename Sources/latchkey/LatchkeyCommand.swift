@@ -2,10 +2,10 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
-/// `latchkey`: the command-line front end of the keychain (contract: shared/CLI.md).
+/// `latchkey`: the command-line front end of the keychain (contract: docs/CLI.md).
 @main
 struct LatchkeyCommand: ParsableCommand {
-    static let version = "0.1.0"
+    static let version = Version.description
 
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
@@ -36,7 +36,7 @@ struct LatchkeyCommand: ParsableCommand {
         ]
     )
 
-    /// Parses, runs and maps every error to shared/CLI.md's stderr form and exit status.
+    /// Parses, runs and maps every error to docs/CLI.md's stderr form and exit status.
     static func main() {
         Terminal.disableCoreDumps()
         Terminal.guardStandardStreams()

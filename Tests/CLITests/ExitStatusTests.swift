@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// One test per row of shared/CLI.md "Errors and exit status": the status, stdout, and the
+/// One test per row of docs/CLI.md "Errors and exit status": the status, stdout, and the
 /// stderr form `latchkey: <what happened and what to do> (<errSecName> <number>)`.
 @Suite struct ExitStatusTests {
     /// stderr is exactly one `latchkey: …` line ending in `(name number)`.

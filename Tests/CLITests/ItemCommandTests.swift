@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// add / find / update / delete through the built binary (shared/CLI.md "Commands").
+/// add / find / update / delete through the built binary (docs/CLI.md "Commands").
 @Suite struct ItemCommandTests {
     @Test func addThenFind_roundTripsBinaryDataWithNUL() throws {
         let sandbox = try CLISandbox()
@@ -164,6 +164,38 @@ import Testing
         #expect(try sandbox.run(["find", "--account", "b"]).status == 1)
         #expect(try sandbox.run(["find", "--account", "c"]).stdout == [3])
         #expect(try sandbox.run(["delete", "--service", "mail"]).status == 1)
+    }
+
+    /// `com.apple.security.application-groups` in --entitlements / LATCHKEY_ENTITLEMENTS adds
+    /// the app groups after the application-identifier, as iOS does (issue 18 §1, item 2).
+    @Test func applicationGroups_inEntitlements_shareItemsBetweenApps() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        func plist(_ name: String, _ app: String, _ groups: [String]) throws -> String {
+            let path = sandbox.directory.appendingPathComponent(name).path
+            try """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+                <plist version="1.0"><dict>
+                  <key>application-identifier</key><string>\(app)</string>
+                  <key>com.apple.security.application-groups</key><array>\(groups.map { "<string>\($0)</string>" }.joined())</array>
+                </dict></plist>
+                """.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let a = try plist("a.plist", "TEAM.com.example.a", ["group.example.shared"])
+        let b = try plist("b.plist", "TEAM.com.example.b", ["group.example.shared"])
+        let added = try sandbox.run(["add", "--account", "s", "--access-group", "group.example.shared", "--entitlements", a], stdin: [7])
+        #expect(added.status == 0, "\(added.stderr)")
+        try sandbox.add(account: "own", data: [8], ["--entitlements", a])
+        // App b reads it through LATCHKEY_ENTITLEMENTS, as a script would.
+        #expect(try sandbox.run(["find", "--account", "s"], env: ["LATCHKEY_ENTITLEMENTS": b]).stdout == [7])
+        let attrs = try #require(try sandbox.run(["find", "--account", "own", "--return", "attributes", "--entitlements", a]).json() as? [String: Any])
+        #expect(attrs["agrp"] as? String == "TEAM.com.example.a", "the default group is the app id, not the app group")
+        #expect(try sandbox.run(["find", "--account", "own", "--entitlements", b]).status == 1)
+        #expect(try sandbox.run(["find", "--account", "s", "--app-id", "TEAM.com.example.c"]).status == 1)
+        #expect(try sandbox.run(["delete", "--account", "s", "--entitlements", b]).status == 0)
+        #expect(try sandbox.run(["find", "--account", "s", "--entitlements", a]).status == 1)
     }
 
     @Test func accessGroup_defaultsToAppID_andQueriesSeeOnlyTheCallersGroups() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// Flags, help and version: usage errors exit 2 (shared/CLI.md), help goes to stdout.
+/// Flags, help and version: usage errors exit 2 (docs/CLI.md), help goes to stdout.
 @Suite struct UsageTests {
     @Test(arguments: [
         ["find", "--bogus"],

@@ -91,7 +91,7 @@ import Testing
         try disk.makeDirectory("/new", mode: 0o700)
         let fs = FaultyFileSystem(disk)
         fs.beforeRemove = { path in
-            // The temporary keychain, not the temporary file its creation renames into place.
+            // The restore's own move (the temporary keychain's creation has a name of its own).
             if path.contains(".restore-") && !path.contains(".create-") { throw IOFailure("unlink", path, EIO) }
         }
         let error = keychainError {

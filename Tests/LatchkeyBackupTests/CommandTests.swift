@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// `latchkey backup` and `latchkey restore` as a script sees them: stdout, stderr, exit status
-/// (shared/CLI.md), running the built binary.
+/// (docs/CLI.md), running the built binary.
 @Suite struct CommandTests {
     static let binary: URL? = {
         var dirs = [URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()]

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // Access groups as the seeds describe them (seed 000 §3.5–§3.8, seed 003) and DESIGN decides:
@@ -309,5 +310,69 @@ struct ByteExactAccessGroupTests {
         kc.app(CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd])).use {
             #expect(copy(idnt).1 as? [SecIdentity] == [nfds])
         }
+    }
+}
+
+/// `com.apple.security.application-groups`: iOS appends the app groups to the caller's access
+/// groups after keychain-access-groups and the application-identifier (reference §6.1, row 4),
+/// so an item in `group.example.shared` is added, read, changed and deleted by every app of the
+/// group (issue 18 §1, item 2). The callers come from Entitlements.plist files, as an app's do.
+@Suite("Access groups: com.apple.security.application-groups")
+struct ApplicationGroupTests {
+    static let shared = "group.example.shared"
+
+    /// A configuration whose caller is read from an Entitlements.plist (LATCHKEY_ENTITLEMENTS).
+    static func app(_ kc: SecTestKeychain, _ name: String, _ entitlements: [String: Any]) throws -> LatchkeySecurityConfiguration {
+        let path = kc.directory + "/\(name).entitlements"
+        try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: path))
+        let config = LatchkeySecurityConfiguration(environment: [
+            "LATCHKEY_KEYCHAIN": kc.keychainPath, "LATCHKEY_DEVICE": kc.devicePath,
+            "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode,
+        ])
+        config.explainsFirstFailure = false
+        return config
+    }
+
+    @Test func entitlements_appendApplicationGroupsAfterTheAppID() throws {
+        let kc = try SecTestKeychain()
+        let a = try Self.app(kc, "a", ["application-identifier": "TEAM.com.example.a",
+                                       "keychain-access-groups": ["TEAM.a.private"],
+                                       "com.apple.security.application-groups": [Self.shared, "group.example.other"],
+                                       "com.apple.security.app-sandbox": true])
+        #expect(a.caller?.accessGroups == ["TEAM.a.private", "TEAM.com.example.a", Self.shared, "group.example.other"])
+        #expect(a.caller?.defaultAccessGroup == "TEAM.a.private", "an app group is never the default")
+        let bad = try Self.app(kc, "bad", ["application-identifier": "TEAM.x", "com.apple.security.application-groups": Self.shared])
+        #expect(bad.callerError?.status == .param, "application-groups must be an array of strings")
+    }
+
+    @Test func itemInAnAppGroup_isSharedByEveryAppOfTheGroup_andNoOther() throws {
+        let kc = try SecTestKeychain()
+        let a = try Self.app(kc, "a", ["application-identifier": "TEAM.com.example.a",
+                                       "com.apple.security.application-groups": [Self.shared]])
+        let b = try Self.app(kc, "b", ["application-identifier": "TEAM.com.example.b",
+                                       "keychain-access-groups": ["TEAM.b.private"],
+                                       "com.apple.security.application-groups": [Self.shared]])
+        let outsider = try Self.app(kc, "c", ["application-identifier": "TEAM.com.example.c"])
+        let group = [kSecAttrAccessGroup as String: Self.shared]
+        a.use {
+            #expect(add(genpItem("shared", data: "one", group)) == errSecSuccess)
+            #expect(add(genpItem("own", data: "mine")) == errSecSuccess)
+            #expect(attributes(genp("own"))?["agrp"] as? String == "TEAM.com.example.a")
+        }
+        b.use {
+            #expect(secret(genp("shared")) == "one")
+            #expect(secret(genp("shared", service: nil, group)) == "one")
+            #expect(update(genp("shared"), [kSecValueData as String: Data("two".utf8)]) == errSecSuccess)
+            #expect(count(genp("own")) == 0, "a's own group stays a's")
+        }
+        outsider.use {
+            #expect(copy(genp("shared")).0 == errSecItemNotFound)
+            #expect(add(genpItem("intruder", group)) == errSecNoAccessForItem)
+            #expect(delete(genp("shared")) == errSecItemNotFound)
+        }
+        a.use { #expect(secret(genp("shared")) == "two") }
+        b.use { #expect(delete(genp("shared", service: nil, group)) == errSecSuccess) }
+        a.use { #expect(copy(genp("shared")).0 == errSecItemNotFound) }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // Value coercion (reference §1.2), unique keys and collisions (§2), dates (§5.12).

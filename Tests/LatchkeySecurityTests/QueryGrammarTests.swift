@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // One test per cell of reference §5.2 ("Which keys each call accepts"), with the decisions of
@@ -403,13 +404,23 @@ struct MatchKeyTests {
         }
     }
 
-    @Test func update_withMatchLimitInQuery_returnsParam() throws {
+    /// macOS accepts kSecMatchLimitAll in SecItemUpdate's query (iOS: errSecParam); it asks for
+    /// what the call does anyway. A finite limit stays errSecParam: macOS would update every
+    /// match, more than asked (issue 18 §1, item 5).
+    @Test func update_withMatchLimitAllInQuery_updatesEveryMatch_aFiniteLimitIsParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
-            #expect(update(genp("a", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll]), [kSecValueData as String: Data("new".utf8)]) == errSecParam)
-            #expect(update(genp("a", service: nil, [kSecMatchCaseInsensitive as String: true]), [kSecValueData as String: Data("new".utf8)]) == errSecParam)
-            #expect(secret(genp("a")) == "old")
+            #expect(add(genpItem("b", data: "old")) == errSecSuccess)
+            let new = [kSecValueData as String: Data("new".utf8)]
+            #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitOne]), new) == errSecParam)
+            #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: 1]), new) == errSecParam)
+            #expect(update(genp(nil, service: "svc", [kSecMatchCaseInsensitive as String: true]), new) == errSecParam)
+            #expect(secret(genp("a")) == "old" && secret(genp("b")) == "old", "a refused update changes nothing")
+            #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll]), new) == errSecSuccess)
+            #expect(secret(genp("a")) == "new")
+            #expect(secret(genp("b")) == "new")
+            #expect(update(genp("zz", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll]), new) == errSecItemNotFound)
         }
     }
 
@@ -421,15 +432,22 @@ struct MatchKeyTests {
         }
     }
 
-    @Test func delete_withAnyMatchLimit_returnsParam() throws {
+    /// "Delete every match" written for macOS: kSecMatchLimitAll is accepted (iOS:
+    /// errSecParam); a finite limit is errSecParam, since macOS would delete every match
+    /// (issue 18 §1, item 5).
+    @Test func delete_withMatchLimitAll_deletesEveryMatch_aFiniteLimitIsParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
-            #expect(delete(genp("a", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecParam)
-            #expect(delete(genp("a", service: nil, [kSecMatchLimit as String: kSecMatchLimitOne])) == errSecParam)
-            #expect(delete(genp("a", service: nil, [kSecMatchLimit as String: 5])) == errSecParam)
-            #expect(delete(genp("a", service: nil, [kSecMatchCaseInsensitive as String: true])) == errSecParam)
-            #expect(count(genp()) == 1)
+            #expect(add(genpItem("b")) == errSecSuccess)
+            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitOne])) == errSecParam)
+            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: 5])) == errSecParam)
+            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: "m_LimitSome"])) == errSecParam)
+            #expect(delete(genp(nil, service: "svc", [kSecMatchCaseInsensitive as String: true])) == errSecParam)
+            #expect(count(genp()) == 2, "a refused delete deletes nothing")
+            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecSuccess)
+            #expect(count(genp()) == 0)
+            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecItemNotFound)
         }
     }
 
@@ -456,13 +474,17 @@ struct ReturnKeyTests {
         }
     }
 
-    @Test func update_withReturnKeyInQuery_returnsParam() throws {
+    /// macOS ignores kSecReturn… keys in SecItemUpdate's query (iOS: errSecParam), so a
+    /// CopyMatching query can be passed on as it is (issue 18 §1, item 5).
+    @Test func update_ignoresReturnKeysInQuery_asMacOSDoes() throws {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
-            #expect(update(genp("a", service: nil, [kSecReturnData as String: true]), [kSecValueData as String: Data("new".utf8)]) == errSecParam)
-            #expect(update(genp("a", service: nil, [kSecReturnAttributes as String: false]), [kSecValueData as String: Data("new".utf8)]) == errSecParam)
-            #expect(secret(genp("a")) == "old")
+            #expect(update(genp("a", service: nil, [kSecReturnData as String: true]), [kSecValueData as String: Data("one".utf8)]) == errSecSuccess)
+            #expect(secret(genp("a")) == "one")
+            #expect(update(genp("a", service: nil, [kSecReturnAttributes as String: false, kSecReturnPersistentRef as String: "yes"]),
+                           [kSecValueData as String: Data("two".utf8)]) == errSecSuccess)
+            #expect(secret(genp("a")) == "two")
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 // kSecMatchLimit (reference §5.3) and the result shapes of reference §5.4.

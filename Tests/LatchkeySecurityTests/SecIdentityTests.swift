@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 /// fixtures/certs (see its README): DER certificates and keys made once with the openssl CLI.
@@ -262,8 +263,10 @@ private enum CertFiles {
             #expect(copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "renamed"]).0 == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "renamed"]).0 == errSecItemNotFound)
             #expect(delete([kSecValueRef as String: ec]) == errSecItemNotFound)
-            #expect(delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll]) == errSecParam)
-            #expect(delete([kSecClass as String: kSecClassIdentity]) == errSecSuccess)
+            #expect(delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitOne]) == errSecParam)
+            // kSecMatchLimitAll: "every match", what SecItemDelete does anyway (as macOS accepts it).
+            #expect(delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll]) == errSecSuccess)
+            #expect(delete([kSecClass as String: kSecClassIdentity]) == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassKey]).0 == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassCertificate]).0 == errSecItemNotFound)
         }

@@ -49,7 +49,8 @@ import LatchkeyFormat
     @Test func messages_matchTheirCodableForm() throws {
         var req = AgentRequest(op: "find")
         req.keychain = "/k"; req.device = "/d"
-        req.caller = WireCaller(CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["g1", "g\"2"]))
+        req.caller = WireCaller(CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["g1", "g\"2"],
+                                               applicationGroups: ["group.x"]))
         req.query = WireQuery(Query(.internetPassword, ["srvr": .string("é"), "port": .integer(443), "cdat": .date(1.5)],
                                     protection: .afterFirstUnlock, caseInsensitive: true, synchronizable: .any, persistentRef: [1, 2]))
         req.identityQuery = WireIdentityQuery(IdentityQuery(["labl": .data([0])]))

@@ -1,14 +1,16 @@
 import Foundation
 import XCTest
 import LatchkeySecurity // was: import Security
+import Latchkey // CallerIdentity, for the test case's own set-up below (not the article's code)
 
 // The Swift samples of seed 002 ("KeyChain とは"), kept as written: only the import line
 // changed. The article shows its save-or-update and read code as fragments and calls them
 // from its XCTest as `KeychainAccess.saveKeyChain(key:vaule:)` / `getKeyChain(key:)`
-// (the author's helper type, not shown); here they are static functions in an extension of
-// LatchkeySecurity's `KeychainAccess`, each holding the article's fragment.
+// (the author's helper type, not shown); here they are static functions of a `KeychainAccess`
+// type declared below, as the author's is, each holding the article's fragment. The name is
+// free: `import LatchkeySecurity` brings only Apple's names (issue 18).
 
-extension KeychainAccess {
+enum KeychainAccess {
     /// "Keychain 登録/更新" — the article's fragment, inside the helper it calls it from.
     static func saveKeyChain(key: String, vaule: String) {
         let data = vaule.data(using: .utf8)!

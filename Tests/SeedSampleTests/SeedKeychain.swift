@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 import LatchkeySecurity
 
 /// A temporary keychain for the seed samples (kdfLogN 10), with its own configuration.

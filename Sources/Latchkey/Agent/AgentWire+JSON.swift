@@ -187,15 +187,28 @@ extension WireCaller {
             w.string(g)
         }
         w.out.append(UInt8(ascii: "]"))
+        if !applicationGroups.isEmpty {
+            w.key("applicationGroups", &first)
+            w.out.append(UInt8(ascii: "["))
+            for (i, g) in applicationGroups.enumerated() {
+                if i > 0 { w.out.append(UInt8(ascii: ",")) }
+                w.string(g)
+            }
+            w.out.append(UInt8(ascii: "]"))
+        }
         w.end()
     }
 
     init(json: JSONObject) throws {
-        applicationIdentifier = try json.string("applicationIdentifier")
-        keychainAccessGroups = try (json.array("keychainAccessGroups") ?? []).map {
-            guard case .string(let s) = $0 else { throw JSONObject.bad("keychainAccessGroups holds strings") }
-            return s
+        func strings(_ name: String) throws -> [String] {
+            try (json.array(name) ?? []).map {
+                guard case .string(let s) = $0 else { throw JSONObject.bad("\(name) holds strings") }
+                return s
+            }
         }
+        applicationIdentifier = try json.string("applicationIdentifier")
+        keychainAccessGroups = try strings("keychainAccessGroups")
+        applicationGroups = try strings("applicationGroups")
     }
 }
 

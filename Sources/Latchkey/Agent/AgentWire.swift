@@ -70,14 +70,35 @@ func wireClass(_ code: String) throws -> ItemClass {
 struct WireCaller: Codable, Sendable {
     var applicationIdentifier: String?
     var keychainAccessGroups: [String]
+    /// com.apple.security.application-groups; sent only when not empty (spec/AGENT.md §4).
+    var applicationGroups: [String]
 
     init(_ c: CallerIdentity) {
         applicationIdentifier = c.applicationIdentifier
         keychainAccessGroups = c.keychainAccessGroups
+        applicationGroups = c.applicationGroups
     }
 
     var identity: CallerIdentity {
-        CallerIdentity(applicationIdentifier: applicationIdentifier, keychainAccessGroups: keychainAccessGroups)
+        CallerIdentity(applicationIdentifier: applicationIdentifier, keychainAccessGroups: keychainAccessGroups,
+                       applicationGroups: applicationGroups)
+    }
+    private enum CodingKeys: String, CodingKey {
+        case applicationIdentifier, keychainAccessGroups, applicationGroups
+    }
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        applicationIdentifier = try c.decodeIfPresent(String.self, forKey: .applicationIdentifier)
+        keychainAccessGroups = try c.decode([String].self, forKey: .keychainAccessGroups)
+        applicationGroups = try c.decodeIfPresent([String].self, forKey: .applicationGroups) ?? []
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(applicationIdentifier, forKey: .applicationIdentifier)
+        try c.encode(keychainAccessGroups, forKey: .keychainAccessGroups)
+        if !applicationGroups.isEmpty { try c.encode(applicationGroups, forKey: .applicationGroups) }
     }
 }
 

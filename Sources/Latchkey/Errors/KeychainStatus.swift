@@ -1,5 +1,5 @@
 /// Apple's OSStatus values that Latchkey returns, with their names and the CLI exit codes of
-/// shared/CLI.md. This is the one table mapping error ↔ OSStatus ↔ exit code.
+/// docs/CLI.md. This is the one table mapping error ↔ OSStatus ↔ exit code.
 public enum KeychainStatus: Int32, CaseIterable, Sendable {
     case success = 0
     case unimplemented = -4
@@ -46,7 +46,7 @@ public enum KeychainStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// Exit status of the `latchkey` CLI for this status (shared/CLI.md "Errors and exit status").
+    /// Exit status of the `latchkey` CLI for this status (docs/CLI.md "Errors and exit status").
     public var exitCode: Int32 {
         switch self {
         case .success: return 0

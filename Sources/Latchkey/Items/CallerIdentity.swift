@@ -1,18 +1,24 @@
 import Foundation
 
-/// Who is calling: an application-identifier and its keychain-access-groups, as the seeds
-/// describe (an Entitlements.plist may supply both). The access groups it may use are the
-/// keychain-access-groups in order, then the application-identifier (reference §6.1).
+/// Who is calling: an application-identifier, its keychain-access-groups and its application
+/// groups, as an Entitlements.plist gives them. The access groups it may use are, in iOS's
+/// order (reference §6.1), the keychain-access-groups, then the application-identifier, then the
+/// application groups (`com.apple.security.application-groups`, iOS 8 and later), so an item in
+/// `group.example.shared` is shared by every app of that group.
 ///
 /// On Linux this is a convention, not a security boundary: same-user code can claim any
 /// identity (spec/SECURITY.md).
 public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
     public var applicationIdentifier: String?
     public var keychainAccessGroups: [String]
+    /// The `com.apple.security.application-groups` entitlement (`group.…` names), appended to
+    /// the access groups after the application-identifier.
+    public var applicationGroups: [String]
 
-    public init(applicationIdentifier: String?, keychainAccessGroups: [String] = []) {
+    public init(applicationIdentifier: String?, keychainAccessGroups: [String] = [], applicationGroups: [String] = []) {
         self.applicationIdentifier = applicationIdentifier
         self.keychainAccessGroups = keychainAccessGroups
+        self.applicationGroups = applicationGroups
     }
 
     /// The identity of an unsigned app on the old iOS simulator, whose only group was `test`
@@ -24,7 +30,7 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
     /// are two groups, both kept.
     public var accessGroups: [String] {
         var out: [String] = []
-        for g in keychainAccessGroups + [applicationIdentifier].compactMap({ $0 })
+        for g in keychainAccessGroups + [applicationIdentifier].compactMap({ $0 }) + applicationGroups
         where !g.isEmpty && !out.contains(where: { $0.utf8.elementsEqual(g.utf8) }) {
             out.append(g)
         }
@@ -41,21 +47,28 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
             default: return false
             }
         }
+        func same(_ x: [String], _ y: [String]) -> Bool {
+            x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        }
         return same(a.applicationIdentifier, b.applicationIdentifier)
-            && a.keychainAccessGroups.count == b.keychainAccessGroups.count
-            && zip(a.keychainAccessGroups, b.keychainAccessGroups).allSatisfy { same($0, $1) }
+            && same(a.keychainAccessGroups, b.keychainAccessGroups)
+            && same(a.applicationGroups, b.applicationGroups)
     }
 
     /// The group an item is added to when the caller names none (reference §6.2): the first
-    /// keychain-access-groups entry, else the application-identifier.
+    /// keychain-access-groups entry, else the application-identifier (an application group only
+    /// when the caller has nothing else).
     public var defaultAccessGroup: String? { accessGroups.first }
 
     public var description: String {
         "CallerIdentity(app-id: \(applicationIdentifier ?? "none"), groups: \(accessGroups))"
     }
 
-    /// Reads `application-identifier` and `keychain-access-groups` from an Entitlements.plist
-    /// (XML or binary). `fallbackApplicationIdentifier` is used when the plist has none.
+    /// Reads `application-identifier`, `keychain-access-groups` and
+    /// `com.apple.security.application-groups` from an Entitlements.plist (XML or binary); other
+    /// entitlements are ignored. `fallbackApplicationIdentifier` is used when the plist has no
+    /// application-identifier. The CLI (`--entitlements`, LATCHKEY_ENTITLEMENTS), LatchkeySecurity
+    /// and, through them, the agent all read entitlements here.
     /// - Throws: errSecParam when the file is not a property-list dictionary of that shape.
     public init(entitlementsPlist data: Data, fallbackApplicationIdentifier: String? = nil) throws {
         let object: Any
@@ -67,13 +80,15 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
         guard let dict = object as? [String: Any] else {
             throw KeychainError(.param, "the entitlements property list must be a dictionary")
         }
-        var groups: [String] = []
-        if let raw = dict["keychain-access-groups"] {
+        func strings(_ key: String) throws -> [String] {
+            guard let raw = dict[key] else { return [] }
             guard let list = raw as? [Any], list.allSatisfy({ $0 is String }) else {
-                throw KeychainError(.param, "keychain-access-groups in the entitlements must be an array of strings")
+                throw KeychainError(.param, "\(key) in the entitlements must be an array of strings")
             }
-            groups = list.map { $0 as! String }
+            return list.map { $0 as! String }
         }
+        let groups = try strings("keychain-access-groups")
+        let appGroups = try strings("com.apple.security.application-groups")
         var appID = fallbackApplicationIdentifier
         if let raw = dict["application-identifier"] {
             guard let s = raw as? String else {
@@ -81,10 +96,10 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
             }
             appID = s
         }
-        self.init(applicationIdentifier: appID, keychainAccessGroups: groups)
+        self.init(applicationIdentifier: appID, keychainAccessGroups: groups, applicationGroups: appGroups)
     }
 
-    /// The identity the environment describes (shared/CLI.md): LATCHKEY_ENTITLEMENTS names a
+    /// The identity the environment describes (docs/CLI.md): LATCHKEY_ENTITLEMENTS names a
     /// plist; LATCHKEY_APP_ID (default `latchkey.cli`) is the application-identifier when the
     /// plist gives none.
     public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> CallerIdentity {

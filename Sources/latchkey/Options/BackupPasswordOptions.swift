@@ -1,7 +1,7 @@
 import ArgumentParser
 import Latchkey
 
-/// `--password-file` / LATCHKEY_BACKUP_PASSWORD_FILE / LATCHKEY_BACKUP_PASSWORD (shared/CLI.md):
+/// `--password-file` / LATCHKEY_BACKUP_PASSWORD_FILE / LATCHKEY_BACKUP_PASSWORD (docs/CLI.md):
 /// the backup password of `backup` and `restore`. Never a plain argument value.
 struct BackupPasswordOptions: ParsableArguments {
     @Option(name: .customLong("password-file"), help: ArgumentHelp(

@@ -2,8 +2,9 @@ import ArgumentParser
 import Foundation
 import Latchkey
 
-/// Where the keychain is and who is asking (shared/CLI.md "Where things are"). Every option
-/// that names a file has an environment variable; an explicit option wins over the variable.
+/// Where the keychain is and who is asking (docs/CLI.md "The keychain, the passcode and the
+/// caller"). Every option that names a file has an environment variable; an explicit option wins
+/// over the variable.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("keychain"), help: ArgumentHelp(
         "The keychain file (env LATCHKEY_KEYCHAIN).",
@@ -35,8 +36,8 @@ struct GlobalOptions: ParsableArguments {
     var appIDOption: String?
 
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
-        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier and keychain-access-groups (env LATCHKEY_ENTITLEMENTS).",
-        discussion: "The caller may use its keychain-access-groups (in order) and its application-identifier; new items go to the first of them. Without a plist the caller is --app-id alone.",
+        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier, keychain-access-groups and com.apple.security.application-groups (env LATCHKEY_ENTITLEMENTS).",
+        discussion: "The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone.",
         valueName: "plist"))
     var entitlementsOption: String?
 

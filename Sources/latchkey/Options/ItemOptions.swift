@@ -50,7 +50,7 @@ func parsedAttributes(_ groups: [AttributeGroup], prefix: String = "", in c: Ite
     return out
 }
 
-/// ITEM and QUERY options (shared/CLI.md): the class, the protection class and every attribute
+/// ITEM and QUERY options (docs/CLI.md): the class, the protection class and every attribute
 /// of each class (ItemSchema), grouped by class in help.
 ///
 /// Commands declare the six groups themselves (as AddCommand does) instead of one nested

@@ -157,7 +157,7 @@ enum Manual {
         ("LATCHKEY_NEW_PASSCODE_FILE", "A file or pipe holding the new passcode for passwd (as --new-passcode-file); not together with LATCHKEY_NEW_PASSCODE."),
         ("LATCHKEY_BACKUP_PASSWORD", "The backup password for backup and restore (or --password-file)."),
         ("LATCHKEY_BACKUP_PASSWORD_FILE", "A file or pipe holding the backup password (as --password-file); not together with LATCHKEY_BACKUP_PASSWORD."),
-        ("LATCHKEY_ENTITLEMENTS", "An Entitlements.plist: the caller's application-identifier and keychain-access-groups (--entitlements)."),
+        ("LATCHKEY_ENTITLEMENTS", "An Entitlements.plist: the caller's application-identifier, keychain-access-groups and application groups (--entitlements)."),
         ("LATCHKEY_APP_ID", "The caller's application-identifier when no plist gives one (--app-id; default latchkey.cli)."),
         ("XDG_DATA_HOME", "Where the default keychain and device secret live."),
         ("NO_COLOR", "When set and not empty, no colour or bold is written."),

@@ -101,11 +101,21 @@ final class Progress: @unchecked Sendable {
         return p
     }()
 
-    /// Initializes what `eraseFromSignalHandler` reads, before a handler can run.
-    static func prepareForSignals() { _ = lineOnScreen }
+    /// Set by a signal handler: no bar is drawn any more (one being drawn may still finish its
+    /// write before the handler's erase).
+    nonisolated(unsafe) private static let signalled: UnsafeMutablePointer<Int32> = {
+        let p = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+        p.initialize(to: 0)
+        return p
+    }()
 
-    /// Erases the bar, if one is on the screen. Async-signal-safe (one write(2)).
+    /// Initializes what `eraseFromSignalHandler` reads, before a handler can run.
+    static func prepareForSignals() { _ = lineOnScreen; _ = signalled }
+
+    /// Erases the bar, if one is on the screen, and stops further drawing. Async-signal-safe
+    /// (stores and one write(2)).
     static func eraseFromSignalHandler() {
+        signalled.pointee = 1
         guard lineOnScreen.pointee != 0 else { return }
         let erase: StaticString = "\r\u{1B}[K"
         writeRaw(STDERR_FILENO, erase.utf8Start, erase.utf8CodeUnitCount)
@@ -136,7 +146,7 @@ final class Progress: @unchecked Sendable {
     }
 
     private func drawLocked(force: Bool) {
-        guard enabled, !finished else { return }
+        guard enabled, !finished, Progress.signalled.pointee == 0 else { return }
         let t = Progress.now()
         guard t - start >= delay, force || t - lastDraw >= 0.1 else { return }
         lastDraw = t
@@ -144,9 +154,11 @@ final class Progress: @unchecked Sendable {
         let line = Progress.render(label: label, completed: counting ? completed : nil, total: total, unit: unit,
                                    elapsed: t - phaseStart, width: Terminal.columns(STDERR_FILENO) ?? 80,
                                    unicode: Progress.unicode, spin: spin)
+        // Marked before it is written: a signal that arrives right after the write must find
+        // the mark and erase the line.
+        Progress.lineOnScreen.pointee = 1
         write("\r" + line + "\u{1B}[K")
         drawn = true
-        Progress.lineOnScreen.pointee = 1
     }
 
     private func write(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array(text.utf8)) }

@@ -2,7 +2,7 @@ import Latchkey
 
 /// A command line that parsed but cannot be carried out as given (a missing passcode source,
 /// a combination of options that makes no sense). Printed as `latchkey: <message>` with a
-/// pointer to the command's help; exit status 2 (shared/CLI.md). With a `status` (errSecParam
+/// pointer to the command's help; exit status 2 (docs/CLI.md). With a `status` (errSecParam
 /// for bad input bytes and refused deletions) its name and number follow the message, as for
 /// every other error.
 struct UsageError: Error, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
 /// The app identity most tests call as (reference §6: application-identifier only).
@@ -34,6 +35,9 @@ final class SecTestKeychain: @unchecked Sendable {
                                                caller: caller ?? CallerIdentity(applicationIdentifier: nil),
                                                passcodeSource: source)
         config.kdfLogN = 10
+        // Many tests fail on purpose; the stderr line of a first failure is checked in
+        // FirstFailureTests and would be noise here.
+        config.explainsFirstFailure = false
         if caller == nil { config.caller = nil }
         if create {
             _ = try Keychain.create(path: keychainPath, devicePath: devicePath, passcode: passcode.map { Array($0.utf8) }, kdfLogN: 10)
@@ -50,6 +54,7 @@ final class SecTestKeychain: @unchecked Sendable {
         let other = LatchkeySecurityConfiguration(keychainPath: keychainPath, devicePath: devicePath, caller: caller,
                                                   passcodeSource: .passcode(Array(testPasscode.utf8)))
         other.kdfLogN = 10
+        other.explainsFirstFailure = false
         return other
     }
 }

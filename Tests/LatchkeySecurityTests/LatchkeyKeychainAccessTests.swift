@@ -1,13 +1,14 @@
 import Foundation
 import Testing
+import Latchkey
 import LatchkeySecurity
 
-@Suite("KeychainAccess, the LUKeychainAccess-style API")
-struct KeychainAccessTests {
+@Suite("LatchkeyKeychainAccess, the LUKeychainAccess-style API")
+struct LatchkeyKeychainAccessTests {
     @Test func subscript_storesAndReadsStrings() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            let access = KeychainAccess(service: "com.example.api", accessibility: .afterFirstUnlock)
+            let access = LatchkeyKeychainAccess(service: "com.example.api", accessibility: .afterFirstUnlock)
             #expect(access["token"] == nil)
             #expect(access.lastStatus == errSecItemNotFound)
             access["token"] = "s3cret"
@@ -24,7 +25,7 @@ struct KeychainAccessTests {
     @Test func typedValues_roundTrip() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            let access = KeychainAccess(service: "svc")
+            let access = LatchkeyKeychainAccess(service: "svc")
             access.set(true, forKey: "authorized")
             access.set(42, forKey: "count")
             access.set(Data([0, 1, 2]), forKey: "blob")
@@ -43,7 +44,7 @@ struct KeychainAccessTests {
     @Test func items_areGenericPasswordsOfTheServiceWithTheAccessibility() throws {
         let kc = try SecTestKeychain()
         try kc.run {
-            let access = KeychainAccess(service: "Twitter", accessibility: .afterFirstUnlock)
+            let access = LatchkeyKeychainAccess(service: "Twitter", accessibility: .afterFirstUnlock)
             access["user"] = "alice"
             let a = try #require(attributes(genp("user", service: "Twitter")))
             #expect(a["pdmn"] as? String == "ck")
@@ -56,8 +57,8 @@ struct KeychainAccessTests {
     @Test func services_separateTheSameKey() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            let twitter = KeychainAccess(service: "Twitter")
-            let facebook = KeychainAccess(service: "Facebook")
+            let twitter = LatchkeyKeychainAccess(service: "Twitter")
+            let facebook = LatchkeyKeychainAccess(service: "Facebook")
             twitter["authorized"] = "1"
             facebook["authorized"] = "0"
             #expect(twitter.bool(forKey: "authorized"))
@@ -73,15 +74,15 @@ struct KeychainAccessTests {
         let share = "GFDZH8PXXX.share"
         let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "GFDZH8PXXX.app1", keychainAccessGroups: ["GFDZH8PXXX.app1", share]))
         kc.run {
-            let access = KeychainAccess(service: "accounts", accessGroup: share)
+            let access = LatchkeyKeychainAccess(service: "accounts", accessGroup: share)
             access["google"] = "token"
             #expect(access.lastStatus == errSecSuccess)
         }
         kc.app(CallerIdentity(applicationIdentifier: "GFDZH8PXXX.app2", keychainAccessGroups: [share])).use {
-            #expect(KeychainAccess(service: "accounts")["google"] == "token")
+            #expect(LatchkeyKeychainAccess(service: "accounts")["google"] == "token")
         }
         kc.app(CallerIdentity(applicationIdentifier: "OTHER.app3")).use {
-            let access = KeychainAccess(service: "accounts", accessGroup: share)
+            let access = LatchkeyKeychainAccess(service: "accounts", accessGroup: share)
             #expect(access["google"] == nil)
             access["google"] = "mine"
             #expect(access.lastStatus == errSecNoAccessForItem)

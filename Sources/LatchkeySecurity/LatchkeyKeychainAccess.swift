@@ -1,13 +1,19 @@
 import Foundation
+import Latchkey
 
 /// A UserDefaults-like store of secrets, in the style of LUKeychainAccess (seed 004).
+///
+/// Named with Latchkey's prefix so that it cannot collide with a type of the code that imports
+/// LatchkeySecurity: popular wrappers declare their own `KeychainAccess`, `Keychain` and
+/// `KeychainWrapper`, and `import LatchkeySecurity` brings only Apple's names besides this
+/// class and `LatchkeySecurityConfiguration`.
 ///
 /// Each key is a generic password: account = the key, service = `service`, protection =
 /// `accessibility`, access group = `accessGroup` (nil: the caller's default group). Values are
 /// kept as data; strings as UTF-8, booleans and integers as their decimal text.
 ///
 /// ```swift
-/// let kc = KeychainAccess(service: "com.example.api", accessibility: .afterFirstUnlock)
+/// let kc = LatchkeyKeychainAccess(service: "com.example.api", accessibility: .afterFirstUnlock)
 /// kc["token"] = "s3cret"
 /// let token = kc.string(forKey: "token")
 /// kc.set(true, forKey: "authorized")
@@ -19,12 +25,12 @@ import Foundation
 /// `LatchkeySecurityConfiguration.current.lastError` the message, for callers that need to
 /// tell the cases apart. It goes through SecItemAdd / SecItemCopyMatching / SecItemUpdate /
 /// SecItemDelete, so it uses `LatchkeySecurityConfiguration.current`.
-public final class KeychainAccess: @unchecked Sendable {
+public final class LatchkeyKeychainAccess: @unchecked Sendable {
     /// The protection of the items this object writes (LUKeychainAccessAttrAccessible…).
     public typealias Accessibility = ProtectionClass
 
     /// A shared instance with an empty service, like `+[LUKeychainAccess standardKeychainAccess]`.
-    public static let standard = KeychainAccess()
+    public static let standard = LatchkeyKeychainAccess()
 
     private let mutex = NSLock()
     private var _service: String
