@@ -48,4 +48,38 @@ import Testing
             #expect(after.engine.liveItemCount == 1, "fault at \(probe.callLog[n])")
         }
     }
+
+    /// A compaction or passcode change renamed its new file into place, then the fsync of the
+    /// directory failed (the error says the old file may come back) — or the process died
+    /// before that fsync. Another process then adds an item: its add must not be acknowledged
+    /// while the name of the file it appended to can still go, or a power cut takes the item.
+    @Test(arguments: [FaultScenario.compact, FaultScenario.changePasscode])
+    func anotherProcessesAdd_afterAReplacementWhoseDirectorySyncFailed_survivesAPowerCut(_ replacement: FaultScenario) throws {
+        let prepared = WriteOperation.Prepared.shared.disk
+        let probe = prepared.clone()
+        let a = try openKeychain(on: probe)
+        try a.unlock(passcode: TestEnv.passcode)
+        probe.recordCalls = true
+        try replacement.operation(a)
+        let log = probe.callLog
+        let rename = try #require(log.firstIndex { $0.name == "rename" })
+        let directorySync = try #require(log.indices.first { $0 > rename && log[$0].name == "fsync" && log[$0].path == "/keychains" })
+
+        let disk = prepared.clone()
+        let first = try openKeychain(on: disk)
+        try first.unlock(passcode: TestEnv.passcode)
+        disk.callPlan = (at: directorySync, fault: .error(EIO))
+        #expect(throws: KeychainError.self) { try replacement.operation(first) }
+        disk.callPlan = nil
+
+        let second = try openKeychain(on: disk)   // another process
+        try second.unlock(passcode: replacement.changesPasscode ? TestEnv.newPasscode : TestEnv.passcode)
+        try second.add(.genericPassword, attributes: attrs(["acct": "acknowledged", "svce": "later"]), data: bytes("kept"))
+
+        let booted = try openKeychain(on: disk.rebooted(.loseUnsynced))
+        if (try? booted.unlock(passcode: TestEnv.newPasscode)) == nil { try booted.unlock(passcode: TestEnv.passcode) }
+        #expect(try booted.find(Query(.genericPassword, attrs(["acct": "acknowledged"]))).count == 1,
+                "the item another process added after the \(replacement) was lost by a power cut")
+    }
 }
+
