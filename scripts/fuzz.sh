@@ -60,6 +60,7 @@ seed() {
     keybag)
         # The keybag of each fixture header: its length is the u16 at offset 72, it starts at 74.
         for d in fixtures/keychain/*/; do
+            [ "$(stat -c %s "$d/keychain")" -ge 74 ] || continue   # too short to hold a header
             n=$(od -An -tu1 -j72 -N2 "$d/keychain" | awk '{print $1 * 256 + $2}')
             dd if="$d/keychain" of="$dir/fixture-$(basename "$d")" bs=1 skip=74 count="$n" status=none
         done ;;
