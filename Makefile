@@ -114,8 +114,9 @@ FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= keychain keybag secitem backup
 KILLS        ?= 400
 CONCURRENCY_OPS ?= 400
+POWERLOSS_STATES ?= 2000
 
-.PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan
+.PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan fault-test powerloss-test disk-test
 
 ## fuzz: the libFuzzer targets of Fuzz/ (keychain file, keybag, SecItem dictionaries, backup
 ## archives), each for FUZZ_SECONDS (default 60); corpora seeded from fixtures/ in .build-fuzz
@@ -136,6 +137,25 @@ kill-test: deps
 concurrency-test: deps
 	$(SWIFT) build --build-tests --scratch-path .build-hard
 	LATCHKEY_CONCURRENCY_OPS=$(CONCURRENCY_OPS) $(SWIFT) test --skip-build --scratch-path .build-hard --filter ConcurrencyTests
+
+## fault-test: the I/O-fault loop (README "Hardening tests"): every file-system call of every writing
+## operation failed with EIO, ENOSPC and short writes; here each write is also cut after its first
+## byte, before its last and at every 512-byte boundary (`make test` cuts it in the middle only)
+fault-test: deps
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	LATCHKEY_FAULT_SHORT_WRITES=all $(SWIFT) test --skip-build --scratch-path .build-hard --filter 'IOFaultLoopTests|IOFaultTests'
+
+## powerloss-test: the power-loss replay with up to POWERLOSS_STATES disk states per power cut
+## (default 2000, at 4 KiB and 512 B blocks; `make test` replays up to 40 a cut)
+powerloss-test: deps
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	LATCHKEY_POWERLOSS_STATES=$(POWERLOSS_STATES) $(SWIFT) test --skip-build --scratch-path .build-hard --filter 'PowerLossTests|PowerCutTests|TornTailTests'
+
+## disk-test: disk full and read-only media on a real 64 KiB tmpfs (needs root; skipped otherwise,
+## with the reason), and every size limit of the specs at the limit and one byte over
+disk-test: deps
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	$(SWIFT) test --skip-build --scratch-path .build-hard --filter 'RealDiskTests|ReadOnlyMediumTests|SizeLimitTests|SizeLimitCLITests'
 
 ## test-asan / test-tsan: the whole suite under the address / thread sanitizer
 ## (LeakSanitizer suppressions, each with its reason: .ci/lsan.supp; TSan needs none)

@@ -59,7 +59,7 @@ let package = Package(
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
-        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey"]),
+        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyBackup"]),
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup"]),

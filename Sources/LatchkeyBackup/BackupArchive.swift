@@ -128,7 +128,7 @@ public enum BackupArchive {
         do {
             writer = try ArchiveWriter(fd: fd, compression: options.compression, mtime: createdAt)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description); nothing was written")
+            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno)); nothing was written")
         }
         var byClass: [String: Int] = [:], byProtection: [String: Int] = [:]
         do {
@@ -156,7 +156,7 @@ public enum BackupArchive {
                                  items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
                                  notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)")
+            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno))")
         } catch let e as FormatError {
             throw KeychainError(.param, "could not back up an item: \(e.description)")
         }
@@ -167,11 +167,17 @@ public enum BackupArchive {
         do {
             return try body()
         } catch let f as IOFailure {
-            throw KeychainError(.io, "could not \(what): \(errnoDescription(f.errno))", underlying: f.description)
+            throw KeychainError(.io, "could not \(what): \(errnoDescription(f.errno))\(nextStep(f.errno))", underlying: f.description)
         }
     }
 
     static func errnoDescription(_ e: Int32) -> String {
         strerror(e).map { String(cString: $0) } ?? "errno \(e)"
+    }
+
+    /// What to do about a failure with errno `e`, as the engine's messages say it ("" when
+    /// the errno alone is the whole story).
+    static func nextStep(_ e: Int32) -> String {
+        e == ENOSPC ? "; the disk is full: free some space and try again" : ""
     }
 }

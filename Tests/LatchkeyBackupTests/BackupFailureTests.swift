@@ -40,6 +40,20 @@ import Testing
         #expect((status >> 8) & 0xff == 0, "exit \((status >> 8) & 0xff): 0 = errSecIO saying nothing was written")
     }
 
+    /// A full disk (/dev/full answers every write with ENOSPC) is named as the engine names
+    /// it, with the next step, not only as libarchive's "Write error" and the errno text.
+    @Test func fullDisk_isNamedWithTheNextStep() throws {
+        let s = try BackupSandbox()
+        let kc = try s.makeSource()
+        try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: Array("x".utf8))
+        let fd = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        try #require(fd >= 0, "no /dev/full on this machine")
+        defer { close(fd) }
+        let error = keychainError { try BackupArchive.write(kc, to: fd, options: options()) }
+        #expect(error?.status == .io)
+        #expect(error?.message.contains("the disk is full: free some space and try again") == true, "\(String(describing: error))")
+    }
+
     /// The backup is renamed into place, then its directory fsync fails: the command must not
     /// report plain success, and must say the file is there (its bytes are durable).
     @Test func directorySyncFailingAfterTheRename_isReported_andTheBackupIsComplete() throws {

@@ -147,6 +147,8 @@ extension FileSystem {
     /// Creates `path` and the missing directories above it (each new one but the last 0700, the
     /// last `mode`), and fsyncs the parent of each directory it creates, so that the new names
     /// survive a power cut (what the files inside them need before their own fsyncs count).
+    /// When that fsync fails the new directory is removed again (best effort): a later call
+    /// that found it would not sync its parent, and what it then made inside would be lost.
     package func makeDirectory(_ path: String, mode: UInt32) throws {
         var missing: [String] = []
         var p = path
@@ -156,7 +158,12 @@ extension FileSystem {
         }
         for (i, dir) in missing.reversed().enumerated() {
             if try createDirectory(dir, mode: i == missing.count - 1 ? mode : 0o700) {
-                try syncDirectory(directoryOf(dir))
+                do {
+                    try syncDirectory(directoryOf(dir))
+                } catch {
+                    try? removeDirectory(dir)
+                    throw error
+                }
             }
         }
     }

@@ -50,7 +50,9 @@ package final class KeychainStore: @unchecked Sendable {
     private var needsReopen = false
     /// The file at the path was put there by a rename this process has not seen made durable
     /// (another process's compaction or passcode change, or one of ours whose directory fsync
-    /// failed): the next writer fsyncs the directory before it appends.
+    /// failed): the next writer fsyncs the directory before it appends. Set for every file
+    /// `open` finds: the process that renamed it may have died, or failed, before its
+    /// directory fsync, so each process syncs the directory once before its first append.
     private var directoryUnsynced = false
     /// The keybag the class keys in `classKeys` were unwrapped from: a file with another
     /// keybag (after a passcode change) has other class keys.
@@ -206,6 +208,7 @@ package final class KeychainStore: @unchecked Sendable {
         // From here the store owns fd and closes it in deinit.
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
                                   header: parts.0, headerSize: parts.1, keys: parts.2)
+        store.directoryUnsynced = true
         if parts.0.minor > FormatConstants.fileMinor {
             store.readOnlyReason = "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
         } else if !writable {

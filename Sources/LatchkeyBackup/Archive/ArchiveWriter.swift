@@ -75,12 +75,14 @@ final class ArchiveWriter: BackupEntrySink {
         archive_entry_set_uid(entry, 0)
         archive_entry_set_gid(entry, 0)
         guard archive_write_header(archive, entry) == ARCHIVE_OK else {
-            throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))")
+            throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
         }
         var done = 0
         while done < bytes.count {
             let n = bytes[done...].withUnsafeBytes { archive_write_data(archive, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))") }
+            guard n > 0 else {
+                throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
+            }
             done += n
         }
     }
@@ -89,7 +91,7 @@ final class ArchiveWriter: BackupEntrySink {
     func finish() throws {
         closed = true
         guard archive_write_close(archive) == ARCHIVE_OK else {
-            throw ArchiveError("could not finish the archive: \(ArchiveWriter.errorText(archive))")
+            throw ArchiveError("could not finish the archive: \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
         }
     }
 
@@ -121,10 +123,13 @@ struct ArchiveError: Error, CustomStringConvertible {
     var damaged: Bool
     /// The stream does not begin with a ustar header: not a backup at all (spec/BACKUP.md §2.1).
     var notAnArchive: Bool
+    /// The errno of a failed write (0 when there is none), for the safe next step.
+    var errno: Int32
 
-    init(_ text: String, damaged: Bool = false, notAnArchive: Bool = false) {
+    init(_ text: String, damaged: Bool = false, notAnArchive: Bool = false, errno: Int32 = 0) {
         description = text
         self.damaged = damaged || notAnArchive
         self.notAnArchive = notAnArchive
+        self.errno = errno
     }
 }
