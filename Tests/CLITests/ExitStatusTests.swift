@@ -51,6 +51,22 @@ import Testing
         #expect(result.stderr.contains("line 2"))
     }
 
+    /// Issue 13 §2: a passcode given (environment or file) for a keychain that has none is an
+    /// error that says so, never ignored — through every command, with or without the agent.
+    @Test func exit2_passcodeGivenForAKeychainWithoutOne() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain(noPasscode: true)
+        try sandbox.add(account: "a", data: [1], env: ["LATCHKEY_PASSCODE": nil])
+        for args in [["find", "--account", "a"], ["dump"], ["info"], ["compact"]] {
+            let result = try sandbox.run(args)   // the sandbox sets LATCHKEY_PASSCODE
+            expectError(result, status: 2, "errSecParam", -50)
+            #expect(result.stderr.contains("has no passcode"), "\(args): \(result.stderr)")
+        }
+        #expect(try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": nil]).stdout == [1])
+        let both = try sandbox.run(["init", "--no-passcode", "--keychain", sandbox.directory.appendingPathComponent("other").path])
+        #expect(both.status == 2, "--no-passcode with LATCHKEY_PASSCODE set: \(both.stderr)")
+    }
+
     @Test func exit3_duplicateItem() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()

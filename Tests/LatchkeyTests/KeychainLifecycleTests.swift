@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 
 /// Creating and opening keychains; passcodes; device binding (DESIGN "The file", spec §2, §10.1).
 @Suite struct KeychainLifecycleTests {
@@ -23,6 +24,15 @@ import Testing
         try reopened.unlock(passcode: TestEnv.passcode)
         #expect(ProtectionClass.allCases.allSatisfy { reopened.isAvailable($0) })
         #expect(try reopened.find(Query(.genericPassword)).map(\.data) == [bytes("s3cret")])
+    }
+
+    /// Issue 13 §5: new keychains use scrypt N = 2^17, r = 8, p = 1 unless told otherwise.
+    @Test func newKeychain_defaultsToScryptAt2To17() throws {
+        #expect(KDFParameters.defaultLogN == 17)
+        let disk = try makeDisk()
+        _ = try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: TestEnv.passcode, fs: disk)
+        let kdf = try openKeychain(on: disk).store.kdf
+        #expect(kdf.logN == 17 && kdf.r == 8 && kdf.p == 1)
     }
 
     @Test func unlock_withWrongPasscode_throwsAuthFailedAndStaysLocked() throws {
