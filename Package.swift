@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Module boundaries follow ../shared/DESIGN.md "Architecture":
+// Module boundaries (README "Layout"):
 // OpenSSL is reached only through CLatchkeyCrypto (C) and LatchkeyCrypto (Swift);
 // libarchive only through LatchkeyBackup.
 let package = Package(

@@ -44,7 +44,7 @@ private func reason(_ buf: [CChar]) -> String {
 
 /// The values Latchkey derives from a DER X.509 certificate (OpenSSL's decoder; no signature or
 /// chain is checked). These are the keychain attributes of class `cert`
-/// (shared/reference/apple-keychain.md §1.5).
+/// (as Apple's keychain derives them; spec/FORMAT.md §7.5).
 public struct CertificateInfo: Sendable, Equatable {
     /// The certificate exactly as given.
     public let der: [UInt8]

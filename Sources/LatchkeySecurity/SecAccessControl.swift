@@ -6,7 +6,7 @@ import Latchkey
 /// On Linux there is no biometry and no paired watch: every authentication constraint
 /// (`.userPresence`, `.biometryAny`, `.biometryCurrentSet`, `.devicePasscode`, `.watch`,
 /// `.applicationPassword`) means the same thing — reading the item's data asks the
-/// authentication handler for the keychain passcode again (DESIGN "Behaviour profile").
+/// authentication handler for the keychain passcode again.
 public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     public let rawValue: CFOptionFlags
     public init(rawValue: CFOptionFlags) { self.rawValue = rawValue }

@@ -10,7 +10,7 @@ enum SecItemResult {
         case (false, false, false, false):
             return nil
         case (true, false, false, false):
-            // Items without data read back as empty data (DESIGN).
+            // Items without data read back as empty data, as on iOS.
             return NSData(data: Data(item.data))
         case (false, true, false, false):
             return attributes(of: item)

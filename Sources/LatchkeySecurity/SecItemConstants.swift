@@ -2,8 +2,8 @@ import Foundation
 import Latchkey
 
 // Every `kSec…` constant of Apple's Security framework that SecItem uses, with Apple's values
-// from `OSX/sec/Security/SecItemConstants.c` (apple-oss-distributions/Security; reference
-// ../shared/reference/apple-keychain.md §1, §3.1, §5). They are kept in this one file.
+// from `OSX/sec/Security/SecItemConstants.c` (apple-oss-distributions/Security). They are kept
+// in this one file.
 //
 // Each is a `CFString` (an `NSString`), so `kSecClass as String`, `dict[kSecAttrAccount as String]`
 // and `kSecAttrAccessibleWhenUnlocked` as a dictionary value work as on Apple platforms.

@@ -3,7 +3,7 @@ import Testing
 import Latchkey
 import LatchkeySecurity
 
-// Access groups as the seeds describe them (seed 000 §3.5–§3.8, seed 003) and DESIGN decides:
+// Access groups as the seeds describe them (seed 000 §3.5–§3.8, seed 003) and as Latchkey decides:
 // foreign group in new values → errSecNoAccessForItem (−25243); in a query → not found
 // (−25300); a caller without any identity → errSecMissingEntitlement (−34018).
 

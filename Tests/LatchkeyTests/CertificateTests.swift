@@ -44,7 +44,7 @@ enum PKIFixture {
 }
 
 /// Certificates and keys through the typed API: attributes derived from the data, labels,
-/// invalid data, unique keys (reference §1.5, §1.6, §2.1; DESIGN "Behaviour profile").
+/// invalid data, unique keys (spec/FORMAT.md §7.5).
 @Suite struct CertificateTests {
     func keychain(_ caller: CallerIdentity? = CallerIdentity(applicationIdentifier: "TEAM.app.one")) throws -> (MemoryFileSystem, Keychain) {
         let disk = try makeDisk()

@@ -1,7 +1,7 @@
 import Testing
 @testable import Latchkey
 
-/// Add, find, update and delete (DESIGN "Behaviour profile"; spec §10.3, §11.3).
+/// Add, find, update and delete (spec §10.3, §11.3).
 @Suite struct ItemOperationTests {
     /// A keychain without a passcode: every class but akpu is usable at once.
     func keychain() throws -> (MemoryFileSystem, Keychain) {

@@ -6,7 +6,7 @@ import Testing
 @testable import Latchkey
 import LatchkeyFormat
 
-/// Creating and opening keychains; passcodes; device binding (DESIGN "The file", spec §2, §10.1).
+/// Creating and opening keychains; passcodes; device binding (spec §2, §10.1).
 @Suite struct KeychainLifecycleTests {
     @Test func create_withPasscode_isUnlockedAndReopensLocked() throws {
         let disk = try makeDisk()

@@ -1,7 +1,7 @@
 import Testing
 @testable import Latchkey
 
-/// Protection classes and lock states (DESIGN "Behaviour profile", spec §5.3).
+/// Protection classes and lock states (spec §5.3).
 @Suite struct LockStateTests {
     static let locked: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly,
                                             .afterFirstUnlockThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]

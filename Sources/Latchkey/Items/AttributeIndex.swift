@@ -39,8 +39,8 @@ final class AttributeIndex: @unchecked Sendable {
     }
 
     /// A value compared by kind and exact bytes. AttributeValue's own `==` compares strings by
-    /// canonical equivalence, which would make an NFC and an NFD spelling one value (DESIGN:
-    /// no Unicode normalization; ResultShapeTests checks it).
+    /// canonical equivalence, which would make an NFC and an NFD spelling one value (no Unicode
+    /// normalization, spec/FORMAT.md §7.5; ResultShapeTests checks it).
     struct Exact: Hashable {
         var value: AttributeValue
         init(_ value: AttributeValue) { self.value = value }

@@ -63,7 +63,7 @@ extension AttributeValue {
     func matches(_ other: AttributeValue, caseInsensitive: Bool) -> Bool {
         if caseInsensitive, case .string(let a) = self, case .string(let b) = other {
             // Compare the folded strings' bytes: String's == is canonical equivalence, which
-            // would make NFC and NFD spellings equal (DESIGN: no Unicode normalization).
+            // would make NFC and NFD spellings equal (no Unicode normalization, spec/FORMAT.md §7.5).
             return a.lowercased().utf8.elementsEqual(b.lowercased().utf8)
                 && a.uppercased().utf8.elementsEqual(b.uppercased().utf8)
         }

@@ -2,7 +2,7 @@ import Foundation
 import LatchkeyFormat
 
 /// The attributes of each item class, with Apple's 4-character codes and value kinds
-/// (shared/reference/apple-keychain.md §1.2–§1.6; schema v12.11 of SecItemSchema.c).
+/// (Apple's SecItemSchema.c, schema v12.11).
 public enum ItemSchema {
     /// How a value given by a caller is coerced (reference §1.2).
     public enum Kind: Sendable, Equatable {

@@ -6,7 +6,7 @@ import LatchkeyCrypto
 import LatchkeyFormat
 
 /// Certificates and keys: the attributes the keychain derives from an item's data
-/// (shared/reference/apple-keychain.md §1.5, §1.6; DESIGN "Behaviour profile").
+/// (as Apple's keychain derives them; spec/FORMAT.md §7.5).
 ///
 /// * A `cert` item's data must be one DER X.509 certificate. Its read-only attributes — `ctyp`
 ///   (X.509 version 1/2/3), `cenc` (3, DER), `subj`, `issr`, `slnr`, `skid`, `pkhh` — are

@@ -512,7 +512,7 @@ package final class KeychainStore: @unchecked Sendable {
         return classKeys[pc] != nil
     }
 
-    /// The class key, or the error the API must return for it (spec: DESIGN "Behaviour profile").
+    /// The class key, or the error the API must return for it (errSecInteractionNotAllowed, or errSecNotAvailable for akpu without a passcode).
     func classKey(_ pc: ProtectionClass) throws -> SecretKey {
         if let k = classKeys[pc] { return k }
         if pc == .whenPasscodeSetThisDeviceOnly && !log.keybag.hasPasscode {
