@@ -37,6 +37,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// Why this keychain can be read but not changed, nil when it can be: a newer minor
     /// version (spec §12.2), or a file this process may not write (a read-only medium).
     private var readOnlyReason: String?
+    private static let notWritable = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
     package var readOnly: Bool { readOnlyReason != nil }
     /// Bytes of an incomplete tail removed on open, for the caller to report.
     package private(set) var recoveredTailBytes: UInt64 = 0
@@ -212,7 +213,7 @@ package final class KeychainStore: @unchecked Sendable {
         if parts.0.minor > FormatConstants.fileMinor {
             store.readOnlyReason = "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
         } else if !writable {
-            store.readOnlyReason = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
+            store.readOnlyReason = KeychainStore.notWritable
         }
         // Rollback is judged on the committed records before anything is cut off: a file
         // that is rolled back (or carries a forged tail) keeps every byte (spec §10.5, §13).
@@ -434,7 +435,7 @@ package final class KeychainStore: @unchecked Sendable {
                 lastScan = found
                 highestSeen = max(highestSeen, log.lastSequence)
                 if !writable, readOnlyReason == nil {
-                    readOnlyReason = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
+                    readOnlyReason = KeychainStore.notWritable
                 }
                 epoch += 1
                 verifiedStatus = nil
@@ -725,9 +726,8 @@ package final class KeychainStore: @unchecked Sendable {
     /// effort, after the data is durable, never failing the commit.
     func recordCommit(_ sequence: UInt64) {
         highestSeen = max(highestSeen, sequence)
-        var state = ((try? device.state(fileUUID: header.fileUUID)) ?? nil) ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
-        state.newestSequence = sequence
-        try? device.saveState(state)
+        // saveState reads the state under its lock and keeps the other fields (attempt counter).
+        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence))
     }
 
     /// Encrypts an item for a put record under a fresh item key. Every writer seals through
