@@ -118,7 +118,7 @@ public enum BackupArchive {
         guard (10...22).contains(options.kdfLogN) else {
             throw KeychainError(.param, "the backup KDF cost must be between 10 and 22")
         }
-        let store = keychain.engine
+        let store = try keychain.streamingStore()
         try store.refresh()
         let items = store.storedItems()
         for item in items where item.protection != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(item.protection) {

@@ -18,7 +18,7 @@ import Testing
         let s = try BackupSandbox()
         let kc = try s.makeSource(passcode: nil)
         let n = 5000   // several 1 MiB batches
-        try kc.engine.withStreamingTransaction { tx in
+        try kc.localStore!.withStreamingTransaction { tx in
             for i in 0..<n { try tx.put(uuid: uuid(i), plaintext: plaintext(i), protection: .whenUnlocked, flags: 0) }
         }
         let reopened = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
@@ -26,7 +26,7 @@ import Testing
         #expect(items.count == 1)
         #expect(items.first?.persistentRef == Array("genp".utf8) + uuid(4321))
         #expect(items.first?.attributes["mdat"] == .date(6321))
-        #expect(reopened.engine.liveItemCount == n)
+        #expect(reopened.localStore!.liveItemCount == n)
         #expect(reopened.verify().ok)
     }
 
@@ -37,13 +37,13 @@ import Testing
         let before = try s.bytes(s.keychainPath)
         struct Stop: Error {}
         #expect(throws: Stop.self) {
-            try kc.engine.withStreamingTransaction { tx in
+            try kc.localStore!.withStreamingTransaction { tx in
                 for i in 0..<4000 { try tx.put(uuid: uuid(i), plaintext: plaintext(i), protection: .always, flags: 0) }
                 throw Stop()
             }
         }
         #expect(try s.bytes(s.keychainPath) == before)
-        #expect(kc.engine.liveItemCount == 1)
+        #expect(kc.localStore!.liveItemCount == 1)
         // The keychain is still writable and consistent.
         try kc.add(.genericPassword, attributes: ["acct": .string("after")], data: [2])
         #expect(try Keychain.open(path: s.keychainPath, devicePath: s.devicePath).verify().ok)
@@ -54,7 +54,7 @@ import Testing
         let kc = try s.makeSource(passcode: nil)
         let before = try s.bytes(s.keychainPath)
         let e = keychainError {
-            try kc.engine.withStreamingTransaction { tx in
+            try kc.localStore!.withStreamingTransaction { tx in
                 try tx.put(uuid: uuid(1), plaintext: plaintext(1), protection: .always, flags: 0)
                 try tx.put(uuid: uuid(2), plaintext: plaintext(1), protection: .always, flags: 0)
             }
@@ -67,7 +67,7 @@ import Testing
         let s = try BackupSandbox()
         let kc = try s.makeSource(passcode: nil)
         let old = try kc.add(.genericPassword, attributes: ["acct": .string("s7")], data: [1])
-        try kc.engine.withStreamingTransaction { tx in
+        try kc.localStore!.withStreamingTransaction { tx in
             let c = tx.conflicts(uuid: uuid(7), uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: plaintext(7).attributes))
             #expect(c.count == 1 && c.first?.uuid == Array(old.persistentRef.suffix(16)))
             try tx.delete(uuid: c[0].uuid)
@@ -84,14 +84,14 @@ import Testing
         // A reader that had the keychain open before (opening now would wait for the lock to
         // cut the unclosed group off).
         let reader = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
-        try kc.engine.withStreamingTransaction { tx in
+        try kc.localStore!.withStreamingTransaction { tx in
             for i in 0..<3000 { try tx.put(uuid: uuid(i), plaintext: plaintext(i, padding: 1024), protection: .always, flags: 0) }
             // Batches are on disk now, without their closing record: a reader sees none of them.
-            try reader.engine.refresh()
-            #expect(reader.engine.liveItemCount == 0)
+            try reader.localStore!.refresh()
+            #expect(reader.localStore!.liveItemCount == 0)
             #expect(try s.bytes(s.keychainPath).count > size0)
         }
-        try reader.engine.refresh()
-        #expect(reader.engine.liveItemCount == 3000)
+        try reader.localStore!.refresh()
+        #expect(reader.localStore!.liveItemCount == 3000)
     }
 }

@@ -45,7 +45,7 @@ import Testing
             let kc = try (try? first.get()) ?? create(disk)
             try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: [1])
             let after = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: disk.rebooted(.loseUnsynced))
-            #expect(after.engine.liveItemCount == 1, "fault at \(probe.callLog[n])")
+            #expect(after.localStore!.liveItemCount == 1, "fault at \(probe.callLog[n])")
         }
     }
 

@@ -29,7 +29,7 @@ import LatchkeyFormat
                                        wrappedKey: try Crypto.wrap(try SecretKey.random(), with: keys.deviceWrap)))
         }
         let forged = Keybag(kdf: .none, entries: entries)
-        let last = try openKeychain(on: disk.clone()).store.lastSequence
+        let last = try openKeychain(on: disk.clone()).localStore!.lastSequence
         file += RecordFrame.encode(type: RecordType.keybagChange.rawValue, flags: 0, sequence: last + 1,
                                    payload: forged.encode(), offset: UInt64(file.count), macKey: keys.recordMAC)
         disk.setContents(TestEnv.keychainPath, file)

@@ -41,7 +41,7 @@ import Testing
         let (disk, kc, items) = try keychainWithTwoItems()
         var file = disk.keychainBytes
         let forger = try Forger(file)
-        file += forger.record(type: type, sequence: kc.store.lastSequence + 1, payload: Array("from a newer writer".utf8), at: file.count)
+        file += forger.record(type: type, sequence: kc.localStore!.lastSequence + 1, payload: Array("from a newer writer".utf8), at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
 
         let reopened = try openKeychain(on: disk)
@@ -56,7 +56,7 @@ import Testing
         let (disk, kc, items) = try keychainWithTwoItems()
         let committed = disk.keychainBytes
         let forger = try Forger(committed)
-        let file = committed + forger.record(type: 0x80, continues: true, sequence: kc.store.lastSequence + 1, payload: [1, 2, 3],
+        let file = committed + forger.record(type: 0x80, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [1, 2, 3],
                                              at: committed.count)
         let disk2 = disk.clone()
         disk2.setContents(TestEnv.keychainPath, file)
@@ -71,8 +71,8 @@ import Testing
         var file = disk.keychainBytes
         let forger = try Forger(file)
         let alice = try #require(items.values.first { $0.attributes["acct"] == .string("alice") })
-        file += forger.record(type: 0x90, continues: true, sequence: kc.store.lastSequence + 1, payload: [], at: file.count)
-        file += forger.record(type: RecordType.itemDelete.rawValue, sequence: kc.store.lastSequence + 2,
+        file += forger.record(type: 0x90, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
+        file += forger.record(type: RecordType.itemDelete.rawValue, sequence: kc.localStore!.lastSequence + 2,
                               payload: Array(alice.persistentRef.suffix(16)), at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         let reopened = try openKeychain(on: disk)
@@ -83,7 +83,7 @@ import Testing
     func unknownCriticalRecordType_refusesTheFileAsNeedingANewerVersion(type: UInt8) throws {
         let (disk, kc, _) = try keychainWithTwoItems()
         var file = disk.keychainBytes
-        file += try Forger(file).record(type: type, sequence: kc.store.lastSequence + 1, payload: [], at: file.count)
+        file += try Forger(file).record(type: type, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(error?.message.contains("upgrade") == true, "\(String(describing: error))")
@@ -93,7 +93,7 @@ import Testing
     @Test func sequenceNumberGap_isDamage() throws {
         let (disk, kc, _) = try keychainWithTwoItems()
         var file = disk.keychainBytes
-        file += try Forger(file).record(type: 0x80, sequence: kc.store.lastSequence + 2, payload: [], at: file.count)
+        file += try Forger(file).record(type: 0x80, sequence: kc.localStore!.lastSequence + 2, payload: [], at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(disk.keychainBytes == file)

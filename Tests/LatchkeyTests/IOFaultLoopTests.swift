@@ -194,7 +194,7 @@ import Testing
         #expect(disk.isDurable(TestEnv.keychainPath) && disk.isDurable(TestEnv.devicePath),
                 "\(at): the next add, or the keychain or device secret under it, would not survive a power cut")
         let reopened = try? openKeychain(on: disk.rebooted(.loseUnsynced))
-        #expect(reopened?.engine.liveItemCount == expected, "\(at): after the next add, a new process finds \(reopened?.engine.liveItemCount ?? -1) items")
+        #expect(reopened?.localStore!.liveItemCount == expected, "\(at): after the next add, a new process finds \(reopened?.localStore!.liveItemCount ?? -1) items")
     }
 }
 

@@ -31,7 +31,7 @@ import LatchkeyFormat
         #expect(KDFParameters.defaultLogN == 17)
         let disk = try makeDisk()
         _ = try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: TestEnv.passcode, fs: disk)
-        let kdf = try openKeychain(on: disk).store.kdf
+        let kdf = try openKeychain(on: disk).localStore!.kdf
         #expect(kdf.logN == 17 && kdf.r == 8 && kdf.p == 1)
     }
 

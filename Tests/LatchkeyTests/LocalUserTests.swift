@@ -170,7 +170,7 @@ import Testing
     @Test func missingDeviceSecret_namesTheDeviceTheKeychainNeeds_andNeverSuggestsInit() throws {
         let disk = try memoryKeychain()
         let kc = try openKeychain(on: disk)
-        let uuid = kc.engine.boundDevice.uuidHex
+        let uuid = kc.localStore!.boundDevice.uuidHex
         try disk.remove(TestEnv.devicePath)
 
         let open = expectKeychainError(.io) { _ = try openKeychain(on: disk) }

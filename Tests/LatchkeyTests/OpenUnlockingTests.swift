@@ -31,7 +31,7 @@ import Testing
         defer { dir.remove() }
         expectKeychainError(.authFailed) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.wrongPasscode) }
         let kc = try Keychain.open(path: path, devicePath: device)
-        #expect(try kc.store.device.state(fileUUID: kc.store.fileUUID)?.failedAttempts == 1)
+        #expect(try kc.localStore!.device.state(fileUUID: kc.localStore!.fileUUID)?.failedAttempts == 1)
     }
 
     @Test func afterAPasscodeChange_theKeybagRecordDecides() throws {

@@ -58,14 +58,14 @@ import LatchkeyFormat
         let current = try openKeychain(on: disk)
         try current.unlock(passcode: TestEnv.newPasscode)
         for account in ["added-later", "added-later-cku"] {
-            let (_, slot) = try #require(current.store.slots().first { _, s in
-                (try? current.store.read(s).attributes["acct"]) == .string(account)
+            let (_, slot) = try #require(current.localStore!.slots().first { _, s in
+                (try? current.localStore!.read(s).attributes["acct"]) == .string(account)
             })
             let record = try disk.read(try disk.openReadOnly(TestEnv.keychainPath), offset: slot.offset, count: Int(slot.recordSize))
             let payload = try ItemPutPayload.decode(record[20..<(record.count - 16)])
-            let oldClassKey = try old.store.classKey(slot.protection)
+            let oldClassKey = try old.localStore!.classKey(slot.protection)
             #expect(throws: (any Error).self, "\(account): an old class key opens an item added after the change") {
-                _ = try payload.open(classKey: oldClassKey, fileUUID: current.store.fileUUID)
+                _ = try payload.open(classKey: oldClassKey, fileUUID: current.localStore!.fileUUID)
             }
         }
     }

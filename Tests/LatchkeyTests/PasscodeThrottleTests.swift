@@ -19,7 +19,7 @@ import Testing
 
     func open(_ disk: MemoryFileSystem, _ clock: Clock, path: String = TestEnv.keychainPath) throws -> Keychain {
         let kc = try Keychain.open(path: path, devicePath: TestEnv.devicePath, fs: disk)
-        kc.store.clock = { clock.now }
+        kc.localStore!.clock = { clock.now }
         return kc
     }
 
@@ -30,7 +30,7 @@ import Testing
     }
 
     func state(_ disk: MemoryFileSystem, _ kc: Keychain) throws -> DeviceState? {
-        try kc.store.device.state(fileUUID: kc.store.fileUUID)
+        try kc.localStore!.device.state(fileUUID: kc.localStore!.fileUUID)
     }
 
     @Test func schedule_isFiveFreeThenOneFiveFifteenSixtyMinutes() {
@@ -113,14 +113,14 @@ import Testing
         let made = try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath,
                                        passcode: TestEnv.passcode, kdfLogN: 17, fs: disk)
         let clock = Clock()
-        try made.store.device.withLockedState(fileUUID: made.store.fileUUID) { state in
+        try made.localStore!.device.withLockedState(fileUUID: made.localStore!.fileUUID) { state in
             state?.failedAttempts = 5
             state?.lastFailureAt = clock.now
         }
         let kc = try open(disk, clock)
         let started = Date()
         expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.passcode) }
-        expectKeychainError(.authFailed) { try kc.store.checkPasscode(TestEnv.passcode) }
+        expectKeychainError(.authFailed) { try kc.localStore!.checkPasscode(TestEnv.passcode) }
         expectKeychainError(.authFailed) { try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < 0.3, "three refused attempts took \(elapsed) s: scrypt ran")
@@ -132,11 +132,11 @@ import Testing
         let clock = Clock()
         let kc = try open(disk, clock)
         fail(kc, times: 2)
-        expectKeychainError(.authFailed) { try kc.store.checkPasscode(TestEnv.wrongPasscode) }
+        expectKeychainError(.authFailed) { try kc.localStore!.checkPasscode(TestEnv.wrongPasscode) }
         expectKeychainError(.authFailed) {
             try kc.changePasscode(old: TestEnv.wrongPasscode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
         }
-        let fifth = expectKeychainError(.authFailed) { try kc.store.checkPasscode(TestEnv.wrongPasscode) }
+        let fifth = expectKeychainError(.authFailed) { try kc.localStore!.checkPasscode(TestEnv.wrongPasscode) }
         #expect(fifth?.message.contains("try again in 60 seconds") == true, "\(String(describing: fifth))")
         expectKeychainError(.authFailed) {
             try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
@@ -157,7 +157,7 @@ import Testing
         try kc.compact()
         let s = try state(disk, kc)
         #expect(s?.failedAttempts == 5 && s?.lastFailureAt == clock.now, "\(String(describing: s))")
-        #expect(s?.newestSequence == kc.store.lastSequence)
+        #expect(s?.newestSequence == kc.localStore!.lastSequence)
         expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.passcode) }
     }
 
@@ -180,7 +180,7 @@ import Testing
         let made = try createKeychain(on: disk)
         let clock = Clock()
         fail(try open(disk, clock), times: 5)
-        let path = made.store.device.statePath(fileUUID: made.store.fileUUID)
+        let path = made.localStore!.device.statePath(fileUUID: made.localStore!.fileUUID)
         var bytes = try #require(disk.contents(path))
         bytes[40] ^= 0xff
         disk.setContents(path, bytes)

@@ -95,8 +95,8 @@ import Testing
 
     @Test func theRememberedSequenceNeverGoesDown_exceptWhenAdoptingARollback() throws {
         let (disk, writer) = try prepared()
-        let device = writer.store.device
-        let uuid = writer.store.fileUUID
+        let device = writer.localStore!.device
+        let uuid = writer.localStore!.fileUUID
         let newest = try #require(try device.state(fileUUID: uuid)).newestSequence
         // A process that read the file before the last commit saves what it saw.
         try device.saveState(DeviceState(fileUUID: uuid, newestSequence: newest - 1))

@@ -152,14 +152,14 @@ import Glibc
         }
         let uuid = [UInt8](repeating: 0x42, count: 16)
         expectRefused(disk, items: items, "a streaming transaction with a \(Self.maxPlaintext + 1)-byte plaintext") {
-            try kc.engine.withStreamingTransaction { tx in
+            try kc.localStore!.withStreamingTransaction { tx in
                 try tx.put(uuid: [UInt8](repeating: 0x41, count: 16), plaintext: ItemPlaintext(
                     itemClass: .genericPassword, attributes: ["acct": .string("small"), "sync": .integer(0)], data: [1]),
                            protection: .whenUnlocked, flags: 0)
                 try tx.put(uuid: uuid, plaintext: plaintext(Self.maxPlaintext + 1), protection: .whenUnlocked, flags: 0)
             }
         }
-        try kc.engine.withStreamingTransaction { tx in
+        try kc.localStore!.withStreamingTransaction { tx in
             try tx.put(uuid: uuid, plaintext: plaintext(Self.maxPlaintext), protection: .whenUnlocked, flags: 0)
         }
         let fresh = try openKeychain(on: disk.clone())

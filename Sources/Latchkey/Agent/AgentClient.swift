@@ -181,184 +181,10 @@ public final class AgentClient: @unchecked Sendable {
     /// the agent opens it if it has not yet.
     /// - Throws: the errors of `Keychain.open`, from the agent.
     public func keychain(path: String, devicePath: String) throws -> Keychain {
-        let session = AgentSession(client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
-        let state = try session.open()
-        session.hasPasscode = state.hasPasscode
-        return Keychain(remote: session)
-    }
-}
-
-/// One keychain as served by the agent: the remote half of a `Keychain`.
-final class AgentSession: @unchecked Sendable {
-    let client: AgentClient
-    let path: String
-    let device: String
-    private let mutex = NSLock()
-    private var local: KeychainStore?
-    private var passcodeKnown = false
-    /// Whether the keychain has a passcode, as the agent last said.
-    var hasPasscode: Bool {
-        get { mutex.lock(); defer { mutex.unlock() }; return passcodeKnown }
-        set { mutex.lock(); passcodeKnown = newValue; mutex.unlock() }
-    }
-
-    init(client: AgentClient, path: String, device: String) {
-        self.client = client
-        self.path = path
-        self.device = device
-    }
-
-    /// The file opened in this process, for the package-internal engine access (backup)
-    /// that the protocol does not carry. Its class keys are this process's own (locked).
-    func localStore() -> KeychainStore {
-        mutex.lock(); defer { mutex.unlock() }
-        if let local { return local }
-        do {
-            let s = try KeychainStore.open(path: path, device: try Device.load(path: device, fs: PosixFileSystem.shared, keychainPath: path))
-            local = s
-            return s
-        } catch {
-            preconditionFailure("the keychain \(path) is served by the agent and could not be opened in this process: \(error)")
-        }
-    }
-
-    private func request(_ op: String, _ kc: Keychain?, mayAuthenticate: Bool = false,
-                         _ fill: (inout AgentRequest) -> Void = { _ in }) throws -> AgentResponse {
-        var r = AgentRequest(op: op)
-        r.keychain = path
-        r.device = device
-        r.caller = kc?.caller.map(WireCaller.init)
-        fill(&r)
-        if mayAuthenticate, kc?.authenticationHandler != nil { r.interactive = true }
-        var answer = try client.call(r)
-        if answer.needsAuthentication == true, let handler = kc?.authenticationHandler {
-            guard var passcode = handler(answer.prompt) else {
-                throw KeychainError(.userCanceled, "authentication was cancelled")
-            }
-            defer { Crypto.cleanse(&passcode) }
-            r.interactive = nil
-            r.authenticationPasscode = Data(passcode)
-            answer = try client.call(r)
-        }
-        guard answer.ok else { throw answer.error }
-        return answer
-    }
-
-    func open() throws -> AgentKeychainState {
-        guard let s = try request("open", nil).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
-        return s
-    }
-
-    func state(_ kc: Keychain) throws -> AgentKeychainState {
-        guard let s = try request("open", kc).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
-        hasPasscode = s.hasPasscode
-        return s
-    }
-
-    func unlock(_ kc: Keychain, passcode: [UInt8]) throws {
-        let s = try request("unlock", kc) { $0.passcode = Data(passcode) }
-        if let st = s.state { hasPasscode = st.hasPasscode }
-    }
-
-    func lock(_ kc: Keychain) throws { _ = try request("lock", kc) }
-
-    func isAvailable(_ kc: Keychain, _ pc: ProtectionClass) -> Bool {
-        ((try? state(kc))?.unlocked ?? []).contains(pc.code)
-    }
-
-    func add(_ kc: Keychain, _ items: [NewItem]) throws -> [Item] {
-        let r = try request("add", kc) { $0.items = items.map(WireNewItem.init) }
-        return try (r.items ?? []).map { try $0.item() }
-    }
-
-    func find(_ kc: Keychain, _ query: Query, limit: Int?, includeData: Bool, prompt: String?) throws -> [Item] {
-        let r = try request("find", kc, mayAuthenticate: includeData) {
-            $0.query = WireQuery(query)
-            $0.limit = limit
-            $0.includeData = includeData
-            $0.prompt = prompt
-        }
-        return try (r.items ?? []).map { try $0.item() }
-    }
-
-    func update(_ kc: Keychain, _ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?) throws -> Int {
-        let r = try request("update", kc) {
-            $0.query = WireQuery(query)
-            $0.attributes = attributes.wire
-            $0.data = data.map { Data($0) }
-            $0.protection = protection?.code
-        }
-        return r.count ?? 0
-    }
-
-    func delete(_ kc: Keychain, _ query: Query) throws -> Int {
-        try request("delete", kc) { $0.query = WireQuery(query) }.count ?? 0
-    }
-
-    func addIdentity(_ kc: Keychain, certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
-                     protection: ProtectionClass?, requiresUserPresence: Bool) throws -> Identity {
-        let r = try request("addIdentity", kc) {
-            $0.certificate = Data(certificate)
-            $0.privateKey = Data(privateKey)
-            $0.attributes = attributes.wire
-            $0.protection = protection?.code
-            $0.requiresUserPresence = requiresUserPresence ? true : nil
-        }
-        guard let i = r.identity else { throw KeychainError(.decode, "the agent's answer has no identity") }
-        return try i.identity()
-    }
-
-    func identities(_ kc: Keychain, _ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?) throws -> [Identity] {
-        let r = try request("identities", kc, mayAuthenticate: includeData) {
-            $0.identityQuery = WireIdentityQuery(query)
-            $0.limit = limit
-            $0.includeData = includeData
-            $0.prompt = prompt
-        }
-        return try (r.identities ?? []).map { try $0.identity() }
-    }
-
-    func updateIdentities(_ kc: Keychain, _ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?) throws -> Int {
-        try request("updateIdentities", kc) {
-            $0.identityQuery = WireIdentityQuery(query)
-            $0.attributes = attributes.wire
-            $0.protection = protection?.code
-        }.count ?? 0
-    }
-
-    func deleteIdentities(_ kc: Keychain, _ query: IdentityQuery) throws -> Int {
-        try request("deleteIdentities", kc) { $0.identityQuery = WireIdentityQuery(query) }.count ?? 0
-    }
-
-    func changePasscode(_ kc: Keychain, old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int {
-        let r = try request(new == nil ? "removePasscode" : "changePasscode", kc) {
-            $0.passcode = old.map { Data($0) }
-            $0.newPasscode = new.map { Data($0) }
-            $0.kdfLogN = kdfLogN
-        }
-        hasPasscode = new != nil
-        return r.count ?? 0
-    }
-
-    func compact(_ kc: Keychain) throws -> (before: UInt64, after: UInt64) {
-        let r = try request("compact", kc)
-        return (r.before ?? 0, r.after ?? 0)
-    }
-
-    func info(_ kc: Keychain) throws -> KeychainInfo {
-        guard let i = try request("info", kc).info else { throw KeychainError(.decode, "the agent's answer has no info") }
-        return i
-    }
-
-    func verify(_ kc: Keychain) -> VerifyReport {
-        do {
-            guard let v = try request("verify", kc).verify else { throw KeychainError(.decode, "the agent's answer has no report") }
-            return v
-        } catch {
-            var r = VerifyReport()
-            r.problems = ["the agent could not verify the keychain: \(error)"]
-            return r
-        }
+        let backend = AgentBackend(client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
+        let state = try backend.open()
+        backend.hasPasscode = state.hasPasscode
+        return Keychain(backend: backend)
     }
 }
 
@@ -402,7 +228,7 @@ extension Keychain {
     }
 
     /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).
-    public var isServedByAgent: Bool { remote != nil }
+    public var isServedByAgent: Bool { backend.isServedByAgent }
 
     /// Unlocks with a passcode the caller was given (LATCHKEY_PASSCODE, a passcode file),
     /// unless an agent serves this keychain and holds its WhenUnlocked keys already: then the
@@ -411,18 +237,15 @@ extension Keychain {
     /// unlock nothing that is not unlocked. `lock` drops ak, aku and akpu together, so
     /// `.whenUnlocked` being available means every passcode class is.
     public func unlockUnlessAgentIsUnlocked(passcode: [UInt8]) throws {
-        if remote != nil, hasPasscode, isAvailable(.whenUnlocked) { return }
+        if isServedByAgent, hasPasscode, isAvailable(.whenUnlocked) { return }
         try unlock(passcode: passcode)
     }
 
     /// Served by an agent that has stopped since: every operation fails with
     /// errSecNotAvailable, and the keychain should be opened again (directly, or through a new
     /// agent) — all keys are gone, as after a reboot.
-    public var agentStopped: Bool { remote?.client.stopped ?? false }
+    public var agentStopped: Bool { backend.agentStopped }
 
     /// The agent's view of this keychain (nil for a keychain this process opened itself).
-    public func agentState() throws -> AgentKeychainState? {
-        guard let remote else { return nil }
-        return try remote.state(self)
-    }
+    public func agentState() throws -> AgentKeychainState? { try backend.agentState() }
 }

@@ -9,7 +9,7 @@ import Glibc
 /// requests of the same user's processes over a Unix socket (spec/AGENT.md, SECURITY.md §5).
 ///
 /// Each connection is served on its own thread; requests on one keychain run one at a time
-/// (the keychain's caller and authentication handler are set per request). A request is read
+/// (each with its own caller and authentication callback, a `CallContext`). A request is read
 /// whole before the keychain is touched and the answer written after it is released, so a
 /// slow or stalled client holds nothing but its own thread, and only until its frame timeout.
 public final class AgentServer: @unchecked Sendable {
@@ -359,7 +359,7 @@ public final class AgentServer: @unchecked Sendable {
         let idle = now > last ? Double(now - last) / 1e9 : 0
         return AgentKeychainState(keychain: h.path, device: h.device, hasPasscode: kc.hasPasscode,
                                   unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
-                                  unlockedOnce: kc.store.unlockedOnce || !kc.hasPasscode, idleSeconds: idle)
+                                  unlockedOnce: kc.localStore?.unlockedOnce ?? false || !kc.hasPasscode, idleSeconds: idle)
     }
 
     /// The held keychain for a request, opened on first use.
@@ -412,7 +412,7 @@ public final class AgentServer: @unchecked Sendable {
     private func replaceIfDifferentFile(_ request: AgentRequest) throws -> Bool {
         let h = try holder(request)
         guard let fresh = try? Keychain.open(path: h.path, devicePath: h.device),
-              fresh.store.fileUUID != h.keychain.store.fileUUID else { return false }
+              fresh.localStore?.fileUUID != h.keychain.localStore?.fileUUID else { return false }
         mutex.lock()
         let key = h.path + "\u{0}" + h.device
         if held[key] === h {
@@ -431,22 +431,16 @@ public final class AgentServer: @unchecked Sendable {
         defer { h.mutex.unlock() }
         let kc = h.keychain
         if request.op != "lock" { h.lastUse = .now() }
-        kc.caller = request.caller?.identity
         let asked = AuthenticationRequest()
+        var context = CallContext(caller: request.caller?.identity)
         if let p = request.authenticationPasscode {
             let passcode = [UInt8](p)
-            kc.authenticationHandler = { _ in passcode }
+            context.authenticate = { _ in passcode }
         } else if request.interactive == true {
-            kc.authenticationHandler = { prompt in asked.record(prompt); return nil }
-        } else {
-            kc.authenticationHandler = nil
-        }
-        defer {
-            kc.caller = nil
-            kc.authenticationHandler = nil
+            context.authenticate = { prompt in asked.record(prompt); return nil }
         }
         do {
-            return try run(request, kc, h)
+            return try run(request, kc, h, context)
         } catch let e as KeychainError where e.status == .userCanceled && asked.wasAsked {
             var r = AgentResponse(ok: false)
             r.needsAuthentication = true
@@ -455,7 +449,7 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
-    private func run(_ request: AgentRequest, _ kc: Keychain, _ h: Held) throws -> AgentResponse {
+    private func run(_ request: AgentRequest, _ kc: Keychain, _ h: Held, _ context: CallContext) throws -> AgentResponse {
         var r = AgentResponse.success
         func need<T>(_ value: T?, _ name: String) throws -> T {
             guard let value else { throw KeychainError(.param, "the agent request '\(request.op)' needs '\(name)'") }
@@ -474,32 +468,33 @@ public final class AgentServer: @unchecked Sendable {
             log("locked \(h.path)")
         case "add":
             let items = try need(request.items, "items").map { try $0.item() }
-            r.items = try kc.add(contentsOf: items).map(WireItem.init)
+            r.items = try kc.add(contentsOf: items, context: context).map(WireItem.init)
         case "find":
             let q = try need(request.query, "query").query()
-            r.items = try kc.find(q, limit: request.limit, includeData: request.includeData ?? true, prompt: request.prompt).map(WireItem.init)
+            r.items = try kc.find(q, limit: request.limit, includeData: request.includeData ?? true, prompt: request.prompt,
+                                   context: context).map(WireItem.init)
         case "update":
             let q = try need(request.query, "query").query()
             r.count = try kc.update(q, attributes: request.attributes?.attributes ?? [:], data: request.data.map { [UInt8]($0) },
-                                    protection: try wireProtection(request.protection))
+                                    protection: try wireProtection(request.protection), context: context)
         case "delete":
-            r.count = try kc.delete(try need(request.query, "query").query())
+            r.count = try kc.delete(try need(request.query, "query").query(), context: context)
         case "addIdentity":
             r.identity = WireIdentity(try kc.addIdentity(
                 certificate: [UInt8](try need(request.certificate, "certificate")),
                 privateKey: [UInt8](try need(request.privateKey, "privateKey")),
                 attributes: request.attributes?.attributes ?? [:], protection: try wireProtection(request.protection),
-                requiresUserPresence: request.requiresUserPresence ?? false))
+                requiresUserPresence: request.requiresUserPresence ?? false, context: context))
         case "identities":
             let q = try need(request.identityQuery, "identityQuery").query()
             r.identities = try kc.identities(matching: q, limit: request.limit, includeData: request.includeData ?? true,
-                                             prompt: request.prompt).map(WireIdentity.init)
+                                             prompt: request.prompt, context: context).map(WireIdentity.init)
         case "updateIdentities":
             r.count = try kc.updateIdentities(matching: try need(request.identityQuery, "identityQuery").query(),
                                               attributes: request.attributes?.attributes ?? [:],
-                                              protection: try wireProtection(request.protection))
+                                              protection: try wireProtection(request.protection), context: context)
         case "deleteIdentities":
-            r.count = try kc.deleteIdentities(matching: try need(request.identityQuery, "identityQuery").query())
+            r.count = try kc.deleteIdentities(matching: try need(request.identityQuery, "identityQuery").query(), context: context)
         case "changePasscode", "removePasscode":
             var old = request.passcode.map { [UInt8]($0) }
             var new = request.op == "removePasscode" ? nil : [UInt8](try need(request.newPasscode, "newPasscode"))

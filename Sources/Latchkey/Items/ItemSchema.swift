@@ -67,6 +67,17 @@ public enum ItemSchema {
     public static func defaultProtection(for c: ItemClass) -> ProtectionClass {
         c == .certificate ? .always : .whenUnlocked
     }
+
+    /// The value a unique-key attribute has when an item does not set it (reference §2.2):
+    /// empty data, 0, or the reference date; nil for an attribute outside the unique key.
+    public static func defaultValue(_ name: String, _ c: ItemClass) -> AttributeValue? {
+        guard let kind = UniqueKey.attributes(for: c).first(where: { $0.name == name })?.kind else { return nil }
+        switch kind {
+        case .bytes: return .data([])
+        case .integer: return .integer(0)
+        case .date: return .date(0)
+        }
+    }
 }
 
 /// A value as a caller hands it over, before coercion to the attribute's kind.

@@ -2,7 +2,8 @@ import Foundation
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// An open keychain: the typed Swift API over the storage engine.
+/// An open keychain: the typed Swift API. A facade over where the keys live — this process
+/// (`LocalBackend`) or `latchkey agent` (`AgentBackend`) — with the same results either way.
 ///
 /// ```swift
 /// let kc = try Keychain.open(path: "login.keychain", devicePath: "device.secret")
@@ -12,34 +13,39 @@ import LatchkeyFormat
 /// let items = try kc.find(Query(.genericPassword, ["acct": .string("alice")]))
 /// ```
 public final class Keychain: @unchecked Sendable {
-    /// The open file; for a keychain served by the agent, a copy opened in this process only
-    /// when package-internal code needs the engine itself (see `AgentSession.localStore`).
-    var store: KeychainStore { local ?? remote!.localStore() }
-    private let local: KeychainStore?
-    /// Set when `latchkey agent` serves this keychain (Agent/): the public operations below
-    /// forward to it.
-    let remote: AgentSession?
-    /// Who is calling. nil: a trusted tool that sees every access group and gives new items
-    /// no default group. The CLI and LatchkeySecurity always set one. Which items a caller
-    /// reaches is decided by `AccessPolicy`, on every path.
-    public var caller: CallerIdentity?
+    package let backend: any KeychainBackend
+    private let defaults = NSLock()
+    private var defaultCaller: CallerIdentity?
+    private var defaultHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
+
+    /// Who calls this keychain's operations, unless a call passes its own `CallContext`. nil: a
+    /// trusted tool that sees every access group and gives new items no default group. The CLI
+    /// and LatchkeySecurity always give one. Which items a caller reaches is decided by
+    /// `AccessPolicy`, on every path. Set it once, before use.
+    public var caller: CallerIdentity? {
+        get { defaults.lock(); defer { defaults.unlock() }; return defaultCaller }
+        set { defaults.lock(); defaultCaller = newValue; defaults.unlock() }
+    }
     /// Asked for the passcode when an item that needs user presence is read with its data.
     /// Returns nil when the user cancels.
-    public var authenticationHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
-    /// Decrypted attributes for queries on non-unique attributes (see AttributeIndex).
-    let index = AttributeIndex()
+    public var authenticationHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)? {
+        get { defaults.lock(); defer { defaults.unlock() }; return defaultHandler }
+        set { defaults.lock(); defaultHandler = newValue; defaults.unlock() }
+    }
+    /// The context of a call that gives none: `caller` and `authenticationHandler`.
+    public var context: CallContext {
+        defaults.lock(); defer { defaults.unlock() }
+        return CallContext(caller: defaultCaller, authenticate: defaultHandler)
+    }
     /// Attributes the keychain sets itself and callers cannot.
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
-    init(store: KeychainStore) {
-        local = store
-        remote = nil
+    package init(backend: any KeychainBackend) {
+        self.backend = backend
     }
 
-    init(remote: AgentSession) {
-        local = nil
-        self.remote = remote
-    }
+    /// The file opened in this process (nil when the agent serves the keychain).
+    package var localStore: KeychainStore? { (backend as? LocalBackend)?.store }
 
     /// Creates a keychain (and the device secret, when absent).
     /// - Parameters:
@@ -55,7 +61,7 @@ public final class Keychain: @unchecked Sendable {
             throw Keychain.alreadyExists(path: path, devicePath: devicePath, fs: fs)
         }
         let device = try Device.loadOrCreate(path: devicePath, fs: fs).device
-        return Keychain(store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN))
+        return Keychain(backend: LocalBackend(store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN)))
     }
 
     /// `init` on a path that holds a keychain: nothing is changed, and nothing suggests
@@ -77,7 +83,7 @@ public final class Keychain: @unchecked Sendable {
 
     package static func open(path: String, devicePath: String, acceptRollback: Bool = false, fs: FileSystem) throws -> Keychain {
         let device = try Device.load(path: devicePath, fs: fs, keychainPath: path)
-        return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback))
+        return Keychain(backend: LocalBackend(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback)))
     }
 
     /// Opens and unlocks with the passcode: `open` then `unlock`, with the KDF run on a thread
@@ -85,8 +91,8 @@ public final class Keychain: @unchecked Sendable {
     /// - Throws: as `open`; errSecAuthFailed for a wrong passcode (nothing stays open).
     public static func open(path: String, devicePath: String, acceptRollback: Bool = false, unlockingWith passcode: [UInt8]) throws -> Keychain {
         let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared, keychainPath: path)
-        return Keychain(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
-                                                      unlockingWith: passcode))
+        return Keychain(backend: LocalBackend(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
+                                                                           unlockingWith: passcode)))
     }
 
     /// What cutting a damaged keychain back to its last intact transaction would drop
@@ -114,23 +120,16 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.
-    public func unlock(passcode: [UInt8]) throws {
-        if let remote { return try remote.unlock(self, passcode: passcode) }
-        try store.unlock(passcode: passcode)
-    }
+    public func unlock(passcode: [UInt8]) throws { try backend.unlock(passcode: passcode) }
 
     /// Drops the WhenUnlocked keys (and the attributes of their items this keychain had read);
     /// AfterFirstUnlock keys stay until the keychain is closed.
-    public func lock() {
-        if let remote { try? remote.lock(self); return }
-        store.lock()
-        index.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
-    }
+    public func lock() { try? backend.lock() }
 
-    public var hasPasscode: Bool { remote?.hasPasscode ?? store.hasPasscode }
-    public func isAvailable(_ pc: ProtectionClass) -> Bool { remote?.isAvailable(self, pc) ?? store.isAvailable(pc) }
+    public var hasPasscode: Bool { backend.hasPasscode }
+    public func isAvailable(_ pc: ProtectionClass) -> Bool { backend.isAvailable(pc) }
     /// Bytes of an incomplete tail cut off when the keychain was opened (by the agent: 0 here).
-    public var recoveredTailBytes: UInt64 { remote == nil ? store.recoveredTailBytes : 0 }
+    public var recoveredTailBytes: UInt64 { backend.recoveredTailBytes }
 
     // MARK: Items
 
@@ -152,15 +151,6 @@ public final class Keychain: @unchecked Sendable {
         }
     }
 
-    /// The access decision for the current caller (AccessPolicy).
-    /// - Throws: errSecMissingEntitlement for a caller without any group.
-    func accessPolicy() throws -> AccessPolicy { try AccessPolicy(caller: caller) }
-
-    /// A group in new values (add, update) that the caller may not use (errSecNoAccessForItem).
-    func checkWritableGroup(_ attributes: [String: AttributeValue], _ policy: AccessPolicy) throws {
-        if let agrp = attributes["agrp"], !policy.permits(group: agrp) { throw policy.refusal(group: agrp) }
-    }
-
     /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`
     /// (default: ak, certificates dk); `agrp` defaults to the caller's first group; `sync` to 0.
     /// - Throws: errSecNoSuchAttr (unknown attribute), errSecNoAccessForItem (foreign group),
@@ -177,47 +167,15 @@ public final class Keychain: @unchecked Sendable {
     /// Adds every item in one transaction (one write, one fsync): all or none.
     /// - Throws: as `add`; errSecDuplicateItem if any unique key exists or repeats in the batch.
     @discardableResult
-    public func add(contentsOf items: [NewItem]) throws -> [Item] {
+    public func add(contentsOf items: [NewItem]) throws -> [Item] { try add(contentsOf: items, context: context) }
+
+    @discardableResult
+    package func add(contentsOf items: [NewItem], context: CallContext) throws -> [Item] {
         guard !items.isEmpty else { return [] }
         for given in items {
             try Keychain.checkSize(ItemPlaintext(itemClass: given.itemClass, attributes: given.attributes, data: given.data))
         }
-        if let remote { return try remote.add(self, items) }
-        let policy = try accessPolicy()
-        let t = Keychain.now()
-        var mutations: [Mutation] = []
-        var added: [Item] = []
-        mutations.reserveCapacity(items.count)
-        for given in items {
-            try Keychain.validateNames(given.attributes, given.itemClass)
-            let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
-            try checkWritableGroup(item.attributes, policy)
-            var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-            if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
-            if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
-            attrs["cdat"] = .date(t)
-            attrs["mdat"] = .date(t)
-            let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
-            if item.requiresUserPresence && !store.hasPasscode {
-                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode; set one with 'latchkey passwd'")
-            }
-            let id = try ID16.random()
-            let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
-            let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
-            mutations.append(.put(id: id, plaintext: plaintext, protection: pc, flags: flags))
-            added.append(makeItem(plaintext, protection: pc, id: id, flags: flags))
-        }
-        try store.withWriteLock { try store.commit(mutations) }
-        return added
-    }
-
-    func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
-        var attrs = p.attributes
-        let pdmn = AttributeValue.string(protection.code)
-        if attrs["pdmn"] != pdmn { attrs["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
-        return Item(itemClass: p.itemClass, attributes: attrs, data: p.data, protection: protection,
-                    persistentRef: p.itemClass.code + id.bytes,
-                    requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
+        return try backend.add(items, context)
     }
 
     /// Items matching `query`, at most `limit` (nil: all).
@@ -228,154 +186,12 @@ public final class Keychain: @unchecked Sendable {
     ///   fails, as on iOS); errSecMissingEntitlement; errSecDecode for a damaged item;
     ///   errSecUserCanceled / errSecAuthFailed from user presence.
     public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
-        if let remote { return try remote.find(self, query, limit: limit, includeData: includeData, prompt: prompt) }
-        try store.refresh()
-        var out: [Item] = []
-        for m in try matches(query, limit: limit, attributesOnly: !includeData) {
-            let p = m.plaintext
-            var item = makeItem(p, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
-            if !includeData {
-                item.data = []
-            } else if item.requiresUserPresence {
-                try authenticate(prompt: prompt)
-            }
-            out.append(item)
-        }
-        return out
+        try backend.find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
-    /// Asks the authentication handler for the passcode and checks it (user presence).
-    func authenticate(prompt: String?) throws {
-        guard let handler = authenticationHandler else {
-            throw KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")
-        }
-        guard var passcode = handler(prompt) else {
-            throw KeychainError(.userCanceled, "authentication was cancelled")
-        }
-        defer { Crypto.cleanse(&passcode) }
-        try store.checkPasscode(passcode)
-    }
-
-    struct Match {
-        var id: ID16
-        var slot: ItemSlot
-        var plaintext: ItemPlaintext
-        /// The plaintext came from the attribute cache and has no data (only with
-        /// `matches(attributesOnly: true)`).
-        var cached = false
-    }
-
-    /// The matching items with their slots, after the implicit filters (sync) and then the
-    /// caller's access decision (AccessPolicy), which every match passes whatever path found
-    /// it. Uses the unique-key index when the query pins the unique key (the caller's few
-    /// groups and the sync values are enumerated).
-    ///
-    /// With `attributesOnly`, matches served from the attribute cache carry no data (`cached`);
-    /// otherwise every match holds the full plaintext, data included.
-    func matches(_ query: Query, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
-        let policy = try accessPolicy()
-        try Keychain.validateNames(query.attributes, query.itemClass)
-        if let ref = query.persistentRef {
-            guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
-                  c == query.itemClass, let slot = store.slot(id: ID16(ref.suffix(16))),
-                  store.itemClass(of: slot) == c else { return [] }
-            let p = try store.read(slot)
-            // A reference (class and UUID, both readable in the file) names an item; it gives
-            // no right to it.
-            guard policy.permits(p) else { return [] }
-            return [Match(id: ID16(ref.suffix(16)), slot: slot, plaintext: p)]
-        }
-        var q = query
-        // A group the caller may not use finds nothing; no need to look.
-        if let agrp = q.attributes["agrp"], !policy.permits(group: agrp) { return [] }
-        switch q.synchronizable {
-        case .notSynchronizable: if q.attributes["sync"] == nil { q.attributes["sync"] = .integer(0) }
-        case .synchronizable: q.attributes["sync"] = .integer(1)
-        case .any: q.attributes["sync"] = nil
-        }
-        if let l = limit, l <= 0 { return [] }
-
-        if !q.caseInsensitive, let keys = uniqueKeyCandidates(q, groups: policy.groups) {
-            var out: [Match] = []
-            for key in keys {
-                guard let (id, slot) = store.slot(uniqueKey: key) else { continue }
-                if let pc = q.protection, slot.protection != pc { continue }
-                let p = try store.read(slot)
-                if Keychain.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
-                if let l = limit, out.count >= l { break }
-            }
-            return out
-        }
-        // Every item of the class: the attribute index answers from the attributes it has
-        // decrypted before (and decrypts the others once); file order.
-        let predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
-            let fold = Keychain.foldsCase(name, q)
-            return AttributeIndex.Predicate(
-                name: name,
-                absent: Keychain.defaultValue(name, q.itemClass)?.matches(want, caseInsensitive: fold) ?? false,
-                test: { $0.matches(want, caseInsensitive: fold) })
-        }
-        let store = self.store
-        var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
-                                   available: { store.isAvailable($0) }, predicates: predicates,
-                                   decrypt: { try store.read($0) })
-            .filter { policy.permits($0.2) }
-            .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
-        if let l = limit, out.count > l { out.removeSubrange(l...) }
-        if !attributesOnly {
-            for i in out.indices where out[i].cached {
-                out[i].plaintext = try store.read(out[i].slot)
-                out[i].cached = false
-            }
-        }
-        return out
-    }
-
-    /// Every unique key the query can match, when it names all of the class's unique-key
-    /// attributes except possibly `agrp` (then: each of the caller's groups) — else nil.
-    func uniqueKeyCandidates(_ q: Query, groups: [String]?) -> [UniqueKey]? {
-        var agrps: [AttributeValue?] = [q.attributes["agrp"]]
-        if q.attributes["agrp"] == nil {
-            guard let groups, groups.count <= 16 else { return nil }
-            agrps = groups.map { .string($0) }
-        }
-        let syncs: [AttributeValue?] = q.attributes["sync"] != nil ? [q.attributes["sync"]] : [.integer(0), .integer(1)]
-        for (name, _) in UniqueKey.attributes(for: q.itemClass) where name != "agrp" && name != "sync" {
-            if q.attributes[name] == nil { return nil }
-        }
-        var out: [UniqueKey] = []
-        for a in agrps {
-            for s in syncs {
-                var attrs = q.attributes
-                attrs["agrp"] = a
-                attrs["sync"] = s
-                out.append(UniqueKey(itemClass: q.itemClass, attributes: attrs))
-            }
-        }
-        return out
-    }
-
-    static func filter(_ p: ItemPlaintext, _ q: Query) -> Bool {
-        for (name, want) in q.attributes {
-            let have = p.attributes[name] ?? Keychain.defaultValue(name, p.itemClass)
-            guard let have, have.matches(want, caseInsensitive: foldsCase(name, q)) else { return false }
-        }
-        return true
-    }
-
-    /// Whether the query compares attribute `name` ignoring case: every string attribute of a
-    /// case-insensitive query except `agrp`, which names an access group and is compared byte
-    /// for byte, as access control is (AccessPolicy).
-    static func foldsCase(_ name: String, _ q: Query) -> Bool { q.caseInsensitive && name != "agrp" }
-
-    /// Unique-key attributes that are absent take their default (reference §2.2).
-    static func defaultValue(_ name: String, _ c: ItemClass) -> AttributeValue? {
-        guard let kind = UniqueKey.attributes(for: c).first(where: { $0.name == name })?.kind else { return nil }
-        switch kind {
-        case .bytes: return .data([])
-        case .integer: return .integer(0)
-        case .date: return .date(0)
-        }
+    package func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil,
+                      context: CallContext) throws -> [Item] {
+        try backend.find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
     /// Updates every match in one transaction (all or nothing). `mdat` moves, `cdat` stays;
@@ -387,40 +203,23 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     public func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
                        protection: ProtectionClass? = nil) throws -> Int {
+        try update(query, attributes: attributes, data: data, protection: protection, context: context)
+    }
+
+    @discardableResult
+    package func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
+                        protection: ProtectionClass? = nil, context: CallContext) throws -> Int {
         if let data { try Keychain.checkSize(ItemPlaintext(itemClass: query.itemClass, attributes: attributes, data: data)) }
-        if let remote { return try remote.update(self, query, attributes: attributes, data: data, protection: protection) }
-        try Keychain.validateNames(attributes, query.itemClass)
-        try checkWritableGroup(attributes, try accessPolicy())
-        let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-        return try store.withWriteLock {
-            let found = try matches(query)
-            guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
-            let t = Keychain.now()
-            let mutations: [Mutation] = try found.map { m in
-                var p = m.plaintext
-                p.attributes.merge(changes) { $1 }
-                p.attributes["mdat"] = .date(t)
-                if let d = data { p.data = d }
-                try Keychain.rederivingAttributes(&p)   // certificates: Keychain+Certificates.swift
-                return .put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags)
-            }
-            try store.commit(mutations)
-            return found.count
-        }
+        return try backend.update(query, attributes: attributes, data: data, protection: protection, context)
     }
 
     /// Deletes every match in one transaction.
     /// - Returns: the number deleted. - Throws: errSecItemNotFound when nothing matches.
     @discardableResult
-    public func delete(_ query: Query) throws -> Int {
-        if let remote { return try remote.delete(self, query) }
-        return try store.withWriteLock {
-            let found = try matches(query)
-            guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
-            try store.commit(found.map { .delete($0.id) })
-            return found.count
-        }
-    }
+    public func delete(_ query: Query) throws -> Int { try backend.delete(query, context) }
+
+    @discardableResult
+    package func delete(_ query: Query, context: CallContext) throws -> Int { try backend.delete(query, context) }
 
     /// Changes, sets (`old` nil) or removes (`new` nil) the passcode. The classes whose
     /// wrapping changes get new class keys and the file is rewritten (spec/FORMAT.md §11.6), so
@@ -431,14 +230,17 @@ public final class Keychain: @unchecked Sendable {
     ///   current passcode given to a keychain without one, nothing to remove), errSecIO.
     @discardableResult
     public func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
-        if let remote { return try remote.changePasscode(self, old: old, new: new, kdfLogN: kdfLogN) }
-        return try store.changePasscode(old: old, new: new, logN: kdfLogN)
+        try backend.changePasscode(old: old, new: new, kdfLogN: kdfLogN)
     }
 
     /// Rewrites the file to its live records, atomically.
     @discardableResult
-    public func compact() throws -> (before: UInt64, after: UInt64) {
-        if let remote { return try remote.compact(self) }
-        return try store.compact()
-    }
+    public func compact() throws -> (before: UInt64, after: UInt64) { try backend.compact() }
+
+    /// Checks every byte of the file and decrypts every item it can.
+    public func verify() -> VerifyReport { backend.verify() }
+
+    /// Format version, counts, sizes and device binding. Counts per class need no class key
+    /// (the class tag is keyed by the device).
+    public func info() throws -> KeychainInfo { try backend.info() }
 }

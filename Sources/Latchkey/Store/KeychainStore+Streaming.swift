@@ -189,8 +189,9 @@ extension KeychainStore {
 }
 
 extension Keychain {
-    /// The storage engine under this keychain, for the other modules of the package (backup).
-    package var engine: KeychainStore { store }
+    /// The open file, for the streaming transactions of backup and restore (other modules of
+    /// the package). - Throws: errSecNotAvailable for a keychain served by the agent.
+    package func streamingStore() throws -> KeychainStore { try backend.streamingStore() }
 }
 
 extension Device {

@@ -77,35 +77,3 @@ public struct KeychainInfo: Sendable, Codable {
     public var itemsByProtection: [String: Int]
     public var unlockedClasses: [String]
 }
-
-extension Keychain {
-    /// Checks every byte of the file and decrypts every item it can.
-    public func verify() -> VerifyReport { remote?.verify(self) ?? store.verify() }
-
-    /// Format version, counts, sizes and device binding. Counts per class need no class key
-    /// (the class tag is keyed by the device).
-    public func info() throws -> KeychainInfo {
-        if let remote { return try remote.info(self) }
-        try store.refresh()
-        var byClass: [String: Int] = [:]
-        var byProtection: [String: Int] = [:]
-        for (_, slot) in store.slots() {
-            byClass[store.itemClass(of: slot)?.rawValue ?? "unknown", default: 0] += 1
-            byProtection[slot.protection.code, default: 0] += 1
-        }
-        let kdf = store.kdf
-        return KeychainInfo(
-            path: store.path,
-            formatVersion: "\(store.header.major).\(store.header.minor)",
-            fileUUID: hexString(store.fileUUID),
-            deviceUUID: store.device.uuidHex,
-            hasPasscode: kdf.kind == .scrypt,
-            kdf: kdf.kind == .scrypt ? "scrypt N=2^\(kdf.logN) r=\(kdf.r) p=\(kdf.p)" : "none",
-            fileSize: store.fileSize,
-            records: store.recordCount,
-            liveItems: store.slots().count,
-            itemsByClass: byClass,
-            itemsByProtection: byProtection,
-            unlockedClasses: ProtectionClass.allCases.filter { store.isAvailable($0) }.map(\.code))
-    }
-}

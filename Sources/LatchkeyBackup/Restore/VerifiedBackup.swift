@@ -60,9 +60,12 @@ public final class VerifiedBackup {
         var device = device
         var keychainPath = ""
         var hasPasscode = false
+        var existing: KeychainStore?
         if case .existing(let kc) = target {
-            device = kc.engine.boundDevice
-            keychainPath = kc.engine.path
+            let store = try kc.streamingStore()
+            existing = store
+            device = store.boundDevice
+            keychainPath = store.path
             hasPasscode = kc.hasPasscode
         } else if case .newKeychain(let p) = target {
             hasPasscode = p
@@ -85,8 +88,8 @@ public final class VerifiedBackup {
             case .newKeychain:
                 decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
                                            conflicts: { _, _ in [] }, read: { _ in fatalError() })
-            case .existing(let kc):
-                let store = kc.engine
+            case .existing:
+                let store = existing!
                 decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
                                            conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
             }
@@ -111,8 +114,9 @@ public final class VerifiedBackup {
         guard case .existing(let kc) = target else {
             preconditionFailure("restore() is for an existing keychain; use restoreNewKeychain")
         }
-        try requireWritable(kc.engine)
-        return try write(into: kc.engine, created: false, progress: progress)
+        let store = try kc.streamingStore()
+        try requireWritable(store)
+        return try write(into: store, created: false, progress: progress)
     }
 
     /// Creates a keychain at `path` (and the device secret at `devicePath` when there is none)

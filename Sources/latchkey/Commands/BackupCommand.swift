@@ -64,7 +64,7 @@ struct BackupCommand: ParsableCommand {
         if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
         // Ctrl-C or SIGTERM from here on removes the temporary file and erases the bar.
         Terminal.cleanUpOnSignals()
-        let progress = Progress("backup", total: keychain.engine.liveItemCount)
+        let progress = Progress("backup", total: try keychain.streamingStore().liveItemCount)
         defer { progress.finish() }
         let options = BackupOptions(password: pw, compression: compression,
                                     kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,

@@ -72,7 +72,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// use) of a 1 MiB item and two small ones: its first batch fills at the large item, so it
     /// appends in two writes before its one fsync.
     static let streaming = WriteOperation("streaming transaction of 1 MiB") { _, kc in
-        try kc!.engine.withStreamingTransaction { tx in
+        try kc!.localStore!.withStreamingTransaction { tx in
             for (i, size) in [StreamingTransaction.batchSize, 100, 100].enumerated() {
                 let plaintext = ItemPlaintext(itemClass: .genericPassword,
                                               attributes: ["acct": .string("stream-\(i)"), "cdat": .date(1000), "mdat": .date(1000),

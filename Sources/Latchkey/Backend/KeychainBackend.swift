@@ -1,0 +1,47 @@
+import LatchkeyFormat
+
+/// Where the keys live and the operations happen: in this process (`LocalBackend`, the file
+/// opened here) or in `latchkey agent` (`AgentBackend`). `Keychain` is a facade over one of
+/// them; both give the same results and errors for the same calls (spec/AGENT.md).
+///
+/// Every operation that acts for a caller takes the `CallContext` of that call; a backend holds
+/// no per-call state.
+package protocol KeychainBackend: AnyObject, Sendable {
+    var hasPasscode: Bool { get }
+    /// Bytes of an incomplete tail cut off when the file was opened (0 when the agent opened it).
+    var recoveredTailBytes: UInt64 { get }
+    /// Whether `latchkey agent` serves the keychain.
+    var isServedByAgent: Bool { get }
+    /// For an agent backend: the agent has stopped since (every operation then fails).
+    var agentStopped: Bool { get }
+
+    func unlock(passcode: [UInt8]) throws
+    func lock() throws
+    func isAvailable(_ pc: ProtectionClass) -> Bool
+    /// The agent's view of the keychain (nil for a local backend).
+    func agentState() throws -> AgentKeychainState?
+
+    func add(_ items: [NewItem], _ context: CallContext) throws -> [Item]
+    func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item]
+    func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
+                _ context: CallContext) throws -> Int
+    func delete(_ query: Query, _ context: CallContext) throws -> Int
+
+    func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
+                     protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity
+    func identities(_ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
+                    _ context: CallContext) throws -> [Identity]
+    func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
+                          _ context: CallContext) throws -> Int
+    func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int
+
+    func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int
+    func compact() throws -> (before: UInt64, after: UInt64)
+    func info() throws -> KeychainInfo
+    func verify() -> VerifyReport
+
+    /// The open file, for the streaming transactions of backup and restore (LatchkeyBackup):
+    /// they move every item of the keychain, which the agent protocol does not carry.
+    /// - Throws: errSecNotAvailable for a keychain served by the agent.
+    func streamingStore() throws -> KeychainStore
+}

@@ -1,0 +1,283 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// A keychain whose file this process opened: the store (Store/), the attribute cache for
+/// queries on non-unique attributes (AttributeIndex) and the query planning over them.
+package final class LocalBackend: KeychainBackend, @unchecked Sendable {
+    package let store: KeychainStore
+    /// Decrypted attributes for queries on non-unique attributes (see AttributeIndex).
+    let index = AttributeIndex()
+
+    package init(store: KeychainStore) {
+        self.store = store
+    }
+
+    package var hasPasscode: Bool { store.hasPasscode }
+    package var recoveredTailBytes: UInt64 { store.recoveredTailBytes }
+    package var isServedByAgent: Bool { false }
+    package var agentStopped: Bool { false }
+    package func agentState() throws -> AgentKeychainState? { nil }
+    package func streamingStore() throws -> KeychainStore { store }
+
+    package func unlock(passcode: [UInt8]) throws {
+        try store.unlock(passcode: passcode)
+    }
+
+    /// Drops the WhenUnlocked keys and the attributes of their items this keychain had read.
+    package func lock() {
+        store.lock()
+        index.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
+    }
+
+    package func isAvailable(_ pc: ProtectionClass) -> Bool { store.isAvailable(pc) }
+
+    // MARK: Items
+
+    package func add(_ items: [NewItem], _ context: CallContext) throws -> [Item] {
+        guard !items.isEmpty else { return [] }
+        let policy = try AccessPolicy(caller: context.caller)
+        let t = Keychain.now()
+        var mutations: [Mutation] = []
+        var added: [Item] = []
+        mutations.reserveCapacity(items.count)
+        for given in items {
+            try Keychain.validateNames(given.attributes, given.itemClass)
+            let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
+            try LocalBackend.checkWritableGroup(item.attributes, policy)
+            var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
+            if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
+            if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
+            attrs["cdat"] = .date(t)
+            attrs["mdat"] = .date(t)
+            let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
+            if item.requiresUserPresence && !store.hasPasscode {
+                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none")
+            }
+            let id = try ID16.random()
+            let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
+            let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
+            mutations.append(.put(id: id, plaintext: plaintext, protection: pc, flags: flags))
+            added.append(makeItem(plaintext, protection: pc, id: id, flags: flags))
+        }
+        try store.withWriteLock { try store.commit(mutations) }
+        return added
+    }
+
+    /// A group in new values (add, update) that the caller may not use (errSecNoAccessForItem).
+    static func checkWritableGroup(_ attributes: [String: AttributeValue], _ policy: AccessPolicy) throws {
+        if let agrp = attributes["agrp"], !policy.permits(group: agrp) { throw policy.refusal(group: agrp) }
+    }
+
+    func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
+        var attrs = p.attributes
+        let pdmn = AttributeValue.string(protection.code)
+        if attrs["pdmn"] != pdmn { attrs["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
+        return Item(itemClass: p.itemClass, attributes: attrs, data: p.data, protection: protection,
+                    persistentRef: p.itemClass.code + id.bytes,
+                    requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
+    }
+
+    package func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item] {
+        try store.refresh()
+        var out: [Item] = []
+        for m in try matches(query, context, limit: limit, attributesOnly: !includeData) {
+            var item = makeItem(m.plaintext, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
+            if !includeData {
+                item.data = []
+            } else if item.requiresUserPresence {
+                try authenticate(context, prompt: prompt)
+            }
+            out.append(item)
+        }
+        return out
+    }
+
+    /// Asks the call's authentication callback for the passcode and checks it (user presence).
+    func authenticate(_ context: CallContext, prompt: String?) throws {
+        guard let handler = context.authenticate else {
+            throw KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")
+        }
+        guard var passcode = handler(prompt) else {
+            throw KeychainError(.userCanceled, "authentication was cancelled")
+        }
+        defer { Crypto.cleanse(&passcode) }
+        try store.checkPasscode(passcode)
+    }
+
+    struct Match {
+        var id: ID16
+        var slot: ItemSlot
+        var plaintext: ItemPlaintext
+        /// The plaintext came from the attribute cache and has no data (only with
+        /// `matches(attributesOnly: true)`).
+        var cached = false
+    }
+
+    /// The matching items with their slots, after the implicit filters (sync) and then the
+    /// caller's access decision (AccessPolicy), which every match passes whatever path found
+    /// it. Uses the unique-key index when the query pins the unique key (the caller's few
+    /// groups and the sync values are enumerated).
+    ///
+    /// With `attributesOnly`, matches served from the attribute cache carry no data (`cached`);
+    /// otherwise every match holds the full plaintext, data included.
+    func matches(_ query: Query, _ context: CallContext, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
+        let policy = try AccessPolicy(caller: context.caller)
+        try Keychain.validateNames(query.attributes, query.itemClass)
+        if let ref = query.persistentRef {
+            guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
+                  c == query.itemClass, let slot = store.slot(id: ID16(ref.suffix(16))),
+                  store.itemClass(of: slot) == c else { return [] }
+            let p = try store.read(slot)
+            // A reference (class and UUID, both readable in the file) names an item; it gives
+            // no right to it.
+            guard policy.permits(p) else { return [] }
+            return [Match(id: ID16(ref.suffix(16)), slot: slot, plaintext: p)]
+        }
+        var q = query
+        // A group the caller may not use finds nothing; no need to look.
+        if let agrp = q.attributes["agrp"], !policy.permits(group: agrp) { return [] }
+        switch q.synchronizable {
+        case .notSynchronizable: if q.attributes["sync"] == nil { q.attributes["sync"] = .integer(0) }
+        case .synchronizable: q.attributes["sync"] = .integer(1)
+        case .any: q.attributes["sync"] = nil
+        }
+        if let l = limit, l <= 0 { return [] }
+
+        if !q.caseInsensitive, let keys = LocalBackend.uniqueKeyCandidates(q, groups: policy.groups) {
+            var out: [Match] = []
+            for key in keys {
+                guard let (id, slot) = store.slot(uniqueKey: key) else { continue }
+                if let pc = q.protection, slot.protection != pc { continue }
+                let p = try store.read(slot)
+                if LocalBackend.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+                if let l = limit, out.count >= l { break }
+            }
+            return out
+        }
+        // Every item of the class: the attribute index answers from the attributes it has
+        // decrypted before (and decrypts the others once); file order.
+        let predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
+            let fold = LocalBackend.foldsCase(name, q)
+            return AttributeIndex.Predicate(
+                name: name,
+                absent: ItemSchema.defaultValue(name, q.itemClass)?.matches(want, caseInsensitive: fold) ?? false,
+                test: { $0.matches(want, caseInsensitive: fold) })
+        }
+        let store = self.store
+        var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
+                                   available: { store.isAvailable($0) }, predicates: predicates,
+                                   decrypt: { try store.read($0) })
+            .filter { policy.permits($0.2) }
+            .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
+        if let l = limit, out.count > l { out.removeSubrange(l...) }
+        if !attributesOnly {
+            for i in out.indices where out[i].cached {
+                out[i].plaintext = try store.read(out[i].slot)
+                out[i].cached = false
+            }
+        }
+        return out
+    }
+
+    /// Every unique key the query can match, when it names all of the class's unique-key
+    /// attributes except possibly `agrp` (then: each of the caller's groups) — else nil.
+    static func uniqueKeyCandidates(_ q: Query, groups: [String]?) -> [UniqueKey]? {
+        var agrps: [AttributeValue?] = [q.attributes["agrp"]]
+        if q.attributes["agrp"] == nil {
+            guard let groups, groups.count <= 16 else { return nil }
+            agrps = groups.map { .string($0) }
+        }
+        let syncs: [AttributeValue?] = q.attributes["sync"] != nil ? [q.attributes["sync"]] : [.integer(0), .integer(1)]
+        for (name, _) in UniqueKey.attributes(for: q.itemClass) where name != "agrp" && name != "sync" {
+            if q.attributes[name] == nil { return nil }
+        }
+        var out: [UniqueKey] = []
+        for a in agrps {
+            for s in syncs {
+                var attrs = q.attributes
+                attrs["agrp"] = a
+                attrs["sync"] = s
+                out.append(UniqueKey(itemClass: q.itemClass, attributes: attrs))
+            }
+        }
+        return out
+    }
+
+    static func filter(_ p: ItemPlaintext, _ q: Query) -> Bool {
+        for (name, want) in q.attributes {
+            let have = p.attributes[name] ?? ItemSchema.defaultValue(name, p.itemClass)
+            guard let have, have.matches(want, caseInsensitive: foldsCase(name, q)) else { return false }
+        }
+        return true
+    }
+
+    /// Whether the query compares attribute `name` ignoring case: every string attribute of a
+    /// case-insensitive query except `agrp`, which names an access group and is compared byte
+    /// for byte, as access control is (AccessPolicy).
+    static func foldsCase(_ name: String, _ q: Query) -> Bool { q.caseInsensitive && name != "agrp" }
+
+    package func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
+                        _ context: CallContext) throws -> Int {
+        try Keychain.validateNames(attributes, query.itemClass)
+        try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
+        let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
+        return try store.withWriteLock {
+            let found = try matches(query, context)
+            guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            let t = Keychain.now()
+            let mutations: [Mutation] = try found.map { m in
+                var p = m.plaintext
+                p.attributes.merge(changes) { $1 }
+                p.attributes["mdat"] = .date(t)
+                if let d = data { p.data = d }
+                try Keychain.rederivingAttributes(&p)   // certificates: Keychain+Certificates.swift
+                return .put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags)
+            }
+            try store.commit(mutations)
+            return found.count
+        }
+    }
+
+    package func delete(_ query: Query, _ context: CallContext) throws -> Int {
+        try store.withWriteLock {
+            let found = try matches(query, context)
+            guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            try store.commit(found.map { .delete($0.id) })
+            return found.count
+        }
+    }
+
+    // MARK: The keychain
+
+    package func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int {
+        try store.changePasscode(old: old, new: new, logN: kdfLogN)
+    }
+
+    package func compact() throws -> (before: UInt64, after: UInt64) { try store.compact() }
+
+    package func verify() -> VerifyReport { store.verify() }
+
+    package func info() throws -> KeychainInfo {
+        try store.refresh()
+        var byClass: [String: Int] = [:]
+        var byProtection: [String: Int] = [:]
+        for (_, slot) in store.slots() {
+            byClass[store.itemClass(of: slot)?.rawValue ?? "unknown", default: 0] += 1
+            byProtection[slot.protection.code, default: 0] += 1
+        }
+        let kdf = store.kdf
+        return KeychainInfo(
+            path: store.path,
+            formatVersion: "\(store.header.major).\(store.header.minor)",
+            fileUUID: hexString(store.fileUUID),
+            deviceUUID: store.device.uuidHex,
+            hasPasscode: kdf.kind == .scrypt,
+            kdf: kdf.kind == .scrypt ? "scrypt N=2^\(kdf.logN) r=\(kdf.r) p=\(kdf.p)" : "none",
+            fileSize: store.fileSize,
+            records: store.recordCount,
+            liveItems: store.slots().count,
+            itemsByClass: byClass,
+            itemsByProtection: byProtection,
+            unlockedClasses: ProtectionClass.allCases.filter { store.isAvailable($0) }.map(\.code))
+    }
+}
