@@ -240,9 +240,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     public func keychain() throws -> Keychain {
         try locked {
             let caller = try _caller.get()
-            let kc = try openLocked()
-            kc.caller = caller
-            return kc
+            return try openLocked().with(CallContext(caller: caller, authenticate: effectiveHandler()))
         }
     }
 
@@ -318,8 +316,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             let kc: Keychain
             do {
                 let caller = try _caller.get()
-                kc = try openLocked()
-                kc.caller = caller
+                kc = try openLocked().with(CallContext(caller: caller,
+                                                       authenticate: authenticationUI == .fail ? nil : effectiveHandler()))
             } catch {
                 let failure = SecFailure.from(error)
                 _lastError = failure.error
@@ -327,8 +325,6 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
                 return .failure(failure)
             }
             do {
-                kc.authenticationHandler = authenticationUI == .fail ? nil : effectiveHandler()
-                defer { kc.authenticationHandler = nil }
                 let value = try body(kc)
                 return .success(value)
             } catch {

@@ -44,6 +44,16 @@ public final class Keychain: @unchecked Sendable {
         self.backend = backend
     }
 
+    /// The same open keychain, with `context` as the caller and authentication callback of every
+    /// call made through the returned value (this one keeps its own): for code that serves
+    /// several callers from one keychain without setting `caller` between calls.
+    public func with(_ context: CallContext) -> Keychain {
+        let view = Keychain(backend: backend)
+        view.defaultCaller = context.caller
+        view.defaultHandler = context.authenticate
+        return view
+    }
+
     /// The file opened in this process (nil when the agent serves the keychain).
     package var localStore: KeychainStore? { (backend as? LocalBackend)?.store }
 
