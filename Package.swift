@@ -35,6 +35,9 @@ let package = Package(
         .target(name: "LatchkeyFormat", dependencies: ["LatchkeyCrypto"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyFormat", "LatchkeyCrypto"]),
         .target(name: "LatchkeyBackup", dependencies: ["Latchkey", "CArchive"]),
+        // MemoryFileSystem (durability model, fault and power-cut injection) for the tests and
+        // fuzzers; no product exposes it and no library links it.
+        .target(name: "LatchkeyTestSupport", dependencies: ["Latchkey"]),
         .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyCrypto"]),
         .executableTarget(
             name: "latchkey",
@@ -59,10 +62,10 @@ let package = Package(
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
-        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyBackup"]),
+        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
-        .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup"]),
+        .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
         .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
         // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and

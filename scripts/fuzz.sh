@@ -28,7 +28,7 @@ have_backup() { [ -d Sources/LatchkeyBackup ] && git ls-files --error-unmatch So
 
 mkdir -p "$SCRATCH"
 echo "fuzz: building the library modules with coverage instrumentation ($SCRATCH)"
-modules=(LatchkeySecurity)
+modules=(LatchkeySecurity LatchkeyTestSupport)
 have_backup && modules+=(LatchkeyBackup)
 for m in "${modules[@]}"; do
     "$SWIFT" build -c release --scratch-path "$SCRATCH" --target "$m" \
@@ -85,7 +85,7 @@ results=()
 failed=0
 for t in "${TARGETS[@]}"; do
     case "$t" in
-    keychain) link keychain LatchkeyCrypto LatchkeyFormat Latchkey CLatchkeyCrypto ;;
+    keychain) link keychain LatchkeyCrypto LatchkeyFormat Latchkey LatchkeyTestSupport CLatchkeyCrypto ;;
     keybag)   link keybag LatchkeyCrypto LatchkeyFormat CLatchkeyCrypto ;;
     secitem)  link secitem LatchkeyCrypto LatchkeyFormat Latchkey LatchkeySecurity CLatchkeyCrypto ;;
     backup)
@@ -93,7 +93,7 @@ for t in "${TARGETS[@]}"; do
             echo "fuzz: skipping backup (no committed Sources/LatchkeyBackup or Fuzz/backup yet)"
             results+=("backup|skipped|-|-|-"); continue
         fi
-        EXTRA_LIBS="$(pkg-config --libs libarchive)" link backup LatchkeyCrypto LatchkeyFormat Latchkey LatchkeyBackup CLatchkeyCrypto ;;
+        EXTRA_LIBS="$(pkg-config --libs libarchive)" link backup LatchkeyCrypto LatchkeyFormat Latchkey LatchkeyBackup LatchkeyTestSupport CLatchkeyCrypto ;;
     *) echo "fuzz: unknown target $t (known: ${ALL_TARGETS[*]})"; exit 2 ;;
     esac
     seed "$t"

@@ -13,6 +13,7 @@
 // not worth paying per input. Any crash, trap, hang or unbounded allocation is a bug.
 import Foundation
 import Latchkey
+import LatchkeyTestSupport
 import LatchkeyBackup
 import LatchkeyCrypto
 import LatchkeyFormat

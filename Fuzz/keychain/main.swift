@@ -13,6 +13,7 @@
 // Any crash, trap, hang or unbounded allocation is a bug; errors are the expected outcome.
 import Foundation
 import Latchkey
+import LatchkeyTestSupport
 import LatchkeyCrypto
 import LatchkeyFormat
 

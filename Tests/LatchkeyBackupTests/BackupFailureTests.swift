@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Latchkey
+import LatchkeyTestSupport
 import LatchkeyBackup
 import LatchkeyFormat
 import Testing

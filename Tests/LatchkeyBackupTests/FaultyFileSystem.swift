@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Latchkey
+import LatchkeyTestSupport
 
 /// Forwards every call to another file system (the real one, or a MemoryFileSystem), except
 /// that `remove` and `syncDirectory` first ask a hook, which may throw the failure to inject.

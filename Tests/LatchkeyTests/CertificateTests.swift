@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// The certificates and keys of fixtures/certs/ (see its README) with the values
 /// fixtures/certs/expected.sh prints for them (computed with the openssl CLI).

@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Damage anywhere in the file is an integrity error, never a torn tail and never altered
 /// data (spec §1.4, §10.2, §10.4).

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// The names of new directories are made durable in their parents (issue 14, point 6).
 @Suite struct DirectoryDurabilityTests {

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// The I/O-fault loop of issue 14: for each writing operation of the library
 /// (`WriteOperation.all`), its calls through the `FileSystem` seam are counted on a clean run,

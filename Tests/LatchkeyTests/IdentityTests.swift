@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Identities: a certificate and its private key joined by pkhh == klbl; adding or deleting an
 /// identity acts on both items, in one transaction (reference §1.1, §9.7–9.8).

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Another local user against the device secret and the device state (issue 13, point 6):
 /// whoever controls the directory of the device secret, its `.state` directory or a state file

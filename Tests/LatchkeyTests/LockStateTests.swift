@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Protection classes and lock states (spec §5.3).
 @Suite struct LockStateTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 import LatchkeyCrypto
 import LatchkeyFormat

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Passcode attempts are throttled as on iOS (spec/SECURITY.md §2.4): five wrong passcodes in
 /// a row are free, then 1, 5, 15 and 60 minutes must pass between attempts. The count lives in

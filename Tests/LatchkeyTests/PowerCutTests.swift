@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Power cuts between any two mutating file operations (spec §11.4, §11.5, §11.6).
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// The power-loss replay of issue 14: for each writing operation of the library
 /// (`WriteOperation.all`), the power is cut before its 0th, 1st, 2nd … mutating file

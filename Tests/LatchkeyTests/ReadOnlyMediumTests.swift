@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 import LatchkeyBackup
 
 /// A keychain on a read-only file system (issue 14 defect 4), through the seam: every open for

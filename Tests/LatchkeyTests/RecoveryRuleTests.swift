@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 import LatchkeyFormat
 
 /// The torn-tail rule of spec §10.4 (issue 14 §2): a record failing its checks inside the

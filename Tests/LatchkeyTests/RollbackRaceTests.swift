@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// A commit or a compaction by another process that lands while a keychain is being opened,
 /// between the scan of the file and the read of the device state, must not be taken for a

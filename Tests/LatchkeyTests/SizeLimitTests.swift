@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 import LatchkeyBackup
 import LatchkeyFormat
 #if canImport(Glibc)

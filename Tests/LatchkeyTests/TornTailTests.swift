@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// A crash in the middle of an append leaves a torn tail, which open cuts off and reports
 /// (spec §10.2, §10.4).

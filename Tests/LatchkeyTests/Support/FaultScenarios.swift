@@ -1,4 +1,5 @@
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// The keychain every fault-injection test starts from: a passcode, six live items in five
 /// protection classes and two item classes, and dead records (an update and a delete) so that

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 import LatchkeyCrypto
 
 /// Paths, passcodes and the one device secret the engine tests share.

@@ -1,4 +1,5 @@
 @testable import Latchkey
+import LatchkeyTestSupport
 
 /// Wraps a `MemoryFileSystem` and records, for each mutating operation, what it was and which
 /// file it touched, indexed like the memory file system's `mutations` counter (and so like its

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyTestSupport
 import LatchkeyBackup
 import LatchkeyFormat
 

@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 
 /// An in-memory file system that models durability and injects faults, for crash tests.
 ///
