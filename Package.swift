@@ -38,7 +38,7 @@ let package = Package(
         // MemoryFileSystem (durability model, fault and power-cut injection) for the tests and
         // fuzzers; no product exposes it and no library links it.
         .target(name: "LatchkeyTestSupport", dependencies: ["Latchkey"]),
-        .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyCrypto"]),
+        .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
         .executableTarget(
             name: "latchkey",
             dependencies: [
@@ -57,12 +57,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "latchkey-bench",
-            dependencies: ["Latchkey", "LatchkeyBackup", "LatchkeySecurity"],
+            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyBackup", "LatchkeySecurity"],
             path: "Benchmarks/latchkey-bench"
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
-        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyBackup", "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),

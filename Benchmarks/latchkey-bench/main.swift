@@ -5,6 +5,7 @@
 // the KDF at default parameters, bytes on disk per item and their overhead, peak RSS.
 import Foundation
 import Latchkey
+import LatchkeyFormat
 import LatchkeyCrypto
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeyFormat
 
 /// Result shapes of SecItemCopyMatching and SecItemAdd (reference §5.4).
 enum SecItemResult {

@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeyFormat
 
 // SecKey (Security/SecKey.h), minimal: asymmetric keys as data, for the keychain. Latchkey does
 // not sign, encrypt or generate keys through SecKey.

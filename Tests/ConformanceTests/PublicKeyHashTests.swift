@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeyFormat
 import LatchkeyCrypto
 import Testing
 

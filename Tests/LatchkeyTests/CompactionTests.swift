@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 
 /// Compaction: live records rewritten into a new file, atomically (spec §11.5).
 @Suite struct CompactionTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// Damage anywhere in the file is an integrity error, never a torn tail and never altered

@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// What the engine does with files from newer writers: record types it does not know, and

@@ -1,5 +1,6 @@
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// Add, find, update and delete (spec §10.3, §11.3).

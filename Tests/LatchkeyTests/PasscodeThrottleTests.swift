@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// Passcode attempts are throttled as on iOS (spec/SECURITY.md §2.4): five wrong passcodes in

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// A commit or a compaction by another process that lands while a keychain is being opened,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+import LatchkeyFormat
 import LatchkeyTestSupport
 import LatchkeyCrypto
 
