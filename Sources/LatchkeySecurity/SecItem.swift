@@ -37,7 +37,8 @@ import Latchkey
 ///     caller may not use; errSecMissingEntitlement (−34018) for a caller without groups;
 ///   - errSecInteractionNotAllowed (−25308) when the item's class is locked; errSecNotAvailable
 ///     (−25291) for akpu or user presence on a keychain without passcode, or no keychain;
-///   - errSecUnimplemented (−4) for kSecClassIdentity (see `identityCall`).
+///   - kSecClassIdentity adds a certificate and its private key as two items (see `identityCall`);
+///     errSecParam when the key does not belong to the certificate.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     result?.pointee = nil
@@ -91,7 +92,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   errSecItemNotFound (−25300); errSecParam (−50) for a malformed query (a persistent ref
 ///   with other attribute filters, a bad kSecMatchLimit, kSecReturn… not a boolean,
 ///   kSecUseItemList, …); errSecNoSuchClass; errSecNoSuchAttr; errSecUnimplemented for
-///   kSecMatchPolicy/Issuers/HostOrSubdomainOfHost and identities; errSecInteractionNotAllowed
+///   kSecMatchPolicy/Issuers/HostOrSubdomainOfHost (identities are found: see `identityCall`); errSecInteractionNotAllowed
 ///   (locked class, or user presence needed with kSecUseAuthenticationUIFail or no handler);
 ///   errSecUserCanceled (−128) and errSecAuthFailed (−25293) from user presence;
 ///   errSecMissingEntitlement.
@@ -173,8 +174,8 @@ private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimi
 ///   kSecMatch…, kSecUse…, unknown keys); errSecDuplicateItem when a change would give two
 ///   items one unique key (then nothing changes); errSecNoAccessForItem (−25243) for a new
 ///   access group the caller may not use (a foreign group in the *query* finds nothing);
-///   errSecInteractionNotAllowed for a locked class; errSecUnimplemented for identities and
-///   for access-control constraints in `attributesToUpdate`.
+///   errSecInteractionNotAllowed for a locked class; errSecUnimplemented for access-control
+///   constraints in `attributesToUpdate`. Identities change both items (see `identityCall`).
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     let config = LatchkeySecurityConfiguration.current
@@ -215,7 +216,7 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///   group the caller may not use); errSecParam (−50) for a kSecMatch… key other than
 ///   kSecMatchLimitAll (a finite limit included); errSecNoSuchClass; errSecNoSuchAttr;
 ///   errSecInteractionNotAllowed for a locked class; errSecMissingEntitlement;
-///   errSecUnimplemented for identities.
+///   an identity deletes its certificate and private key (see `identityCall`).
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     let config = LatchkeySecurityConfiguration.current

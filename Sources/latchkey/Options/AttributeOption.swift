@@ -271,34 +271,15 @@ enum SynchronizableArgument: String, ExpressibleByArgument, CaseIterable {
 
 /// Hex input and output for data-valued attributes.
 enum Hex {
-    /// `0a1b2c`, `0x0A1B2C`, `0a:1b:2c` or `0a 1b 2c`; nil when not whole bytes of hex.
+    /// `0a1b2c`, `0x0A1B2C`, `0a:1b:2c` or `0a 1b 2c`; nil when not whole bytes of hex. The
+    /// format's codec (`bytesFromHex`) after the prefix and separators are taken off.
     static func decode(_ text: String) -> [UInt8]? {
         var s = Substring(text)
         if s.hasPrefix("0x") || s.hasPrefix("0X") { s = s.dropFirst(2) }
-        let digits = s.filter { $0 != ":" && $0 != " " }
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var index = digits.startIndex
-        while index < digits.endIndex {
-            let next = digits.index(index, offsetBy: 2)
-            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
-            out.append(byte)
-            index = next
-        }
-        return out
+        return bytesFromHex(String(s.filter { $0 != ":" }))
     }
 
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            out.append(digits[Int(b >> 4)])
-            out.append(digits[Int(b & 0x0f)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func encode(_ bytes: [UInt8]) -> String { hexString(bytes) }
 }
 
 /// ISO 8601 dates ↔ CFAbsoluteTime (seconds since 2001-01-01 UTC), as the keychain keeps them.
