@@ -1,5 +1,6 @@
 import Foundation
 import Latchkey
+import LatchkeyCrypto
 
 /// Which keychain the SecItem functions use, who is asking, and how the keychain is unlocked.
 ///
@@ -104,14 +105,13 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             guard let v = env[name], !v.isEmpty else { return nil }
             return v
         }
-        let home = value("HOME") ?? NSHomeDirectory()
-        let xdg = value("XDG_DATA_HOME").flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.local/share"
-        _keychainPath = value("LATCHKEY_KEYCHAIN") ?? xdg + "/latchkey/login.keychain"
-        _devicePath = value("LATCHKEY_DEVICE") ?? xdg + "/latchkey/device.secret"
+        let resolved = KeychainEnvironment(env)
+        _keychainPath = resolved.keychainPath
+        _devicePath = resolved.devicePath
         _passcodeSource = value("LATCHKEY_PASSCODE").map { .passcode(Array($0.utf8)) } ?? .none
         _explainsFirstFailure = Self.explainsByDefault(env)
         do {
-            _caller = .success(try CallerIdentity.fromEnvironment(env))
+            _caller = .success(try resolved.caller())
         } catch let e as KeychainError {
             _caller = .failure(e)
         } catch {
@@ -285,11 +285,12 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         let kc: Keychain
         if FileManager.default.fileExists(atPath: _keychainPath) {
             // `latchkey agent`, when one answers, serves the keychain with its unlocked keys.
-            kc = try Keychain.openThroughAgent(path: _keychainPath, devicePath: _devicePath)
-                ?? Keychain.open(path: _keychainPath, devicePath: _devicePath)
-            if kc.hasPasscode, let p = currentPasscode() {
-                try kc.unlockUnlessAgentIsUnlocked(passcode: p)
-            }
+            var environment = KeychainEnvironment([:])
+            environment.keychainPath = _keychainPath
+            environment.devicePath = _devicePath
+            var passcode = currentPasscode()
+            defer { if passcode != nil { Crypto.cleanse(&passcode!) } }
+            kc = try environment.open(passcode: passcode).keychain
         } else {
             let advice = "create it with 'latchkey init' (LATCHKEY_KEYCHAIN=\(_keychainPath)), or give a passcode (LATCHKEY_PASSCODE, LatchkeySecurityConfiguration.passcodeSource) so that it is created on first use"
             guard _createsKeychainIfAbsent else {

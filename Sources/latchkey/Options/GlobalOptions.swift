@@ -66,33 +66,20 @@ struct GlobalOptions: ParsableArguments {
         return g
     }
 
-    /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey` (XDG Base Directory: a relative
-    /// XDG_DATA_HOME is ignored).
-    static var dataDirectory: String {
-        if let xdg = environment("XDG_DATA_HOME"), xdg.hasPrefix("/") { return xdg + "/latchkey" }
-        let home = environment("HOME") ?? NSHomeDirectory()
-        return home + "/.local/share/latchkey"
+    /// The keychain, device secret and caller these options and the environment name.
+    var environment: KeychainEnvironment {
+        KeychainEnvironment.process(keychainPath: keychainOption, devicePath: deviceOption,
+                                    applicationIdentifier: appIDOption, entitlementsPath: entitlementsOption)
     }
 
-    var keychainPath: String {
-        keychainOption ?? GlobalOptions.environment("LATCHKEY_KEYCHAIN") ?? GlobalOptions.dataDirectory + "/login.keychain"
-    }
-
-    var devicePath: String {
-        deviceOption ?? GlobalOptions.environment("LATCHKEY_DEVICE") ?? GlobalOptions.dataDirectory + "/device.secret"
-    }
-
-    var appID: String { appIDOption ?? GlobalOptions.environment("LATCHKEY_APP_ID") ?? "latchkey.cli" }
+    var keychainPath: String { environment.keychainPath }
+    var devicePath: String { environment.devicePath }
 
     /// The caller: the entitlements plist (its application-identifier, else --app-id) or --app-id.
     /// - Throws: errSecIO (unreadable plist), errSecParam (not an entitlements plist).
     func caller() throws -> CallerIdentity {
-        guard let path = entitlementsOption ?? GlobalOptions.environment("LATCHKEY_ENTITLEMENTS") else {
-            return CallerIdentity(applicationIdentifier: appID)
-        }
-        let data = try InputFile.contents(path, what: "entitlements file",
-                                          source: entitlementsOption != nil ? "--entitlements" : "LATCHKEY_ENTITLEMENTS")
-        return try CallerIdentity(entitlementsPlist: Data(data), fallbackApplicationIdentifier: appID)
+        let source = entitlementsOption != nil ? "--entitlements" : "LATCHKEY_ENTITLEMENTS"
+        return try environment.caller(read: { try InputFile.contents($0, what: "entitlements file", source: source) })
     }
 
     // MARK: Passcodes
@@ -181,18 +168,10 @@ struct GlobalOptions: ParsableArguments {
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
     func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
         let given = try givenPasscode()
-        var unlocked = false
-        let keychain: Keychain
-        if let served = try keychainThroughAgent(unlock: unlock, acceptRollback: acceptRollback) {   // Support/AgentRouting.swift
-            keychain = served
-        } else if unlock != .never, let given {
-            // The KDF runs beside the reading of the file (Keychain.open(…, unlockingWith:)).
-            keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback,
-                                         unlockingWith: given)
-            unlocked = true
-        } else {
-            keychain = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback)
-        }
+        // `.eager` commands (verify, and any that must hold every class key in this process,
+        // such as a backup) open the file themselves; see AgentRouting.swift for the agent.
+        let (keychain, unlocked) = try environment.open(passcode: unlock == .never ? nil : given, useAgent: unlock != .eager,
+                                                        acceptRollback: acceptRollback, unusable: GlobalOptions.agentUnusable)
         keychain.caller = try caller()
         // Items that need user presence ask for the passcode again on every read of their data.
         let path = keychainPath

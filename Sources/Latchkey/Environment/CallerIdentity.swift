@@ -103,13 +103,6 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
     /// plist; LATCHKEY_APP_ID (default `latchkey.cli`) is the application-identifier when the
     /// plist gives none.
     public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> CallerIdentity {
-        let appID = env["LATCHKEY_APP_ID"].flatMap { $0.isEmpty ? nil : $0 } ?? "latchkey.cli"
-        if let path = env["LATCHKEY_ENTITLEMENTS"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw KeychainError(.io, "cannot read the entitlements file \(path) (LATCHKEY_ENTITLEMENTS)")
-            }
-            return try CallerIdentity(entitlementsPlist: data, fallbackApplicationIdentifier: appID)
-        }
-        return CallerIdentity(applicationIdentifier: appID)
+        try KeychainEnvironment(env).caller()
     }
 }
