@@ -122,7 +122,7 @@ public enum BackupArchive {
         try store.refresh()
         let items = store.storedItems()
         for item in items where item.protection != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(item.protection) {
-            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(item.protection.code) items needs the passcode (LATCHKEY_PASSCODE, --passcode-file or a prompt); nothing was written")
+            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(item.protection.code) items needs the passcode; nothing was written", remedy: .unlock)
         }
         let writer: ArchiveWriter
         do {

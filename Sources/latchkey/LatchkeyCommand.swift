@@ -48,7 +48,7 @@ struct LatchkeyCommand: ParsableCommand {
             var command = try parseAsRoot()
             try command.run()
         } catch let error as KeychainError {
-            Output.note(error.description)
+            Output.note(error.cliDescription)
             exitProcess(error.status.exitCode)
         } catch let error as UsageError {
             Output.note(error.description)

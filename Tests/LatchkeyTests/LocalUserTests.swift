@@ -175,7 +175,7 @@ import LatchkeyTestSupport
         try disk.remove(TestEnv.devicePath)
 
         let open = expectKeychainError(.io) { _ = try openKeychain(on: disk) }
-        let text = open?.message ?? ""
+        let text = open?.description ?? ""
         #expect(text.contains(uuid), "names the device the header records: \(text)")
         #expect(text.contains(TestEnv.devicePath), "says where it is looked for")
         #expect(text.contains("backup"), "says that a backup restores onto a new device secret")

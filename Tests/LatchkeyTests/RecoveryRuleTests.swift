@@ -72,7 +72,7 @@ import LatchkeyFormat
         disk.setContents(TestEnv.keychainPath, file)
         let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(error?.message.contains("acknowledged") == true, "\(String(describing: error))")
-        #expect(error?.message.contains("verify --repair") == true)
+        #expect(error?.remedy == .repairOrRestore)
         #expect(disk.keychainBytes == file, "a refused file keeps every byte")
     }
 

@@ -51,7 +51,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             attrs["mdat"] = .date(t)
             let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
             if item.requiresUserPresence && !store.hasPasscode {
-                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none")
+                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none", remedy: .setPasscode)
             }
             let id = try ID16.random()
             let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)

@@ -36,7 +36,7 @@ public final class Device: @unchecked Sendable {
             throw missingSecret(path: path, keychainPath: keychainPath, fs: fs)
         }
         if found.kind == .symlink {
-            throw KeychainError(.io, "the device secret \(path) is a symbolic link; refusing to follow it (another user who controls the link could point it at their own secret). Put the device secret file itself there, or point --device / LATCHKEY_DEVICE at it")
+            throw KeychainError(.io, "the device secret \(path) is a symbolic link; refusing to follow it (another user who controls the link could point it at their own secret); put the device secret file itself there", remedy: .giveDeviceSecret)
         }
         try PrivateFiles.checkDirectories(above: path, what: "the device secret", fs: fs)
         let fd: Int32
@@ -65,11 +65,11 @@ public final class Device: @unchecked Sendable {
     /// onto a new one; it never suggests `init`, which would make a secret that cannot open it.
     static func missingSecret(path: String, keychainPath: String?, fs: FileSystem) -> KeychainError {
         guard let keychainPath, (try? fs.identity(path: keychainPath)) != nil else {
-            return KeychainError(.io, "no device secret at \(path); 'latchkey init' creates one with a new keychain, or point LATCHKEY_DEVICE / --device at your device secret")
+            return KeychainError(.io, "no device secret at \(path)", remedy: .createOrGiveDeviceSecret)
         }
         return KeychainError(.io, "no device secret at \(path), and the keychain \(keychainPath) needs the one it was made with"
             + (recordedDeviceUUID(keychainPath: keychainPath, fs: fs).map { " (device \($0))" } ?? "")
-            + ": no other device secret can open it. Put that file back at \(path), or point LATCHKEY_DEVICE / --device at where it is. Do not run 'latchkey init' for this keychain: a new device secret cannot open it. If the device secret is lost, the items come back only from a backup: 'latchkey restore BACKUP --keychain NEW-PATH' makes a new keychain and device secret (a password backup restores onto any device secret; a --no-password backup only onto the one it was made with)")
+            + ": no other device secret can open it", remedy: .findKeychainsDeviceSecret)
     }
 
     /// The device UUID a keychain's header records (unauthenticated: for messages only).

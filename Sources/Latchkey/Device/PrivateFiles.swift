@@ -30,10 +30,10 @@ enum PrivateFiles {
                 throw KeychainError(.io, "the directory \(dir) above \(what) \(path) disappeared while it was checked; try again")
             }
             guard o.owner == me || o.owner == 0 else {
-                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), belongs to uid \(o.owner), not to you (uid \(me)) or root: its owner could replace \(what). Keep \(what) in a directory of your own (--device / LATCHKEY_DEVICE), or have \(dir) given to you")
+                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), belongs to uid \(o.owner), not to you (uid \(me)) or root: its owner could replace \(what); have \(dir) given to you", remedy: .giveDeviceSecret)
             }
             guard !o.writableByOthers || o.sticky else {
-                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), is writable by other users (mode \(octal(o.mode))): anyone who can write there could replace \(what) or its device state. Run 'chmod go-w \(dir)', or keep \(what) in a directory of your own (--device / LATCHKEY_DEVICE)")
+                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), is writable by other users (mode \(octal(o.mode))): anyone who can write there could replace \(what) or its device state; run 'chmod go-w \(dir)'", remedy: .giveDeviceSecret)
             }
             if dir == "/" { return }
             dir = directoryOf(dir)
@@ -46,7 +46,7 @@ enum PrivateFiles {
             throw KeychainError(.io, "the device secret \(path) is not a regular file; put the device secret file itself there")
         }
         guard o.owner == me else {
-            throw KeychainError(.io, "the device secret \(path) belongs to uid \(o.owner), not to you (uid \(me)); refusing it. If it is yours, give it back to yourself ('chown \(me) \(path)' as root); else point --device / LATCHKEY_DEVICE at your own")
+            throw KeychainError(.io, "the device secret \(path) belongs to uid \(o.owner), not to you (uid \(me)); refusing it; if it is yours, give it back to yourself ('chown \(me) \(path)' as root)", remedy: .giveDeviceSecret)
         }
         guard o.mode & 0o077 == 0 else {
             throw KeychainError(.io, "the device secret \(path) is readable or writable by others (mode \(octal(o.mode))); run 'chmod 600 \(path)'")

@@ -2,32 +2,39 @@ import LatchkeyCrypto
 import LatchkeyFormat
 
 /// The one error type of the Swift API: an OSStatus, a message for a person that says what
-/// happened and what to do, and the underlying cause (an errno text, an OpenSSL error, a
-/// format error). Never carries secrets.
+/// happened, what to do about it (`remedy`, which each surface words in its own terms), and
+/// the underlying cause (an errno text, an OpenSSL error, a format error). Never carries secrets.
 public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible {
     public let status: KeychainStatus
     public let message: String
     public let underlying: String?
+    /// The next step, when there is one beyond what `message` says.
+    public let remedy: KeychainRemedy?
 
-    public init(_ status: KeychainStatus, _ message: String, underlying: String? = nil) {
+    public init(_ status: KeychainStatus, _ message: String, underlying: String? = nil, remedy: KeychainRemedy? = nil) {
         self.status = status
         self.message = message
         self.underlying = underlying
+        self.remedy = remedy
     }
 
     /// The raw OSStatus (e.g. -25300).
     public var osStatus: Int32 { status.rawValue }
 
-    /// `<message> (<errSecName> <number>)`, the form the CLI prints.
-    public var description: String {
+    /// `<message>; <remedy>: <underlying> (<errSecName> <number>)`, the remedy in the library's terms.
+    public var description: String { description(advice: \.advice) }
+
+    /// `description` with the remedy worded by `advice` (the CLI names its commands and options).
+    public func description(advice: (KeychainRemedy) -> String) -> String {
         var text = message
+        if let remedy { text += "; " + advice(remedy) }
         if let u = underlying, !u.isEmpty { text += ": \(u)" }
         return "\(text) (\(status.name) \(status.rawValue))"
     }
 
     static func damaged(_ what: String, _ cause: Error) -> KeychainError {
-        KeychainError(.decode, "\(what) is damaged or has been tampered with; run 'latchkey verify' and restore from a backup if needed",
-                      underlying: String(describing: cause))
+        KeychainError(.decode, "\(what) is damaged or has been tampered with", underlying: String(describing: cause),
+                      remedy: .verifyAndRestore)
     }
 
     /// Maps a format error to errSecDecode, keeping "newer version" distinct in the message.
@@ -53,17 +60,18 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
     /// A passcode given for a keychain that has none: never ignored, because a keychain that
     /// lost its passcode unexpectedly may have been replaced (spec/SECURITY.md §2.4).
     package static func passcodeForKeychainWithout(_ path: String) -> KeychainError {
-        KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode; if it should have one, it may have been replaced: check it with 'latchkey info' and restore from a backup; otherwise stop giving a passcode (unset LATCHKEY_PASSCODE), or set one with 'latchkey passwd'")
+        KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode", remedy: .checkForReplacement)
     }
 
     /// A keychain path that names a directory (open and create say so, never "damaged" or
     /// "already exists").
     package static func pathIsDirectory(_ path: String) -> KeychainError {
-        KeychainError(.param, "the keychain path \(path) is a directory, not a keychain file; give the file's path (for example \(path.hasSuffix("/") ? path : path + "/")login.keychain) with --keychain or LATCHKEY_KEYCHAIN")
+        KeychainError(.param, "the keychain path \(path) is a directory, not a keychain file",
+                      remedy: .giveKeychainFile(example: (path.hasSuffix("/") ? path : path + "/") + "login.keychain"))
     }
 
     static func locked(_ pc: ProtectionClass) -> KeychainError {
         KeychainError(.interactionNotAllowed,
-                      "the keychain is locked: items protected \(pc.longName) (\(pc.code)) need the passcode; unlock it (LATCHKEY_PASSCODE, --passcode-file or a prompt)")
+                      "the keychain is locked: items protected \(pc.longName) (\(pc.code)) need the passcode", remedy: .unlock)
     }
 }

@@ -42,7 +42,7 @@ package struct AccessPolicy: Sendable {
         }
         let groups = caller.accessGroups
         guard !groups.isEmpty else {
-            throw KeychainError(.missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups; set LATCHKEY_APP_ID or LATCHKEY_ENTITLEMENTS (--app-id / --entitlements)")
+            throw KeychainError(.missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups", remedy: .giveCallerIdentity)
         }
         self.init(groups: groups)
     }

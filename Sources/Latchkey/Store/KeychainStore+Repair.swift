@@ -138,7 +138,7 @@ extension KeychainStore {
         _ = try? log.scan(fs: fs, fd: fd, keys: keys)
         let size = try io({ try fs.size(fd) }, "read the keychain")
         guard size == plan.fileSize, log.end == plan.cutAt, log.lastSequence == plan.keepsThroughChange else {
-            throw KeychainError(.decode, "the keychain \(plan.path) changed since the repair was planned; nothing was cut; run 'latchkey verify --repair' again")
+            throw KeychainError(.decode, "the keychain \(plan.path) changed since the repair was planned; nothing was cut; plan the repair again")
         }
         try io({
             try fs.truncate(fd, to: plan.cutAt)

@@ -30,12 +30,12 @@ extension KeychainStore {
                 report.fileSize = end.fileSize
                 let seen = (try? device.state(fileUUID: h.fileUUID))??.newestSequence ?? 0
                 if let failure = end.failure, seen > fresh.lastSequence {
-                    report.problems.append("damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); 'latchkey verify --repair' shows what cutting it off would drop")
+                    report.problems.append("damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); a repair plan shows what cutting it off would drop")
                 } else if let torn = end.tornAt {
                     report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): another process may be writing; otherwise it is cut off at the next write")
                 }
             } catch Corruption.damaged(let offset, let reason) {
-                report.problems.append("damage at byte \(offset): \(reason); 'latchkey verify --repair' shows what cutting it off would drop")
+                report.problems.append("damage at byte \(offset): \(reason); a repair plan shows what cutting it off would drop")
             } catch Corruption.newerVersion(let offset, let type) {
                 report.problems.append("record type \(type) at byte \(offset) needs a newer Latchkey")
             } catch Corruption.retiredKeybagChange(let offset) {

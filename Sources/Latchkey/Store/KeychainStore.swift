@@ -149,7 +149,7 @@ package final class KeychainStore: @unchecked Sendable {
         } catch let f as IOFailure where f.errno == EISDIR {
             return KeychainError.pathIsDirectory(path)
         } catch {}
-        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed; use it (with the device secret it was made with), or create another with --keychain PATH")
+        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed", remedy: .useExistingOrChooseAnother)
     }
 
     static func wrapKeybag(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, keys: FileKeys,
@@ -186,7 +186,7 @@ package final class KeychainStore: @unchecked Sendable {
                              unlockingWith passcode: [UInt8]?) throws -> KeychainStore {
         let fs = device.fs
         guard try io({ try fs.identity(path: path) }, "open the keychain") != nil else {
-            throw KeychainError(.io, "no keychain at \(path); create one with 'latchkey init' or set LATCHKEY_KEYCHAIN / --keychain")
+            throw KeychainError(.io, "no keychain at \(path)", remedy: .createKeychain)
         }
         let (fd, writable) = try openFile(fs: fs, path: path)
         let parts: (FileHeader, Int, FileKeys, FileIdentity)
@@ -304,7 +304,7 @@ package final class KeychainStore: @unchecked Sendable {
         } catch let c as Corruption {
             switch c {
             case .damaged(let offset, let reason):
-                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed; run 'latchkey verify --repair' to see what cutting it back to its last intact change would drop, or restore from a backup")
+                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed", remedy: .repairOrRestore)
             case .newerVersion(let offset, let type):
                 throw KeychainError(.decode, "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey")
             case .retiredKeybagChange(let offset):
@@ -330,14 +330,16 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     private func damagedTail(_ failure: TailFailure, acknowledged: UInt64, last: UInt64) -> KeychainError {
-        KeychainError(.decode, "the keychain \(path) is damaged at byte \(failure.offset) (\(failure.reason)): this device acknowledged changes up to \(acknowledged), and the intact part ends at change \(last); nothing was changed; run 'latchkey verify --repair' to see what cutting it back to change \(last) would drop, or restore from a backup")
+        KeychainError(.decode, "the keychain \(path) is damaged at byte \(failure.offset) (\(failure.reason)): this device acknowledged changes up to \(acknowledged), and the intact part ends at change \(last); nothing was changed",
+                      remedy: .repairOrRestore)
     }
 
     /// The error for a file older than what this device acknowledged: damage when the scan
     /// stopped at a record that fails its checks, a rollback otherwise (spec §10.4, §13).
     private func olderThanAcknowledged(_ acknowledged: UInt64, last: UInt64, scan found: ScanEnd?) -> KeychainError {
         if let failure = found?.failure { return damagedTail(failure, acknowledged: acknowledged, last: last) }
-        return KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(acknowledged), the file ends at change \(last) (an older copy was put back?); restore the newer copy, or to adopt this file anyway run 'latchkey verify --accept-rollback'")
+        return KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(acknowledged), the file ends at change \(last) (an older copy was put back?)",
+                             remedy: .adoptRollback)
     }
 
     private func checkRollback(accept: Bool) throws {
@@ -517,7 +519,8 @@ package final class KeychainStore: @unchecked Sendable {
     func classKey(_ pc: ProtectionClass) throws -> SecretKey {
         if let k = classKeys[pc] { return k }
         if pc == .whenPasscodeSetThisDeviceOnly && !log.keybag.hasPasscode {
-            throw KeychainError(.notAvailable, "WhenPasscodeSetThisDeviceOnly (akpu) items need a keychain with a passcode; set one with 'latchkey passwd'")
+            throw KeychainError(.notAvailable, "WhenPasscodeSetThisDeviceOnly (akpu) items need a keychain with a passcode, and this keychain has none",
+                                remedy: .setPasscode)
         }
         throw KeychainError.locked(pc)
     }
@@ -590,12 +593,14 @@ package final class KeychainStore: @unchecked Sendable {
     /// copied over the newer one, say) are refused, never served (spec §10.6).
     func authenticatedPayload(_ record: [UInt8], _ slot: ItemSlot) throws -> ArraySlice<UInt8> {
         guard record.count == Int(slot.recordSize) else {
-            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey; run 'latchkey verify' and restore from a backup")
+            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey",
+                                remedy: .verifyAndRestore)
         }
         guard let frame = try? FrameHeader.decode(record[...]), frame.type == RecordType.itemPut.rawValue,
               frame.sequence == slot.sequence, frame.recordSize == record.count,
               RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC) else {
-            throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned; run 'latchkey verify' and restore from a backup")
+            throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
+                                remedy: .verifyAndRestore)
         }
         return record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
     }
@@ -807,7 +812,8 @@ package final class KeychainStore: @unchecked Sendable {
                 do {
                     itemKey = try Crypto.unwrap(wrapped, with: oldClassKey)
                 } catch {
-                    throw KeychainError(.decode, "an item of the keychain \(path) does not unwrap with its class key (damaged or tampered); nothing was changed; run 'latchkey verify'")
+                    throw KeychainError(.decode, "an item of the keychain \(path) does not unwrap with its class key (damaged or tampered); nothing was changed",
+                                        remedy: .verifyAndRestore)
                 }
                 payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newClassKey))
                 return true
@@ -897,8 +903,8 @@ package final class KeychainStore: @unchecked Sendable {
         }
         if case .failure(let error) = synced {
             directoryUnsynced = true
-            throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back; run 'latchkey compact' to sync it again",
-                                underlying: String(describing: error))
+            throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back",
+                                underlying: String(describing: error), remedy: .compactAgain)
         }
         recordCommit(sequence)
     }

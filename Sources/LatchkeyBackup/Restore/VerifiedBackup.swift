@@ -269,7 +269,7 @@ public final class VerifiedBackup {
     private func requireWritable(_ store: KeychainStore) throws {
         for (code, n) in plan.restoredByProtection where n > 0 {
             guard let pc = ProtectionClass(code: code), store.canWrite(pc) else {
-                throw KeychainError(.interactionNotAllowed, "the keychain \(store.path) is locked: restoring \(code) items needs its passcode (LATCHKEY_PASSCODE, --passcode-file or a prompt); nothing was restored")
+                throw KeychainError(.interactionNotAllowed, "the keychain \(store.path) is locked: restoring \(code) items needs its passcode; nothing was restored", remedy: .unlock)
             }
         }
     }
