@@ -1,4 +1,6 @@
 import Foundation
+import LatchkeyCrypto
+import LatchkeyFormat
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -262,51 +264,76 @@ public enum AgentSocket {
         }
     }
 
-    /// Reads exactly `count` bytes. `firstDeadline` applies until the first byte arrives,
+    /// Reads exactly `count` bytes into `buffer` from `offset` on (the caller made it large
+    /// enough), straight from the socket. `firstDeadline` applies until the first byte arrives,
     /// `deadline` to the whole read after it.
-    static func read(_ fd: Int32, count: Int, firstDeadline: DispatchTime?, deadline: DispatchTime?, into out: inout [UInt8]) throws {
+    static func read(_ fd: Int32, into buffer: inout [UInt8], at offset: Int, count: Int,
+                     firstDeadline: DispatchTime?, deadline: DispatchTime?) throws {
         var got = 0
-        var chunk = [UInt8](repeating: 0, count: min(count, 1 << 16))
         while got < count {
             try wait(fd, for: Int16(POLLIN), until: got == 0 ? firstDeadline : deadline)
-            let want = min(count - got, chunk.count)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, want, 0) }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset + got, count - got, 0) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw FrameError.io(errno)
             }
             if n == 0 { throw got == 0 ? FrameError.closed : FrameError.truncated }
-            out.append(contentsOf: chunk[0..<n])
             got += n
         }
     }
 
-    /// Reads one frame: a u32 big-endian length, then that many payload bytes.
+    /// Reads one frame: a u32 big-endian length, then that many payload bytes (returned).
+    ///
+    /// The payload buffer grows as bytes arrive (up to 1 MiB at first, then doubling), so a
+    /// peer cannot make the reader allocate what it does not send; each buffer that is
+    /// outgrown is zeroed before it is freed, so no copy of a secret is left behind.
     static func readFrame(_ fd: Int32, limit: Int, idleDeadline: DispatchTime?, frameTimeout: Double?) throws -> [UInt8] {
-        var header: [UInt8] = []
-        header.reserveCapacity(4)
+        var header = [UInt8](repeating: 0, count: 4)
         // The frame's deadline starts with its first byte.
         var deadline: DispatchTime? = nil
         try wait(fd, for: Int16(POLLIN), until: idleDeadline)
         if let frameTimeout { deadline = .now() + frameTimeout }
-        try read(fd, count: 4, firstDeadline: deadline, deadline: deadline, into: &header)
-        let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        try read(fd, into: &header, at: 0, count: 4, firstDeadline: deadline, deadline: deadline)
+        let length = Int(header.readBE(UInt32.self, at: 0))
         guard length <= limit else { throw FrameError.tooLarge(length) }
-        var payload: [UInt8] = []
-        payload.reserveCapacity(min(length, 1 << 20))
+        var payload = [UInt8](repeating: 0, count: min(length, 1 << 20))
+        var got = 0
         do {
-            try read(fd, count: length, firstDeadline: deadline, deadline: deadline, into: &payload)
+            while got < length {
+                if got == payload.count {
+                    var bigger = [UInt8](repeating: 0, count: min(length, payload.count * 2))
+                    bigger.withUnsafeMutableBytes { to in payload.withUnsafeBytes { to.copyMemory(from: $0) } }
+                    Crypto.cleanse(&payload)
+                    payload = bigger
+                }
+                let chunk = payload.count - got
+                try read(fd, into: &payload, at: got, count: chunk, firstDeadline: deadline, deadline: deadline)
+                got += chunk
+            }
         } catch FrameError.closed {
+            Crypto.cleanse(&payload)
             throw FrameError.truncated
+        } catch {
+            Crypto.cleanse(&payload)
+            throw error
         }
         return payload
     }
 
-    /// Writes one frame, all of it, before the deadline.
+    /// Writes one frame of `payload` (the length prefix is added), all of it, before the
+    /// deadline. The copy it makes is zeroed.
     static func writeFrame(_ fd: Int32, _ payload: [UInt8], deadline: DispatchTime?) throws {
-        let n = UInt32(payload.count)
-        var bytes: [UInt8] = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
-        bytes.append(contentsOf: payload)
+        var w = ByteWriter(capacity: 4 + payload.count)
+        w.u32(UInt32(payload.count))
+        w.raw(payload)
+        var frame = w.bytes
+        defer { Crypto.cleanse(&frame) }
+        try write(fd, frame, deadline: deadline)
+    }
+
+    /// Writes `bytes` (a whole frame, as `AgentMessage` encodes it), all of it, before the
+    /// deadline.
+    static func write(_ fd: Int32, _ bytes: [UInt8], deadline: DispatchTime?) throws {
         var sent = 0
         while sent < bytes.count {
             try wait(fd, for: Int16(POLLOUT), until: deadline)
