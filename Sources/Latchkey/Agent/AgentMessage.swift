@@ -107,28 +107,33 @@ package enum AgentMessage {
     }
 
     /// What `add` answers for each item: what the keychain made of it, without the data the
-    /// client sent (spec/AGENT.md §5.2).
+    /// client sent (spec/AGENT.md §5.1).
     package struct Reference: Sendable, Equatable {
         package var persistentRef: [UInt8]
         package var protection: ProtectionClass
+        /// As stored: an identity's certificate that was there already keeps its own.
+        package var requiresUserPresence: Bool
         /// Every attribute of the stored item: those given and those the keychain set
         /// (cdat, mdat, pdmn, agrp, sync, derived certificate and key attributes).
         package var attributes: [String: AttributeValue]
 
-        package init(persistentRef: [UInt8], protection: ProtectionClass, attributes: [String: AttributeValue]) {
+        package init(persistentRef: [UInt8], protection: ProtectionClass, requiresUserPresence: Bool,
+                     attributes: [String: AttributeValue]) {
             self.persistentRef = persistentRef
             self.protection = protection
+            self.requiresUserPresence = requiresUserPresence
             self.attributes = attributes
         }
 
         package init(_ item: Item) {
-            self.init(persistentRef: item.persistentRef, protection: item.protection, attributes: item.attributes)
+            self.init(persistentRef: item.persistentRef, protection: item.protection,
+                      requiresUserPresence: item.requiresUserPresence, attributes: item.attributes)
         }
 
-        /// The item this reference describes, with the data the client had sent.
-        package func item(_ given: NewItem) -> Item {
-            Item(itemClass: given.itemClass, attributes: attributes, data: given.data, protection: protection,
-                 persistentRef: persistentRef, requiresUserPresence: given.requiresUserPresence)
+        /// The item this reference describes, with the class and data the client had sent.
+        package func item(_ itemClass: ItemClass, data: [UInt8]) -> Item {
+            Item(itemClass: itemClass, attributes: attributes, data: data, protection: protection,
+                 persistentRef: persistentRef, requiresUserPresence: requiresUserPresence)
         }
     }
 
@@ -526,7 +531,7 @@ package enum AgentMessage {
                     return .agentStatus(AgentStatus(pid: pid, socket: socket, protocolVersion: version, idleTimeout: idle,
                                                     dumpable: dumpable, keychains: keychains))
                 case 0x83: return .items(try i.list("items", minimumSize: 16) { try $0.item() })
-                case 0x84: return .added(try i.list("references", minimumSize: 7) { try $0.reference() })
+                case 0x84: return .added(try i.list("references", minimumSize: 8) { try $0.reference() })
                 case 0x85:
                     return .identities(try i.list("identities", minimumSize: 32) { i in
                         let certificate = try i.item()
@@ -760,6 +765,7 @@ package enum AgentMessage {
 
         mutating func reference(_ r: Reference) {
             protection(r.protection)
+            bool(r.requiresUserPresence)
             bytes(r.persistentRef)
             attributes(r.attributes)
         }
@@ -942,8 +948,9 @@ package enum AgentMessage {
 
         mutating func reference() throws -> Reference {
             let p = try protection(required: true)!
+            let presence = try bool("requiresUserPresence")
             let ref = try bytes("persistent reference")
-            return Reference(persistentRef: ref, protection: p, attributes: try attributes())
+            return Reference(persistentRef: ref, protection: p, requiresUserPresence: presence, attributes: try attributes())
         }
 
         mutating func state() throws -> AgentKeychainState {
