@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+@testable import LatchkeyAgent
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)

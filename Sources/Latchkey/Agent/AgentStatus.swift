@@ -9,6 +9,16 @@ public struct AgentStatus: Codable, Sendable {
     /// PR_GET_DUMPABLE of the agent: false once it has hardened itself (nil: unknown).
     public var dumpable: Bool?
     public var keychains: [AgentKeychainState]
+
+    package init(pid: Int32, socket: String, protocolVersion: Int, idleTimeout: Double, dumpable: Bool?,
+                 keychains: [AgentKeychainState]) {
+        self.pid = pid
+        self.socket = socket
+        self.protocolVersion = protocolVersion
+        self.idleTimeout = idleTimeout
+        self.dumpable = dumpable
+        self.keychains = keychains
+    }
 }
 
 /// The state of one keychain the agent holds (spec/AGENT.md §5.1, keychain state).
@@ -22,4 +32,14 @@ public struct AgentKeychainState: Codable, Sendable, Equatable {
     public var unlockedOnce: Bool
     /// Seconds since the last request that used the keychain.
     public var idleSeconds: Double
+
+    package init(keychain: String, device: String, hasPasscode: Bool, unlocked: [String], unlockedOnce: Bool,
+                 idleSeconds: Double) {
+        self.keychain = keychain
+        self.device = device
+        self.hasPasscode = hasPasscode
+        self.unlocked = unlocked
+        self.unlockedOnce = unlockedOnce
+        self.idleSeconds = idleSeconds
+    }
 }

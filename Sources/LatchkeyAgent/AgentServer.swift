@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
