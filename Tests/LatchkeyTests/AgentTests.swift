@@ -415,6 +415,30 @@ extension AgentMessage.Response {
         #expect(old.requests.first.map { Array($0.utf8.prefix(2)) } == [2, 0x10], "the first request was a protocol 2 open")
     }
 
+    /// `add` answers what the keychain made of each item and never sends the secret back; the
+    /// client's `add` still returns the items a direct open returns, data included.
+    @Test func add_answersReferences_notTheSecret() throws {
+        let box = try AgentSandbox(passcode: nil)
+        try box.startAgent()
+        let secret = Array("never-echoed-by-the-agent".utf8)
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        try raw.send(.add(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: AgentSandbox.caller),
+                          [NewItem(.genericPassword, attributes: ["acct": .string("raw")], data: secret)]))
+        let answer = try raw.receiveRaw()
+        #expect(!answer.contains(subsequence: secret), "the answer holds the secret")
+        guard case .added(let refs) = try AgentMessage.Response.decode(answer[...]), let ref = refs.first else {
+            Issue.record("not an added answer: \(hexString(answer.prefix(8)))"); return
+        }
+        #expect(ref.attributes["acct"] == .string("raw") && ref.attributes["agrp"] == .string("com.example.agent-tests"))
+        #expect(ref.attributes["cdat"] != nil && ref.attributes["pdmn"] == .string("ak"))
+
+        let kc = try box.remote()
+        let added = try kc.add(.genericPassword, attributes: ["acct": .string("api")], data: secret)
+        let found = try #require(try kc.find(Query(.genericPassword, ["acct": .string("api")])).first)
+        #expect(added == found, "add through the agent returns the stored item, data included")
+    }
+
     @Test func oversizedRequest_isRefused_connectionClosed_agentKeepsServing() throws {
         let box = try AgentSandbox()
         try box.startAgent()
