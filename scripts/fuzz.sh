@@ -79,7 +79,8 @@ seed() {
             xxd -r -p "$dir/spec-$f.hex" | tail -c +5 >"$dir/spec-$f"
             rm "$dir/spec-$f.hex"
         done
-        for t in 01 02 03 80; do printf "\\x02\\x$t" >"$dir/empty-$t"; done ;;
+        local type
+        for type in 01 02 03 80; do printf "\\x02\\x$type" >"$dir/empty-$type"; done ;;
     backup)
         for f in $(find fixtures/backup -type f ! -name '*.txt' ! -name '*.json' ! -name '*.md' 2>/dev/null); do
             cp "$f" "$dir/fixture-$(echo "$f" | tr / _)"
