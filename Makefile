@@ -111,7 +111,7 @@ clean:
 
 # ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (README "Fuzzing", "Hardening tests") ----
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= keychain keybag secitem backup
+FUZZ_TARGETS ?= keychain keybag secitem backup agent
 KILLS        ?= 400
 CONCURRENCY_OPS ?= 400
 POWERLOSS_STATES ?= 2000
@@ -119,7 +119,7 @@ POWERLOSS_STATES ?= 2000
 .PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan fault-test powerloss-test disk-test
 
 ## fuzz: the libFuzzer targets of Fuzz/ (keychain file, keybag, SecItem dictionaries, backup
-## archives), each for FUZZ_SECONDS (default 60); corpora seeded from fixtures/ in .build-fuzz
+## archives, agent messages), each for FUZZ_SECONDS (default 60); corpora seeded from fixtures/ in .build-fuzz
 fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) SWIFT=$(SWIFT) ./scripts/fuzz.sh $(FUZZ_TARGETS)
 

@@ -39,10 +39,13 @@ let package = Package(
         // fuzzers; no product exposes it and no library links it.
         .target(name: "LatchkeyTestSupport", dependencies: ["Latchkey"]),
         .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
+        // The agent's server (`latchkey agent`): only the executable and the tests link it; apps
+        // reach an agent through the client in Latchkey.
+        .target(name: "LatchkeyAgent", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "Latchkey", "LatchkeyBackup", "LatchkeySecurity",
+                "Latchkey", "LatchkeyAgent", "LatchkeyBackup", "LatchkeySecurity",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             plugins: ["LatchkeyBuildInfo"]
@@ -62,11 +65,11 @@ let package = Package(
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
-        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyAgent", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
-        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
+        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey", "LatchkeyAgent"]),
         .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
         // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and
         // Query, and its tests importing it beside LatchkeySecurity (issue 18 §1, item 1).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of Fuzz/ and runs each for FUZZ_SECONDS (default 60).
 #
-#   scripts/fuzz.sh [target…]          targets: keychain keybag secitem backup (default: all)
+#   scripts/fuzz.sh [target…]          targets: keychain keybag secitem backup agent (default: all)
 #   FUZZ_SECONDS=300 scripts/fuzz.sh keychain
 #
 # The library modules are built by SwiftPM in .build-fuzz with -sanitize=fuzzer (coverage
@@ -19,7 +19,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 TIMEOUT=${FUZZ_TIMEOUT:-10}
 MALLOC_MB=${FUZZ_MALLOC_MB:-1024}
 SCRATCH=.build-fuzz
-ALL_TARGETS=(keychain keybag secitem backup)
+ALL_TARGETS=(keychain keybag secitem backup agent)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL_TARGETS[@]}")
 
@@ -69,6 +69,18 @@ seed() {
         for f in fixtures/keychain/*/expected.json fixtures/keychain/*/passcode.txt; do
             [ -f "$f" ] && cp "$f" "$dir/fixture-$(basename "$(dirname "$f")")-$(basename "$f")"
         done ;;
+    agent)
+        # The payloads of the worked example of spec/AGENT.md §6 (a find and its answer), and
+        # the frames without fields (status, stop, lockAll; ok).
+        awk '/BEGIN find example/,/END find example/' spec/AGENT.md | awk '
+            /^Request:/ { out = "request" } /^Answer:/ { out = "answer" }
+            /^[0-9a-f][0-9a-f]( |$)/ { print substr($0, 1, 48) > ("'"$dir"'/spec-" out ".hex") }'
+        for f in request answer; do
+            xxd -r -p "$dir/spec-$f.hex" | tail -c +5 >"$dir/spec-$f"
+            rm "$dir/spec-$f.hex"
+        done
+        local type
+        for type in 01 02 03 80; do printf "\\x02\\x$type" >"$dir/empty-$type"; done ;;
     backup)
         for f in $(find fixtures/backup -type f ! -name '*.txt' ! -name '*.json' ! -name '*.md' 2>/dev/null); do
             cp "$f" "$dir/fixture-$(echo "$f" | tr / _)"
@@ -88,6 +100,7 @@ for t in "${TARGETS[@]}"; do
     keychain) link keychain LatchkeyCrypto LatchkeyFormat Latchkey LatchkeyTestSupport CLatchkeyCrypto ;;
     keybag)   link keybag LatchkeyCrypto LatchkeyFormat CLatchkeyCrypto ;;
     secitem)  link secitem LatchkeyCrypto LatchkeyFormat Latchkey LatchkeySecurity CLatchkeyCrypto ;;
+    agent)    link agent LatchkeyCrypto LatchkeyFormat Latchkey CLatchkeyCrypto ;;
     backup)
         if ! have_backup || [ ! -f Fuzz/backup/main.swift ]; then
             echo "fuzz: skipping backup (no committed Sources/LatchkeyBackup or Fuzz/backup yet)"

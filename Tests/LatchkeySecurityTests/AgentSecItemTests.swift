@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Latchkey
+import LatchkeyAgent
 import LatchkeySecurity
 
 /// SecItem calls go through `latchkey agent` when one answers, and open the file again after it

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Latchkey
+@testable import LatchkeyAgent
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
@@ -119,11 +120,18 @@ struct RawAgentConnection {
         _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
+    /// Sends `payload` in a frame (the length prefix is added).
     func sendFrame(_ payload: [UInt8]) throws { try AgentSocket.writeFrame(fd, payload, deadline: .now() + 5) }
 
-    func receive() throws -> AgentResponse {
-        let bytes = try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes, idleDeadline: .now() + 5, frameTimeout: 5)
-        return try AgentCoding.decode(AgentResponse.self, bytes)
+    func send(_ request: AgentMessage.Request) throws { try AgentSocket.write(fd, request.encode(), deadline: .now() + 5) }
+
+    /// The payload of the next frame.
+    func receiveRaw() throws -> [UInt8] {
+        try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes, idleDeadline: .now() + 5, frameTimeout: 5)
+    }
+
+    func receive() throws -> AgentMessage.Response {
+        try AgentMessage.Response.decode(try receiveRaw()[...])
     }
 
     /// Whether the agent closed the connection (EOF within the timeout).
@@ -134,10 +142,21 @@ struct RawAgentConnection {
         return recv(fd, &b, 1, 0) == 0
     }
 
-    func status() throws -> AgentResponse {
-        try sendFrame(try AgentCoding.encode(AgentRequest(op: "status")))
+    func status() throws -> AgentMessage.Response {
+        try send(.status)
         return try receive()
     }
+}
+
+extension AgentMessage.Response {
+    /// Not an error answer.
+    var ok: Bool { failure == nil }
+    var failure: KeychainError? {
+        if case .error(let e) = self { return e }
+        return nil
+    }
+    var message: String? { failure?.message }
+    var status: Int32? { failure?.osStatus }
 }
 
 @Suite(.serialized) struct AgentTests {
@@ -279,24 +298,145 @@ struct RawAgentConnection {
         let before = box.fileSize
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
-        let cases: [(String, String)] = [
-            ("not json at all", "malformed agent request"),
-            ("[1,2,3]", "malformed agent request"),
-            (#"{"v":2,"op":"status"}"#, "protocol version"),
-            (#"{"v":1,"op":"frobnicate","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#, "unknown agent request"),
-            (#"{"v":1,"op":"find","keychain":"relative.keychain","device":"d"}"#, "absolute keychain and device paths"),
-            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#, "needs 'items'"),
-            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)","items":[{"itemClass":"genp","attributes":{"acct":{"s":"x","d":"AA=="}},"data":""}]}"#, "malformed agent request"),
-            (#"{"v":1,"op":"add","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)","items":[{"itemClass":"zzzz","attributes":{},"data":""}]}"#, "unknown item class"),
+        let target = AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil)
+        let add = Array(AgentMessage.Request.add(target, [NewItem(.genericPassword, attributes: ["acct": .string("x")], data: [1])]).encode()[4...])
+        var badClass = add
+        let classAt = add.count - 4 - 1 - (2 + 1 + 4 + 1 + 4 + 1) - 1 - 1 - 4   // data, attrs, presence, protection, class
+        #expect(Array(badClass[classAt..<classAt + 4]) == Array("genp".utf8))
+        badClass[classAt..<classAt + 4] = ArraySlice("zzzz".utf8)
+        var badBool = add
+        badBool[classAt + 5] = 2
+        let cases: [([UInt8], String)] = [
+            ([], "empty message"),
+            (Array("not a message".utf8), "protocol version 110"),
+            ([1, 0x01], "protocol version 1,"),
+            ([3, 0x01], "protocol version 3,"),
+            ([2, 0x7F], "unknown agent request type 0x7f"),
+            ([2, 0x80], "unknown agent request type 0x80"),
+            ([2, 0x01, 0x00], "trailing bytes"),
+            (Array(AgentMessage.Request.find(AgentMessage.Target(keychain: "relative.keychain", device: "d", caller: nil),
+                                             Query(.genericPassword), AgentMessage.Read()).encode()[4...]), "absolute keychain and device paths"),
+            (Array(AgentMessage.Request.open(AgentMessage.Target(keychain: box.keychainPath + "\u{0}x", device: box.devicePath,
+                                                                 caller: nil)).encode()[4...]), "absolute keychain and device paths"),
+            (Array(add.dropLast()), "truncated input in data"),
+            (badClass, "invalid item class"),
+            (badBool, "invalid requiresUserPresence: 2 is not a boolean"),
         ]
-        for (text, message) in cases {
-            try raw.sendFrame(Array(text.utf8))
+        for (payload, message) in cases {
+            try raw.sendFrame(payload)
             let r = try raw.receive()
-            #expect(!r.ok, "\(text)")
-            #expect(r.message?.contains(message) == true, "\(text): \(r.message ?? "")")
+            #expect(r.status == -50, "\(hexString(payload.prefix(16)))")
+            #expect(r.message?.contains(message) == true, "\(hexString(payload.prefix(16))): \(r.message ?? "")")
         }
         #expect(try raw.status().ok, "the same connection still works")
         #expect(box.fileSize == before, "nothing was written")
+    }
+
+    // MARK: Protocol 1 peers (spec/AGENT.md §3)
+
+    /// A client of protocol 1 (JSON; Latchkey 0.2) gets an answer in its own JSON that it
+    /// shows as it is: "v":1 (it checks v first), errSecNotAvailable, what to do. The
+    /// connection stays usable.
+    @Test func protocol1Request_getsAProtocol1Answer_itCanShow() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        for request in [#"{"v":1,"op":"status"}"#, #"{"v":1,"op":"find","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#] {
+            try raw.sendFrame(Array(request.utf8))
+            let answer = try raw.receiveRaw()
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any])
+            #expect(object["v"] as? Int == 1)
+            #expect(object["ok"] as? Bool == false)
+            #expect(object["status"] as? Int == -25291)
+            let message = try #require(object["message"] as? String)
+            #expect(message.contains("agent protocol 2") && message.contains("protocol 1") && message.contains("latchkey agent --stop"), "\(message)")
+        }
+        #expect(try raw.status().ok, "the same connection still works")
+        #expect(box.logLines.all.contains { $0.contains("protocol 1") })
+    }
+
+    /// An agent of protocol 1: answers every frame as Latchkey 0.2's agent answers a frame it
+    /// cannot parse (and `{"v":1,"op":"stop"}` with ok), and records what it was sent.
+    final class Protocol1Agent: @unchecked Sendable {
+        let path: String
+        private let fd: Int32
+        private let mutex = NSLock()
+        private var received: [String] = []
+        var requests: [String] { mutex.lock(); defer { mutex.unlock() }; return received }
+
+        init(path: String) throws {
+            self.path = path
+            try AgentSocket.prepareDirectory(for: path, strict: true)
+            fd = try AgentSocket.listen(path)
+            let t = Thread { [self] in serve() }
+            t.start()
+        }
+
+        private func serve() {
+            while true {
+                let c = accept(fd, nil, nil)
+                guard c >= 0 else { return }
+                while let payload = try? AgentSocket.readFrame(c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5) {
+                    let text = String(decoding: payload, as: UTF8.self)
+                    mutex.lock(); received.append(text); mutex.unlock()
+                    let answer = text == #"{"v":1,"op":"stop"}"#
+                        ? #"{"v":1,"ok":true}"#
+                        : #"{"v":1,"ok":false,"status":-50,"message":"malformed agent request: not a protocol 1 JSON object"}"#
+                    try? AgentSocket.writeFrame(c, Array(answer.utf8), deadline: .now() + 5)
+                }
+                Glibc.close(c)
+            }
+        }
+
+        func close() {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+            unlink(path)
+        }
+    }
+
+    /// A client of protocol 2 that meets an agent of protocol 1 says so and what to do
+    /// (errSecNotAvailable), instead of a parse error; `latchkey agent --stop` (AgentClient.stop)
+    /// stops such an agent in its own protocol.
+    @Test func protocol1Agent_isNamed_andCanBeStopped() throws {
+        let box = try AgentSandbox()
+        let old = try Protocol1Agent(path: box.socketPath)
+        defer { old.close() }
+        AgentClient.closeCachedConnections()
+        defer { AgentClient.closeCachedConnections() }
+        #expect { _ = try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath) } throws: {
+            guard let e = $0 as? KeychainError else { return false }
+            return e.status == .notAvailable && e.message.contains("speaks agent protocol 1") && e.message.contains("latchkey agent --stop")
+        }
+        let client = try #require(try AgentClient.connect(socketPath: box.socketPath))
+        try client.stop()
+        #expect(old.requests.last == #"{"v":1,"op":"stop"}"#)
+        #expect(old.requests.first.map { Array($0.utf8.prefix(2)) } == [2, 0x10], "the first request was a protocol 2 open")
+    }
+
+    /// `add` answers what the keychain made of each item and never sends the secret back; the
+    /// client's `add` still returns the items a direct open returns, data included.
+    @Test func add_answersReferences_notTheSecret() throws {
+        let box = try AgentSandbox(passcode: nil)
+        try box.startAgent()
+        let secret = Array("never-echoed-by-the-agent".utf8)
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        try raw.send(.add(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: AgentSandbox.caller),
+                          [NewItem(.genericPassword, attributes: ["acct": .string("raw")], data: secret)]))
+        let answer = try raw.receiveRaw()
+        #expect(!answer.contains(subsequence: secret), "the answer holds the secret")
+        guard case .added(let refs) = try AgentMessage.Response.decode(answer[...]), let ref = refs.first else {
+            Issue.record("not an added answer: \(hexString(answer.prefix(8)))"); return
+        }
+        #expect(ref.attributes["acct"] == .string("raw") && ref.attributes["agrp"] == .string("com.example.agent-tests"))
+        #expect(ref.attributes["cdat"] != nil && ref.attributes["pdmn"] == .string("ak"))
+
+        let kc = try box.remote()
+        let added = try kc.add(.genericPassword, attributes: ["acct": .string("api")], data: secret)
+        let found = try #require(try kc.find(Query(.genericPassword, ["acct": .string("api")])).first)
+        #expect(added == found, "add through the agent returns the stored item, data included")
     }
 
     @Test func oversizedRequest_isRefused_connectionClosed_agentKeepsServing() throws {
@@ -319,14 +459,10 @@ struct RawAgentConnection {
         try box.addAkAndCk()
         try box.startAgent()
         let before = box.fileSize
-        var add = AgentRequest(op: "add")
-        add.keychain = box.keychainPath
-        add.device = box.devicePath
-        add.items = [WireNewItem(NewItem(.genericPassword, attributes: ["acct": .string("half")], data: [1], protection: .always))]
-        let payload = try AgentCoding.encode(add)
+        let frame = AgentMessage.Request.add(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
+                                             [NewItem(.genericPassword, attributes: ["acct": .string("half")], data: [1], protection: .always)]).encode()
         let raw = try RawAgentConnection(box.socketPath)
-        let n = UInt32(payload.count)
-        raw.send(raw: [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + payload.prefix(payload.count / 2))
+        raw.send(raw: Array(frame.prefix(frame.count / 2)))
         raw.close()
         Thread.sleep(forTimeInterval: 0.3)
         #expect(box.fileSize == before, "nothing was written")
@@ -373,10 +509,10 @@ struct RawAgentConnection {
         box.server = server
         chmod(box.socketPath, 0o666)
         let script = """
-            import socket, struct, sys, json
+            import socket, struct, sys
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(sys.argv[1])
-            body = json.dumps({"v": 1, "op": "status"}).encode()
+            body = bytes([2, 0x01])   # protocol 2, status
             try:
                 s.sendall(struct.pack(">I", len(body)) + body)
             except OSError:
@@ -389,7 +525,7 @@ struct RawAgentConnection {
                     break
                 if not chunk: break
                 data += chunk
-            print(data[4:].decode())
+            print(data[5:6].hex(), data[4:].decode("utf-8", "replace"))
             """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: setpriv)
@@ -401,7 +537,7 @@ struct RawAgentConnection {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(p.terminationStatus == 0)
         #expect(text.contains("serves only uid 0"), "\(text)")
-        #expect(!text.contains("\"pid\""), "no status for the other user")
+        #expect(text.hasPrefix("ff "), "an error answer (0xFF), no status for the other user: \(text)")
         #expect(box.logLines.all.contains { $0.contains("refused a connection from uid 65534") })
         #expect(try RawAgentConnection(box.socketPath).status().ok, "its own user is still served")
     }

@@ -221,15 +221,24 @@ import Glibc
     @Test func agentRequest_ofExactly64MiB_isServed_oneByteMoreIsRefused() throws {
         let box = try AgentSandbox()
         try box.startAgent()
-        let request = try AgentCoding.encode(AgentRequest(op: "status"))
-        // JSON allows any amount of whitespace after the object.
-        let padded = request + [UInt8](repeating: 0x20, count: AgentSocket.maxRequestBytes - request.count)
-        #expect(padded.count == 64 << 20)
+        // A find by a persistent reference (it matches nothing) made as long as the limit allows.
+        func find(_ refBytes: Int) -> [UInt8] {
+            AgentMessage.Request.find(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
+                                      Query(.genericPassword, persistentRef: [UInt8](repeating: 0x5A, count: refBytes)),
+                                      AgentMessage.Read()).encode()
+        }
+        let overhead = find(0).count - 4
+        let request = find(AgentSocket.maxRequestBytes - overhead)
+        #expect(request.count - 4 == 64 << 20)
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
-        try raw.sendFrame(padded)
+        try AgentSocket.write(raw.fd, request, deadline: .now() + 30)
         let answer = try raw.receive()
-        #expect(answer.ok, "a request of exactly 64 MiB: \(answer.message ?? "")")
+        guard case .items(let items) = answer else {
+            Issue.record("a request of exactly 64 MiB: \(answer.message ?? "\(answer)")")
+            return
+        }
+        #expect(items.isEmpty)
 
         let over = try RawAgentConnection(box.socketPath)
         defer { over.close() }

@@ -31,140 +31,132 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         throw KeychainError(.notAvailable, "the keychain \(path) is served by the agent, which does not stream whole keychains; open the file in this process for a backup or restore")
     }
 
-    private func request(_ op: String, _ context: CallContext?, mayAuthenticate: Bool = false,
-                         _ fill: (inout AgentRequest) -> Void = { _ in }) throws -> AgentResponse {
-        var r = AgentRequest(op: op)
-        r.keychain = path
-        r.device = device
-        r.caller = context?.caller.map(WireCaller.init)
-        fill(&r)
-        if mayAuthenticate, context?.authenticate != nil { r.interactive = true }
-        var answer = try client.call(r)
-        if answer.needsAuthentication == true, let handler = context?.authenticate {
-            guard var passcode = handler(answer.prompt) else {
-                throw KeychainError(.userCanceled, "authentication was cancelled")
-            }
-            defer { Crypto.cleanse(&passcode) }
-            r.interactive = nil
-            r.authenticationPasscode = Data(passcode)
-            answer = try client.call(r)
+    private func target(_ context: CallContext?) -> AgentMessage.Target {
+        AgentMessage.Target(keychain: path, device: device, caller: context?.caller)
+    }
+
+    /// A read (`find`, `identities`): when the agent answers that user presence is needed, the
+    /// call's authentication callback is asked here and the request sent again with the
+    /// passcode, which is zeroed after.
+    private func read(_ context: CallContext, limit: Int?, includeData: Bool, prompt: String?,
+                      _ request: (AgentMessage.Read) -> AgentMessage.Request) throws -> AgentMessage.Response {
+        func options(_ authentication: AgentMessage.Authentication) -> AgentMessage.Read {
+            AgentMessage.Read(limit: limit, includeData: includeData, prompt: prompt, authentication: authentication)
         }
-        guard answer.ok else { throw answer.error }
-        return answer
+        let answer = try client.call(request(options(includeData && context.authenticate != nil ? .interactive : .none)))
+        guard case .needsAuthentication(let asked) = answer, let handler = context.authenticate else { return answer }
+        func passcode() throws -> AgentMessage.Authentication {
+            guard let p = handler(asked) else { throw KeychainError(.userCanceled, "authentication was cancelled") }
+            return .passcode(p)
+        }
+        var retry = request(options(try passcode()))
+        defer { retry.cleanse() }
+        return try client.call(retry)
     }
 
     func open() throws -> AgentKeychainState {
-        guard let s = try request("open", nil).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
+        let r = try client.call(.open(target(nil)))
+        guard case .state(let s) = r else { throw AgentClient.unexpected(r, to: "open") }
         return s
     }
 
     func agentState() throws -> AgentKeychainState? {
-        guard let s = try request("open", nil).state else { throw KeychainError(.decode, "the agent's answer has no keychain state") }
+        let s = try open()
         hasPasscode = s.hasPasscode
         return s
     }
 
     func unlock(passcode: [UInt8]) throws {
-        let s = try request("unlock", nil) { $0.passcode = Data(passcode) }
-        if let st = s.state { hasPasscode = st.hasPasscode }
+        let r = try client.call(.unlock(target(nil), passcode: passcode))
+        guard case .state(let s) = r else { throw AgentClient.unexpected(r, to: "unlock") }
+        hasPasscode = s.hasPasscode
     }
 
-    func lock() throws { _ = try request("lock", nil) }
+    func lock() throws { _ = try client.call(.lock(target(nil))) }
 
     func isAvailable(_ pc: ProtectionClass) -> Bool {
         ((try? agentState())?.unlocked ?? []).contains(pc.code)
     }
 
+    /// The agent answers references; the items are built from them and the data sent.
     func add(_ items: [NewItem], _ context: CallContext) throws -> [Item] {
-        let r = try request("add", context) { $0.items = items.map(WireNewItem.init) }
-        return try (r.items ?? []).map { try $0.item() }
+        let r = try client.call(.add(target(context), items))
+        guard case .added(let refs) = r, refs.count == items.count else { throw AgentClient.unexpected(r, to: "add") }
+        return zip(refs, items).map { $0.item($1.itemClass, data: $1.data) }
     }
 
     func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item] {
-        let r = try request("find", context, mayAuthenticate: includeData) {
-            $0.query = WireQuery(query)
-            $0.limit = limit
-            $0.includeData = includeData
-            $0.prompt = prompt
-        }
-        return try (r.items ?? []).map { try $0.item() }
+        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) { .find(target(context), query, $0) }
+        guard case .items(let items) = r else { throw AgentClient.unexpected(r, to: "find") }
+        return items
     }
 
     func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
                 _ context: CallContext) throws -> Int {
-        let r = try request("update", context) {
-            $0.query = WireQuery(query)
-            $0.attributes = attributes.wire
-            $0.data = data.map { Data($0) }
-            $0.protection = protection?.code
-        }
-        return r.count ?? 0
+        try count(.update(target(context), query, attributes: attributes, data: data, protection: protection))
     }
 
     func delete(_ query: Query, _ context: CallContext) throws -> Int {
-        try request("delete", context) { $0.query = WireQuery(query) }.count ?? 0
+        try count(.delete(target(context), query))
     }
 
     func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
                      protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity {
-        let r = try request("addIdentity", context) {
-            $0.certificate = Data(certificate)
-            $0.privateKey = Data(privateKey)
-            $0.attributes = attributes.wire
-            $0.protection = protection?.code
-            $0.requiresUserPresence = requiresUserPresence ? true : nil
-        }
-        guard let i = r.identity else { throw KeychainError(.decode, "the agent's answer has no identity") }
-        return try i.identity()
+        let r = try client.call(.addIdentity(target(context), certificate: certificate, privateKey: privateKey, attributes: attributes,
+                                             protection: protection, requiresUserPresence: requiresUserPresence))
+        guard case .identityAdded(let c, let k) = r else { throw AgentClient.unexpected(r, to: "addIdentity") }
+        return Identity(certificate: c.item(.certificate, data: certificate), privateKey: k.item(.key, data: privateKey))
     }
 
     func identities(_ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
                     _ context: CallContext) throws -> [Identity] {
-        let r = try request("identities", context, mayAuthenticate: includeData) {
-            $0.identityQuery = WireIdentityQuery(query)
-            $0.limit = limit
-            $0.includeData = includeData
-            $0.prompt = prompt
-        }
-        return try (r.identities ?? []).map { try $0.identity() }
+        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) { .identities(target(context), query, $0) }
+        guard case .identities(let ids) = r else { throw AgentClient.unexpected(r, to: "identities") }
+        return ids
     }
 
     func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
                           _ context: CallContext) throws -> Int {
-        try request("updateIdentities", context) {
-            $0.identityQuery = WireIdentityQuery(query)
-            $0.attributes = attributes.wire
-            $0.protection = protection?.code
-        }.count ?? 0
+        try count(.updateIdentities(target(context), query, attributes: attributes, protection: protection))
     }
 
     func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int {
-        try request("deleteIdentities", context) { $0.identityQuery = WireIdentityQuery(query) }.count ?? 0
+        try count(.deleteIdentities(target(context), query))
     }
 
     func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int {
-        let r = try request(new == nil ? "removePasscode" : "changePasscode", nil) {
-            $0.passcode = old.map { Data($0) }
-            $0.newPasscode = new.map { Data($0) }
-            $0.kdfLogN = kdfLogN
+        let n: Int
+        if let new {
+            n = try count(.changePasscode(target(nil), old: old, new: new, kdfLogN: kdfLogN))
+        } else {
+            n = try count(.removePasscode(target(nil), old: old))
         }
         hasPasscode = new != nil
-        return r.count ?? 0
+        return n
+    }
+
+    private func count(_ request: AgentMessage.Request) throws -> Int {
+        let r = try client.call(request)
+        guard case .count(let n) = r else { throw AgentClient.unexpected(r, to: request.name) }
+        return n
     }
 
     func compact() throws -> (before: UInt64, after: UInt64) {
-        let r = try request("compact", nil)
-        return (r.before ?? 0, r.after ?? 0)
+        let r = try client.call(.compact(target(nil)))
+        guard case .compacted(let before, let after) = r else { throw AgentClient.unexpected(r, to: "compact") }
+        return (before, after)
     }
 
     func info() throws -> KeychainInfo {
-        guard let i = try request("info", nil).info else { throw KeychainError(.decode, "the agent's answer has no info") }
+        let r = try client.call(.info(target(nil)))
+        guard case .info(let i) = r else { throw AgentClient.unexpected(r, to: "info") }
         return i
     }
 
     func verify() -> VerifyReport {
         do {
-            guard let v = try request("verify", nil).verify else { throw KeychainError(.decode, "the agent's answer has no report") }
+            let r = try client.call(.verify(target(nil)))
+            guard case .verifyReport(let v) = r else { throw AgentClient.unexpected(r, to: "verify") }
             return v
         } catch {
             var r = VerifyReport()

@@ -91,13 +91,14 @@ public final class AgentClient: @unchecked Sendable {
         return poll(&p, 1, 0) != 0
     }
 
-    /// Sends one request and returns the answer. Reconnects once when the agent had closed the
-    /// connection before the request was sent (nothing was done then).
-    func call(_ request: AgentRequest) throws -> AgentResponse {
-        var payload = try AgentCoding.encode(request)
-        defer { Crypto.cleanse(&payload) }
-        guard payload.count <= AgentSocket.maxRequestBytes else {
-            throw KeychainError(.param, "the request is \(payload.count) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); send fewer items at a time, or stop the agent to work on the file directly")
+    /// Sends one request and returns the answer; an error answer is thrown. Reconnects once
+    /// when the agent had closed the connection before the request was sent (nothing was done
+    /// then). The encoded request and the answer's bytes are zeroed once used.
+    func call(_ request: AgentMessage.Request) throws -> AgentMessage.Response {
+        var frame = request.encode()
+        defer { Crypto.cleanse(&frame) }
+        guard frame.count - AgentMessage.lengthBytes <= AgentSocket.maxRequestBytes else {
+            throw KeychainError(.param, "the request is \(frame.count - AgentMessage.lengthBytes) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); send fewer items at a time, or stop the agent to work on the file directly")
         }
         mutex.lock(); defer { mutex.unlock() }
         if fd >= 0 && peerClosed() {
@@ -112,10 +113,9 @@ public final class AgentClient: @unchecked Sendable {
             fd = newFD
         }
         do {
-            try AgentSocket.writeFrame(fd, payload, deadline: .now() + AgentClient.answerTimeout)
+            try AgentSocket.write(fd, frame, deadline: .now() + AgentClient.answerTimeout)
         } catch {
-            close(fd)
-            fd = -1
+            disconnect()
             throw KeychainError(.io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
         }
         var answer: [UInt8]
@@ -123,58 +123,88 @@ public final class AgentClient: @unchecked Sendable {
             answer = try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes,
                                                idleDeadline: .now() + AgentClient.answerTimeout, frameTimeout: AgentClient.answerTimeout)
         } catch {
-            close(fd)
-            fd = -1
+            disconnect()
             throw KeychainError(.io, "the agent at \(socketPath) did not answer (it may have stopped); the operation may or may not have been done", underlying: "\(error)")
         }
         defer { Crypto.cleanse(&answer) }
-        let response: AgentResponse
+        let response: AgentMessage.Response
         do {
-            response = try AgentCoding.decode(AgentResponse.self, answer)
+            response = try AgentMessage.Response.decode(answer[...])
+        } catch AgentMessage.DecodeError.protocol1 {
+            disconnect()
+            throw AgentClient.speaksProtocol1(socketPath)
         } catch {
-            throw KeychainError(.decode, "the agent's answer is not a protocol \(agentProtocolVersion) message", underlying: "\(error)")
+            disconnect()
+            throw KeychainError(.decode, "the agent at \(socketPath) answered with a message this Latchkey cannot read; restart the agent with this Latchkey ('latchkey agent --stop', then 'latchkey agent --daemon')", underlying: "\(error)")
         }
-        guard response.v == agentProtocolVersion else {
-            throw KeychainError(.decode, "the agent speaks protocol version \(response.v), this client \(agentProtocolVersion); restart the agent with this Latchkey")
-        }
+        if case .error(let e) = response { throw e }
         return response
     }
 
-    func checked(_ request: AgentRequest) throws -> AgentResponse {
-        let r = try call(request)
-        guard r.ok else { throw r.error }
-        return r
+    /// Call with `mutex` held.
+    private func disconnect() {
+        close(fd)
+        fd = -1
+    }
+
+    static func speaksProtocol1(_ socketPath: String) -> KeychainError {
+        KeychainError(.notAvailable, "the agent at \(socketPath) speaks agent protocol 1 (an older Latchkey); stop it ('latchkey agent --stop') and start 'latchkey agent --daemon' of this Latchkey")
+    }
+
+    /// The error for an answer of another kind than the request's.
+    static func unexpected(_ answer: AgentMessage.Response, to request: String) -> KeychainError {
+        KeychainError(.decode, "the agent answered a '\(request)' request with an answer of another kind (type 0x\(hexString([answer.type]))); restart the agent with this Latchkey")
     }
 
     // MARK: Agent-wide requests
 
     /// What the agent holds: every keychain it has open and which class keys are unlocked.
     public func status() throws -> AgentStatus {
-        guard let s = try checked(AgentRequest(op: "status")).agent else {
-            throw KeychainError(.decode, "the agent's status answer has no status")
-        }
+        let r = try call(.status)
+        guard case .agentStatus(let s) = r else { throw AgentClient.unexpected(r, to: "status") }
         return s
     }
 
-    /// Asks the agent to exit: every key it holds is dropped (the "reboot").
+    /// Asks the agent to exit: every key it holds is dropped (the "reboot"). An agent of
+    /// protocol 1 (an older Latchkey) is asked in its own protocol, so that upgrading needs no
+    /// other tool.
     public func stop() throws {
-        _ = try checked(AgentRequest(op: "stop"))
+        do {
+            _ = try call(.stop)
+        } catch let e as KeychainError where e == AgentClient.speaksProtocol1(socketPath) {
+            try stopProtocol1()
+        }
+    }
+
+    /// `{"v":1,"op":"stop"}` in protocol 1's framing; its answer starts `{"v":1,"ok":true`.
+    private func stopProtocol1() throws {
+        mutex.lock(); defer { mutex.unlock() }
+        guard let fd = try AgentClient.openConnection(socketPath) else { return }
+        defer { close(fd) }
+        do {
+            try AgentSocket.writeFrame(fd, Array(#"{"v":1,"op":"stop"}"#.utf8), deadline: .now() + AgentClient.answerTimeout)
+            let answer = try AgentSocket.readFrame(fd, limit: 1 << 16, idleDeadline: .now() + AgentClient.answerTimeout,
+                                                   frameTimeout: AgentClient.answerTimeout)
+            guard String(decoding: answer, as: UTF8.self).replacingOccurrences(of: " ", with: "").contains(#""ok":true"#) else {
+                throw KeychainError(.io, "the protocol 1 agent at \(socketPath) refused to stop; end its process")
+            }
+        } catch let e as KeychainError {
+            throw e
+        } catch {
+            throw KeychainError(.io, "cannot stop the protocol 1 agent at \(socketPath); end its process", underlying: "\(error)")
+        }
     }
 
     /// Locks one keychain in the agent (ak, aku, akpu keys dropped; ck, cku kept), opening it
     /// there first if the agent did not hold it. - Throws: the errors of `Keychain.open`.
     public func lock(keychainPath: String, devicePath: String) throws {
-        var r = AgentRequest(op: "lock")
-        r.keychain = AgentSocket.absolute(keychainPath)
-        r.device = AgentSocket.absolute(devicePath)
-        _ = try checked(r)
+        _ = try call(.lock(AgentMessage.Target(keychain: AgentSocket.absolute(keychainPath),
+                                               device: AgentSocket.absolute(devicePath), caller: nil)))
     }
 
     /// Locks every keychain the agent holds (ak, aku, akpu keys dropped; ck, cku kept).
     public func lockAll() throws {
-        var r = AgentRequest(op: "lock")
-        r.all = true
-        _ = try checked(r)
+        _ = try call(.lockAll)
     }
 
     /// The keychain at `path` (with the device secret at `devicePath`) as the agent holds it;

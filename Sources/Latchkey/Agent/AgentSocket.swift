@@ -1,4 +1,6 @@
 import Foundation
+import LatchkeyCrypto
+import LatchkeyFormat
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -54,7 +56,7 @@ public enum AgentSocket {
         return url.path
     }
 
-    static func fail(_ message: String, errno code: Int32? = nil) -> KeychainError {
+    package static func fail(_ message: String, errno code: Int32? = nil) -> KeychainError {
         KeychainError(.io, message, underlying: code.map { String(cString: strerror($0)) })
     }
 
@@ -64,7 +66,7 @@ public enum AgentSocket {
     /// The default directory (…/latchkey) must be a directory (not a symlink) owned by this
     /// user with no group or world permissions; a directory named by LATCHKEY_AGENT_SOCK must
     /// be owned by this user or root and not writable by others unless sticky (like /tmp).
-    static func prepareDirectory(for socketPath: String, strict: Bool) throws {
+    package static func prepareDirectory(for socketPath: String, strict: Bool) throws {
         let dir = (socketPath as NSString).deletingLastPathComponent
         var st = stat()
         if lstat(dir, &st) != 0 {
@@ -126,7 +128,7 @@ public enum AgentSocket {
 
     /// Checks that `path` (when it exists) is a socket of this user.
     /// - Returns: false when nothing is there.
-    static func checkSocketFile(_ path: String) throws -> Bool {
+    package static func checkSocketFile(_ path: String) throws -> Bool {
         var st = stat()
         guard lstat(path, &st) == 0 else {
             if errno == ENOENT { return false }
@@ -168,14 +170,14 @@ public enum AgentSocket {
         return fd
     }
 
-    enum ConnectResult {
+    package enum ConnectResult {
         case connected(Int32)
         /// Nobody answers: no file, or a file nobody listens on (stale).
         case nobody
     }
 
     /// Connects to `path`. - Throws: for any failure other than "nobody answers".
-    static func connect(_ path: String) throws -> ConnectResult {
+    package static func connect(_ path: String) throws -> ConnectResult {
         var addr = try address(path)
         let fd = try newSocket()
         let r = withUnsafePointer(to: &addr) {
@@ -189,7 +191,7 @@ public enum AgentSocket {
     }
 
     /// Binds and listens at `path` with mode 0600.
-    static func listen(_ path: String) throws -> Int32 {
+    package static func listen(_ path: String) throws -> Int32 {
         var addr = try address(path)
         let fd = try newSocket()
         let old = umask(0o177)
@@ -234,7 +236,7 @@ public enum AgentSocket {
 
     // MARK: Frames
 
-    enum FrameError: Error {
+    package enum FrameError: Error {
         /// The other end closed the connection before the first byte of a frame.
         case closed
         /// The deadline passed.
@@ -246,7 +248,7 @@ public enum AgentSocket {
     }
 
     /// Waits until `fd` is readable (or writable) or the deadline passes. nil deadline: forever.
-    static func wait(_ fd: Int32, for events: Int16, until deadline: DispatchTime?) throws {
+    package static func wait(_ fd: Int32, for events: Int16, until deadline: DispatchTime?) throws {
         while true {
             var timeout: Int32 = -1
             if let deadline {
@@ -262,51 +264,76 @@ public enum AgentSocket {
         }
     }
 
-    /// Reads exactly `count` bytes. `firstDeadline` applies until the first byte arrives,
+    /// Reads exactly `count` bytes into `buffer` from `offset` on (the caller made it large
+    /// enough), straight from the socket. `firstDeadline` applies until the first byte arrives,
     /// `deadline` to the whole read after it.
-    static func read(_ fd: Int32, count: Int, firstDeadline: DispatchTime?, deadline: DispatchTime?, into out: inout [UInt8]) throws {
+    package static func read(_ fd: Int32, into buffer: inout [UInt8], at offset: Int, count: Int,
+                     firstDeadline: DispatchTime?, deadline: DispatchTime?) throws {
         var got = 0
-        var chunk = [UInt8](repeating: 0, count: min(count, 1 << 16))
         while got < count {
             try wait(fd, for: Int16(POLLIN), until: got == 0 ? firstDeadline : deadline)
-            let want = min(count - got, chunk.count)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, want, 0) }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset + got, count - got, 0) }
             if n < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw FrameError.io(errno)
             }
             if n == 0 { throw got == 0 ? FrameError.closed : FrameError.truncated }
-            out.append(contentsOf: chunk[0..<n])
             got += n
         }
     }
 
-    /// Reads one frame: a u32 big-endian length, then that many payload bytes.
-    static func readFrame(_ fd: Int32, limit: Int, idleDeadline: DispatchTime?, frameTimeout: Double?) throws -> [UInt8] {
-        var header: [UInt8] = []
-        header.reserveCapacity(4)
+    /// Reads one frame: a u32 big-endian length, then that many payload bytes (returned).
+    ///
+    /// The payload buffer grows as bytes arrive (up to 1 MiB at first, then doubling), so a
+    /// peer cannot make the reader allocate what it does not send; each buffer that is
+    /// outgrown is zeroed before it is freed, so no copy of a secret is left behind.
+    package static func readFrame(_ fd: Int32, limit: Int, idleDeadline: DispatchTime?, frameTimeout: Double?) throws -> [UInt8] {
+        var header = [UInt8](repeating: 0, count: 4)
         // The frame's deadline starts with its first byte.
         var deadline: DispatchTime? = nil
         try wait(fd, for: Int16(POLLIN), until: idleDeadline)
         if let frameTimeout { deadline = .now() + frameTimeout }
-        try read(fd, count: 4, firstDeadline: deadline, deadline: deadline, into: &header)
-        let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+        try read(fd, into: &header, at: 0, count: 4, firstDeadline: deadline, deadline: deadline)
+        let length = Int(header.readBE(UInt32.self, at: 0))
         guard length <= limit else { throw FrameError.tooLarge(length) }
-        var payload: [UInt8] = []
-        payload.reserveCapacity(min(length, 1 << 20))
+        var payload = [UInt8](repeating: 0, count: min(length, 1 << 20))
+        var got = 0
         do {
-            try read(fd, count: length, firstDeadline: deadline, deadline: deadline, into: &payload)
+            while got < length {
+                if got == payload.count {
+                    var bigger = [UInt8](repeating: 0, count: min(length, payload.count * 2))
+                    bigger.withUnsafeMutableBytes { to in payload.withUnsafeBytes { to.copyMemory(from: $0) } }
+                    Crypto.cleanse(&payload)
+                    payload = bigger
+                }
+                let chunk = payload.count - got
+                try read(fd, into: &payload, at: got, count: chunk, firstDeadline: deadline, deadline: deadline)
+                got += chunk
+            }
         } catch FrameError.closed {
+            Crypto.cleanse(&payload)
             throw FrameError.truncated
+        } catch {
+            Crypto.cleanse(&payload)
+            throw error
         }
         return payload
     }
 
-    /// Writes one frame, all of it, before the deadline.
-    static func writeFrame(_ fd: Int32, _ payload: [UInt8], deadline: DispatchTime?) throws {
-        let n = UInt32(payload.count)
-        var bytes: [UInt8] = [UInt8(n >> 24), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
-        bytes.append(contentsOf: payload)
+    /// Writes one frame of `payload` (the length prefix is added), all of it, before the
+    /// deadline. The copy it makes is zeroed.
+    package static func writeFrame(_ fd: Int32, _ payload: [UInt8], deadline: DispatchTime?) throws {
+        var w = ByteWriter(capacity: 4 + payload.count)
+        w.u32(UInt32(payload.count))
+        w.raw(payload)
+        var frame = w.bytes
+        defer { Crypto.cleanse(&frame) }
+        try write(fd, frame, deadline: deadline)
+    }
+
+    /// Writes `bytes` (a whole frame, as `AgentMessage` encodes it), all of it, before the
+    /// deadline.
+    package static func write(_ fd: Int32, _ bytes: [UInt8], deadline: DispatchTime?) throws {
         var sent = 0
         while sent < bytes.count {
             try wait(fd, for: Int16(POLLOUT), until: deadline)

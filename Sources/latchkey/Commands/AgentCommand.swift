@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Latchkey
+import LatchkeyAgent
 #if canImport(Glibc)
 import Glibc
 #endif

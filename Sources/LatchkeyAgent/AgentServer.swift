@@ -1,4 +1,5 @@
 import Foundation
+import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
@@ -233,9 +234,7 @@ public final class AgentServer: @unchecked Sendable {
     /// connection before the peer has read the answer.
     private func refuse(_ fd: Int32, _ error: KeychainError) {
         spawn {
-            if let bytes = try? AgentCoding.encode(AgentResponse.failure(error)) {
-                try? AgentSocket.writeFrame(fd, bytes, deadline: .now() + 1)
-            }
+            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(), deadline: .now() + 1)
             AgentServer.finishSending(fd)
             close(fd)
         }
@@ -270,9 +269,7 @@ public final class AgentServer: @unchecked Sendable {
             } catch AgentSocket.FrameError.tooLarge(let n) {
                 log("refused a request of \(n) bytes (limit \(AgentSocket.maxRequestBytes)); connection closed")
                 let e = KeychainError(.param, "the request is \(n) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); nothing was done")
-                if let bytes = try? AgentCoding.encode(AgentResponse.failure(e)) {
-                    try? AgentSocket.writeFrame(fd, bytes, deadline: .now() + configuration.frameTimeout)
-                }
+                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(), deadline: .now() + configuration.frameTimeout)
                 AgentServer.finishSending(fd)
                 return
             } catch AgentSocket.FrameError.truncated {
@@ -283,12 +280,11 @@ public final class AgentServer: @unchecked Sendable {
             } catch {
                 return
             }
-            let (response, after) = handle(payload)
+            var (bytes, after) = answer(payload)
             Crypto.cleanse(&payload)
-            guard var bytes = try? AgentCoding.encode(response) else { return }
             defer { Crypto.cleanse(&bytes) }
             do {
-                try AgentSocket.writeFrame(fd, bytes, deadline: .now() + configuration.frameTimeout)
+                try AgentSocket.write(fd, bytes, deadline: .now() + configuration.frameTimeout)
             } catch {
                 log("a client did not take its answer; connection closed")
                 after?()
@@ -298,37 +294,71 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// Decodes and runs one request. Never throws: every failure is an error answer.
+    /// The answer to a request of protocol 1 (a JSON object), in protocol 1's JSON: `"v":1`,
+    /// because a client of protocol 1 checks `v` first and would show a message of its own
+    /// instead of this one (spec/AGENT.md §3).
+    static let protocol1Answer: [UInt8] = {
+        let json = #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocol 2 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
+        var w = ByteWriter()
+        w.u32(UInt32(json.utf8.count))
+        w.raw(json.utf8)
+        return w.bytes
+    }()
+
+    /// The answer frame to one request frame's payload, and what to do once it is sent (stop).
+    /// Never throws: every failure is an error answer.
+    func answer(_ payload: [UInt8]) -> ([UInt8], (() -> Void)?) {
+        if payload.first == AgentMessage.protocol1FirstByte {
+            log("refused a request of agent protocol 1 (an older Latchkey)")
+            return (AgentServer.protocol1Answer, nil)
+        }
+        var (response, after) = handle(payload[...])
+        defer { response.cleanse() }
+        return (response.encode(), after)
+    }
+
+    /// Decodes and runs one request (its secrets are zeroed after). Never throws: every
+    /// failure is an error answer.
     /// - Returns: the answer and what to do once it is sent (stop).
-    func handle(_ payload: [UInt8]) -> (AgentResponse, (() -> Void)?) {
-        let request: AgentRequest
+    func handle(_ payload: ArraySlice<UInt8>) -> (AgentMessage.Response, (() -> Void)?) {
+        var request: AgentMessage.Request
         do {
-            request = try AgentCoding.decode(AgentRequest.self, payload)
+            request = try AgentMessage.Request.decode(payload)
+        } catch let e as AgentMessage.DecodeError {
+            log("refused a request: \(e)")
+            return (.error(AgentServer.refusal(e)), nil)
         } catch {
-            log("refused a malformed request")
-            return (.failure(KeychainError(.param, "malformed agent request: not a protocol \(agentProtocolVersion) JSON object", underlying: "\(error)")), nil)
+            return (.error(KeychainError(.internal, "the agent failed", underlying: "\(error)")), nil)
         }
-        guard request.v == agentProtocolVersion else {
-            return (.failure(KeychainError(.param, "the agent speaks protocol version \(agentProtocolVersion), the request \(request.v); use the same Latchkey for both")), nil)
-        }
+        defer { request.cleanse() }
         do {
-            switch request.op {
-            case "status":
-                var r = AgentResponse.success
-                r.agent = status()
-                return (r, nil)
-            case "stop":
-                return (.success, { [self] in stop() })
-            case "lock" where request.all == true:
+            switch request {
+            case .status:
+                return (.agentStatus(status()), nil)
+            case .stop:
+                return (.ok, { [self] in stop() })
+            case .lockAll:
                 for h in heldKeychains() { lockHeld(h) }
-                return (.success, nil)
+                return (.ok, nil)
             default:
                 return (try perform(request), nil)
             }
         } catch let e as KeychainError {
-            return (.failure(e), nil)
+            return (.error(e), nil)
         } catch {
-            return (.failure(KeychainError(.internal, "the agent failed", underlying: "\(error)")), nil)
+            return (.error(KeychainError(.internal, "the agent failed", underlying: "\(error)")), nil)
+        }
+    }
+
+    /// The error answer to a request frame that cannot be used (errSecParam, spec/AGENT.md §5.3).
+    static func refusal(_ e: AgentMessage.DecodeError) -> KeychainError {
+        switch e {
+        case .version(let v):
+            return KeychainError(.param, "the request is of agent protocol version \(v), and this agent speaks version \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
+        case .unknownType(let t):
+            return KeychainError(.param, "unknown agent request type 0x\(hexString([t])) for protocol \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
+        case .protocol1, .length, .malformed:
+            return KeychainError(.param, "malformed agent request: \(e); nothing was done")
         }
     }
 
@@ -348,7 +378,7 @@ public final class AgentServer: @unchecked Sendable {
             h.mutex.lock(); defer { h.mutex.unlock() }
             return state(h)
         }
-        return AgentStatus(pid: getpid(), socket: configuration.socketPath, protocolVersion: agentProtocolVersion,
+        return AgentStatus(pid: getpid(), socket: configuration.socketPath, protocolVersion: Int(AgentMessage.version),
                            idleTimeout: configuration.idleTimeout, dumpable: AgentServer.isDumpable, keychains: keychains)
     }
 
@@ -363,9 +393,10 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// The held keychain for a request, opened on first use.
-    private func holder(_ request: AgentRequest) throws -> Held {
-        guard let k = request.keychain, let d = request.device, k.hasPrefix("/"), d.hasPrefix("/") else {
-            throw KeychainError(.param, "the agent request '\(request.op)' needs absolute keychain and device paths")
+    private func holder(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> Held {
+        let k = target.keychain, d = target.device
+        guard k.hasPrefix("/"), d.hasPrefix("/"), !k.utf8.contains(0), !d.utf8.contains(0) else {
+            throw KeychainError(.param, "the agent request '\(request.name)' needs absolute keychain and device paths")
         }
         // Clients send resolved paths: look them up as given first (no syscall), and resolve
         // them (realpath) only for a keychain not held under that spelling yet.
@@ -399,18 +430,19 @@ public final class AgentServer: @unchecked Sendable {
     /// Runs a keychain request on its keychain, with the request's caller. When the file was
     /// replaced by a different keychain (deleted and created again), the new one is opened
     /// (locked) in place of the old and the request runs once more.
-    private func perform(_ request: AgentRequest) throws -> AgentResponse {
+    private func perform(_ request: AgentMessage.Request) throws -> AgentMessage.Response {
+        guard let target = request.target else { throw KeychainError(.internal, "'\(request.name)' is not a keychain request") }
         do {
-            return try performOnce(request)
+            return try performOnce(request, target)
         } catch let e as KeychainError where e.status == .decode {
-            guard try replaceIfDifferentFile(request) else { throw e }
-            return try performOnce(request)
+            guard try replaceIfDifferentFile(request, target) else { throw e }
+            return try performOnce(request, target)
         }
     }
 
     /// - Returns: whether the file now holds another keychain (then it is held instead).
-    private func replaceIfDifferentFile(_ request: AgentRequest) throws -> Bool {
-        let h = try holder(request)
+    private func replaceIfDifferentFile(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> Bool {
+        let h = try holder(request, target)
         guard let fresh = try? Keychain.open(path: h.path, devicePath: h.device),
               fresh.localStore?.fileUUID != h.keychain.localStore?.fileUUID else { return false }
         mutex.lock()
@@ -425,97 +457,78 @@ public final class AgentServer: @unchecked Sendable {
         return true
     }
 
-    private func performOnce(_ request: AgentRequest) throws -> AgentResponse {
-        let h = try holder(request)
+    /// Runs the request with a `CallContext` of its own: its caller, and for a read its way of
+    /// asking for user presence (the passcode it carries, or recording that it was asked).
+    private func performOnce(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> AgentMessage.Response {
+        let h = try holder(request, target)
         h.mutex.lock()
         defer { h.mutex.unlock() }
-        let kc = h.keychain
-        if request.op != "lock" { h.lastUse = .now() }
+        if case .lock = request {} else { h.lastUse = .now() }
         let asked = AuthenticationRequest()
-        var context = CallContext(caller: request.caller?.identity)
-        if let p = request.authenticationPasscode {
-            let passcode = [UInt8](p)
-            context.authenticate = { _ in passcode }
-        } else if request.interactive == true {
-            context.authenticate = { prompt in asked.record(prompt); return nil }
+        var context = CallContext(caller: target.caller)
+        switch request {
+        case .find(_, _, let read), .identities(_, _, let read):
+            switch read.authentication {
+            case .none: break
+            case .interactive: context.authenticate = { prompt in asked.record(prompt); return nil }
+            case .passcode(let p): context.authenticate = { _ in p }
+            }
+        default:
+            break
         }
         do {
-            return try run(request, kc, h, context)
+            return try run(request, h, context)
         } catch let e as KeychainError where e.status == .userCanceled && asked.wasAsked {
-            var r = AgentResponse(ok: false)
-            r.needsAuthentication = true
-            r.prompt = asked.prompt
-            return r
+            return .needsAuthentication(prompt: asked.prompt)
         }
     }
 
-    private func run(_ request: AgentRequest, _ kc: Keychain, _ h: Held, _ context: CallContext) throws -> AgentResponse {
-        var r = AgentResponse.success
-        func need<T>(_ value: T?, _ name: String) throws -> T {
-            guard let value else { throw KeychainError(.param, "the agent request '\(request.op)' needs '\(name)'") }
-            return value
-        }
-        switch request.op {
-        case "open":
-            break
-        case "unlock":
-            var passcode = [UInt8](try need(request.passcode, "passcode"))
-            defer { Crypto.cleanse(&passcode) }
+    private func run(_ request: AgentMessage.Request, _ h: Held, _ context: CallContext) throws -> AgentMessage.Response {
+        let kc = h.keychain
+        switch request {
+        case .open:
+            return .state(state(h))
+        case .unlock(_, let passcode):
             try kc.unlock(passcode: passcode)
             log("unlocked \(h.path)")
-        case "lock":
+            return .state(state(h))
+        case .lock:
             kc.lock()
             log("locked \(h.path)")
-        case "add":
-            let items = try need(request.items, "items").map { try $0.item() }
-            r.items = try kc.add(contentsOf: items, context: context).map(WireItem.init)
-        case "find":
-            let q = try need(request.query, "query").query()
-            r.items = try kc.find(q, limit: request.limit, includeData: request.includeData ?? true, prompt: request.prompt,
-                                   context: context).map(WireItem.init)
-        case "update":
-            let q = try need(request.query, "query").query()
-            r.count = try kc.update(q, attributes: request.attributes?.attributes ?? [:], data: request.data.map { [UInt8]($0) },
-                                    protection: try wireProtection(request.protection), context: context)
-        case "delete":
-            r.count = try kc.delete(try need(request.query, "query").query(), context: context)
-        case "addIdentity":
-            r.identity = WireIdentity(try kc.addIdentity(
-                certificate: [UInt8](try need(request.certificate, "certificate")),
-                privateKey: [UInt8](try need(request.privateKey, "privateKey")),
-                attributes: request.attributes?.attributes ?? [:], protection: try wireProtection(request.protection),
-                requiresUserPresence: request.requiresUserPresence ?? false, context: context))
-        case "identities":
-            let q = try need(request.identityQuery, "identityQuery").query()
-            r.identities = try kc.identities(matching: q, limit: request.limit, includeData: request.includeData ?? true,
-                                             prompt: request.prompt, context: context).map(WireIdentity.init)
-        case "updateIdentities":
-            r.count = try kc.updateIdentities(matching: try need(request.identityQuery, "identityQuery").query(),
-                                              attributes: request.attributes?.attributes ?? [:],
-                                              protection: try wireProtection(request.protection), context: context)
-        case "deleteIdentities":
-            r.count = try kc.deleteIdentities(matching: try need(request.identityQuery, "identityQuery").query(), context: context)
-        case "changePasscode", "removePasscode":
-            var old = request.passcode.map { [UInt8]($0) }
-            var new = request.op == "removePasscode" ? nil : [UInt8](try need(request.newPasscode, "newPasscode"))
-            defer {
-                if old != nil { Crypto.cleanse(&old!) }
-                if new != nil { Crypto.cleanse(&new!) }
-            }
-            r.count = try kc.changePasscode(old: old, new: new, kdfLogN: request.kdfLogN ?? KDFParameters.defaultLogN)
-        case "compact":
-            (r.before, r.after) = try kc.compact()
-        case "info":
-            r.info = try kc.info()
-        case "verify":
-            r.verify = kc.verify()
-        default:
-            throw KeychainError(.param, "unknown agent request '\(request.op)'")
+            return .state(state(h))
+        case .changePasscode(_, let old, let new, let logN):
+            return .count(try kc.changePasscode(old: old, new: new, kdfLogN: logN))
+        case .removePasscode(_, let old):
+            return .count(try kc.changePasscode(old: old, new: nil, kdfLogN: KDFParameters.defaultLogN))
+        case .compact:
+            let (before, after) = try kc.compact()
+            return .compacted(before: before, after: after)
+        case .info:
+            return .info(try kc.info())
+        case .verify:
+            return .verifyReport(kc.verify())
+        case .add(_, let items):
+            return .added(try kc.add(contentsOf: items, context: context).map(AgentMessage.Reference.init))
+        case .find(_, let q, let read):
+            return .items(try kc.find(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context: context))
+        case .update(_, let q, let attributes, let data, let protection):
+            return .count(try kc.update(q, attributes: attributes, data: data, protection: protection, context: context))
+        case .delete(_, let q):
+            return .count(try kc.delete(q, context: context))
+        case .addIdentity(_, let certificate, let privateKey, let attributes, let protection, let presence):
+            let i = try kc.addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
+                                       protection: protection, requiresUserPresence: presence, context: context)
+            return .identityAdded(certificate: AgentMessage.Reference(i.certificate), privateKey: AgentMessage.Reference(i.privateKey))
+        case .identities(_, let q, let read):
+            return .identities(try kc.identities(matching: q, limit: read.limit, includeData: read.includeData,
+                                                 prompt: read.prompt, context: context))
+        case .updateIdentities(_, let q, let attributes, let protection):
+            return .count(try kc.updateIdentities(matching: q, attributes: attributes, protection: protection, context: context))
+        case .deleteIdentities(_, let q):
+            return .count(try kc.deleteIdentities(matching: q, context: context))
+        case .status, .stop, .lockAll:
+            throw KeychainError(.internal, "'\(request.name)' is not a keychain request")
         }
-        // The lock state travels with the requests that may change it (and `open`), not with
-        // every item operation.
-        if ["open", "unlock", "lock", "changePasscode", "removePasscode"].contains(request.op) { r.state = state(h) }
-        return r
     }
 
     // MARK: Idle lock
