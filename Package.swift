@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "Latchkey", "LatchkeyBackup", "LatchkeySecurity",
+                "Latchkey", "LatchkeyBackup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             plugins: ["LatchkeyBuildInfo"]

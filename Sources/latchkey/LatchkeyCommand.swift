@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Latchkey
 
 /// `latchkey`: the command-line front end of the keychain (contract: docs/CLI.md).
@@ -99,6 +106,10 @@ struct LatchkeyCommand: ParsableCommand {
     }
 
     static func exitProcess(_ code: Int32) -> Never {
-        Foundation.exit(code)
+        #if canImport(Glibc)
+        Glibc.exit(code)
+        #else
+        Darwin.exit(code)
+        #endif
     }
 }

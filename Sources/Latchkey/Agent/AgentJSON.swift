@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // A small JSON reader and writer with Codable coders for the agent protocol: Foundation's
 // JSONEncoder and JSONDecoder cost about 140 µs per request and answer together, most of a

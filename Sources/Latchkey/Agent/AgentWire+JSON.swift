@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyFormat
 
 // Requests and answers written and read by hand: the Codable path (even with AgentJSON's own

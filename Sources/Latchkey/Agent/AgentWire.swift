@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyFormat
 
 // The messages of the agent protocol (spec/AGENT.md §3–§5): one JSON object per frame.
