@@ -2,17 +2,27 @@
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
-APT_DEPS  := libssl-dev libarchive-dev pkg-config
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=
 SPM_FLAGS := $(if $(SCRATCH),--scratch-path $(SCRATCH))
-# The released `latchkey` links the Swift runtime and Foundation statically: it runs without the
-# toolchain's libraries, and starts in about half the time (README "The agent").
+# The released `latchkey` is one static-PIE executable: the Swift runtime, FoundationEssentials,
+# libcrypto, libarchive (with zlib and zstd, from libzstd-dev and zlib1g-dev), libstdc++ and glibc
+# are linked in, so it starts without the dynamic loader, in about twice the time of /bin/true
+# (README "Start-up"; `make bench-startup`). The price: an OpenSSL or libarchive fix reaches it
+# only through a rebuild. LINK=shared links only the Swift runtime statically and keeps the
+# system's libraries shared (then it starts in about 5 ms).
+LINK      ?= static
+ifeq ($(LINK),shared)
 STATIC    := --static-swift-stdlib
+else
+STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=lld -Xswiftc -Xclang-linker -Xswiftc -static-pie \
+             -Xlinker -lzstd -Xlinker -lz
+endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-lib clean
+.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-lib bench-startup check-lean clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -91,7 +101,7 @@ bench: deps
 ## packages when missing), one table per size with the ratios to latchkey and the goals of issue 8
 ## (README "Against keepassxc-cli and pass"); PEERS_SIZES picks the sizes (default 100 1000 10000)
 bench-peers: deps
-	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) ./scripts/bench-peers.sh
+	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-peers.sh
 
 ## bench-lib: the library benchmarks with package-benchmark (Benchmarks/Package.swift, a package
 ## of its own so that the main build never fetches it; README "Performance"). Each operation at
@@ -105,6 +115,23 @@ bench-lib: deps
 	echo "make bench-lib: sizes $(BENCH_LIB_SIZES); $$(uptime)"; \
 	BENCH_LIB_SIZES="$(BENCH_LIB_SIZES)" LATCHKEY_BENCH_DIR="$$dir" \
 	  $(SWIFT) package --package-path Benchmarks benchmark --no-progress $(BENCH_LIB_FLAGS)
+
+## bench-startup: what a latchkey process costs before it works: `latchkey --version` and a find
+## on a 1-item keychain beside /bin/true and two Swift hello worlds, one hyperfine run with
+## STARTUP_RUNS runs each (default 300), the ratios to /bin/true, the binary's size and libraries
+## (scripts/bench-startup.sh; README "Start-up")
+bench-startup: deps
+	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) ./scripts/bench-startup.sh
+
+## check-lean: the release binary links no Foundation and no ICU (no such library among the ones
+## it needs, no Foundation ICU symbol in it); `make test` checks the debug binary (LeanLinkTests)
+check-lean: release
+	@bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey"; \
+	bad="$$(readelf -d "$$bin" | grep NEEDED | grep -E 'libFoundation|lib_FoundationICU|libicu' || true)"; \
+	[ -z "$$bad" ] || { echo "check-lean: $$bin needs:"; echo "$$bad"; exit 1; }; \
+	n="$$(nm "$$bin" 2>/dev/null | grep -cE 'swift_(ucol|ubrk|udat)_open|ICUDateFormatter' || true)"; \
+	[ "$$n" = 0 ] || { echo "check-lean: $$bin contains $$n ICU or FoundationInternationalization symbols"; exit 1; }; \
+	echo "check-lean: $$bin ($$(stat -c %s "$$bin") bytes) links neither Foundation nor ICU itself"
 
 clean:
 	rm -rf .build .build-*

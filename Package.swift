@@ -45,7 +45,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "Latchkey", "LatchkeyAgent", "LatchkeyBackup", "LatchkeySecurity",
+                "Latchkey", "LatchkeyAgent", "LatchkeyBackup",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             plugins: ["LatchkeyBuildInfo"]

@@ -32,9 +32,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SPM_FLAGS=()
 [ -n "${SCRATCH:-}" ] && SPM_FLAGS=(--scratch-path "$SCRATCH")
 OUT=${PEERS_OUT:-$ROOT/${SCRATCH:-.build}/bench-peers}
-# latchkey is built as `make release` builds it: the Swift runtime linked statically
-# (PEERS_STATIC=0 for the dynamically linked binary).
-STATIC_FLAGS=(--static-swift-stdlib)
+# latchkey is built as `make release` builds it (LATCHKEY_RELEASE_FLAGS, from the Makefile;
+# else the Swift runtime linked statically), PEERS_STATIC=0 for the dynamically linked binary.
+read -r -a STATIC_FLAGS <<< "${LATCHKEY_RELEASE_FLAGS:---static-swift-stdlib}"
 [ "${PEERS_STATIC:-1}" = 0 ] && STATIC_FLAGS=()
 
 say() { printf '%s\n' "$*" >&2; }

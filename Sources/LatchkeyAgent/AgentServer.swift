@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -51,7 +56,7 @@ public final class AgentServer: @unchecked Sendable {
         let path: String
         let device: String
         let keychain: Keychain
-        let mutex = NSLock()
+        let mutex = Lock()
         var lastUse = DispatchTime.now()
 
         init(path: String, device: String, keychain: Keychain) {
@@ -62,7 +67,7 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     public let configuration: Configuration
-    private let mutex = NSLock()
+    private let mutex = Lock()
     private var listenFD: Int32 = -1
     private var socketInode: ino_t = 0
     private var held: [String: Held] = [:]
@@ -71,7 +76,7 @@ public final class AgentServer: @unchecked Sendable {
     private var connections: Set<Int32> = []
     private var stopping = false
     private let stopped = DispatchSemaphore(value: 0)
-    private let idleWake = NSCondition()
+    private let idleWake = Condition()
     private var threadsRunning = 0
 
     public init(configuration: Configuration) {
@@ -190,9 +195,7 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     private func spawn(_ body: @escaping @Sendable () -> Void) {
-        let t = Thread { body() }
-        t.stackSize = 1 << 20
-        t.start()
+        DetachedThread.start(stackSize: 1 << 20, body)
     }
 
     // MARK: Accepting
@@ -538,7 +541,7 @@ public final class AgentServer: @unchecked Sendable {
         let tick = min(1.0, timeout / 4)
         while !isStopping {
             idleWake.lock()
-            _ = idleWake.wait(until: Date(timeIntervalSinceNow: tick))
+            idleWake.wait(seconds: tick)
             idleWake.unlock()
             if isStopping { return }
             for h in heldKeychains() {
@@ -560,7 +563,7 @@ public final class AgentServer: @unchecked Sendable {
 
 /// Whether the agent's keychain asked for user presence during a request, and with what prompt.
 final class AuthenticationRequest: @unchecked Sendable {
-    private let mutex = NSLock()
+    private let mutex = Lock()
     private var asked = false
     private var text: String?
 

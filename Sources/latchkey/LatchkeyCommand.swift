@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Latchkey
 
 /// `latchkey`: the command-line front end of the keychain (contract: docs/CLI.md).
@@ -74,11 +81,13 @@ struct LatchkeyCommand: ParsableCommand {
         }
     }
 
-    /// Runs the common forms of find, add, update, delete and dump without ArgumentParser; false when
-    /// ArgumentParser must parse the arguments.
+    /// Runs `--version` and the common forms of find, add, update, delete and dump without
+    /// ArgumentParser (whose reflection over the command tree is most of a short command's
+    /// start-up); false when ArgumentParser must parse the arguments.
     static func runFast(_ arguments: [String]) throws -> Bool {
         let rest = Array(arguments.dropFirst())
         switch arguments.first {
+        case "--version" where rest.isEmpty: Output.line(version)   // as ArgumentParser prints it
         case "find": guard let r = FindCommand.fastRequest(rest) else { return false }; try FindCommand.execute(r)
         case "add": guard let r = AddCommand.fastRequest(rest) else { return false }; try AddCommand.execute(r)
         case "update": guard let r = UpdateCommand.fastRequest(rest) else { return false }; try UpdateCommand.execute(r)
@@ -99,6 +108,10 @@ struct LatchkeyCommand: ParsableCommand {
     }
 
     static func exitProcess(_ code: Int32) -> Never {
-        Foundation.exit(code)
+        #if canImport(Glibc)
+        Glibc.exit(code)
+        #else
+        Darwin.exit(code)
+        #endif
     }
 }

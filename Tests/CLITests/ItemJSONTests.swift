@@ -20,7 +20,7 @@ import Testing
             case .string(let s): out[key] = s
             case .data(let d): out[key] = Data(d).base64EncodedString()
             case .integer(let i): out[key] = NSNumber(value: i)
-            case .date(let t): out[key] = ISODate.foundationFormat(t)
+            case .date(let t): out[key] = ISODateTests.iso8601DateFormatter(t)
             }
         }
         if includeData { out["v_Data"] = Data(item.data).base64EncodedString() }
@@ -29,7 +29,14 @@ import Testing
 
     func foundation(_ items: [Item], includeData: Bool, asArray: Bool) throws -> [UInt8] {
         let objects = items.map { object($0, includeData: includeData) }
-        return ItemJSONTests.escapingTerminalControls(try Output.jsonBytes(asArray ? objects as Any : objects[0] as Any))
+        return ItemJSONTests.escapingTerminalControls(try ItemJSONTests.jsonSerialization(asArray ? objects as Any : objects[0] as Any))
+    }
+
+    /// What the CLI printed through Foundation's JSONSerialization, before it stopped linking
+    /// Foundation: the reference for `ItemJSON.text`.
+    static func jsonSerialization(_ object: Any) throws -> [UInt8] {
+        let bytes = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return Array(bytes) + [UInt8(ascii: "\n")]
     }
 
     /// JSONSerialization's text with the characters `JSONText` escapes beyond JSON's own
@@ -79,7 +86,7 @@ import Testing
     }
 
     @Test func emptyArray_andAnItemWithoutAttributes() throws {
-        #expect(ItemJSON.text([], includeData: false, asArray: true) == (try Output.jsonBytes([Any]())))
+        #expect(ItemJSON.text([], includeData: false, asArray: true) == (try ItemJSONTests.jsonSerialization([Any]())))
         let bare = item(.genericPassword, [:])
         #expect(ItemJSON.text([bare], includeData: false, asArray: false) == (try foundation([bare], includeData: false, asArray: false)))
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import latchkey
 
 /// Flags, help and version: usage errors exit 2 (docs/CLI.md), help goes to stdout.
 @Suite struct UsageTests {
@@ -27,6 +28,20 @@ import Testing
         let result = try CLISandbox().run(["--version"])
         #expect(result.status == 0)
         #expect(result.out.split(separator: ".").count == 3)
+    }
+
+    /// `--version` alone skips ArgumentParser (start-up); it prints what ArgumentParser prints.
+    @Test func version_fastPath_printsWhatArgumentParserPrints() throws {
+        var expected = ""
+        do {
+            _ = try LatchkeyCommand.parseAsRoot(["--version"])
+        } catch {
+            #expect(LatchkeyCommand.exitCode(for: error) == .success)
+            expected = LatchkeyCommand.fullMessage(for: error) + "\n"
+        }
+        let result = try CLISandbox().run(["--version"])
+        #expect(result.status == 0 && result.stderr.isEmpty)
+        #expect(result.out == expected && !expected.isEmpty)
     }
 
     @Test(arguments: ["init", "add", "find", "update", "delete", "verify", "compact", "info", "passwd"])

@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -9,7 +14,7 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
     let client: AgentClient
     let path: String
     let device: String
-    private let mutex = NSLock()
+    private let mutex = Lock()
     private var passcodeKnown = false
     /// Whether the keychain has a passcode, as the agent last said.
     var hasPasscode: Bool {

@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
@@ -9,7 +14,7 @@ import Glibc
 /// by every keychain opened through it; requests are sent one at a time.
 public final class AgentClient: @unchecked Sendable {
     public let socketPath: String
-    private let mutex = NSLock()
+    private let mutex = Lock()
     private var fd: Int32
     /// Set when the agent was found gone (stopped) while sending a request.
     var stopped: Bool {
@@ -34,7 +39,7 @@ public final class AgentClient: @unchecked Sendable {
     /// the process keep theirs.
     @TaskLocal public static var socketOverride: String?
 
-    private static let cacheLock = NSLock()
+    private static let cacheLock = Lock()
     nonisolated(unsafe) private static var cache: [String: AgentClient] = [:]
 
     /// The agent at `socketPath` (default: LATCHKEY_AGENT_SOCK, else the per-user runtime
@@ -185,7 +190,7 @@ public final class AgentClient: @unchecked Sendable {
             try AgentSocket.writeFrame(fd, Array(#"{"v":1,"op":"stop"}"#.utf8), deadline: .now() + AgentClient.answerTimeout)
             let answer = try AgentSocket.readFrame(fd, limit: 1 << 16, idleDeadline: .now() + AgentClient.answerTimeout,
                                                    frameTimeout: AgentClient.answerTimeout)
-            guard String(decoding: answer, as: UTF8.self).replacingOccurrences(of: " ", with: "").contains(#""ok":true"#) else {
+            guard String(decoding: answer.filter { $0 != UInt8(ascii: " ") }, as: UTF8.self).contains(#""ok":true"#) else {
                 throw KeychainError(.io, "the protocol 1 agent at \(socketPath) refused to stop; end its process")
             }
         } catch let e as KeychainError {

@@ -1,4 +1,9 @@
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
@@ -62,12 +67,23 @@ public enum AgentSocket {
 
     // MARK: Directory and file checks
 
+    /// The directory part of a path, as NSString's `deletingLastPathComponent` gives it
+    /// ("/a/b/s" → "/a/b", "/a/b/" → "/a", "/s" → "/", "s" → "").
+    package static func directory(of path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        guard let slash = p.lastIndex(of: "/") else { return "" }
+        var head = p[..<slash]
+        while head.hasSuffix("/") { head = head.dropLast() }
+        return head.isEmpty ? "/" : String(head)
+    }
+
     /// Makes sure the socket's directory is fit for it, creating it (0700) when absent.
     /// The default directory (…/latchkey) must be a directory (not a symlink) owned by this
     /// user with no group or world permissions; a directory named by LATCHKEY_AGENT_SOCK must
     /// be owned by this user or root and not writable by others unless sticky (like /tmp).
     package static func prepareDirectory(for socketPath: String, strict: Bool) throws {
-        let dir = (socketPath as NSString).deletingLastPathComponent
+        let dir = directory(of: socketPath)
         var st = stat()
         if lstat(dir, &st) != 0 {
             guard errno == ENOENT else { throw fail("cannot check the agent's directory \(dir)", errno: errno) }
@@ -84,7 +100,7 @@ public enum AgentSocket {
     /// by another user first, a symlink) is never used to reach one.
     /// - Returns: false when the directory does not exist (then no agent runs there).
     static func checkDirectoryForClient(of socketPath: String, strict: Bool) throws -> Bool {
-        let dir = (socketPath as NSString).deletingLastPathComponent
+        let dir = directory(of: socketPath)
         var st = stat()
         guard lstat(dir, &st) == 0 else {
             if errno == ENOENT || errno == ENOTDIR { return false }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -13,7 +17,7 @@ public final class Device: @unchecked Sendable {
     /// creates is removed if a signal ends the process (`InterruptCleanup`), until
     /// `keepNewStateFiles()`.
     private var newStateFiles: [InterruptCleanup.Token?]?
-    private let newStateFilesLock = NSLock()
+    private let newStateFilesLock = Lock()
 
     /// The device UUID, as 32 hex digits.
     public var uuidHex: String { hexString(secret.uuid) }

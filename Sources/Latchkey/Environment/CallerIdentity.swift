@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Who is calling: an application-identifier, its keychain-access-groups and its application
 /// groups, as an Entitlements.plist gives them. The access groups it may use are, in iOS's
@@ -71,32 +75,16 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
     /// and, through them, the agent all read entitlements here.
     /// - Throws: errSecParam when the file is not a property-list dictionary of that shape.
     public init(entitlementsPlist data: Data, fallbackApplicationIdentifier: String? = nil) throws {
-        let object: Any
+        let plist: EntitlementsPlist
         do {
-            object = try PropertyListSerialization.propertyList(from: data, options: [], format: nil)
+            plist = try PropertyListDecoder().decode(EntitlementsPlist.self, from: data)
+        } catch let shape as EntitlementsPlist.ShapeError {
+            throw KeychainError(.param, shape.message)
         } catch {
             throw KeychainError(.param, "the entitlements file is not a property list (XML or binary)", underlying: "\(error)")
         }
-        guard let dict = object as? [String: Any] else {
-            throw KeychainError(.param, "the entitlements property list must be a dictionary")
-        }
-        func strings(_ key: String) throws -> [String] {
-            guard let raw = dict[key] else { return [] }
-            guard let list = raw as? [Any], list.allSatisfy({ $0 is String }) else {
-                throw KeychainError(.param, "\(key) in the entitlements must be an array of strings")
-            }
-            return list.map { $0 as! String }
-        }
-        let groups = try strings("keychain-access-groups")
-        let appGroups = try strings("com.apple.security.application-groups")
-        var appID = fallbackApplicationIdentifier
-        if let raw = dict["application-identifier"] {
-            guard let s = raw as? String else {
-                throw KeychainError(.param, "application-identifier in the entitlements must be a string")
-            }
-            appID = s
-        }
-        self.init(applicationIdentifier: appID, keychainAccessGroups: groups, applicationGroups: appGroups)
+        self.init(applicationIdentifier: plist.applicationIdentifier ?? fallbackApplicationIdentifier,
+                  keychainAccessGroups: plist.keychainAccessGroups, applicationGroups: plist.applicationGroups)
     }
 
     /// The identity the environment describes (docs/CLI.md): LATCHKEY_ENTITLEMENTS names a

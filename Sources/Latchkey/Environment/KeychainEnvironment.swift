@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a keychain, its device secret and its caller come from, as the environment of the
 /// `latchkey` CLI describes them (docs/CLI.md), and how such a keychain is opened: through the
@@ -51,7 +58,7 @@ package struct KeychainEnvironment: Sendable {
     /// XDG_DATA_HOME is ignored).
     static func dataDirectory(_ value: (String) -> String?) -> String {
         if let xdg = value("XDG_DATA_HOME"), xdg.hasPrefix("/") { return xdg + "/latchkey" }
-        return (value("HOME") ?? NSHomeDirectory()) + "/.local/share/latchkey"
+        return (value("HOME") ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.local/share/latchkey"
     }
 
     /// The caller: the entitlements file's identity (its application-identifier, else

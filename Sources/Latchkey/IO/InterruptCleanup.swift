@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Files that a command must not leave behind when a signal (Ctrl-C, SIGTERM) ends it: the
 /// temporary files of `backup` and `restore`. The library registers them while they exist;
@@ -25,7 +29,7 @@ package enum InterruptCleanup {
     nonisolated(unsafe) private static let isDirectory = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
     nonisolated(unsafe) private static let live = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
     nonisolated(unsafe) private static var used = 0
-    private static let lock = NSLock()
+    private static let lock = Lock()
 
     /// Initializes the slots; call before installing a handler that uses `removeAll`, so that
     /// the handler never runs a lazy initializer.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyFormat
 
 /// Decrypted attributes of the items this keychain has read, kept as columns so that a query
@@ -74,7 +78,7 @@ final class AttributeIndex: @unchecked Sendable {
         var journalEnd: UInt64
     }
 
-    private let mutex = NSLock()
+    private let mutex = Lock()
     private var position: Position?
     /// The store the rows follow (held, so that its identity cannot be reused).
     private var followed: KeychainStore?

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyFormat
 
 /// The attributes of each item class, with Apple's 4-character codes and value kinds

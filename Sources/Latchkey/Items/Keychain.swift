@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -14,7 +18,7 @@ import LatchkeyFormat
 /// ```
 public final class Keychain: @unchecked Sendable {
     package let backend: any KeychainBackend
-    private let defaults = NSLock()
+    private let defaults = Lock()
     private var defaultCaller: CallerIdentity?
     private var defaultHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
 

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import LatchkeyCrypto
 import LatchkeyFormat
 
@@ -17,7 +24,7 @@ package final class KeychainStore: @unchecked Sendable {
     package let path: String
     let device: Device
     let fs: FileSystem
-    private let mutex = NSRecursiveLock()
+    private let mutex = Lock(recursive: true)
 
     private(set) var fd: Int32
     private var identity: FileIdentity
@@ -965,7 +972,7 @@ extension KeychainStore {
 /// time (AddressSanitizer: double free; LeakSanitizer: its 904 bytes leaked).
 final class PrefetchedPasscodeKey: @unchecked Sendable {
     let kdf: KDFParameters
-    private let lock = NSLock()
+    private let lock = Lock()
     private var thread: pthread_t?
     /// Written by the deriving thread; read only after it was joined.
     private var result: Result<SecretKey, Error>?

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LatchkeyFormat
 
 /// Delays between passcode attempts, as iOS escalates them (spec/SECURITY.md §2.4).

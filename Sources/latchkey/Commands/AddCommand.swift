@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -85,6 +89,6 @@ struct AddCommand: ParsableCommand {
         try Terminal.requireStdin("\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH", command: command)
         // On a terminal, ask for one line without echo instead of echoing the secret.
         if Terminal.stdinIsTerminal, let line = try Terminal.readSecret(prompt: "Secret (not echoed): ") { return line }
-        return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+        return try InputFile.standardInput(what: "secret", zeroing: true)
     }
 }

@@ -1,5 +1,10 @@
 import ArgumentParser
+import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyAgent
 #if canImport(Glibc)
@@ -146,7 +151,7 @@ struct AgentCommand: ParsableCommand {
             if n <= 0 { break }
             report += buffer[0..<n]
         }
-        let text = String(decoding: report, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = TextEditing.trimming(String(decoding: report, as: UTF8.self), newlines: true)
         if text.hasPrefix("ok") {
             let path = AgentSocket.defaultPath()
             Output.line("LATCHKEY_AGENT_SOCK=\(path); export LATCHKEY_AGENT_SOCK;")

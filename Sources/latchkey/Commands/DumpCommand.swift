@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -97,7 +101,7 @@ struct DumpCommand: ParsableCommand {
             break
         case .internetPassword:
             var url = text("srvr")
-            if let ptcl = a["ptcl"] { url = DumpCommand.text(ptcl).trimmingCharacters(in: .whitespaces) + "://" + url }
+            if let ptcl = a["ptcl"] { url = TextEditing.trimming(DumpCommand.text(ptcl), newlines: false) + "://" + url }
             if case .integer(let port)? = a["port"], port != 0 { url += ":\(port)" }
             service = url + text("path")
         case .key:
@@ -132,7 +136,7 @@ struct DumpCommand: ParsableCommand {
     /// anything else takes the general path.)
     static func minutes(_ iso: String) -> String {
         let head = iso.utf8.prefix(16)
-        guard head.allSatisfy({ $0 < 0x80 }) else { return String(iso.prefix(16)).replacingOccurrences(of: "T", with: " ") }
+        guard head.allSatisfy({ $0 < 0x80 }) else { return TextEditing.replacing("T", with: " ", in: String(iso.prefix(16))) }
         return String(decoding: head.map { $0 == UInt8(ascii: "T") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 

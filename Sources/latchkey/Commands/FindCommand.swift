@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -114,7 +118,7 @@ struct FindCommand: ParsableCommand {
         switch (r.returnKind, r.limit) {
         case (.data, _):
             if r.json {
-                try Output.json(["v_Data": Data(first.data).base64EncodedString()])
+                try Output.json(encoding: ["v_Data": Data(first.data).base64EncodedString()])
             } else {
                 Output.data(first.data)
             }

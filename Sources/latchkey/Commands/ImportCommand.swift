@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -81,7 +85,7 @@ struct ImportCommand: ParsableCommand {
         progress.finish()
         let path = global.keychainPath
         if json {
-            try Output.json(["imported": dryRun ? 0 : items.count, "checked": items.count, "dryRun": dryRun, "keychain": path] as [String: Any])
+            try Output.json(encoding: Summary(imported: dryRun ? 0 : items.count, checked: items.count, dryRun: dryRun, keychain: path))
         } else if dryRun {
             Output.line("\(items.count) item(s) checked; nothing imported (--dry-run)")
         } else {
@@ -93,9 +97,17 @@ struct ImportCommand: ParsableCommand {
     func readInput() throws -> [UInt8] {
         if file == "-" {
             try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
-            return [UInt8](FileHandle.standardInput.readDataToEndOfFile())
+            return try InputFile.standardInput(what: "items", zeroing: false)
         }
         return try InputFile.contents(file, what: "import file")
+    }
+
+    /// What `--json` prints.
+    struct Summary: Encodable {
+        var imported: Int
+        var checked: Int
+        var dryRun: Bool
+        var keychain: String
     }
 
     static func bad(_ line: Int, _ what: String) -> KeychainError {
@@ -104,14 +116,14 @@ struct ImportCommand: ParsableCommand {
 
     /// The item of one line. - Throws: errSecParam naming the line.
     static func newItem(_ bytes: [UInt8], line: Int) throws -> NewItem {
-        let object: Any
+        let object: JSONValue
         do {
-            object = try JSONSerialization.jsonObject(with: Data(bytes))
+            object = try JSONValue.parse(bytes)
         } catch {
             throw bad(line, "not valid JSON; each line must be one JSON object")
         }
-        guard let dict = object as? [String: Any] else { throw bad(line, "not a JSON object") }
-        guard let className = dict["class"] as? String else {
+        guard case .object(let dict) = object else { throw bad(line, "not a JSON object") }
+        guard case .string(let className)? = dict["class"] else {
             throw bad(line, "no \"class\"; give \"class\": \"genp\" (or inet, cert, keys)")
         }
         guard let itemClass = ItemClass(rawValue: className) else {
@@ -119,14 +131,14 @@ struct ImportCommand: ParsableCommand {
         }
         var data: [UInt8] = []
         if let value = dict["v_Data"] {
-            guard let text = value as? String, let decoded = Data(base64Encoded: text) else {
+            guard case .string(let text) = value, let decoded = Data(base64Encoded: text) else {
                 throw bad(line, "\"v_Data\" must be the secret in base64")
             }
             data = [UInt8](decoded)
         }
         var protection: ProtectionClass?
         if let value = dict["pdmn"] {
-            guard let text = value as? String, let pc = ProtectionClass(code: text) else {
+            guard case .string(let text) = value, let pc = ProtectionClass(code: text) else {
                 throw bad(line, "\"pdmn\" must be one of ak, ck, dk, aku, cku, dku, akpu")
             }
             protection = pc
@@ -155,8 +167,8 @@ struct ImportCommand: ParsableCommand {
 
     /// A JSON value as the library takes it: data-valued attributes from base64, dates from
     /// ISO 8601, whole numbers and booleans as numbers.
-    static func inputValue(_ value: Any, kind: ItemSchema.Kind, key: String, line: Int) throws -> InputValue {
-        if let text = value as? String {
+    static func inputValue(_ value: JSONValue, kind: ItemSchema.Kind, key: String, line: Int) throws -> InputValue {
+        if case .string(let text) = value {
             switch kind {
             case .data:
                 guard let d = Data(base64Encoded: text) else { throw bad(line, "\"\(key)\" holds data: give it in base64") }
@@ -168,10 +180,8 @@ struct ImportCommand: ParsableCommand {
                 return .string(text)
             }
         }
-        if let number = value as? NSNumber, !(value is String) {
-            let type = String(cString: number.objCType)
-            if type == "c" || type == "B" { return .bool(number.boolValue) }
-            let d = number.doubleValue
+        if case .bool(let b) = value { return .bool(b) }
+        if case .number(let d) = value {
             guard d == d.rounded(), let i = Int64(exactly: d) else { throw bad(line, "\"\(key)\" must be a whole number") }
             return .integer(i)
         }

@@ -2,7 +2,11 @@
 import Glibc
 #endif
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyBackup
 import LatchkeyFormat
@@ -150,7 +154,7 @@ struct RestoreCommand: ParsableCommand {
         let b = r.backup
         var lines: [String] = []
         let created = Date(timeIntervalSince1970: TimeInterval(b.createdAt))
-        lines.append("backup \(b.backupUUID) of \(ISO8601DateFormatter().string(from: created)): \(b.items) item(s), "
+        lines.append("backup \(b.backupUUID) of \(created.formatted(Date.ISO8601FormatStyle())): \(b.items) item(s), "
                      + (b.passwordProtected ? "password-protected" : "device-only")
                      + ", made on \(b.sameDevice ? "this device" : "device \(b.sourceDeviceUUID)")")
         let verb = r.dryRun ? "would restore" : "restored"

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -284,56 +288,81 @@ enum Hex {
 
 /// ISO 8601 dates ↔ CFAbsoluteTime (seconds since 2001-01-01 UTC), as the keychain keeps them.
 enum ISODate {
-    /// `2026-01-31`, `2026-01-31T12:00:00Z`, with fractional seconds or an offset.
+    /// `2026-01-31`, `2026-01-31T12:00:00Z`, with fractional seconds or an offset: what
+    /// ISO8601DateFormatter read with `[.withInternetDateTime, .withFractionalSeconds]`,
+    /// `[.withInternetDateTime]` and then `[.withFullDate]`, here through FoundationEssentials'
+    /// ISO8601FormatStyle with ICU's habits kept: fractional seconds cut to the millisecond, a
+    /// time field out of range (`T25:00`) leaves only the date, leading spaces are skipped before a
+    /// date alone. `ISODateTests` compare the two on a corpus.
     static func parse(_ text: String) -> Double? {
-        let full = ISO8601DateFormatter()
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime],
-                                                      [.withFullDate]] {
-            full.formatOptions = options
-            if let date = full.date(from: text) { return date.timeIntervalSinceReferenceDate }
+        if timeFieldsInRange(text) {
+            for style in [Date.ISO8601FormatStyle(includingFractionalSeconds: true), Date.ISO8601FormatStyle()] {
+                guard let date = try? style.parse(text) else { continue }
+                let millis = ((date.timeIntervalSince1970 * 1_000_000).rounded() / 1000).rounded(.down)
+                return millis / 1000 - 978_307_200
+            }
         }
-        return nil
+        let date = String(text.drop { $0 == " " })
+        return (try? Date.ISO8601FormatStyle().year().month().day().parse(date))?.timeIntervalSinceReferenceDate
     }
 
-    /// `2025-01-02T03:04:05.678Z` (to the nearest millisecond, halves up, as
-    /// ISO8601DateFormatter does).
-    ///
-    /// Written out for the proleptic-free Gregorian years 1583–9999: a new ISO8601DateFormatter
-    /// per date (two per item) was 60 % of `dump` at 10,000 items (1.5 s; bench-peers with
-    /// perf). Earlier dates (Foundation switches to the Julian calendar before October 1582),
-    /// later ones, NaN and infinities go to Foundation. `ISODateTests` compare the two.
-    static func format(_ absolute: Double) -> String {
-        let unixMillis = (absolute + 978_307_200) * 1000
-        // 1583-01-01 .. 9999-12-31T23:59:59.999 in Unix milliseconds.
-        guard unixMillis.isFinite, unixMillis >= -12_212_553_600_000, unixMillis < 253_402_300_799_000 else {
-            return foundationFormat(absolute)
+    /// Whether the hour, minute and second of `YYYY-MM-DDTHH:MM:SS…` are in range (ICU refuses
+    /// `T25:00:00`; ISO8601FormatStyle carries it into the next day).
+    static func timeFieldsInRange(_ text: String) -> Bool {
+        let u = Array(text.utf8)
+        guard u.count >= 19, u[10] == UInt8(ascii: "T") else { return true }
+        func field(_ at: Int) -> Int? {
+            guard (0x30...0x39).contains(u[at]), (0x30...0x39).contains(u[at + 1]) else { return nil }
+            return Int(u[at] - 0x30) * 10 + Int(u[at + 1] - 0x30)
         }
+        guard let h = field(11), let m = field(14), let s = field(17) else { return true }
+        return h <= 23 && m <= 59 && s <= 59
+    }
+
+    /// `2025-01-02T03:04:05.678Z` (to the nearest millisecond, halves up), exactly as
+    /// ISO8601DateFormatter with `[.withInternetDateTime, .withFractionalSeconds]` in UTC printed
+    /// it (ICU's calendar), written out: a new formatter per date (two per item) was 60 % of
+    /// `dump` at 10,000 items, and the CLI does not link Foundation. So, as ICU: the Julian
+    /// calendar before 1582-10-15, years before 1 as era years (1 BC is `0001`), times clamped to
+    /// ICU's range (±5.8 million years, which infinities reach), NaN as an empty string.
+    /// `ISODateTests` compare the two.
+    static func format(_ absolute: Double) -> String {
+        guard !absolute.isNaN else { return "" }
+        // ICU's GregorianCalendar limits, in milliseconds since 1970.
+        let unixMillis = min(max((absolute + 978_307_200) * 1000, -184_303_902_528_000_000), 183_882_168_921_600_000)
         let millis = Int64((unixMillis + 0.5).rounded(.down))
-        let days = millis >= 0 ? millis / 86_400_000 : (millis - 86_399_999) / 86_400_000
+        func floorDiv(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+        let days = floorDiv(millis, 86_400_000)
         let ms = millis - days * 86_400_000
-        // Civil date from days since 1970-01-01 (H. Hinnant, "chrono-Compatible Low-Level Date
-        // Algorithms", days_from_civil inverted).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        var year: Int64, month: Int64, day: Int64
+        if millis >= -12_219_292_800_000 {
+            // Gregorian, from 1582-10-15: civil date from days since 1970-01-01 (H. Hinnant,
+            // "chrono-Compatible Low-Level Date Algorithms", days_from_civil inverted).
+            let z = days + 719_468
+            let era = floorDiv(z, 146_097)
+            let doe = z - era * 146_097
+            let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+            let mp = (5 * doy + 2) / 153
+            day = doy - (153 * mp + 2) / 5 + 1
+            month = mp < 10 ? mp + 3 : mp - 9
+            year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        } else {
+            // Julian, from the Julian day number (Richards' algorithm).
+            let c = days + 2_440_588 + 32_082
+            let d = floorDiv(4 * c + 3, 1461)
+            let e = c - floorDiv(1461 * d, 4)
+            let m = floorDiv(5 * e + 2, 153)
+            day = e - floorDiv(153 * m + 2, 5) + 1
+            month = m + 3 - 12 * floorDiv(m, 10)
+            year = d - 4800 + floorDiv(m, 10)
+        }
+        if year <= 0 { year = 1 - year }   // era year: 0 is 1 BC
         func pad(_ v: Int64, _ width: Int) -> String {
             let digits = String(v)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
         return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(ms / 3_600_000, 2) + ":"
             + pad(ms / 60_000 % 60, 2) + ":" + pad(ms / 1000 % 60, 2) + "." + pad(ms % 1000, 3) + "Z"
-    }
-
-    static func foundationFormat(_ absolute: Double) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSinceReferenceDate: absolute))
     }
 }

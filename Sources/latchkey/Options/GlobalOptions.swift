@@ -1,5 +1,12 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Latchkey
 
 /// Where the keychain is and who is asking (docs/CLI.md "The keychain, the passcode and the

@@ -25,6 +25,11 @@ enum InputFile {
         try readWhole(path, what: what, source: source, zeroing: true)
     }
 
+    /// All bytes of stdin, to its end; `zeroing` as for `secret`.
+    static func standardInput(what: String, zeroing: Bool) throws -> [UInt8] {
+        try readAll(STDIN_FILENO, named: "\(what) from stdin", zeroing: zeroing)
+    }
+
     private static func readWhole(_ path: String, what: String, source: String?, zeroing: Bool) throws -> [UInt8] {
         let named = "\(what) \(path)" + (source.map { " (\($0))" } ?? "")
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -33,6 +38,10 @@ enum InputFile {
             throw KeychainError(.io, "cannot read the \(named): \(reason); check the path and its permissions")
         }
         defer { close(fd) }
+        return try readAll(fd, named: named, zeroing: zeroing)
+    }
+
+    private static func readAll(_ fd: Int32, named: String, zeroing: Bool) throws -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: zeroing ? 4096 : 1 << 16)
         defer { if zeroing { Crypto.cleanse(&buffer) } }

@@ -1,5 +1,9 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The man page, latchkey(1), written in roff from the command definitions themselves: the
 /// tree that `--experimental-dump-help` describes (swift-argument-parser's ToolInfo), so the
@@ -211,8 +215,10 @@ enum Manual {
 
     /// Roff-safe text: backslashes and hyphens escaped, no line starting with a control character.
     static func escape(_ text: String) -> String {
-        var s = text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
-            .replacingOccurrences(of: "…", with: "...").replacingOccurrences(of: "—", with: "\\(em")
+        var s = TextEditing.replacing("\\", with: "\\e", in: text)
+        s = TextEditing.replacing("-", with: "\\-", in: s)
+        s = TextEditing.replacing("…", with: "...", in: s)
+        s = TextEditing.replacing("—", with: "\\(em", in: s)
         if s.hasPrefix(".") || s.hasPrefix("'") { s = "\\&" + s }
         return s
     }

@@ -5,7 +5,11 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Latchkey
 import LatchkeyFormat
 
@@ -25,21 +29,12 @@ enum Output {
     /// Progress and counts: only when stderr is a terminal, so scripts see nothing.
     static func progress(_ text: String) { if Terminal.stderrIsTerminal { status(text) } }
 
-    /// Pretty-printed JSON with sorted keys and a final newline.
-    static func json(_ object: Any) throws {
-        data(try jsonBytes(object))
-    }
-
-    static func jsonBytes(_ object: Any) throws -> [UInt8] {
-        let bytes = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return Array(bytes) + [UInt8(ascii: "\n")]
-    }
-
     /// A table on stdout, fitted to the terminal and styled when stdout is one.
     static func table(_ table: Table) {
         for line in table.render(width: Terminal.columns(STDOUT_FILENO), style: .stdout) { self.line(line) }
     }
 
+    /// Pretty-printed JSON with sorted keys and a final newline.
     static func json<T: Encodable>(encoding value: T) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -98,13 +93,42 @@ struct JSONText {
     private var depth = 0
 
     /// The order `.sortedKeys` gives these keys: JSONSerialization's comparison (numeric,
-    /// case-insensitive, forced ordering, system locale), run once per pair of distinct keys.
+    /// case-insensitive, forced ordering), run once per pair of distinct keys.
     static func keyOrder(_ keys: Set<String>) -> [String: Int] {
-        let sorted = keys.sorted { a, b in
-            a.compare(b, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.startIndex..<a.endIndex,
-                      locale: NSLocale.system) == .orderedAscending
-        }
+        let sorted = keys.sorted { keyPrecedes($0, $1) }
         return Dictionary(uniqueKeysWithValues: sorted.enumerated().map { ($1, $0) })
+    }
+
+    /// Foundation's `compare(_:options: [.numeric, .caseInsensitive, .forcedOrdering])` for
+    /// the keys the CLI writes (ASCII attribute codes): letters compared without case, runs of
+    /// digits by their value; keys equal that way are ordered by their first difference (the
+    /// lower-case letter first, the shorter run of digits first), else by their bytes.
+    /// `TextEditingTests` and `ItemJSONTests` check the order against Foundation's.
+    static func keyPrecedes(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        func folded(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c + 0x20 : c }
+        var tie: Bool?   // the forced ordering's answer, from the first difference that compared equal
+        var i = 0, j = 0
+        while i < x.count && j < y.count {
+            if isDigit(x[i]) && isDigit(y[j]) {
+                var ei = i, ej = j
+                while ei < x.count && isDigit(x[ei]) { ei += 1 }
+                while ej < y.count && isDigit(y[ej]) { ej += 1 }
+                let da = x[i..<ei].drop { $0 == 0x30 }, db = y[j..<ej].drop { $0 == 0x30 }
+                if da.count != db.count { return da.count < db.count }
+                if !da.elementsEqual(db) { return da.lexicographicallyPrecedes(db) }
+                if tie == nil && ei - i != ej - j { tie = ei - i < ej - j }
+                i = ei; j = ej
+                continue
+            }
+            let fa = folded(x[i]), fb = folded(y[j])
+            if fa != fb { return fa < fb }
+            if tie == nil && x[i] != y[j] { tie = x[i] > y[j] }   // lower case (the larger byte) first
+            i += 1; j += 1
+        }
+        if (x.count - i) != (y.count - j) { return (x.count - i) < (y.count - j) }
+        return tie ?? x.lexicographicallyPrecedes(y)
     }
 
     mutating func open(_ bracket: String) {

@@ -5,7 +5,13 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
+import Latchkey
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A progress bar on stderr for long commands (import, compact, backup, restore):
 ///
@@ -25,7 +31,7 @@ import Foundation
 final class Progress: @unchecked Sendable {
     enum Unit: Sendable { case items, bytes }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var label: String
     private var total: Int?
     private var completed = 0
@@ -129,7 +135,7 @@ final class Progress: @unchecked Sendable {
         guard enabled else { return try body() }
         let done = DispatchSemaphore(value: 0)
         let stop = AtomicFlag()
-        let thread = Thread { [self] in
+        let started = DetachedThread.start { [self] in
             while !stop.isSet {
                 usleep(100_000)
                 tick?(self)
@@ -137,7 +143,7 @@ final class Progress: @unchecked Sendable {
             }
             done.signal()
         }
-        thread.start()
+        if !started { done.signal() }
         defer {
             stop.set()
             done.wait()
@@ -185,7 +191,7 @@ final class Progress: @unchecked Sendable {
             }
         }
         let seconds = Int(elapsed)
-        tail += "  " + String(format: "%d:%02d", seconds / 60, seconds % 60)
+        tail += "  " + TextEditing.format("%d:%02d", seconds / 60, seconds % 60)
 
         let head = label + "  "
         guard let total, let completed else {
@@ -217,7 +223,7 @@ final class Progress: @unchecked Sendable {
                 value /= 1024
                 index += 1
             }
-            return index == 0 ? "\(n) B" : String(format: "%.1f", value) + " " + units[index]
+            return index == 0 ? "\(n) B" : TextEditing.format("%.1f", value) + " " + units[index]
         }
     }
 
@@ -244,7 +250,7 @@ private func writeRaw(_ fd: Int32, _ bytes: UnsafePointer<UInt8>, _ count: Int) 
 
 /// A flag set by one thread and read by another.
 final class AtomicFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value = false
 
     var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
