@@ -152,10 +152,16 @@ import Glibc
             #expect(environ.contains("LATCHKEY_KEYCHAIN="))
             #expect(!environ.contains("LATCHKEY_PASSCODE="))
         }
-        // A second agent on the same socket is refused with a clear error.
+        // `--daemon` again (a shell profile) prints the same line and starts no second agent
+        // (issue 18 §2); a foreground agent on the same socket is refused with a clear error.
         let second = try sb.run(["agent", "--daemon"])
-        #expect(second.status != 0)
-        #expect(second.stderr.contains("already answers"), "\(second.stderr)")
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.out == r.out, "\(second.out)")
+        let again = try sb.run(["status", "--json"])
+        #expect(((try? again.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) == pid, "the same agent answers")
+        let foreground = try sb.run(["agent", "--idle-timeout", "1"])
+        #expect(foreground.status != 0)
+        #expect(foreground.stderr.contains("already answers"), "\(foreground.stderr)")
         #expect(try sb.run(["agent", "--stop"]).status == 0)
         #expect(try sb.run(["status"]).status == 1)
         pid = 0

@@ -110,7 +110,15 @@ struct AgentCommand: ParsableCommand {
 
     /// Starts a copy of this program with --daemon-child, detached (new session, stdio on
     /// /dev/null), and waits for it to say that it listens (or why it could not).
+    ///
+    /// When an agent already answers at the socket, prints the same line and exits 0, so
+    /// `eval "$(latchkey agent --daemon)"` can sit in a shell profile.
     func spawnDaemon() throws {
+        if let running = try? AgentClient.connect(), (try? running.status()) != nil {
+            Output.progress("an agent already answers at \(running.socketPath); using it")
+            Output.line("LATCHKEY_AGENT_SOCK=\(running.socketPath); export LATCHKEY_AGENT_SOCK;")
+            return
+        }
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw KeychainError(.io, "cannot create a pipe to start the agent", underlying: String(cString: strerror(errno))) }
         // Keep both ends above the descriptors the child's file actions use.

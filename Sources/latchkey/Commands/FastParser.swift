@@ -5,11 +5,10 @@ import LatchkeyFormat
 /// `find`, `add`, `update`, `delete` and `dump` without ArgumentParser's per-process cost.
 ///
 /// ArgumentParser builds its view of a command by reflection, and the Swift runtime's first
-/// look-ups of each type and protocol conformance it touches cost about 5 ms of a `find` that
-/// otherwise takes about 10 ms through the agent (issue 7: ≤ 15 ms end to end; measured with
-/// perf in the README's "The agent"), and about 8 ms before `update` (with its --set-X groups)
-/// can start its passcode KDF (issue 8: a command without the agent costs at most the KDF +
-/// 30 ms; 5 ms for `dump`). These are the commands scripts run in loops, so their common forms
+/// look-ups of each type and protocol conformance it touches cost milliseconds per process —
+/// more than the command itself through the agent, and time spent before a command can start
+/// its passcode KDF (README "The agent" has the measurements). These are the commands scripts
+/// run in loops, so their common forms
 /// are parsed here by hand: attribute options of the default class (genp), update's --set-X of
 /// those attributes, the commands' few own options and flags, and the global options. Anything else
 /// — another class, `--accessible`, `--synchronizable`, a repeated option, a value that starts

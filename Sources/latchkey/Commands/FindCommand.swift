@@ -121,6 +121,9 @@ struct FindCommand: ParsableCommand {
                 try Output.json(encoding: ["v_Data": Data(first.data).base64EncodedString()])
             } else {
                 Output.data(first.data)
+                // On a terminal the prompt must not run into the secret; in a pipe the bytes
+                // stay exactly the stored ones.
+                if Terminal.stdoutIsTerminal, first.data.last != UInt8(ascii: "\n") { Output.data([UInt8(ascii: "\n")]) }
             }
         case (_, .one):
             Output.data(ItemJSON.text([first], includeData: r.returnKind == .all, asArray: false))
