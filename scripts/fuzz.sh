@@ -42,7 +42,17 @@ FLAGS=(-sanitize=fuzzer -O -parse-as-library -package-name "$PKG" -I "$B/Modules
        -Xcc -fmodule-map-file=Sources/COpenSSL/module.modulemap
        -Xcc -fmodule-map-file=Sources/CArchive/module.modulemap
        -I Sources/CLatchkeyCrypto/include -suppress-warnings)
-objects() { for m in "$@"; do ls "$B/$m.build/"*.o; done; }
+# The object files of each module's current sources only: a file moved to another module (or
+# deleted) leaves its old object behind in the scratch directory, which must not be linked.
+objects() {
+    for m in "$@"; do
+        for o in "$B/$m.build/"*.o; do
+            local src; src=$(basename "$o" .o)
+            case "$src" in *.swift) find "Sources/$m" -name "$src" | grep -q . || continue ;; esac
+            echo "$o"
+        done
+    done
+}
 
 link() {
     local target=$1; shift
