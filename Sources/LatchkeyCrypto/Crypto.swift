@@ -197,18 +197,62 @@ public enum Crypto {
         return ok == 1 ? out : nil
     }
 
-    /// Wraps `key` under the key-encryption key `kek`.
+    /// AES key wrap (RFC 3394) under a `SecretKey`, read in place: no copy of the KEK is made.
+    public static func aesKeyWrap(kek: SecretKey, key: UnsafeRawBufferPointer) throws -> [UInt8] {
+        guard key.count >= 16, key.count % 8 == 0 else {
+            throw CryptoError.invalidArgument(operation: "AES key wrap", reason: "bad key length")
+        }
+        var out = [UInt8](repeating: 0, count: key.count + 8)
+        let ok = try kek.withUnsafeBytes { k -> Int32 in
+            guard [16, 24, 32].contains(k.count) else {
+                throw CryptoError.invalidArgument(operation: "AES key wrap", reason: "bad KEK length")
+            }
+            return out.withUnsafeMutableBufferPointer {
+                lk_aes_kw_wrap(k.bindMemory(to: UInt8.self).baseAddress, k.count, key.bindMemory(to: UInt8.self).baseAddress,
+                               key.count, $0.baseAddress)
+            }
+        }
+        guard ok == 1 else { throw failure("AES key wrap") }
+        return out
+    }
+
+    /// `aesKeyWrap(kek:key:)` of an array.
+    public static func aesKeyWrap(kek: SecretKey, key: [UInt8]) throws -> [UInt8] {
+        try key.withUnsafeBytes { try aesKeyWrap(kek: kek, key: $0) }
+    }
+
+    /// AES key unwrap (RFC 3394) under a `SecretKey`, read in place: no copy of the KEK is made.
+    /// Throws `.integrityCheckFailed` for a wrong KEK or tampered input.
+    public static func aesKeyUnwrap(kek: SecretKey, wrapped: [UInt8]) throws -> [UInt8] {
+        guard wrapped.count >= 24, wrapped.count % 8 == 0 else {
+            throw CryptoError.invalidArgument(operation: "AES key unwrap", reason: "bad input length")
+        }
+        var out = [UInt8](repeating: 0, count: wrapped.count - 8)
+        let ok = try kek.withUnsafeBytes { k -> Int32 in
+            guard [16, 24, 32].contains(k.count) else {
+                throw CryptoError.invalidArgument(operation: "AES key unwrap", reason: "bad KEK length")
+            }
+            return wrapped.withUnsafeBufferPointer { i in
+                out.withUnsafeMutableBufferPointer {
+                    lk_aes_kw_unwrap(k.bindMemory(to: UInt8.self).baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                }
+            }
+        }
+        guard ok == 1 else {
+            cleanse(&out)
+            throw CryptoError.integrityCheckFailed(operation: "AES key unwrap")
+        }
+        return out
+    }
+
+    /// Wraps `key` under the key-encryption key `kek`; neither key is copied out.
     public static func wrap(_ key: SecretKey, with kek: SecretKey) throws -> [UInt8] {
-        var k = kek.copyBytes(), m = key.copyBytes()
-        defer { cleanse(&k); cleanse(&m) }
-        return try aesKeyWrap(kek: k, key: m)
+        try key.withUnsafeBytes { try aesKeyWrap(kek: kek, key: $0) }
     }
 
     /// Unwraps a key wrapped by `wrap(_:with:)`.
     public static func unwrap(_ wrapped: [UInt8], with kek: SecretKey) throws -> SecretKey {
-        var k = kek.copyBytes()
-        defer { cleanse(&k) }
-        var out = try aesKeyUnwrap(kek: k, wrapped: wrapped)
+        var out = try aesKeyUnwrap(kek: kek, wrapped: wrapped)
         return SecretKey(consuming: &out)
     }
 

@@ -79,9 +79,7 @@ public struct ItemPutPayload: Equatable, Sendable {
                                flags: flags,
                                uniqueKeyHash: keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
                                wrappedItemKey: [], ciphertext: [], tag: [])
-        var kek = classKey.copyBytes()
-        defer { Crypto.cleanse(&kek) }
-        p.wrappedItemKey = try Crypto.aesKeyWrap(kek: kek, key: itemKey)
+        p.wrappedItemKey = try Crypto.aesKeyWrap(kek: classKey, key: itemKey)
         let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
         p.ciphertext = sealed.ciphertext
         p.tag = sealed.tag
@@ -91,9 +89,7 @@ public struct ItemPutPayload: Equatable, Sendable {
     /// Opens the item with its class key. Throws `CryptoError.integrityCheckFailed` when the
     /// key does not unwrap or the tag does not verify, and `FormatError` for a bad plaintext.
     public func open(classKey: SecretKey, fileUUID: [UInt8]) throws -> ItemPlaintext {
-        var kek = classKey.copyBytes()
-        defer { Crypto.cleanse(&kek) }
-        var itemKey = try Crypto.aesKeyUnwrap(kek: kek, wrapped: wrappedItemKey)
+        var itemKey = try Crypto.aesKeyUnwrap(kek: classKey, wrapped: wrappedItemKey)
         defer { Crypto.cleanse(&itemKey) }
         var body = try Crypto.aesGCMOpen(key: itemKey, nonce: FormatConstants.itemNonce, aad: aad(fileUUID: fileUUID),
                                          ciphertext: ciphertext, tag: tag)

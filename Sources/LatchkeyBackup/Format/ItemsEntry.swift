@@ -52,10 +52,8 @@ package struct BackupItemRecord: Sendable {
         guard body.count <= BackupConstants.maxPlaintextSize else {
             throw FormatError.invalidField(field: "item", reason: "plaintext larger than \(BackupConstants.maxPlaintextSize) bytes")
         }
-        var kek = classKey.copyBytes()
-        defer { Crypto.cleanse(&kek) }
         var r = BackupItemRecord(uuid: uuid, protectionClass: protectionClass, flags: flags,
-                                 wrappedItemKey: try Crypto.aesKeyWrap(kek: kek, key: itemKey),
+                                 wrappedItemKey: try Crypto.aesKeyWrap(kek: classKey, key: itemKey),
                                  ciphertext: ArraySlice(repeating: 0, count: body.count), tag: [])
         let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce,
                                            aad: r.aad(backupUUID: backupUUID, entry: entry, index: index), plaintext: body)
@@ -68,9 +66,7 @@ package struct BackupItemRecord: Sendable {
     /// - Throws: `CryptoError.integrityCheckFailed` (wrong key or altered bytes); `FormatError`
     ///   for a plaintext that breaks spec/FORMAT.md §8.3.
     package func open(classKey: SecretKey, backupUUID: [UInt8], entry: Int, index: Int) throws -> ItemPlaintext {
-        var kek = classKey.copyBytes()
-        defer { Crypto.cleanse(&kek) }
-        var itemKey = try Crypto.aesKeyUnwrap(kek: kek, wrapped: wrappedItemKey)
+        var itemKey = try Crypto.aesKeyUnwrap(kek: classKey, wrapped: wrappedItemKey)
         defer { Crypto.cleanse(&itemKey) }
         var body = try Crypto.aesGCMOpen(key: itemKey, nonce: FormatConstants.itemNonce,
                                          aad: aad(backupUUID: backupUUID, entry: entry, index: index),
