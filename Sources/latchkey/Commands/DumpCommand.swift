@@ -71,7 +71,7 @@ struct DumpCommand: ParsableCommand {
             try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
                 stream.append(item)
                 count += 1
-                if count % 256 == 0 { Output.data(stream.take()) }
+                if stream.buffered >= 1 << 16 { Output.data(stream.take()) }
             })
             Output.data(stream.finish())
             return count

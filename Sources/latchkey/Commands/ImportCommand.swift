@@ -72,7 +72,7 @@ struct ImportCommand: ParsableCommand {
                 let item = try ImportCommand.newItem(line, line: number)
                 try run.check(item)
                 try handle(item)
-                run.accepted(item)
+                run.accepted()
                 progress.update(completed: run.count)
             }
         }

@@ -32,6 +32,8 @@ struct ImportRun {
     /// about that line).
     private(set) var inItem = false
     private var current: NewItem?
+    /// The unique-key digest of the current line's item (nil: it has none that can be told).
+    private var currentDigest: KeyDigest?
     private var seen: [KeyDigest: Int32] = [:]
     /// Lines of the last accepted items, oldest first: item `count - recent.count` is the first.
     private var recent: [Int] = []
@@ -49,17 +51,18 @@ struct ImportRun {
         if let policy, let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
             throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))")
         }
-        if let key = ImportCommand.uniqueKey(item), let first = seen[KeyDigest(key)] {
+        currentDigest = ImportCommand.uniqueKey(item).map(KeyDigest.init)
+        if let digest = currentDigest, let first = seen[digest] {
             throw KeychainError(.duplicateItem, "line \(line) has the same unique key as line \(first)")
         }
         inItem = true
     }
 
-    /// The item of the current line was accepted.
-    mutating func accepted(_ item: NewItem) {
+    /// The item of the current line (passed to `check`) was accepted.
+    mutating func accepted() {
         inItem = false
         count += 1
-        if let key = ImportCommand.uniqueKey(item) { seen[KeyDigest(key)] = Int32(clamping: line) }
+        if let digest = currentDigest { seen[digest] = Int32(clamping: line) }
         recent.append(line)
         if recent.count > 2 * ItemImporter.agentBatchSize { recent.removeFirst(ItemImporter.agentBatchSize) }
     }

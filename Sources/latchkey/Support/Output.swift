@@ -108,6 +108,9 @@ enum ItemJSON {
         /// The bytes written so far, removed from the stream.
         mutating func take() -> [UInt8] { w.take() }
 
+        /// How many bytes `take()` would return.
+        var buffered: Int { w.bytes.count }
+
         /// The rest of the bytes, the closing bracket and newline included.
         mutating func finish() -> [UInt8] {
             if asArray { w.close("]") }
