@@ -83,6 +83,7 @@ struct ImportCommand: ParsableCommand {
                 try keychain.importItems { i in
                     importer = i
                     try eachItem { try i.add($0) }
+                    run.forgetKeys()
                     progress.restart("import: closing the transaction of \(Progress.grouped(run.count)) items", total: nil, counting: false)
                 }
             } catch let error as KeychainError {

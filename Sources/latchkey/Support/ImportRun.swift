@@ -67,11 +67,18 @@ struct ImportRun {
         if recent.count > 2 * ItemImporter.agentBatchSize { recent.removeFirst(ItemImporter.agentBatchSize) }
     }
 
+    /// After the last line: the digests are needed no more (the keychain checks every unique
+    /// key itself), so their memory is free for closing the transaction.
+    mutating func forgetKeys() { seen = [:] }
+
     /// The error to show for a failed import: which line, how many items landed (none, but
     /// through the agent), and how to go on.
     func explain(_ error: KeychainError, landed: Int, atomic: Bool, keychain: Keychain?) -> KeychainError {
         var message = error.message
-        if error.status == .duplicateItem, inItem, let item = current {
+        if !atomic, inItem, !message.hasPrefix("line ") {
+            // Through the agent, the keychain's errors come for a whole transaction.
+            message = "lines \(firstLineNotLanded(landed))-\(line) (one transaction through the agent): " + message
+        } else if error.status == .duplicateItem, inItem, let item = current {
             message = ImportRun.inKeychain(item, keychain)
                 ? "line \(line): an item with the same unique key is already in the keychain"
                 : "line \(line) has the same unique key as an earlier line"
