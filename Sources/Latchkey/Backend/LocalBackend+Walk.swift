@@ -1,11 +1,12 @@
 import LatchkeyFormat
 
 extension Keychain {
-    /// Every live item the caller may see, attributes only (never the data), in two passes
-    /// that hold one decrypted item at a time: `survey` meets each item in file order (to size
-    /// a table, say), then `emit` meets each again in class order (genp, inet, cert, keys) and
-    /// creation order (`cdat`; file order among equal dates). Between the passes memory holds
-    /// a 24-byte sort key per item, not the items: each is decrypted twice instead. A keychain
+    /// Every live item the caller may see, attributes only (never the data), in two passes:
+    /// `survey` meets each item in file order (to size a table, say), then `emit` meets each
+    /// again in class order (genp, inet, cert, keys) and creation order (`cdat`; file order
+    /// among equal dates). Between the passes memory holds a 32-byte sort key per item and at
+    /// most about 8 MiB of items (`LocalBackend.walkBudget`); beyond that each item is decrypted
+    /// again in the second pass instead of being kept. A keychain
     /// served by the agent answers with its item lists (one reply per class holds them all).
     /// - Parameter protections: only items of these classes (nil: all; then an item whose
     ///   class is locked fails the call with errSecInteractionNotAllowed before `emit` runs).
@@ -38,8 +39,14 @@ extension LocalBackend {
             let slots = store.slots()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
-            // (class rank, position in `slots`, cdat, file offset): 24 bytes an item.
-            var keys: [(rank: UInt8, at: Int32, created: Double, offset: UInt64)] = []
+            // (class rank, position in `slots`, position in `held`, cdat, file offset): 32 bytes an item.
+            var keys: [(rank: UInt8, at: Int32, n: Int32, created: Double, offset: UInt64)] = []
+            // The items of the first pass while they fit in `LocalBackend.walkBudget`: then the
+            // second pass needs no second decryption. Past the budget they are dropped, and
+            // every item is read again.
+            var held: [Item] = []
+            var heldBytes = 0
+            var holding = true
             func item(_ i: Int) throws -> Item? {
                 let (id, slot) = slots[i]
                 var p = try store.read(slot)
@@ -54,13 +61,43 @@ extension LocalBackend {
                 guard store.isAvailable(slot.protection) else { throw KeychainError.locked(slot.protection) }
                 guard let it = try item(i) else { continue }
                 try survey(it)
-                keys.append((rank, Int32(i), LocalBackend.creation(it), slot.offset))
+                keys.append((rank, Int32(i), Int32(keys.count), LocalBackend.creation(it), slot.offset))
+                if holding {
+                    heldBytes += LocalBackend.approximateSize(it)
+                    if heldBytes <= LocalBackend.walkBudget {
+                        held.append(it)
+                    } else {
+                        holding = false
+                        held = []
+                    }
+                }
             }
             keys.sort { ($0.rank, $0.created, $0.offset) < ($1.rank, $1.created, $1.offset) }
             for k in keys {
-                if let it = try item(Int(k.at)) { try emit(it) }
+                if holding {
+                    try emit(held[Int(k.n)])
+                } else if let it = try item(Int(k.at)) {
+                    try emit(it)
+                }
             }
         }
+    }
+
+    /// How many bytes of items `walkItems` keeps between its passes to spare decrypting them
+    /// again: a keychain of up to some tens of thousands of ordinary items is read once.
+    static let walkBudget = 8 << 20
+
+    /// Roughly what an item costs in memory: its attribute values and a fixed cost each.
+    static func approximateSize(_ item: Item) -> Int {
+        var n = 256
+        for (_, value) in item.attributes {
+            switch value {
+            case .string(let s): n += 64 + s.utf8.count
+            case .data(let d): n += 64 + d.count
+            case .integer, .date: n += 48
+            }
+        }
+        return n
     }
 
     static func creation(_ item: Item) -> Double {
