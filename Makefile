@@ -108,7 +108,7 @@ bench-peers: deps
 ## unique key side by side across the sizes, find on a label 10 items share, import and verify
 ## with their peak memory, --version against /bin/true, find through the agent at 10k against
 ## `pass show`; each target with its ratio and met/missed (scripts/bench-scale.sh). About
-## 3 minutes; with SCALE_1M=1 about 5
+## 3 minutes; with SCALE_1M=1 about 7
 bench-scale: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-scale.sh
 
