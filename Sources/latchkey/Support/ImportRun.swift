@@ -94,7 +94,7 @@ struct ImportRun {
                 : "run 'tail -n +\(firstLeft) \(file) | latchkey import -'"
             message += "; the \(landed) item(s) before line \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
         }
-        return KeychainError(error.status, message, underlying: error.underlying)
+        return KeychainError(error.status, message, underlying: error.underlying, remedy: error.remedy)
     }
 
     /// The line of the first item that did not land, `landed` items having landed.
