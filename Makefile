@@ -22,7 +22,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-lib bench-startup check-lean clean
+.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -102,6 +102,15 @@ bench: deps
 ## (README "Against keepassxc-cli and pass"); PEERS_SIZES picks the sizes (default 100 1000 10000)
 bench-peers: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-peers.sh
+
+## bench-scale: the target table of issue 16 (README "At scale"): keychains of 100, 10k and
+## 100k items (SCALE_1M=1 adds 1M) without passcode or agent; find, add, update, delete by
+## unique key side by side across the sizes, find on a label 10 items share, import and verify
+## with their peak memory, --version against /bin/true, find through the agent at 10k against
+## `pass show`; each target with its ratio and met/missed (scripts/bench-scale.sh). About
+## 3 minutes; with SCALE_1M=1 about 7
+bench-scale: deps
+	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-scale.sh
 
 ## bench-lib: the library benchmarks with package-benchmark (Benchmarks/Package.swift, a package
 ## of its own so that the main build never fetches it; README "Performance"). Each operation at

@@ -42,6 +42,32 @@ import Glibc
         p.waitUntilExit()
     }
 
+    /// Through the agent an import goes in transactions of 1,000 items: one that fails
+    /// half-way says how many landed and from which line to go on, and going on from there
+    /// imports the rest.
+    @Test func import_throughTheAgent_failingHalfWay_saysWhatLandedAndHowToGoOn() throws {
+        let sb = try AgentCLITests.sandbox()
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        #expect(try sb.run(["unlock"]).status == 0)
+        var lines = (1...2_500).map { "{\"class\":\"genp\",\"acct\":\"user\($0)\",\"v_Data\":\"AA==\"}" }
+        lines[2_199] = #"{"class":"genp","acct":"user2200","v_Data":"***"}"#
+        let file = try sb.writeFile("items.jsonl", Array((lines.joined(separator: "\n") + "\n").utf8))
+        let failed = try sb.run(["import", file], env: AgentCLITests.noPasscode)
+        #expect(failed.status == 2, "\(failed.stderr)")
+        #expect(failed.stderr.hasPrefix("latchkey: line 2200: \"v_Data\" must be the secret in base64; the 2000 item(s) before line 2001 were imported already"), "\(failed.stderr)")
+        #expect(failed.stderr.contains("run 'tail -n +2001 \(file) | latchkey import -'"), "\(failed.stderr)")
+        #expect(try sb.run(["find", "--account", "user2000"], env: AgentCLITests.noPasscode).status == 0)
+        #expect(try sb.run(["find", "--account", "user2001"], env: AgentCLITests.noPasscode).status == 1)
+
+        lines[2_199] = #"{"class":"genp","acct":"user2200","v_Data":"AA=="}"#
+        let rest = Array((lines[2_000...].joined(separator: "\n") + "\n").utf8)
+        let resumed = try sb.run(["import", "-"], stdin: rest, env: AgentCLITests.noPasscode)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(resumed.out.hasPrefix("imported 500 item(s)"))
+        #expect(try sb.run(["find", "--account", "user2500"], env: AgentCLITests.noPasscode).status == 0)
+    }
+
     @Test func lockStates_endToEnd() throws {
         let sb = try AgentCLITests.sandbox()
         try sb.add(account: "ak", data: Array("A".utf8), ["--accessible", "ak"])

@@ -126,6 +126,26 @@ import Testing
         #expect(try sandbox.run(["find", "--account", "good"]).status == 1, "the good line was not imported either")
     }
 
+    /// The streaming transaction writes its records as it goes (in 1 MiB batches); a bad line
+    /// after several megabytes were written cuts the file back to its size before the import.
+    @Test func import_aBadLineAfterMegabytesWereWritten_leavesTheFileAsItWas() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "before", data: [1])
+        let before = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
+        let secret = Data(repeating: 7, count: 1 << 20).base64EncodedString()
+        var lines = (0..<4).map { "{\"class\":\"genp\",\"acct\":\"big\($0)\",\"v_Data\":\"\(secret)\"}" }
+        lines.append(#"{"class":"genp","acct":"bad","v_Data":"***"}"#)
+        let file = try sandbox.writeFile("items.jsonl", Array(lines.joined(separator: "\n").utf8))
+        let result = try sandbox.run(["import", file])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr == "latchkey: line 5: \"v_Data\" must be the secret in base64; nothing was imported (errSecParam -50)\n")
+        let after = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
+        #expect(after == before, "the keychain is \(after.count) bytes, was \(before.count)")
+        #expect(try sandbox.run(["find", "--account", "big0"]).status == 1)
+        #expect(try sandbox.run(["verify"]).status == 0)
+    }
+
     @Test func import_duplicates_andForeignGroups_nameTheLine() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()

@@ -97,6 +97,27 @@ final class Spawned {
         return e
     }
 
+    /// Waits for the end of the process; returns it with the process's peak resident set size
+    /// in bytes: the largest VmHWM of /proc/PID/status read while it ran (read every 2 ms; the
+    /// high-water mark only grows, so a peak is seen unless it comes in the process's last
+    /// moments). ru_maxrss cannot tell: posix_spawn's child shares the test process's memory
+    /// until exec, and the kernel carries that high-water mark into the new program's.
+    func waitWithPeakRSS() -> (End, Int) {
+        precondition(end == nil, "the process was already reaped")
+        var peakKiB = 0
+        let statusPath = "/proc/\(pid)/status"
+        while true {
+            if let text = try? String(contentsOfFile: statusPath, encoding: .utf8),
+               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+               let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                peakKiB = max(peakKiB, kib)
+            }
+            if !running { break }
+            pause(microseconds: 2_000)
+        }
+        return (end!, peakKiB * 1024)
+    }
+
     var stdout: [UInt8] { (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: outPath)))) ?? [] }
     var stderr: String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
 }

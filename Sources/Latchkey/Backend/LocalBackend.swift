@@ -41,26 +41,34 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         var added: [Item] = []
         mutations.reserveCapacity(items.count)
         for given in items {
-            try Keychain.validateNames(given.attributes, given.itemClass)
-            let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
-            try LocalBackend.checkWritableGroup(item.attributes, policy)
-            var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-            if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
-            if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
-            attrs["cdat"] = .date(t)
-            attrs["mdat"] = .date(t)
-            let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
-            if item.requiresUserPresence && !store.hasPasscode {
-                throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none", remedy: .setPasscode)
-            }
-            let id = try ID16.random()
-            let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
-            let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
-            mutations.append(.put(id: id, plaintext: plaintext, protection: pc, flags: flags))
-            added.append(makeItem(plaintext, protection: pc, id: id, flags: flags))
+            let p = try prepared(given, policy: policy, time: t)
+            mutations.append(.put(id: p.id, plaintext: p.plaintext, protection: p.protection, flags: p.flags))
+            added.append(makeItem(p.plaintext, protection: p.protection, id: p.id, flags: p.flags))
         }
         try store.withWriteLock { try store.commit(mutations) }
         return added
+    }
+
+    /// A new item as `add` stores it: attributes checked and derived, the caller's group
+    /// checked (and given when absent), `sync` defaulted, `cdat` and `mdat` set to `time`, a
+    /// fresh UUID. Shared by `add` and the streaming import (LocalBackend+Streaming.swift).
+    func prepared(_ given: NewItem, policy: AccessPolicy, time t: Double) throws
+        -> (id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) {
+        try Keychain.validateNames(given.attributes, given.itemClass)
+        let item = try Keychain.derivingAttributes(given)   // certificates and keys: Keychain+Certificates.swift
+        try LocalBackend.checkWritableGroup(item.attributes, policy)
+        var attrs = item.attributes.filter { !Keychain.keychainOwned.contains($0.key) }
+        if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
+        if attrs["sync"] == nil { attrs["sync"] = .integer(0) }
+        attrs["cdat"] = .date(t)
+        attrs["mdat"] = .date(t)
+        let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
+        if item.requiresUserPresence && !store.hasPasscode {
+            throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none", remedy: .setPasscode)
+        }
+        let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
+        let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
+        return (try ID16.random(), plaintext, pc, flags)
     }
 
     /// A group in new values (add, update) that the caller may not use (errSecNoAccessForItem).

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import ArgumentParser
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -39,42 +46,64 @@ struct DumpCommand: ParsableCommand {
     }
 
     /// What a `dump` does, whichever parser read its arguments (see Commands/FastParser.swift).
+    /// The output is written as the items are read: memory holds one item at a time and a
+    /// sort key per item (Keychain.walkItems), never the list.
     static func execute(json: Bool, global: GlobalOptions) throws {
         let keychain = try global.open(unlock: .whenNeeded)
-        var items: [Item]
+        var shown = 0
         do {
-            items = try global.retryingUnlocked(keychain) { try DumpCommand.items(keychain, protections: nil) }
+            shown = try global.retryingUnlocked(keychain) { try DumpCommand.write(keychain, protections: nil, json: json) }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: list what the available classes hold, and say what is left out.
             let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
-            items = try DumpCommand.items(keychain, protections: available)
             let byProtection = try keychain.info().itemsByProtection
             let locked = ProtectionClass.allCases.filter { !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0 }
             let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
             Output.note("the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them")
+            shown = try DumpCommand.write(keychain, protections: available, json: json)
         }
-        if json {
-            Output.data(ItemJSON.text(items, includeData: false, asArray: true))
-        } else if items.isEmpty {
+        if !json, shown == 0 {
             Output.note("no items that this caller can reach in \(global.keychainPath)")
-        } else {
-            Output.table(DumpCommand.table(items))
         }
     }
 
-    /// Every item of every class the caller can see, without data, in class then creation order;
-    /// only of `protections` when given.
-    static func items(_ keychain: Keychain, protections: [ProtectionClass]?) throws -> [Item] {
-        var out: [Item] = []
-        for c in ItemClass.allCases {
-            var found: [Item] = []
-            for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
-                found += try keychain.find(Query(c, protection: pc, synchronizable: .any), includeData: false)
-            }
-            // Each creation date read once, not twice per comparison; a stable order.
-            out += found.enumerated().map { (date($0.element, "cdat"), $0.offset) }.sorted { $0 < $1 }.map { found[$0.1] }
+    /// Writes the items the caller can see (only of `protections` when given) as a table or a
+    /// JSON array, as they are read, in class then creation order; returns how many. Nothing
+    /// is written before the first pass has read every item, so a locked class fails the call
+    /// with nothing on stdout. A table is sized in the first pass and printed in the second.
+    static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool) throws -> Int {
+        var count = 0
+        if json {
+            var stream = ItemJSON.Stream(includeData: false, asArray: true)
+            try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
+                stream.append(item)
+                count += 1
+                if stream.buffered >= 1 << 16 { Output.data(stream.take()) }
+            })
+            Output.data(stream.finish())
+            return count
         }
-        return out
+        let header = ["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"]
+        var sizing = Table.Sizing(header)
+        var widths: [Int] = []
+        var pending: [UInt8] = []
+        try keychain.walkItems(protections: protections, survey: { item in
+            sizing.measure(DumpCommand.row(item).map(TerminalText.quoted))
+        }, emit: { item in
+            if count == 0 {
+                widths = sizing.widths(fitting: Terminal.columns(STDOUT_FILENO))
+                pending += Array((Style.stdout.bold(Table.line(header, sizing.headerCounts, widths)) + "\n").utf8)
+            }
+            let cells = DumpCommand.row(item).map(TerminalText.quoted)
+            pending += Array((Table.line(cells, cells.map(Table.length), widths) + "\n").utf8)
+            count += 1
+            if pending.count >= 1 << 16 {
+                Output.data(pending)
+                pending.removeAll(keepingCapacity: true)
+            }
+        })
+        if !pending.isEmpty { Output.data(pending) }
+        return count
     }
 
     static func date(_ item: Item, _ code: String) -> Double {

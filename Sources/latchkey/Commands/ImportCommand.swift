@@ -7,7 +7,7 @@ import Foundation
 import Latchkey
 import LatchkeyFormat
 
-/// `latchkey import`: adds the items of a JSON-lines file in one transaction.
+/// `latchkey import`: adds the items of a JSON-lines file in one streaming transaction.
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
@@ -19,11 +19,14 @@ struct ImportCommand: ParsableCommand {
             dk, aku, cku, dku, akpu; default ak, certificates dk). Data-valued attributes \
             (klbl, subj, …) are base64, dates ISO 8601; "cdat" and "mdat" are ignored, as the \
             keychain sets them. Blank lines are skipped. This is the form `find --return all` \
-            prints, one object a line. Every line is checked before anything is written; a \
-            bad line fails with errSecParam (exit 2) naming its number, a unique key that is \
+            prints, one object a line. The input is read as it streams, a line at a time, and \
+            every item goes into one transaction that closes only after the last line: a bad \
+            line fails with errSecParam (exit 2) naming its number, a unique key that is \
             already in the keychain or repeats an earlier line with errSecDuplicateItem \
-            (exit 3), and then nothing is imported. Prints the count on stdout; a progress \
-            bar on stderr when it is a terminal.
+            (exit 3), and then nothing is imported; an import that is killed or crashes \
+            leaves the keychain as it was. Through the agent the items go in transactions of \
+            1,000, and a failure says how many landed and from which line to go on. Prints \
+            the count on stdout; a progress count on stderr when it is a terminal.
 
             Example:
               echo '{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg=="}' > items.jsonl
@@ -50,56 +53,69 @@ struct ImportCommand: ParsableCommand {
     func run() throws {
         // Open (and so check the keychain and caller) before reading a possibly large input.
         let keychain = dryRun ? nil : try global.open(unlock: .whenNeeded)
+        if let keychain { try unlockUpFront(keychain) }
+        if file == "-" {
+            try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
+        }
+        let reader = try LineReader(path: file, what: "import file")
         let progress = Progress("import")
         defer { progress.finish() }
-        let input = try readInput()
+        var run = ImportRun(file: file, policy: try keychain.map { try AccessPolicy(caller: $0.caller) })
 
-        // 1. Parse and check every line before anything is written.
-        var lines = input.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        progress.restart("check", total: lines.count)
-        var items: [NewItem] = []
-        var lineNumbers: [Int] = []
-        for (index, line) in lines.enumerated() {
-            progress.update(completed: index + 1)
-            guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }) else { continue }
-            items.append(try ImportCommand.newItem(Array(line), line: index + 1))
-            lineNumbers.append(index + 1)
+        // One pass: each line is parsed, checked and handed on before the next is read, so
+        // memory holds one line and the import's index, never the items.
+        func eachItem(_ handle: (NewItem) throws -> Void) throws {
+            while let line = try reader.next() {
+                let number = reader.lineNumber
+                guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }) else { continue }
+                run.line = number
+                let item = try ImportCommand.newItem(line, line: number)
+                try run.check(item)
+                try handle(item)
+                run.accepted()
+                progress.update(completed: run.count)
+            }
         }
-        try ImportCommand.checkRepeatedKeys(items, lines: lineNumbers)
 
-        // 2. One transaction: all or none.
         if let keychain {
-            try ImportCommand.checkGroups(items, lines: lineNumbers, caller: keychain.caller)
-            progress.restart("import: writing \(Progress.grouped(items.count)) items in one transaction", total: nil, counting: false)
+            var importer: ItemImporter?
             do {
-                try progress.whileRunning {
-                    try global.retryingUnlocked(keychain) { try keychain.add(contentsOf: items) }
+                try keychain.importItems { i in
+                    importer = i
+                    try eachItem { try i.add($0) }
+                    run.forgetKeys()
+                    progress.restart("import: closing the transaction of \(Progress.grouped(run.count)) items", total: nil, counting: false)
                 }
-            } catch let error as KeychainError where error.status == .duplicateItem {
-                throw ImportCommand.explainDuplicate(error, items, lines: lineNumbers, keychain: keychain)
             } catch let error as KeychainError {
-                throw KeychainError(error.status, error.message + "; nothing was imported", underlying: error.underlying)
+                throw run.explain(error, landed: importer?.landed ?? 0, atomic: importer?.isAtomic ?? true, keychain: keychain)
+            }
+        } else {
+            do {
+                try eachItem { _ in }
+            } catch let error as KeychainError {
+                throw run.explain(error, landed: 0, atomic: true, keychain: nil)
             }
         }
         progress.finish()
         let path = global.keychainPath
         if json {
-            try Output.json(encoding: Summary(imported: dryRun ? 0 : items.count, checked: items.count, dryRun: dryRun, keychain: path))
+            try Output.json(encoding: Summary(imported: dryRun ? 0 : run.count, checked: run.count, dryRun: dryRun, keychain: path))
         } else if dryRun {
-            Output.line("\(items.count) item(s) checked; nothing imported (--dry-run)")
+            Output.line("\(run.count) item(s) checked; nothing imported (--dry-run)")
         } else {
-            Output.line("imported \(items.count) item(s) into \(path)")
+            Output.line("imported \(run.count) item(s) into \(path)")
         }
     }
 
-    /// The bytes of FILE, or of stdin for `-`.
-    func readInput() throws -> [UInt8] {
-        if file == "-" {
-            try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
-            return try InputFile.standardInput(what: "items", zeroing: false)
-        }
-        return try InputFile.contents(file, what: "import file")
+    /// The input is read once, as it streams, so a class found locked half-way cannot be
+    /// retried after a prompt: when the passcode would be asked for at all, ask before.
+    func unlockUpFront(_ keychain: Keychain) throws {
+        let needed: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always,
+                                         .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly]
+        guard keychain.hasPasscode, file != "-", Terminal.stdinIsTerminal, try global.givenPasscode() == nil,
+              !needed.allSatisfy(keychain.isAvailable) else { return }
+        guard let passcode = try Terminal.readSecret(prompt: "Passcode for \(global.keychainPath): ") else { return }
+        try keychain.unlock(passcode: passcode)
     }
 
     /// What `--json` prints.
@@ -111,7 +127,7 @@ struct ImportCommand: ParsableCommand {
     }
 
     static func bad(_ line: Int, _ what: String) -> KeychainError {
-        KeychainError(.param, "line \(line): \(what); nothing was imported")
+        KeychainError(.param, "line \(line): \(what)")
     }
 
     /// The item of one line. - Throws: errSecParam naming the line.
@@ -188,19 +204,6 @@ struct ImportCommand: ParsableCommand {
         throw bad(line, "\"\(key)\" must be a string, a number or true/false")
     }
 
-    /// Two lines with the same unique key would make the transaction fail; say which.
-    /// - Throws: errSecDuplicateItem naming both lines.
-    static func checkRepeatedKeys(_ items: [NewItem], lines: [Int]) throws {
-        var seen: [UniqueKey: Int] = [:]
-        for (item, line) in zip(items, lines) {
-            guard let key = uniqueKey(item) else { continue }
-            if let first = seen[key] {
-                throw KeychainError(.duplicateItem, "line \(line) has the same unique key as line \(first); nothing was imported")
-            }
-            seen[key] = line
-        }
-    }
-
     /// The unique key an item will have, as far as it can be told before adding: the access
     /// group is compared only when the line gives one (nil → not compared across defaults).
     static func uniqueKey(_ item: NewItem) -> UniqueKey? {
@@ -220,39 +223,5 @@ struct ImportCommand: ParsableCommand {
         }
         if attributes["agrp"] == nil { attributes["agrp"] = .string("\u{0}default") }
         return UniqueKey(itemClass: item.itemClass, attributes: attributes)
-    }
-
-    /// A line naming a group the caller may not use: errSecNoAccessForItem with its number.
-    static func checkGroups(_ items: [NewItem], lines: [Int], caller: CallerIdentity?) throws {
-        let policy = try AccessPolicy(caller: caller)
-        for (item, line) in zip(items, lines) {
-            if let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
-                throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", ")); nothing was imported")
-            }
-        }
-    }
-
-    /// errSecDuplicateItem from the transaction: name the first password line whose item is
-    /// already in the keychain (found by its whole unique key, through the index).
-    static func explainDuplicate(_ error: KeychainError, _ items: [NewItem], lines: [Int], keychain: Keychain) -> KeychainError {
-        for (item, line) in zip(items, lines) where item.itemClass == .genericPassword || item.itemClass == .internetPassword {
-            var attributes: [String: AttributeValue] = [:]
-            for (name, kind) in UniqueKey.attributes(for: item.itemClass) where name != "sync" {
-                attributes[name] = item.attributes[name] ?? {
-                    switch kind {
-                    case .bytes: return .data([])
-                    case .integer: return .integer(0)
-                    case .date: return .date(0)
-                    }
-                }()
-            }
-            if item.attributes["agrp"] == nil, let group = keychain.caller?.defaultAccessGroup { attributes["agrp"] = .string(group) }
-            let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
-            if let found = try? keychain.find(Query(item.itemClass, attributes, synchronizable: sync), limit: 1, includeData: false),
-               !found.isEmpty {
-                return KeychainError(.duplicateItem, "line \(line): an item with the same unique key is already in the keychain; nothing was imported")
-            }
-        }
-        return KeychainError(error.status, error.message + "; nothing was imported", underlying: error.underlying)
     }
 }

@@ -56,11 +56,41 @@ enum ItemJSON {
         var keys: Set<String> = ["class"]
         if includeData { keys.insert("v_Data") }
         for item in items { keys.formUnion(item.attributes.keys) }
-        let rank = JSONText.keyOrder(keys)
-        var w = JSONText()
-        if asArray { w.open("[") }
-        for (n, item) in items.enumerated() {
-            if asArray { w.element(first: n == 0) }
+        var stream = Stream(includeData: includeData, asArray: asArray, keys: keys)
+        for item in items { stream.append(item) }
+        return stream.finish()
+    }
+
+    /// The same bytes as `text`, produced an item at a time (`dump --json` writes them as it
+    /// reads): `append` each item, take what is ready with `take()` now and then, and the
+    /// rest from `finish()`. The key order is the same for every subset of keys, so ranking
+    /// the keys met so far gives the bytes `text` gives.
+    struct Stream {
+        let includeData: Bool
+        let asArray: Bool
+        private var keys: Set<String>
+        private var rank: [String: Int]
+        private var w = JSONText()
+        private var count = 0
+
+        init(includeData: Bool, asArray: Bool, keys: Set<String> = ["class"]) {
+            self.includeData = includeData
+            self.asArray = asArray
+            var keys = keys
+            keys.insert("class")
+            if includeData { keys.insert("v_Data") }
+            self.keys = keys
+            rank = JSONText.keyOrder(keys)
+            if asArray { w.open("[") }
+        }
+
+        mutating func append(_ item: Item) {
+            if !item.attributes.keys.allSatisfy({ rank[$0] != nil }) {
+                keys.formUnion(item.attributes.keys)
+                rank = JSONText.keyOrder(keys)
+            }
+            if asArray { w.element(first: count == 0) }
+            count += 1
             var fields: [(String, JSONText.Scalar)] = [("class", .string(item.itemClass.rawValue))]
             for (key, value) in item.attributes {
                 switch value {
@@ -74,9 +104,19 @@ enum ItemJSON {
             fields.sort { rank[$0.0]! < rank[$1.0]! }
             w.object(fields)
         }
-        if asArray { w.close("]") }
-        w.bytes.append(UInt8(ascii: "\n"))
-        return w.bytes
+
+        /// The bytes written so far, removed from the stream.
+        mutating func take() -> [UInt8] { w.take() }
+
+        /// How many bytes `take()` would return.
+        var buffered: Int { w.bytes.count }
+
+        /// The rest of the bytes, the closing bracket and newline included.
+        mutating func finish() -> [UInt8] {
+            if asArray { w.close("]") }
+            w.bytes.append(UInt8(ascii: "\n"))
+            return w.take()
+        }
     }
 }
 
@@ -129,6 +169,12 @@ struct JSONText {
         }
         if (x.count - i) != (y.count - j) { return (x.count - i) < (y.count - j) }
         return tie ?? x.lexicographicallyPrecedes(y)
+    }
+
+    /// The bytes so far, leaving the writer empty at the same depth.
+    mutating func take() -> [UInt8] {
+        defer { bytes.removeAll(keepingCapacity: true) }
+        return bytes
     }
 
     mutating func open(_ bracket: String) {

@@ -20,36 +20,65 @@ struct Table {
     func render(width: Int? = nil, style: Style = .plain) -> [String] {
         // Each cell's length is counted once (String.count walks grapheme clusters; it was
         // counted three times per cell, a tenth of a 10,000-item dump).
-        let headerCounts = header.map(Table.length)
-        let rowCounts = rows.map { $0.map(Table.length) }
-        var widths = header.indices.map { column in
-            max(headerCounts[column], rowCounts.lazy.map { $0[column] }.max() ?? 0)
+        var sizing = Sizing(header)
+        let rowCounts = rows.map { sizing.measure($0) }
+        let widths = sizing.widths(fitting: width)
+        return [style.bold(Table.line(header, sizing.headerCounts, widths, rightAligned))]
+            + zip(rows, rowCounts).map { Table.line($0, $1, widths, rightAligned) }
+    }
+
+    /// Column widths measured one row at a time, for a table printed as it streams (`dump`):
+    /// measure every row first, then print each with `Table.line` at `widths(fitting:)`.
+    struct Sizing {
+        let header: [String]
+        let headerCounts: [Int]
+        private var widest: [Int]
+
+        init(_ header: [String]) {
+            self.header = header
+            headerCounts = header.map(Table.length)
+            widest = headerCounts
         }
-        if let width {
-            // Take a column off the widest one until it fits, down to 8 characters each.
-            let gaps = 2 * (widths.count - 1)
-            while widths.reduce(0, +) + gaps > width - 1,
-                  let widest = widths.indices.max(by: { widths[$0] < widths[$1] }), widths[widest] > 8 {
-                widths[widest] -= 1
-            }
+
+        /// Takes a row (of quoted cells) into account; returns its cells' lengths.
+        @discardableResult
+        mutating func measure(_ cells: [String]) -> [Int] {
+            let counts = cells.map(Table.length)
+            for (column, n) in counts.enumerated() where n > widest[column] { widest[column] = n }
+            return counts
         }
-        func line(_ cells: [String], _ counts: [Int]) -> String {
-            var out = ""
-            for (column, cell) in cells.enumerated() {
-                let cut = counts[column] > widths[column]
-                let text = cut ? String(cell.prefix(widths[column] - 1)) + "…" : cell
-                let padding = String(repeating: " ", count: cut ? 0 : widths[column] - counts[column])
-                if rightAligned.contains(column) {
-                    out += padding + text
-                } else {
-                    out += text
-                    if column < cells.count - 1 { out += padding }
+
+        /// The widths; with `width`, the widest columns shortened until the table fits, down
+        /// to 8 characters each.
+        func widths(fitting width: Int?) -> [Int] {
+            var widths = widest
+            if let width {
+                let gaps = 2 * (widths.count - 1)
+                while widths.reduce(0, +) + gaps > width - 1,
+                      let widest = widths.indices.max(by: { widths[$0] < widths[$1] }), widths[widest] > 8 {
+                    widths[widest] -= 1
                 }
-                if column < cells.count - 1 { out += "  " }
             }
-            return out
+            return widths
         }
-        return [style.bold(line(header, headerCounts))] + zip(rows, rowCounts).map(line)
+    }
+
+    /// One line of a table at fixed widths: a cell longer than its column is cut with `…`.
+    static func line(_ cells: [String], _ counts: [Int], _ widths: [Int], _ rightAligned: Set<Int> = []) -> String {
+        var out = ""
+        for (column, cell) in cells.enumerated() {
+            let cut = counts[column] > widths[column]
+            let text = cut ? String(cell.prefix(widths[column] - 1)) + "…" : cell
+            let padding = String(repeating: " ", count: cut ? 0 : widths[column] - counts[column])
+            if rightAligned.contains(column) {
+                out += padding + text
+            } else {
+                out += text
+                if column < cells.count - 1 { out += padding }
+            }
+            if column < cells.count - 1 { out += "  " }
+        }
+        return out
     }
 
     /// The length in characters: the UTF-8 length for printable ASCII, else `count`.

@@ -1,0 +1,90 @@
+import LatchkeyFormat
+
+/// Adds items one at a time for a bulk import, without holding them: each item is checked and
+/// sealed as `add` would do it, then handed on at once.
+///
+/// On a keychain this process opened, every item goes into one streaming transaction
+/// (KeychainStore+Streaming.swift): memory holds one batch of records and the item index, the
+/// import lands whole or not at all, and a crash or kill leaves an unclosed group of records
+/// that every reader ignores and the next writer cuts off. Through the agent, which takes
+/// whole batches, items are sent in transactions of `agentBatchSize`: `landed` then says how
+/// many are already in the keychain when a later one fails.
+package final class ItemImporter {
+    private let keychain: Keychain
+    private let local: LocalBackend?
+    private let transaction: StreamingTransaction?
+    private let policy: AccessPolicy
+    private let time: Double
+    private var batch: [NewItem] = []
+    /// Items accepted so far (in the open transaction, or sent or queued for the agent).
+    package private(set) var accepted = 0
+    /// Items already durable in the keychain: 0 until the transaction closes, on a keychain
+    /// this process opened; through the agent, the items of the batches committed so far.
+    package private(set) var landed = 0
+    /// Items the agent receives per transaction.
+    package static let agentBatchSize = 1_000
+    /// The import is one transaction: when it fails, nothing has landed.
+    package var isAtomic: Bool { transaction != nil }
+
+    init(keychain: Keychain, local: LocalBackend?, transaction: StreamingTransaction?, policy: AccessPolicy, time: Double) {
+        self.keychain = keychain
+        self.local = local
+        self.transaction = transaction
+        self.policy = policy
+        self.time = time
+    }
+
+    /// Adds one item.
+    /// - Throws: as `Keychain.add`: errSecParam (over the size limit), errSecNoSuchAttr,
+    ///   errSecNoAccessForItem, errSecDuplicateItem (its unique key is in the keychain or was
+    ///   added earlier in this import), class-key errors, errSecIO.
+    package func add(_ item: NewItem) throws {
+        try Keychain.checkSize(ItemPlaintext(itemClass: item.itemClass, attributes: item.attributes, data: item.data))
+        if let transaction, let local {
+            let p = try local.prepared(item, policy: policy, time: time)
+            try transaction.put(uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags)
+        } else {
+            batch.append(item)
+            if batch.count >= ItemImporter.agentBatchSize { try flush() }
+        }
+        accepted += 1
+    }
+
+    /// Sends the queued items to the agent in one transaction.
+    func flush() throws {
+        guard !batch.isEmpty else { return }
+        try keychain.add(contentsOf: batch)
+        landed += batch.count
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    /// After the streaming transaction closed.
+    func closed() { landed = accepted }
+}
+
+extension Keychain {
+    /// Runs `body` with an importer (see `ItemImporter`); when `body` returns, the import is
+    /// committed. When `body` or the commit throws, nothing of it lands on a keychain this
+    /// process opened; through the agent, the batches before the failing one stay.
+    /// The keychain's write lock is held for the whole call when this process opened it.
+    /// - Throws: errSecMissingEntitlement for a caller without groups; what `body` throws;
+    ///   errSecIO from the commit.
+    package func importItems<T>(_ body: (ItemImporter) throws -> T) throws -> T {
+        let policy = try AccessPolicy(caller: context.caller)
+        let t = Keychain.now()
+        guard let local = backend as? LocalBackend else {
+            let importer = ItemImporter(keychain: self, local: nil, transaction: nil, policy: policy, time: t)
+            let result = try body(importer)
+            try importer.flush()
+            return result
+        }
+        var importer: ItemImporter?
+        let result = try local.store.withStreamingTransaction { tx in
+            let i = ItemImporter(keychain: self, local: local, transaction: tx, policy: policy, time: t)
+            importer = i
+            return try body(i)
+        }
+        importer?.closed()
+        return result
+    }
+}

@@ -1,0 +1,107 @@
+import LatchkeyFormat
+
+extension Keychain {
+    /// Every live item the caller may see, attributes only (never the data), in two passes:
+    /// `survey` meets each item in file order (to size a table, say), then `emit` meets each
+    /// again in class order (genp, inet, cert, keys) and creation order (`cdat`; file order
+    /// among equal dates). Between the passes memory holds a 32-byte sort key per item and at
+    /// most about 8 MiB of items (`LocalBackend.walkBudget`); beyond that each item is decrypted
+    /// again in the second pass instead of being kept. A keychain
+    /// served by the agent answers with its item lists (one reply per class holds them all).
+    /// - Parameter protections: only items of these classes (nil: all; then an item whose
+    ///   class is locked fails the call with errSecInteractionNotAllowed before `emit` runs).
+    /// - Throws: errSecInteractionNotAllowed; errSecMissingEntitlement; errSecDecode for a
+    ///   damaged item; what `survey` or `emit` throw.
+    package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
+        if let local = backend as? LocalBackend {
+            try local.walkItems(protections: protections, context, survey: survey, emit: emit)
+            return
+        }
+        for c in ItemClass.allCases {
+            var found: [Item] = []
+            for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
+                found += try find(Query(c, protection: pc, synchronizable: .any), includeData: false)
+            }
+            let order = found.indices.sorted { (LocalBackend.creation(found[$0]), $0) < (LocalBackend.creation(found[$1]), $1) }
+            for i in order { try survey(found[i]) }
+            for i in order { try emit(found[i]) }
+        }
+    }
+}
+
+extension LocalBackend {
+    /// `Keychain.walkItems` on the file opened here.
+    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
+                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
+        let policy = try AccessPolicy(caller: context.caller)
+        try store.refresh()
+        try store.withStoreLock {
+            let slots = store.slots()
+            let wanted = protections.map(Set.init)
+            let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
+            // (class rank, position in `slots`, position in `held`, cdat, file offset): 32 bytes an item.
+            var keys: [(rank: UInt8, at: Int32, n: Int32, created: Double, offset: UInt64)] = []
+            // The items of the first pass while they fit in `LocalBackend.walkBudget`: then the
+            // second pass needs no second decryption. Past the budget they are dropped, and
+            // every item is read again.
+            var held: [Item] = []
+            var heldBytes = 0
+            var holding = true
+            func item(_ i: Int) throws -> Item? {
+                let (id, slot) = slots[i]
+                var p = try store.read(slot)
+                guard policy.permits(p) else { return nil }
+                p.data = []
+                return makeItem(p, protection: slot.protection, id: id, flags: slot.flags)
+            }
+            for i in slots.indices {
+                let slot = slots[i].1
+                if let wanted, !wanted.contains(slot.protection) { continue }
+                guard let rank = classRank[slot.classTag] else { continue }
+                guard store.isAvailable(slot.protection) else { throw KeychainError.locked(slot.protection) }
+                guard let it = try item(i) else { continue }
+                try survey(it)
+                keys.append((rank, Int32(i), Int32(keys.count), LocalBackend.creation(it), slot.offset))
+                if holding {
+                    heldBytes += LocalBackend.approximateSize(it)
+                    if heldBytes <= LocalBackend.walkBudget {
+                        held.append(it)
+                    } else {
+                        holding = false
+                        held = []
+                    }
+                }
+            }
+            keys.sort { ($0.rank, $0.created, $0.offset) < ($1.rank, $1.created, $1.offset) }
+            for k in keys {
+                if holding {
+                    try emit(held[Int(k.n)])
+                } else if let it = try item(Int(k.at)) {
+                    try emit(it)
+                }
+            }
+        }
+    }
+
+    /// How many bytes of items `walkItems` keeps between its passes to spare decrypting them
+    /// again: a keychain of up to some tens of thousands of ordinary items is read once.
+    static let walkBudget = 8 << 20
+
+    /// Roughly what an item costs in memory: its attribute values and a fixed cost each.
+    static func approximateSize(_ item: Item) -> Int {
+        var n = 256
+        for (_, value) in item.attributes {
+            switch value {
+            case .string(let s): n += 64 + s.utf8.count
+            case .data(let d): n += 64 + d.count
+            case .integer, .date: n += 48
+            }
+        }
+        return n
+    }
+
+    static func creation(_ item: Item) -> Double {
+        if case .date(let t)? = item.attributes["cdat"] { return t }
+        return 0
+    }
+}

@@ -1,0 +1,126 @@
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// What `import` keeps while the lines stream past: the line being read, how many items were
+/// accepted, a 16-byte digest of each accepted item's unique key with its line number (to name
+/// both lines of a repeat), and the lines of the last items still in flight to the agent. It
+/// never keeps an item; at a million lines it holds about 40 MB.
+struct ImportRun {
+    /// SHA-256 of a unique key's canonical encoding, cut to 128 bits.
+    struct KeyDigest: Hashable {
+        var high: UInt64
+        var low: UInt64
+
+        init(_ key: UniqueKey) {
+            let d = Crypto.sha256(key.encoded)
+            var h: UInt64 = 0, l: UInt64 = 0
+            for i in 0..<8 { h = h << 8 | UInt64(d[i]); l = l << 8 | UInt64(d[8 + i]) }
+            high = h
+            low = l
+        }
+    }
+
+    let file: String
+    /// The caller's access policy (nil for --dry-run, which opens no keychain).
+    let policy: AccessPolicy?
+    /// The line being handled (0 before the first).
+    var line = 0
+    /// Items accepted so far.
+    private(set) var count = 0
+    /// Whether the current line's item is being handed to the keychain (an error then is
+    /// about that line).
+    private(set) var inItem = false
+    private var current: NewItem?
+    /// The unique-key digest of the current line's item (nil: it has none that can be told).
+    private var currentDigest: KeyDigest?
+    private var seen: [KeyDigest: Int32] = [:]
+    /// Lines of the last accepted items, oldest first: item `count - recent.count` is the first.
+    private var recent: [Int] = []
+
+    init(file: String, policy: AccessPolicy?) {
+        self.file = file
+        self.policy = policy
+    }
+
+    /// Checks what can be told before the keychain sees the item: a group the caller may not
+    /// use, and a unique key an earlier line already has.
+    /// - Throws: errSecNoAccessForItem, errSecDuplicateItem, each naming the line.
+    mutating func check(_ item: NewItem) throws {
+        current = item
+        if let policy, let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
+            throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))")
+        }
+        currentDigest = ImportCommand.uniqueKey(item).map(KeyDigest.init)
+        if let digest = currentDigest, let first = seen[digest] {
+            throw KeychainError(.duplicateItem, "line \(line) has the same unique key as line \(first)")
+        }
+        inItem = true
+    }
+
+    /// The item of the current line (passed to `check`) was accepted.
+    mutating func accepted() {
+        inItem = false
+        count += 1
+        if let digest = currentDigest { seen[digest] = Int32(clamping: line) }
+        recent.append(line)
+        if recent.count > 2 * ItemImporter.agentBatchSize { recent.removeFirst(ItemImporter.agentBatchSize) }
+    }
+
+    /// After the last line: the digests are needed no more (the keychain checks every unique
+    /// key itself), so their memory is free for closing the transaction.
+    mutating func forgetKeys() { seen = [:] }
+
+    /// The error to show for a failed import: which line, how many items landed (none, but
+    /// through the agent), and how to go on.
+    func explain(_ error: KeychainError, landed: Int, atomic: Bool, keychain: Keychain?) -> KeychainError {
+        var message = error.message
+        if !atomic, inItem, !message.hasPrefix("line ") {
+            // Through the agent, the keychain's errors come for a whole transaction.
+            message = "lines \(firstLineNotLanded(landed))-\(line) (one transaction through the agent): " + message
+        } else if error.status == .duplicateItem, inItem, let item = current {
+            message = ImportRun.inKeychain(item, keychain)
+                ? "line \(line): an item with the same unique key is already in the keychain"
+                : "line \(line) has the same unique key as an earlier line"
+        } else if inItem, !message.hasPrefix("line ") {
+            message = "line \(line): " + message
+        }
+        if landed == 0 {
+            message += "; nothing was imported"
+        } else {
+            let firstLeft = firstLineNotLanded(landed)
+            let resume = file == "-"
+                ? "feed the input again from line \(firstLeft) on"
+                : "run 'tail -n +\(firstLeft) \(file) | latchkey import -'"
+            message += "; the \(landed) item(s) before line \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
+        }
+        return KeychainError(error.status, message, underlying: error.underlying, remedy: error.remedy)
+    }
+
+    /// The line of the first item that did not land, `landed` items having landed.
+    private func firstLineNotLanded(_ landed: Int) -> Int {
+        let firstRecent = count - recent.count
+        if landed >= firstRecent, landed - firstRecent < recent.count { return recent[landed - firstRecent] }
+        return line
+    }
+
+    /// Whether a password item with the unique key of `item` is in the keychain (found by its
+    /// whole unique key, through the index).
+    static func inKeychain(_ item: NewItem, _ keychain: Keychain?) -> Bool {
+        guard let keychain, item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return false }
+        var attributes: [String: AttributeValue] = [:]
+        for (name, kind) in UniqueKey.attributes(for: item.itemClass) where name != "sync" {
+            attributes[name] = item.attributes[name] ?? {
+                switch kind {
+                case .bytes: return .data([])
+                case .integer: return .integer(0)
+                case .date: return .date(0)
+                }
+            }()
+        }
+        if item.attributes["agrp"] == nil, let group = keychain.caller?.defaultAccessGroup { attributes["agrp"] = .string(group) }
+        let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
+        let found = try? keychain.find(Query(item.itemClass, attributes, synchronizable: sync), limit: 1, includeData: false)
+        return found?.isEmpty == false
+    }
+}
