@@ -24,3 +24,34 @@ import Testing
         #expect(own.out == "line\r\n", "\(own.out.debugDescription)")
     }
 }
+
+/// `echo pw | latchkey add` stores "pw\n"; `--strip-newline` drops it, and without the flag a
+/// user at a terminal is told (issue 18 §2).
+@Suite struct StripNewlineTests {
+    @Test func stripNewline_dropsOneLFOrCRLF_inBothParsers() throws {
+        let sb = try CLISandbox()
+        try sb.initKeychain()
+        try sb.add(account: "kept", data: Array("pw\n".utf8))
+        try sb.add(account: "lf", data: Array("pw\n".utf8), ["--strip-newline"])
+        try sb.add(account: "crlf", data: Array("pw\r\n".utf8), ["--strip-newline"])
+        // Another class goes through ArgumentParser rather than the fast parser.
+        let inet = try sb.run(["add", "--class", "inet", "--server", "example.com", "--account", "a", "--strip-newline"],
+                              stdin: Array("pw2\n".utf8))
+        #expect(inet.status == 0, "\(inet.stderr)")
+        #expect(try sb.run(["find", "--account", "kept", "--service", "mail"]).stdout == Array("pw\n".utf8))
+        #expect(try sb.run(["find", "--account", "lf", "--service", "mail"]).stdout == Array("pw".utf8))
+        #expect(try sb.run(["find", "--account", "crlf", "--service", "mail"]).stdout == Array("pw".utf8))
+        #expect(try sb.run(["find", "--class", "inet", "--server", "example.com", "--account", "a"]).stdout == Array("pw2".utf8))
+    }
+
+    @Test func aPipedSecretEndingInANewline_isPointedOutOnATerminal() throws {
+        let sb = try CLISandbox()
+        try sb.initKeychain()
+        let shown = try sb.runShell(#"script -qec "printf 'pw\n' | '$0' add --account a --service mail" /dev/null"#)
+        #expect(shown.status == 0, "\(shown.out)")
+        #expect(shown.out.contains("--strip-newline"), "the terminal is told: \(shown.out)")
+        // In a script (stderr not a terminal) nothing is printed.
+        let quiet = try sb.run(["add", "--account", "b", "--service", "mail"], stdin: Array("pw\n".utf8))
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+    }
+}

@@ -52,6 +52,11 @@ struct AddCommand: ParsableCommand {
         discussion: "Needs a keychain with a passcode (errSecNotAvailable, exit 4, otherwise)."))
     var requireUserPresence = false
 
+    @Flag(name: .customLong("strip-newline"), help: ArgumentHelp(
+        "Drop one trailing newline (LF or CRLF) from the secret, as `echo pw |` adds one.",
+        discussion: "Without it the secret is stored exactly as given, and a secret from a pipe that ends in a newline is pointed out on stderr when stderr is a terminal."))
+    var stripNewline = false
+
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
@@ -60,7 +65,7 @@ struct AddCommand: ParsableCommand {
 
     func request() throws -> Request {
         Request(itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"), protection: item.protection,
-                dataFile: dataFile, requireUserPresence: requireUserPresence, global: global)
+                dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline, global: global)
     }
 
     /// What an `add` does, whichever parser produced it (see Commands/FastParser.swift).
@@ -70,11 +75,20 @@ struct AddCommand: ParsableCommand {
         var protection: ProtectionClass?
         var dataFile: String?
         var requireUserPresence: Bool
+        var stripNewline = false
         var global: GlobalOptions
     }
 
     static func execute(_ r: Request) throws {
-        let data = try readSecretData(file: r.dataFile, command: "add")
+        var data = try readSecretData(file: r.dataFile, command: "add")
+        if data.last == UInt8(ascii: "\n") {
+            if r.stripNewline {
+                data.removeLast()
+                if data.last == UInt8(ascii: "\r") { data.removeLast() }
+            } else if r.dataFile == nil, !Terminal.stdinIsTerminal {
+                Output.progress("latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)")
+            }
+        }
         let keychain = try r.global.open(unlock: .whenNeeded)
         try r.global.retryingUnlocked(keychain) {
             try keychain.add(r.itemClass, attributes: r.attributes, data: data,

@@ -120,10 +120,11 @@ extension FindCommand {
 extension AddCommand {
     /// The request for `add ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "add", flags: ["require-user-presence"],
+        guard let p = FastArguments.parse(arguments, command: "add", flags: ["require-user-presence", "strip-newline"],
                                           options: ["data-file"]) else { return nil }
         return Request(itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
-                       requireUserPresence: p.flags.contains("require-user-presence"), global: p.global)
+                       requireUserPresence: p.flags.contains("require-user-presence"),
+                       stripNewline: p.flags.contains("strip-newline"), global: p.global)
     }
 }
 
