@@ -36,7 +36,7 @@ struct LatchkeyCommand: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            InitCommand.self, AddCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
+            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
             DumpCommand.self, ImportCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
