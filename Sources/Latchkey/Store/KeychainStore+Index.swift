@@ -57,7 +57,7 @@ extension KeychainStore {
     func maybeWriteIndex() {
         guard readOnlyReason == nil, !needsReopen else { return }
         let covered = max(indexedEnd, UInt64(headerSize))
-        guard indexDamaged || log.end > covered + indexTailLimit else { return }
+        guard indexDamaged || (log.end > covered && log.end - covered > indexTailLimit) else { return }
         if !indexDamaged, case .success(let current) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
                                                                         logHeaderSize: headerSize, keys: keys),
            current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= indexTailLimit {
