@@ -668,7 +668,12 @@ package final class KeychainStore: @unchecked Sendable {
         }
         guard let frame = try? FrameHeader.decode(record[...]), frame.type == RecordType.itemPut.rawValue,
               frame.sequence == slot.sequence, frame.recordSize == record.count,
-              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC) else {
+              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
+              let clear = try? ItemPutPayload.decodeClear(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
+              clear.classTag.readBE(UInt32.self, at: 0) == slot.classTag, clear.protectionClass == slot.protection,
+              clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash else {
+            // A slot from an index (spec §17) that does not match its record: the index goes.
+            if !log.items.isMaterialized, readOnlyReason == nil { try? fs.remove(indexPath) }
             throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
                                 remedy: .verifyAndRestore)
         }
