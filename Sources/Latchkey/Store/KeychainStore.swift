@@ -1028,6 +1028,8 @@ package final class KeychainStore: @unchecked Sendable {
     package var recordCount: Int { mutex.lock(); defer { mutex.unlock() }; return log.recordCount }
     package var lastSequence: UInt64 { mutex.lock(); defer { mutex.unlock() }; return log.lastSequence }
     package var kdf: KDFParameters { mutex.lock(); defer { mutex.unlock() }; return log.keybag.kdf }
+    /// Whether lookups go through an index file (spec §17) rather than items held in memory.
+    package var usesIndex: Bool { mutex.lock(); defer { mutex.unlock() }; return !log.items.isMaterialized }
 }
 
 extension KeychainStore {
