@@ -28,8 +28,8 @@ import Testing
         try FileManager.default.removeItem(atPath: indexPath)
 
         let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
-        kc.engine.indexTailLimit = 0
-        try kc.engine.withStreamingTransaction { _ in }   // a write with nothing in it: the index is written after it
+        kc.localStore!.indexTailLimit = 0
+        try kc.localStore!.withStreamingTransaction { _ in }   // a write with nothing in it: the index is written after it
         let written = [UInt8](try Data(contentsOf: URL(fileURLWithPath: indexPath)))
 
         let keys = try Self.keys(w)

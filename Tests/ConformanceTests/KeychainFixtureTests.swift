@@ -120,7 +120,7 @@ import Testing
             // that fails is found when it is read, below: then the answers must still be right).
             let used = index.hasPrefix("used")
             let bindingFails = index.contains("check")
-            if used || bindingFails { #expect(kc.engine.usesIndex == used, "\(fixture.name): index \(index)") }
+            if used || bindingFails { #expect(kc.localStore!.usesIndex == used, "\(fixture.name): index \(index)") }
         }
         #expect(kc.recoveredTailBytes == tail)
         #expect(try fileSize(w.keychainPath) == sizeBefore - tail, "the incomplete tail is cut off on open")

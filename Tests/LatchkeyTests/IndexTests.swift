@@ -3,6 +3,7 @@ import Testing
 @testable import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
+import LatchkeyTestSupport
 
 /// The index file beside the keychain (spec/FORMAT.md §17): an open that reads O(1) bytes of
 /// the log and O(log N) pages of the index, and an index that is used only when it describes
@@ -17,7 +18,7 @@ import LatchkeyFormat
     static func indexedKeychain(_ count: Int) throws -> (MemoryFileSystem, Keychain) {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        kc.engine.indexTailLimit = 0
+        kc.localStore!.indexTailLimit = 0
         try kc.add(contentsOf: (0..<count).map {
             NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]), data: bytes("secret-\($0)"))
         })
@@ -77,7 +78,7 @@ import LatchkeyFormat
     /// from the log: the reader sees exactly what a full scan sees.
     @Test func recordsAfterTheIndex_areApplied_onTopOfIt() throws {
         let (disk, writer) = try Self.indexedKeychain(300)
-        writer.engine.indexTailLimit = .max   // the index stays where it is
+        writer.localStore!.indexTailLimit = .max   // the index stays where it is
         let covered = try Self.header(disk).coveredEnd
         try writer.update(Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("new-1"))
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-2", "svce": "s", "agrp": "g"])))
@@ -205,7 +206,7 @@ import LatchkeyFormat
         #expect(try reader.snapshot() == expected)
 
         let next = try openKeychain(on: disk)
-        next.engine.indexTailLimit = 0
+        next.localStore!.indexTailLimit = 0
         try next.add(.genericPassword, attributes: attrs(["acct": "after", "svce": "s", "agrp": "g"]), data: bytes("x"))
         #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
         #expect(try openKeychain(on: disk).snapshot() == Self.truth(disk))
@@ -216,7 +217,7 @@ import LatchkeyFormat
     @Test func pageOfAnotherGeneration_isRefused() throws {
         let (disk, writer) = try Self.indexedKeychain(300)
         let first = try #require(disk.contents(Self.indexPath))
-        try writer.engine.withWriteLock { try writer.engine.writeIndex() }   // the same log indexed again
+        try writer.localStore!.withWriteLock { try writer.localStore!.writeIndex() }   // the same log indexed again
         let second = try #require(disk.contents(Self.indexPath))
         #expect(first.count == second.count && first != second)
         #expect(first[4096..<8096] == second[4096..<8096], "the same entries")
@@ -242,7 +243,7 @@ import LatchkeyFormat
         disk.setContents(Self.indexPath, try #require(otherDisk.contents(Self.indexPath)))
         #expect(try openKeychain(on: disk).snapshot() == expected)
 
-        writer.engine.indexTailLimit = .max
+        writer.localStore!.indexTailLimit = .max
         try writer.compact()
         #expect(disk.contents(Self.indexPath) == nil, "compaction kept the old index")
         disk.setContents(Self.indexPath, beforeCompaction)
@@ -258,7 +259,7 @@ import LatchkeyFormat
         try disk.remove(Self.indexPath)
         let kc = try openKeychain(on: disk)
         #expect(try Self.secret(kc, "user-42") == bytes("secret-42"))
-        kc.engine.indexTailLimit = 4096
+        kc.localStore!.indexTailLimit = 4096
         try kc.add(.genericPassword, attributes: attrs(["acct": "n", "svce": "s", "agrp": "g"]), data: bytes("n"))
         #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
         #expect(try openKeychain(on: disk).snapshot() == Self.truth(disk))
@@ -271,7 +272,7 @@ import LatchkeyFormat
     @Test func processes_seeEachOthersWrites_acrossIndexRewrites() throws {
         let (disk, first) = try Self.indexedKeychain(200)
         let second = try openKeychain(on: disk)
-        second.engine.indexTailLimit = 0
+        second.localStore!.indexTailLimit = 0
         try second.update(Query(.genericPassword, attrs(["acct": "user-10", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("by-second"))
         try second.delete(Query(.genericPassword, attrs(["acct": "user-11", "svce": "s", "agrp": "g"])))
         #expect(try Self.secret(first, "user-10") == bytes("by-second"))
@@ -290,7 +291,7 @@ import LatchkeyFormat
     @Test func passcodeChange_leavesNoUsableOldIndex() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
-        kc.engine.indexTailLimit = 0
+        kc.localStore!.indexTailLimit = 0
         try kc.add(contentsOf: (0..<50).map {
             NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]), data: bytes("secret-\($0)"))
         })
@@ -310,7 +311,7 @@ import LatchkeyFormat
         defer { dir.remove() }
         let path = dir.path + "/login.keychain"
         let kc = try Keychain.create(path: path, devicePath: dir.path + "/device.secret", passcode: nil)
-        kc.engine.indexTailLimit = 0
+        kc.localStore!.indexTailLimit = 0
         try kc.add(.genericPassword, attributes: attrs(["acct": "a", "svce": "s", "agrp": "g"]), data: bytes("a"))
         #expect(try PosixFileSystem.shared.permissions(path + ".index") == 0o600)
 
@@ -319,7 +320,7 @@ import LatchkeyFormat
         try FileManager.default.removeItem(atPath: path + ".index")
         try FileManager.default.createSymbolicLink(atPath: path + ".index", withDestinationPath: target)
         let reader = try Keychain.open(path: path, devicePath: dir.path + "/device.secret")
-        reader.engine.indexTailLimit = 0
+        reader.localStore!.indexTailLimit = 0
         #expect(try reader.find(Query(.genericPassword, attrs(["acct": "a", "svce": "s", "agrp": "g"]))).first?.data == bytes("a"))
         try reader.add(.genericPassword, attributes: attrs(["acct": "b", "svce": "s", "agrp": "g"]), data: bytes("b"))
         #expect(FileManager.default.contents(atPath: target) == Data([1, 2, 3]), "the symlink's target was written")

@@ -142,8 +142,8 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     static func indexedDisk() throws -> MemoryFileSystem {
         let disk = Prepared.shared.disk.clone()
         let kc = try openKeychain(on: disk)
-        kc.engine.indexTailLimit = 0
-        try kc.engine.withWriteLock {}
+        kc.localStore!.indexTailLimit = 0
+        try kc.localStore!.withWriteLock {}
         precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
         return disk
     }
@@ -151,7 +151,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// A process that writes a new index after every write.
     static let openIndexing: @Sendable (MemoryFileSystem) throws -> Keychain = { disk in
         let kc = try WriteOperation.openUnlocked(disk)
-        kc.engine.indexTailLimit = 0
+        kc.localStore!.indexTailLimit = 0
         return kc
     }
 
