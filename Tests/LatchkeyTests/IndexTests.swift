@@ -253,6 +253,45 @@ import LatchkeyTestSupport
         #expect(counting.bytesRead[TestEnv.keychainPath, default: 0] >= disk.keychainBytes.count)
     }
 
+    /// Someone holding the device secret can forge an index (SECURITY.md §2.5): here one whose
+    /// MACs all verify and that names an item's older put record. `verify` compares the index
+    /// with a scan of the whole log and reports it.
+    @Test func forgedIndex_withTheDeviceSecret_isReportedByVerify() throws {
+        let (disk, writer) = try Self.indexedKeychain(150)
+        let store = writer.localStore!
+        let (id, older) = try #require(store.slot(uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: [
+            "acct": .string("user-9"), "svce": .string("s"), "agrp": .string("g"), "sync": .integer(0)])))
+        try writer.update(Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("newer"))
+        #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
+
+        var index = try #require(disk.contents(Self.indexPath))
+        let device = try DeviceSecret.decodeFile(TestEnv.deviceFile)
+        let keys = try FileKeys(device: device, fileUUID: try Self.header(disk).fileUUID)
+        let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
+        var forged = false
+        for page in 1...Int(try Self.header(disk).itemPages) {
+            var body = Array(index[page * 4096..<page * 4096 + 4064])
+            for i in 0..<70 where Array(body[i * 58..<i * 58 + 16]) == id.bytes {
+                var entry = IndexItemEntry.decode(body, at: i * 58)
+                (entry.recordOffset, entry.sequence, entry.recordSize) = (older.offset, older.sequence, older.recordSize)
+                var w = ByteWriter()
+                entry.encode(into: &w)
+                body.replaceSubrange(i * 58..<i * 58 + 58, with: w.bytes)
+                index.replaceSubrange(page * 4096..<(page + 1) * 4096,
+                                      with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
+                forged = true
+            }
+        }
+        try #require(forged)
+        disk.setContents(Self.indexPath, index)
+
+        let report = try openKeychain(on: disk).verify()
+        #expect(!report.ok)
+        #expect(report.problems.contains { $0.contains("does not describe the keychain") }, "\(report.problems)")
+        try disk.remove(Self.indexPath)
+        #expect(try openKeychain(on: disk).verify().ok)
+    }
+
     /// A missing index costs a scan, never an error; the next write makes a new one.
     @Test func missingIndex_isRebuilt() throws {
         let (disk, _) = try Self.indexedKeychain(100)

@@ -31,7 +31,7 @@ struct ID16: Hashable, Sendable {
 }
 
 /// Where a live item's newest put record is, and its clear fields.
-struct ItemSlot: Sendable {
+struct ItemSlot: Sendable, Equatable {
     var offset: UInt64
     var recordSize: UInt32
     var classTag: UInt32
