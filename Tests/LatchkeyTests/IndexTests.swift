@@ -292,6 +292,18 @@ import LatchkeyTestSupport
         #expect(try openKeychain(on: disk).verify().ok)
     }
 
+    /// The temporary file of an index write that died before its rename (a kill, a power cut)
+    /// is removed by the next index write; other names are left alone.
+    @Test func abandonedIndexWrite_isRemovedByTheNextOne() throws {
+        let (disk, writer) = try Self.indexedKeychain(20)
+        let stale = Self.indexPath + "-a1b2c3d4"
+        let unrelated = [Self.indexPath + "-notes", Self.indexPath + "-a1b2c3d4e"]
+        for p in [stale] + unrelated { disk.setContents(p, [1, 2, 3]) }
+        try writer.add(.genericPassword, attributes: attrs(["acct": "next", "svce": "s", "agrp": "g"]), data: bytes("n"))
+        #expect(disk.contents(stale) == nil, "the abandoned temporary file was left")
+        for p in unrelated { #expect(disk.contents(p) == [1, 2, 3], "\(p) was removed") }
+    }
+
     /// A missing index costs a scan, never an error; the next write makes a new one.
     @Test func missingIndex_isRebuilt() throws {
         let (disk, _) = try Self.indexedKeychain(100)

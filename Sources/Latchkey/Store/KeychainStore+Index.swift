@@ -91,6 +91,7 @@ extension KeychainStore {
                             generation: try Crypto.randomBytes(16))
         let headerPage = h.encode(macKey: keys.indexFileMAC)
         let headerMAC = IndexHeader.mac(of: headerPage)
+        removeAbandonedIndexWrites()
         let temp = indexPath + "-" + hexString(try Crypto.randomBytes(4))
         let tfd = try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600)
         do {
