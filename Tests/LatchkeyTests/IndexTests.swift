@@ -304,6 +304,24 @@ import LatchkeyTestSupport
         for p in unrelated { #expect(disk.contents(p) == [1, 2, 3], "\(p) was removed") }
     }
 
+    /// `verify --repair` cuts a damaged acknowledged record off and removes the index, which
+    /// covered the part cut off: the repaired file opens from its own records.
+    @Test func repair_removesTheIndex() throws {
+        let (disk, writer) = try Self.indexedKeychain(30)
+        try writer.delete(Query(.genericPassword, attrs(["acct": "user-0", "svce": "s", "agrp": "g"])))
+        #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
+        var file = disk.keychainBytes
+        file[file.count - 20] ^= 0x01   // the payload of the last record, a delete this device acknowledged
+        disk.setContents(TestEnv.keychainPath, file)
+        expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
+        let plan = try #require(try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
+        try Keychain.repair(plan, devicePath: TestEnv.devicePath, fs: disk)
+        #expect(disk.contents(Self.indexPath) == nil)
+        let repaired = try openKeychain(on: disk)
+        #expect(try Self.secret(repaired, "user-0") == bytes("secret-0"))
+        #expect(repaired.verify().ok)
+    }
+
     /// A missing index costs a scan, never an error; the next write makes a new one.
     @Test func missingIndex_isRebuilt() throws {
         let (disk, _) = try Self.indexedKeychain(100)
