@@ -57,10 +57,11 @@ extension KeychainStore {
     func maybeWriteIndex() {
         guard readOnlyReason == nil, !needsReopen else { return }
         let covered = max(indexedEnd, UInt64(headerSize))
-        guard indexDamaged || (log.end > covered && log.end - covered > indexTailLimit) else { return }
+        let limit = tailLimit
+        guard indexDamaged || (log.end > covered && log.end - covered > limit) else { return }
         if !indexDamaged, case .success(let current) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
                                                                         logHeaderSize: headerSize, keys: keys),
-           current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= indexTailLimit {
+           current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= limit {
             // Another process wrote one recently enough.
             indexedEnd = current.header.coveredEnd
             return
@@ -70,6 +71,20 @@ extension KeychainStore {
         } catch is IndexBase.Unusable {
             if (try? rebuildWithoutIndex()) != nil { try? writeIndex() }
         } catch {}
+    }
+
+    /// The tail after which a writer writes a new index: `indexTailLimit`, or 1/64 of the
+    /// index's size when that is more, so that rewriting the index costs at most 64 bytes
+    /// written per byte appended to the log (a fixed limit would make a long run of writes
+    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 90 MB). An
+    /// open then scans at most max(256 KiB, index size / 64) of the log: about 1.4 MB at
+    /// 1,000,000 items. `indexTailLimit` 0 writes after every write (tests).
+    var tailLimit: UInt64 {
+        guard indexTailLimit > 0 else { return 0 }
+        let n = UInt64(log.items.count)
+        let pages = 1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
+            + (n + UInt64(FormatConstants.indexUniquesPerPage) - 1) / UInt64(FormatConstants.indexUniquesPerPage)
+        return max(indexTailLimit, pages * UInt64(FormatConstants.indexPageSize) / 64)
     }
 
     /// Writes the index of the log as it is in memory (its committed end) to a temporary file
