@@ -59,6 +59,10 @@ if backupOnly {
     try runBackupBench(items: items)
     exit(0)
 }
+if CommandLine.arguments.contains("--index") {
+    try runIndexBench(items: items)
+    exit(0)
+}
 
 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-bench-\(getpid())").path
 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -34,6 +34,23 @@ public enum FormatConstants {
     public static let itemNonce = [UInt8](repeating: 0, count: 12)
     public static let itemPlaintextVersion: UInt8 = 1
 
+    // §17 Index file (sidecar)
+    public static let indexMagic: [UInt8] = Array("LKINDEX\u{0}".utf8)
+    public static let indexMajor: UInt16 = 1
+    public static let indexMinor: UInt16 = 0
+    /// Every part of an index file (header, item pages, unique-key pages) is one page.
+    public static let indexPageSize = 4096
+    /// The MAC that ends every page; the rest of the page is its body.
+    public static let indexPageMACSize = 32
+    public static let indexPageBodySize = indexPageSize - indexPageMACSize
+    public static let indexItemEntrySize = 58
+    public static let indexUniqueEntrySize = 32
+    /// 70 item entries and 127 unique-key entries fill a page body.
+    public static let indexItemsPerPage = indexPageBodySize / indexItemEntrySize
+    public static let indexUniquesPerPage = indexPageBodySize / indexUniqueEntrySize
+    /// Bytes of the index header that carry fields; the rest of its body is zero.
+    public static let indexHeaderFieldsSize = 152
+
     // §2 Device secret file
     public static let deviceMagic: [UInt8] = Array("LKDEVICE".utf8)
     public static let deviceFileSize = 96
@@ -51,6 +68,7 @@ public enum FormatConstants {
     public static let infoDeviceWrap = Array("latchkey v1 device wrap".utf8)
     public static let infoPasscodeWrap = Array("latchkey v1 passcode wrap".utf8)
     public static let infoState = Array("latchkey v1 device state".utf8)
+    public static let infoIndexFileMAC = Array("latchkey v1 index file mac".utf8)
     /// Prefix of the AAD of every item encryption (§7.4).
     public static let itemAADPrefix = Array("LKv1item".utf8)
     /// Prefix of the unique-key hash input (§7.5).

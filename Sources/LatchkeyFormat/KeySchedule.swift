@@ -66,6 +66,8 @@ public struct FileKeys: Sendable {
     public let recordMAC: SecretKey
     public let index: SecretKey
     public let deviceWrap: SecretKey
+    /// MAC key of the index file (§17): HKDF(device key, "latchkey v1 index file mac").
+    public let indexFileMAC: SecretKey
 
     public init(device: DeviceSecret, fileUUID: [UInt8]) throws {
         deviceKey = try Crypto.hkdfSHA256(ikm: device.secret, salt: fileUUID, info: FormatConstants.infoDeviceKey)
@@ -73,6 +75,7 @@ public struct FileKeys: Sendable {
         recordMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoRecordMAC)
         index = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndex)
         deviceWrap = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoDeviceWrap)
+        indexFileMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndexFileMAC)
     }
 
     /// The passcode key (§5.2): scrypt of the passcode, then HKDF with the device key as salt,

@@ -15,6 +15,7 @@ import Testing
         "unknown_record_type", "ancillary_record",
         "file_shorter_than_magic", "state_truncated", "akpu_item_without_passcode", "golden_passcode_removed",
         "golden_user_presence", "item_flags_reserved",
+        "index_valid", "index_stale", "index_tampered", "index_foreign", "index_longer_log",
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -114,6 +115,13 @@ import Testing
         let sizeBefore = try fileSize(w.keychainPath)
 
         let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        if let index = header["index"] {
+            // spec §17.5: the index is used exactly when it passes the binding check (a page
+            // that fails is found when it is read, below: then the answers must still be right).
+            let used = index.hasPrefix("used")
+            let bindingFails = index.contains("check")
+            if used || bindingFails { #expect(kc.localStore!.usesIndex == used, "\(fixture.name): index \(index)") }
+        }
         #expect(kc.recoveredTailBytes == tail)
         #expect(try fileSize(w.keychainPath) == sizeBefore - tail, "the incomplete tail is cut off on open")
         #expect(kc.hasPasscode == (passcode != nil), "passcode.txt present exactly when the keychain has a passcode")

@@ -31,6 +31,8 @@ struct Fixture {
     var recoveredTailBytes = 0
     /// Further `key: value` lines for FIXTURE.txt.
     var notes: [(String, String)] = []
+    /// The index file beside the keychain (spec §17), written as `keychain.index`; nil for none.
+    var index: [UInt8]?
 
     init(name: String, expect: Expectation, description: String, defect: String? = nil, builder: KeychainBuilder,
          keychain: [UInt8]? = nil, stateSequence: UInt64? = nil) throws {

@@ -22,6 +22,7 @@ enum FixtureCatalog {
         out += try deviceCases()
         out += try itemCases()
         out += try passcodeCases()
+        out += try indexCases()
         return out.sorted { $0.name < $1.name }
     }
 
@@ -501,5 +502,56 @@ extension FixtureCatalog {
                         defect: "the record at byte \(at!.offset), sequence \(at!.sequence), puts an item of protection class 12 into a file whose keybag (KDF id 0) has no entry for class 12",
                         builder: orphan),
         ]
+    }
+
+    // MARK: Index files (spec §17)
+
+    /// golden_small with an index file beside it: valid (used), stale (the log grew after it:
+    /// used, the tail applied on top), tampered, foreign and describing a longer log (each
+    /// ignored). Every one of them reads as golden_small (or its older copy) does without an
+    /// index: the index changes what a reader reads, never what it finds. `index:` in
+    /// FIXTURE.txt says whether a conforming reader uses the index (check §17.5).
+    static func indexCases() throws -> [Fixture] {
+        let b = try buildGoldenSmall()
+        let full = try IndexBuilder.build(b, label: "index_valid")
+        let beforeUpdate = b.snapshots[b.snapshots.count - 3]   // before the update and the delete
+
+        var valid = try Fixture(name: "index_valid", expect: .success,
+                                description: "golden_small with an index file (keychain.index) that covers all of it; a reader uses it and scans no record",
+                                builder: b)
+        valid.index = full
+        valid.notes = [("index", "used: it covers the whole file (\(b.file.count) bytes, through sequence \(b.sequence))")]
+
+        var stale = try Fixture(name: "index_stale", expect: .success,
+                                description: "golden_small with an index written before its last two transactions (an update, then the delete of the dku item); the log grew after it, so a reader uses it and applies the records after its covered end on top",
+                                builder: b)
+        stale.index = try IndexBuilder.build(b, coveredEnd: beforeUpdate.fileSize, label: "index_stale")
+        stale.notes = [("index", "used: it covers \(beforeUpdate.fileSize) bytes (through sequence \(beforeUpdate.sequence)); the reader scans the \(b.file.count - beforeUpdate.fileSize) bytes after")]
+
+        var tamperedIndex = full
+        let entryByte = FormatConstants.indexPageSize + 16 + 7   // the low byte of the first item entry's record offset
+        let change = flip(&tamperedIndex, at: entryByte, what: "the record offset of the first item entry of index page 1")
+        var tampered = try Fixture(name: "index_tampered", expect: .success,
+                                   description: "index_valid with one bit of its first item page changed; the page MAC fails, so a reader must not use the page (nor, here, the index) and reads golden_small from its log",
+                                   defect: "keychain.index " + change, builder: b)
+        tampered.index = tamperedIndex
+        tampered.notes = [("index", "not used: page 1 fails its MAC (§17.5)")]
+
+        let other = try buildGoldenNoPasscode()
+        var foreign = try Fixture(name: "index_foreign", expect: .success,
+                                  description: "golden_small with the index of another keychain (golden_nopasscode's, made with another device secret) beside it; its header MAC fails under this file's keys, so a reader ignores it",
+                                  defect: "keychain.index is golden_nopasscode's index", builder: b)
+        foreign.index = try IndexBuilder.build(other, label: "index_foreign")
+        foreign.notes = [("index", "not used: another keychain's (§17.5 check 1)")]
+
+        let last = b.snapshots[b.snapshots.count - 2]
+        var longer = try Fixture(name: "index_longer_log", expect: .success,
+                                 description: "golden_small without its last transaction, as the device state remembers it, with the index of the whole golden_small beside it (an index of a newer copy, the file cut back by verify --repair): its covered end is beyond the end of the file, so a reader ignores it",
+                                 defect: "keychain.index covers \(b.file.count) bytes; the file has \(last.fileSize)",
+                                 builder: b, keychain: Array(b.file.prefix(last.fileSize)), stateSequence: last.sequence)
+        longer.items = last.live
+        longer.index = full
+        longer.notes = [("index", "not used: it covers more than the file holds (§17.5 check 4)")]
+        return [valid, stale, tampered, foreign, longer]
     }
 }

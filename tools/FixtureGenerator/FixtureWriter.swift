@@ -18,6 +18,7 @@ enum FixtureWriter {
         let fm = FileManager.default
         try fm.createDirectory(at: dir, withIntermediateDirectories: true)
         try write(f.keychain, to: dir.appendingPathComponent("keychain"))
+        if let index = f.index { try write(index, to: dir.appendingPathComponent("keychain.index"), mode: 0o600) }
         try write(f.device.encodeFile(), to: dir.appendingPathComponent("device.secret"), mode: 0o600)
         if let state = f.state {
             let stateDir = dir.appendingPathComponent("device.secret.state")

@@ -118,7 +118,7 @@ final class AttributeIndex: @unchecked Sendable {
     private func selectLocked(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
                               available: (ProtectionClass) -> Bool, predicates: [Predicate],
                               decrypt: (ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
-        follow(store)
+        try follow(store)
         var open = [Bool](repeating: false, count: 256)
         for pc in ProtectionClass.allCases { open[Int(pc.rawValue)] = available(pc) }
         // Pass 1: the candidate rows; decrypt those not known yet (this may add column values).
@@ -228,8 +228,8 @@ final class AttributeIndex: @unchecked Sendable {
 
     /// Brings the rows up to date with the store: through the journal when it reaches back to
     /// the last visit, else by comparing every live item.
-    private func follow(_ store: KeychainStore) {
-        store.withLogState { log, epoch in
+    private func follow(_ store: KeychainStore) throws {
+        try store.withLogState { log, epoch in
             if followed !== store {
                 reset()
                 followed = store

@@ -144,6 +144,9 @@ extension KeychainStore {
             try fs.truncate(fd, to: plan.cutAt)
             try fs.sync(fd)
         }, "cut the keychain back")
+        // An index covering the part cut off is ignored anyway (§17.5); removing it keeps it
+        // from ever meeting what is appended after the cut.
+        try? fs.remove(IndexBase.path(of: plan.path))
         try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: plan.keepsThroughChange), allowLower: true)
     }
 

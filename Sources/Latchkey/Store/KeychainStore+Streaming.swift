@@ -22,8 +22,8 @@ package struct StoredItem: Sendable {
 /// keychain through any other API from its body.
 package final class StreamingTransaction {
     private let store: KeychainStore
-    private var items: [ID16: ItemSlot]
-    private var uniqueIndex: [ID16: ID16]
+    /// The live items as this transaction has left them so far (in memory).
+    private var items: ItemTable
     /// Where the transaction began: the committed end of the file.
     let start: UInt64
     private var offset: UInt64
@@ -41,7 +41,6 @@ package final class StreamingTransaction {
     init(store: KeychainStore) {
         self.store = store
         items = store.log.items
-        uniqueIndex = store.log.uniqueIndex
         start = store.log.end
         offset = store.log.end
         sequence = store.log.lastSequence
@@ -56,23 +55,20 @@ package final class StreamingTransaction {
         let id = ID16(uuid)
         let sealed = try store.seal(plaintext, uuid: uuid, protection: protection, flags: flags)
         let hash = ID16(sealed.uniqueKeyHash)
-        if let owner = uniqueIndex[hash], owner != id {
+        if let owner = try items.owner(hash), owner != id {
             throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
         }
-        if let old = items[id] { uniqueIndex[old.uniqueHash] = nil }
-        uniqueIndex[hash] = id
         // Offset 0 marks a slot written by this transaction (not readable until it closes).
-        items[id] = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
-                             protection: protection, flags: flags, uniqueHash: hash, sequence: 0)
+        try items.put(id, ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                                   protection: protection, flags: flags, uniqueHash: hash, sequence: 0))
         try append(.itemPut, sealed.encode())
     }
 
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
     package func delete(uuid: [UInt8]) throws {
-        guard let old = items.removeValue(forKey: ID16(uuid)) else {
+        guard try items.remove(ID16(uuid)) != nil else {
             throw KeychainError(.itemNotFound, "the item to delete no longer exists")
         }
-        uniqueIndex[old.uniqueHash] = nil
         try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
     }
 
@@ -82,7 +78,7 @@ package final class StreamingTransaction {
         var out: [StoredItem] = []
         let id = ID16(uuid)
         if let s = items[id] { out.append(StoredItem(uuid: uuid, slot: s)) }
-        if let owner = uniqueIndex[ID16(store.keys.uniqueKeyHash(uniqueKey))], owner != id, let s = items[owner] {
+        if let owner = try? items.owner(ID16(store.keys.uniqueKeyHash(uniqueKey))), owner != id, let s = items[owner] {
             out.append(StoredItem(uuid: owner.bytes, slot: s))
         }
         return out
@@ -119,8 +115,7 @@ package final class StreamingTransaction {
         try flush()
         try io({ try store.fs.sync(store.fd) }, "write to the keychain")
         // The store rebuilds its own index from the records; the scratch copy can go now.
-        items = [:]
-        uniqueIndex = [:]
+        items = ItemTable()
     }
 
     /// Cuts the file back to where the transaction began.
@@ -139,6 +134,8 @@ extension KeychainStore {
     /// the transaction, and nothing changes.
     package func withStreamingTransaction<T>(_ body: (StreamingTransaction) throws -> T) throws -> T {
         try withWriteLock {
+            // The transaction checks every put against the live items in memory.
+            try materializeItems()
             let tx = StreamingTransaction(store: self)
             let result: T
             do {

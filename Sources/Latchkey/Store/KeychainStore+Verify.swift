@@ -43,6 +43,9 @@ extension KeychainStore {
             }
             report.records = fresh.recordCount
             report.liveItems = fresh.items.count
+            if report.problems.isEmpty, let problem = indexDisagreement(fd: fd, header: h, headerSize: size, keys: k, truth: fresh) {
+                report.problems.append(problem)
+            }
             for (_, slot) in fresh.items.sorted(by: { $0.value.offset < $1.value.offset }) {
                 guard isAvailable(slot.protection) else { report.lockedItems += 1; continue }
                 do {
@@ -77,3 +80,33 @@ public struct KeychainInfo: Sendable, Codable {
     public var itemsByProtection: [String: Int]
     public var unlockedClasses: [String]
 }
+
+extension KeychainStore {
+    /// Checks the index file (spec §17), when it passes the binding check, against a scan of
+    /// the whole log: the items it gives with the records after it must be exactly the scan's.
+    /// An index that fails a check is ignored by every reader and is no problem; one whose MACs
+    /// verify and whose entries are wrong was written wrongly or forged (only the device can).
+    func indexDisagreement(fd: Int32, header: FileHeader, headerSize: Int, keys: FileKeys, truth: LogState) -> String? {
+        guard case .success(let base) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
+                                                       logHeaderSize: headerSize, keys: keys) else { return nil }
+        var indexed = LogState(header: header, index: base)
+        let what = "the index file \(indexPath) does not describe the keychain"
+        let fix = "readers check every record they read, so nothing wrong was returned; remove the index file, and the next change writes a new one"
+        do {
+            _ = try indexed.scan(fs: fs, fd: fd, keys: keys)
+            try indexed.items.materialize()
+        } catch is IndexBase.Unusable {
+            return nil
+        } catch {
+            return "\(what) (\(error)); \(fix)"
+        }
+        guard indexed.items.count == truth.items.count, indexed.end == truth.end else {
+            return "\(what) (\(indexed.items.count) items where the log has \(truth.items.count)); \(fix)"
+        }
+        for (id, slot) in truth.items where indexed.items[id] != slot {
+            return "\(what) (item \(hexString(id.bytes)) differs); \(fix)"
+        }
+        return nil
+    }
+}
+

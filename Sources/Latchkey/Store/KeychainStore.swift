@@ -31,10 +31,10 @@ package final class KeychainStore: @unchecked Sendable {
     private(set) var header: FileHeader
     private(set) var headerSize: Int
     private(set) var keys: FileKeys
-    private(set) var log: LogState
+    var log: LogState
     /// Counts reopenings (after a compaction, by this or another process): item offsets and
     /// sequence numbers start over in the new file, and `log.journal` with them.
-    private(set) var epoch: UInt64 = 0
+    var epoch: UInt64 = 0
     /// The file's status when the path was last seen to name it (see `refresh`).
     private var verifiedStatus: FileStatus?
     private var classKeys: [ProtectionClass: SecretKey] = [:]
@@ -43,7 +43,7 @@ package final class KeychainStore: @unchecked Sendable {
     package private(set) var unlockedOnce = false
     /// Why this keychain can be read but not changed, nil when it can be: a newer minor
     /// version (spec §12.2), or a file this process may not write (a read-only medium).
-    private var readOnlyReason: String?
+    var readOnlyReason: String?
     private static let notWritable = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
     package var readOnly: Bool { readOnlyReason != nil }
     /// Bytes of an incomplete tail removed on open, for the caller to report.
@@ -55,7 +55,7 @@ package final class KeychainStore: @unchecked Sendable {
     private var lastScan: ScanEnd?
     /// Set when the state in memory may no longer match the file after a durable change (a read
     /// failed after it): the next operation reads the file again from its start.
-    private var needsReopen = false
+    var needsReopen = false
     /// The file at the path was put there by a rename this process has not seen made durable
     /// (another process's compaction or passcode change, or one of ours whose directory fsync
     /// failed): the next writer fsyncs the directory before it appends. Set for every file
@@ -65,6 +65,13 @@ package final class KeychainStore: @unchecked Sendable {
     /// The keybag the class keys in `classKeys` were unwrapped from: a file with another
     /// keybag (after a passcode change) has other class keys.
     private var keybagOfKeys: Keybag
+    /// The covered end of the newest valid index this handle loaded or wrote (0: none).
+    var indexedEnd: UInt64 = 0
+    /// The index in use failed a check: the next writer writes a new one whatever the tail.
+    var indexDamaged = false
+    /// A writer writes a new index once the records after the newest one pass this many bytes
+    /// (spec §17.6): opening then scans at most that much of the log. Tests lower it.
+    package var indexTailLimit: UInt64 = 256 << 10
     /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
     package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
@@ -217,6 +224,7 @@ package final class KeychainStore: @unchecked Sendable {
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
                                   header: parts.0, headerSize: parts.1, keys: parts.2)
         store.directoryUnsynced = true
+        (store.log, store.indexedEnd) = store.initialState(fd: fd, header: parts.0, headerSize: parts.1, keys: parts.2)
         if parts.0.minor > FormatConstants.fileMinor {
             store.readOnlyReason = "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
         } else if !writable {
@@ -304,6 +312,11 @@ package final class KeychainStore: @unchecked Sendable {
         recoveredTailBytes += found.fileSize - torn
     }
 
+    /// Scans a state without an index over the open file (see `scan`).
+    func scanFresh(_ state: inout LogState) throws -> ScanEnd {
+        try scan(&state, fd: fd, keys: keys)
+    }
+
     /// Scans the records of `state`'s file from where it stopped, mapping damage to errors.
     private func scan(_ state: inout LogState, fd: Int32, keys: FileKeys) throws -> ScanEnd {
         do {
@@ -321,7 +334,12 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     func scanMapped() throws -> ScanEnd {
-        let found = try scan(&log, fd: fd, keys: keys)
+        let found: ScanEnd
+        do {
+            found = try scan(&log, fd: fd, keys: keys)
+        } catch is IndexBase.Unusable {
+            found = try rebuildWithoutIndex()
+        }
         highestSeen = max(highestSeen, log.lastSequence)
         lastScan = found
         return found
@@ -369,7 +387,12 @@ package final class KeychainStore: @unchecked Sendable {
                 try? device.saveState(s, allowLower: accept)
             }
         }
-        if accept { highestSeen = log.lastSequence }
+        if accept {
+            highestSeen = log.lastSequence
+            // An index of the newer history is ignored anyway (§17.5); removing it keeps it
+            // from ever meeting a later append to the adopted file.
+            if readOnlyReason == nil, let s = state, s.newestSequence > log.lastSequence { try? fs.remove(indexPath) }
+        }
     }
 
     /// Sees what other processes appended, and reopens when compaction replaced the file.
@@ -421,12 +444,22 @@ package final class KeychainStore: @unchecked Sendable {
                 guard h.fileUUID == header.fileUUID else {
                     throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
                 }
-                var fresh = LogState(header: h, headerSize: size)
-                var found = try scan(&fresh, fd: newFD, keys: k)
+                var (fresh, covered) = initialState(fd: newFD, header: h, headerSize: size, keys: k)
+                var damaged = false
+                func scanOrRebuild() throws -> ScanEnd {
+                    do {
+                        return try scan(&fresh, fd: newFD, keys: k)
+                    } catch is IndexBase.Unusable {
+                        fresh = LogState(header: h, headerSize: size)
+                        (covered, damaged) = (0, true)
+                        return try scan(&fresh, fd: newFD, keys: k)
+                    }
+                }
+                var found = try scanOrRebuild()
                 if let acknowledged = try acknowledgedBeyond(fresh.lastSequence) {
                     // A commit by another process may have landed, and its state been
                     // written, after this scan: look at this file, and at the path, again.
-                    found = try scan(&fresh, fd: newFD, keys: k)
+                    found = try scanOrRebuild()
                     let moved = try io({ try fs.identity(path: path) }, "open the keychain") != io({ try fs.identity(newFD) }, "open the keychain")
                     if moved && attempts < 3 { fs.close(newFD); continue }
                     if let still = try acknowledgedBeyond(fresh.lastSequence) {
@@ -441,6 +474,8 @@ package final class KeychainStore: @unchecked Sendable {
                 headerSize = size
                 keys = k
                 log = fresh
+                indexedEnd = covered
+                if damaged { indexDamaged = true }
                 lastScan = found
                 highestSeen = max(highestSeen, log.lastSequence)
                 if !writable, readOnlyReason == nil {
@@ -534,10 +569,18 @@ package final class KeychainStore: @unchecked Sendable {
 
     // MARK: Items
 
-    /// A snapshot of the live items (after `refresh`).
+    /// A snapshot of the live items (after `refresh`). Reads the whole index when one is in
+    /// use; when that fails and the log cannot be read either, the next call reports it
+    /// (`needsReopen`) and this one returns nothing.
     func slots() -> [(ID16, ItemSlot)] {
         mutex.lock(); defer { mutex.unlock() }
-        return Array(log.items)
+        do {
+            try materializeItems()
+        } catch {
+            needsReopen = true
+            return []
+        }
+        return log.items.map { ($0.key, $0.value) }
     }
 
     /// Runs `body` holding the store's (recursive) lock, so that what it reads and decrypts is
@@ -550,9 +593,12 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     /// Runs `body` on the current log state (live items and the journal of changes) and the
-    /// reopen count, under the store's lock; no copy of the item table is made.
-    func withLogState<T>(_ body: (LogState, UInt64) throws -> T) rethrows -> T {
+    /// reopen count, under the store's lock; no copy of the item table is made. The items are
+    /// in memory (read from the index first when one is in use), so `body` may enumerate them.
+    /// - Throws: errSecDecode / errSecIO when the index fails and the log cannot be read again.
+    func withLogState<T>(_ body: (LogState, UInt64) throws -> T) throws -> T {
         mutex.lock(); defer { mutex.unlock() }
+        try materializeItems()
         return try body(log, epoch)
     }
 
@@ -560,15 +606,32 @@ package final class KeychainStore: @unchecked Sendable {
 
     func classTag(_ c: ItemClass) -> UInt32 { keys.classTag(c).readBE(UInt32.self, at: 0) }
 
+    /// The live item with this unique key. With an index in use this reads the O(log N) pages
+    /// its search touches; when one fails the items are rebuilt from the log, and when that
+    /// fails too the answer is nil and the next call reports the error (`needsReopen`).
     func slot(uniqueKey: UniqueKey) -> (ID16, ItemSlot)? {
         mutex.lock(); defer { mutex.unlock() }
-        guard let id = log.uniqueIndex[ID16(keys.uniqueKeyHash(uniqueKey))], let s = log.items[id] else { return nil }
-        return (id, s)
+        let hash = ID16(keys.uniqueKeyHash(uniqueKey))
+        do {
+            return try withIndexFallback { () throws -> (ID16, ItemSlot)? in
+                guard let id = try log.items.owner(hash), let s = try log.items.slot(id) else { return nil }
+                return (id, s)
+            }
+        } catch {
+            needsReopen = true
+            return nil
+        }
     }
 
+    /// The live item with this UUID (as `slot(uniqueKey:)`).
     func slot(id: ID16) -> ItemSlot? {
         mutex.lock(); defer { mutex.unlock() }
-        return log.items[id]
+        do {
+            return try withIndexFallback { try log.items.slot(id) }
+        } catch {
+            needsReopen = true
+            return nil
+        }
     }
 
     /// Decrypts one item.
@@ -605,7 +668,12 @@ package final class KeychainStore: @unchecked Sendable {
         }
         guard let frame = try? FrameHeader.decode(record[...]), frame.type == RecordType.itemPut.rawValue,
               frame.sequence == slot.sequence, frame.recordSize == record.count,
-              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC) else {
+              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
+              let clear = try? ItemPutPayload.decodeClear(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
+              clear.classTag.readBE(UInt32.self, at: 0) == slot.classTag, clear.protectionClass == slot.protection,
+              clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash else {
+            // A slot from an index (spec §17) that does not match its record: the index goes.
+            if !log.items.isMaterialized, readOnlyReason == nil { try? fs.remove(indexPath) }
             throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
                                 remedy: .verifyAndRestore)
         }
@@ -637,7 +705,9 @@ package final class KeychainStore: @unchecked Sendable {
             try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
             directoryUnsynced = false
         }
-        return try body()
+        let result = try body()
+        maybeWriteIndex()
+        return result
     }
 
     private func catchUpLocked() throws {
@@ -650,29 +720,36 @@ package final class KeychainStore: @unchecked Sendable {
     ///   errors, errSecIO.
     func commit(_ mutations: [Mutation]) throws {
         guard !mutations.isEmpty else { return }
+        let planned = try withIndexFallback { try plan(mutations) }
+        try append(planned)
+    }
+
+    /// Seals and checks the records of a transaction against the live items (read, not
+    /// changed).
+    private func plan(_ mutations: [Mutation]) throws -> [(type: RecordType, payload: [UInt8], op: PendingOp)] {
         // Validate against small overlays on the live indexes (copying the indexes would
         // cost O(items) per commit): nil in an overlay means "removed by this transaction".
         var owners: [ID16: ID16?] = [:]
         var slots: [ID16: ItemSlot?] = [:]
-        func owner(_ hash: ID16) -> ID16? { if let o = owners[hash] { return o }; return log.uniqueIndex[hash] }
-        func slot(_ id: ID16) -> ItemSlot? { if let s = slots[id] { return s }; return log.items[id] }
+        func owner(_ hash: ID16) throws -> ID16? { if let o = owners[hash] { return o }; return try log.items.owner(hash) }
+        func slot(_ id: ID16) throws -> ItemSlot? { if let s = slots[id] { return s }; return try log.items.slot(id) }
         var planned: [(type: RecordType, payload: [UInt8], op: PendingOp)] = []
         for m in mutations {
             switch m {
             case .put(let id, let plaintext, let pc, let flags):
                 let sealed = try seal(plaintext, uuid: id.bytes, protection: pc, flags: flags)
                 let hash = ID16(sealed.uniqueKeyHash)
-                if let o = owner(hash), o != id {
+                if let o = try owner(hash), o != id {
                     throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
                 }
-                if let old = slot(id) { owners[old.uniqueHash] = .some(nil) }
+                if let old = try slot(id) { owners[old.uniqueHash] = .some(nil) }
                 owners[hash] = id
                 let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
                                  protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
                 slots[id] = s
                 planned.append((.itemPut, sealed.encode(), .put(id, s)))
             case .delete(let id):
-                guard let old = slot(id) else {
+                guard let old = try slot(id) else {
                     throw KeychainError(.itemNotFound, "the item to delete no longer exists")
                 }
                 slots[id] = .some(nil)
@@ -680,11 +757,17 @@ package final class KeychainStore: @unchecked Sendable {
                 planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode(), .delete(id)))
             }
         }
+        return planned
+    }
+
+    /// Appends planned records as one transaction (see `commit`).
+    private func append(_ planned: [(type: RecordType, payload: [UInt8], op: PendingOp)]) throws {
         let start = log.end
         var offset = start
         var sequence = log.lastSequence
         var records: [UInt8] = []
         var applied: [(PendingOp, UInt64)] = []
+        var lastOffset = start
         for (i, p) in planned.enumerated() {
             sequence += 1
             let flags = i < planned.count - 1 ? FrameHeader.continuesFlag : 0
@@ -696,6 +779,7 @@ package final class KeychainStore: @unchecked Sendable {
             } else {
                 applied.append((p.op, offset))
             }
+            lastOffset = offset
             offset += UInt64(record.count)
             records.append(contentsOf: record)
         }
@@ -713,6 +797,7 @@ package final class KeychainStore: @unchecked Sendable {
         // it back, so a failing read cannot turn a commit into a reported failure.
         do {
             for (op, at) in applied { try log.apply(op, at: at) }
+            log.lastRecordOffset = lastOffset
             log.end = offset
             log.lastSequence = sequence
             log.recordCount += planned.count
@@ -876,7 +961,7 @@ package final class KeychainStore: @unchecked Sendable {
                 try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the new file to \(operation) the keychain")
                 batch.removeAll(keepingCapacity: true)
             }
-            for (_, slot) in log.items.sorted(by: { $0.value.offset < $1.value.offset }) {
+            for (_, slot) in try liveSlotsInFileOrder() {
                 let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
                 var payload = Array(try authenticatedPayload(record, slot))
                 guard try transform(&payload) else { continue }
@@ -896,7 +981,9 @@ package final class KeychainStore: @unchecked Sendable {
             throw error
         }
         fs.close(tfd)
-        // From here on the new file is the keychain, for every process.
+        // From here on the new file is the keychain, for every process. The old file's index
+        // no longer matches its header (§17.5); the next index is written for the new one.
+        try? fs.remove(indexPath)
         let synced = Result { try fs.syncDirectory(directoryOf(path)) }
         if let newKeys {
             classKeys = newKeys
@@ -914,6 +1001,11 @@ package final class KeychainStore: @unchecked Sendable {
                                 underlying: String(describing: error), remedy: .compactAgain)
         }
         recordCommit(sequence)
+    }
+
+    private func liveSlotsInFileOrder() throws -> [(ID16, ItemSlot)] {
+        try materializeItems()
+        return log.items.map { ($0.key, $0.value) }.sorted { $0.1.offset < $1.1.offset }
     }
 
     /// Removes the temporary files of compactions that died before their rename (a killed
@@ -936,6 +1028,8 @@ package final class KeychainStore: @unchecked Sendable {
     package var recordCount: Int { mutex.lock(); defer { mutex.unlock() }; return log.recordCount }
     package var lastSequence: UInt64 { mutex.lock(); defer { mutex.unlock() }; return log.lastSequence }
     package var kdf: KDFParameters { mutex.lock(); defer { mutex.unlock() }; return log.keybag.kdf }
+    /// Whether lookups go through an index file (spec §17) rather than items held in memory.
+    package var usesIndex: Bool { mutex.lock(); defer { mutex.unlock() }; return !log.items.isMaterialized }
 }
 
 extension KeychainStore {

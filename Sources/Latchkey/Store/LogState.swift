@@ -31,7 +31,7 @@ struct ID16: Hashable, Sendable {
 }
 
 /// Where a live item's newest put record is, and its clear fields.
-struct ItemSlot: Sendable {
+struct ItemSlot: Sendable, Equatable {
     var offset: UInt64
     var recordSize: UInt32
     var classTag: UInt32
@@ -44,11 +44,15 @@ struct ItemSlot: Sendable {
 /// The state a reader builds from the log: live items, the unique-key index, the keybag (the
 /// header's: no record changes it, spec §6.6) and how far the committed records reach.
 struct LogState: Sendable {
-    var items: [ID16: ItemSlot] = [:]
-    var uniqueIndex: [ID16: ID16] = [:]
+    /// The live items and their unique keys (in memory, or an index file plus the changes
+    /// after its covered end).
+    var items = ItemTable()
     var keybag: Keybag
     var end: UInt64
     var lastSequence: UInt64
+    /// Where the record that ends at `end` starts; 0 when no record does (the index header
+    /// names it, spec §17.2).
+    var lastRecordOffset: UInt64 = 0
     var recordCount = 0
     var skippedAncillary = 0
     /// The items that committed operations put or deleted, newest last, so that a follower
@@ -65,6 +69,18 @@ struct LogState: Sendable {
         keybag = header.keybag
         end = UInt64(headerSize)
         lastSequence = header.baseSequence
+    }
+
+    /// The state as of an index's covered end (checked by `IndexBase.load`); a scan goes on
+    /// from there.
+    init(header: FileHeader, index: IndexBase) {
+        keybag = header.keybag
+        items = ItemTable(base: index)
+        end = index.header.coveredEnd
+        lastSequence = index.header.lastSequence
+        lastRecordOffset = index.header.lastRecordOffset
+        recordCount = Int(index.header.recordCount)
+        skippedAncillary = Int(index.header.ancillaryCount)
     }
 }
 
@@ -115,17 +131,14 @@ extension LogState {
             guard keybag.entry(for: slot.protection) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)")
             }
-            if let owner = uniqueIndex[slot.uniqueHash], owner != id {
+            if let owner = try items.owner(slot.uniqueHash), owner != id {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
-            if let old = items[id] { uniqueIndex[old.uniqueHash] = nil }
-            items[id] = slot
-            uniqueIndex[slot.uniqueHash] = id
+            try items.put(id, slot)
         case .delete(let id):
-            guard let old = items.removeValue(forKey: id) else {
+            guard try items.remove(id) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
             }
-            uniqueIndex[old.uniqueHash] = nil
         }
     }
 
@@ -212,15 +225,16 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: e.description)
             }
             sequence = frame.sequence
-            offset += UInt64(size)
             recordCount += 1
             inGroup = frame.continues
             if !frame.continues {
                 for (op, at) in pending { try apply(op, at: at) }
                 pending.removeAll(keepingCapacity: true)
-                end = offset
+                lastRecordOffset = offset
+                end = offset + UInt64(size)
                 lastSequence = sequence
             }
+            offset += UInt64(size)
         }
         return ScanEnd(tornAt: inGroup ? groupStart : nil, fileSize: fileSize)
     }

@@ -138,10 +138,43 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// The prepared keychain with an index file (spec/FORMAT.md §17) covering all of it.
+    static func indexedDisk() throws -> MemoryFileSystem {
+        let disk = Prepared.shared.disk.clone()
+        let kc = try openKeychain(on: disk)
+        kc.localStore!.indexTailLimit = 0
+        try kc.localStore!.withWriteLock {}
+        precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
+        return disk
+    }
+
+    /// A process that writes a new index after every write.
+    static let openIndexing: @Sendable (MemoryFileSystem) throws -> Keychain = { disk in
+        let kc = try WriteOperation.openUnlocked(disk)
+        kc.localStore!.indexTailLimit = 0
+        return kc
+    }
+
+    /// An update of three items that makes the writer replace the index: the cut may land in
+    /// the log's append, the log fsync before the index, the index's temporary file, its fsync
+    /// or its rename; the next process must find the items of the old index or of the new.
+    static let updateWithIndex = WriteOperation("update that rewrites the index", start: { try indexedDisk() },
+                                                setup: openIndexing) { _, kc in
+        try FaultScenario.updateSeveral.operation(kc!)
+        return kc
+    }
+
+    /// A compaction of a keychain with an index: the old index no longer matches the new file.
+    static let compactWithIndex = WriteOperation("compaction of an indexed keychain", start: { try indexedDisk() },
+                                                 setup: openIndexing) { _, kc in
+        try kc!.compact()
+        return kc
+    }
+
     static let all: [WriteOperation] = [
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
         WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
-        firstOpen, wrongPasscode,
+        firstOpen, wrongPasscode, updateWithIndex, compactWithIndex,
     ]
 }
 

@@ -1,0 +1,255 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// An index file (spec/FORMAT.md §17) that passed the binding check of §17.5 against the open
+/// keychain file, read page by page: a lookup reads and authenticates the O(log N) pages its
+/// binary search touches, never the whole file.
+///
+/// Holds its own descriptor, so a newer index renamed over the path by another process does
+/// not change what this one reads. Verified pages are cached (bounded). Used only under the
+/// store's lock (the cache is not synchronised otherwise).
+final class IndexBase: @unchecked Sendable {
+    /// Why an index cannot be used: the caller drops it and rebuilds from the log.
+    struct Unusable: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { "the index cannot be used: \(reason)" }
+    }
+
+    let header: IndexHeader
+    private let fs: FileSystem
+    private let fd: Int32
+    private let headerMAC: [UInt8]
+    private let macKey: SecretKey
+    private var cache: [UInt32: [UInt8]] = [:]
+    static let cacheLimit = 4096
+    private let itemsPerPage = FormatConstants.indexItemsPerPage
+    private let uniquesPerPage = FormatConstants.indexUniquesPerPage
+    private let itemSize = FormatConstants.indexItemEntrySize
+    private let uniqueSize = FormatConstants.indexUniqueEntrySize
+
+    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey) {
+        self.fs = fs
+        self.fd = fd
+        self.header = header
+        self.headerMAC = headerMAC
+        self.macKey = macKey
+    }
+
+    deinit { fs.close(fd) }
+
+    /// The index file of a keychain: the keychain's path with `.index` appended.
+    static func path(of keychain: String) -> String { keychain + ".index" }
+
+    /// Opens the index at `indexPath` and checks that it describes a prefix of the log open at
+    /// `logFD` (§17.5): its header authenticates, names this file UUID and this keychain header,
+    /// and the record it says ends the covered part is there, authenticates at its offset, closes
+    /// a transaction, and has the sequence number and tag the index names. O(1): one page of
+    /// the index, 32 bytes of the keychain header and one record.
+    /// - Returns: the index, or why it was ignored (missing, damaged, stale, foreign, …).
+    static func load(indexPath: String, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
+                     keys: FileKeys) -> Result<IndexBase, Unusable> {
+        let fd: Int32
+        do {
+            fd = try fs.openNoFollow(indexPath, writable: false, create: false, mode: 0)
+        } catch {
+            return .failure(Unusable(reason: "no index file (\(error))"))
+        }
+        do {
+            let page = try fs.read(fd, offset: 0, count: FormatConstants.indexPageSize)
+            let h: IndexHeader
+            do {
+                h = try IndexHeader.decode(page, macKey: keys.indexFileMAC)
+            } catch {
+                throw Unusable(reason: "its header: \(error)")
+            }
+            try check(h, fs: fs, logFD: logFD, logHeader: logHeader, logHeaderSize: logHeaderSize, keys: keys)
+            guard try fs.size(fd) == h.fileSize else { throw Unusable(reason: "its size does not match its header") }
+            return .success(IndexBase(fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC))
+        } catch {
+            fs.close(fd)
+            return .failure(error as? Unusable ?? Unusable(reason: "reading it failed (\(error))"))
+        }
+    }
+
+    /// The binding check (§17.5).
+    static func check(_ h: IndexHeader, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
+                      keys: FileKeys) throws {
+        guard h.fileUUID == logHeader.fileUUID else { throw Unusable(reason: "it belongs to another keychain") }
+        let logMAC = try fs.read(logFD, offset: UInt64(logHeaderSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
+        guard Crypto.constantTimeEqual(logMAC, h.logHeaderMAC) else {
+            throw Unusable(reason: "it describes another generation of the keychain (compacted or passcode changed since)")
+        }
+        let logSize = try fs.size(logFD)
+        guard h.coveredEnd >= UInt64(logHeaderSize), h.coveredEnd <= logSize else {
+            throw Unusable(reason: "it covers \(h.coveredEnd) bytes and the keychain has \(logSize) (stale, or the keychain was cut back or rolled back)")
+        }
+        guard h.lastSequence >= logHeader.baseSequence, h.lastSequence - logHeader.baseSequence == h.recordCount,
+              h.ancillaryCount <= h.recordCount, h.itemCount <= h.recordCount else {
+            throw Unusable(reason: "its counts do not fit its sequence numbers")
+        }
+        if h.lastRecordOffset == 0 {
+            guard h.coveredEnd == UInt64(logHeaderSize), h.recordCount == 0, h.lastRecordTag.allSatisfy({ $0 == 0 }) else {
+                throw Unusable(reason: "it names no last record but covers records")
+            }
+            return
+        }
+        let size = h.coveredEnd - h.lastRecordOffset
+        guard h.lastRecordOffset >= UInt64(logHeaderSize), h.lastRecordOffset < h.coveredEnd,
+              size <= UInt64(FormatConstants.frameHeaderSize + FormatConstants.frameTagSize) + UInt64(FormatConstants.maxPayloadSize) else {
+            throw Unusable(reason: "its last record is out of range")
+        }
+        let record = try fs.read(logFD, offset: h.lastRecordOffset, count: Int(size))
+        guard record.count == Int(size), let frame = try? FrameHeader.decode(record[...]), frame.recordSize == record.count,
+              !frame.continues, frame.sequence == h.lastSequence,
+              RecordFrame.verify(record: record[...], offset: h.lastRecordOffset, macKey: keys.recordMAC),
+              Crypto.constantTimeEqual(Array(record.suffix(FormatConstants.frameTagSize)), h.lastRecordTag) else {
+            throw Unusable(reason: "the record that ends its covered part is not the one it names (another history of the keychain)")
+        }
+    }
+
+    // MARK: Pages
+
+    private var itemPages: UInt32 { header.itemPages }
+    private var itemCount: Int { Int(header.itemCount) }
+
+    /// Page `n` of the file (0 is the header), authenticated.
+    private func page(_ n: UInt32) throws -> [UInt8] {
+        if let p = cache[n] { return p }
+        let bytes: [UInt8]
+        do {
+            bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
+        } catch {
+            throw Unusable(reason: "page \(n) could not be read (\(error))")
+        }
+        guard IndexPage.verify(bytes, page: n, headerMAC: headerMAC, macKey: macKey) else {
+            throw Unusable(reason: "page \(n) failed its integrity check")
+        }
+        try checkOrder(bytes, page: n)
+        if cache.count >= IndexBase.cacheLimit { cache.removeAll(keepingCapacity: true) }
+        cache[n] = bytes
+        return bytes
+    }
+
+    private func itemEntries(onPage p: Int) -> Int { min(itemsPerPage, itemCount - p * itemsPerPage) }
+    private func uniqueEntries(onPage p: Int) -> Int { min(uniquesPerPage, itemCount - p * uniquesPerPage) }
+
+    /// Keys strictly increase within a page (a writer's mistake is refused like damage).
+    private func checkOrder(_ bytes: [UInt8], page n: UInt32) throws {
+        let (count, size): (Int, Int) = n <= itemPages ? (itemEntries(onPage: Int(n) - 1), itemSize)
+                                                       : (uniqueEntries(onPage: Int(n - itemPages) - 1), uniqueSize)
+        var previous: ID16?
+        for i in 0..<count {
+            let k = IndexBase.key(bytes, at: i * size)
+            if let p = previous, !(p < k) { throw Unusable(reason: "page \(n) is not sorted") }
+            previous = k
+        }
+    }
+
+    static func key(_ bytes: [UInt8], at: Int) -> ID16 {
+        ID16(high: bytes.readBE(UInt64.self, at: at), low: bytes.readBE(UInt64.self, at: at + 8))
+    }
+
+    private func slot(in bytes: [UInt8], at: Int) throws -> ItemSlot {
+        guard let pc = ProtectionClass(rawValue: bytes[at + 56]) else {
+            throw Unusable(reason: "an entry names protection class \(bytes[at + 56])")
+        }
+        return ItemSlot(offset: bytes.readBE(UInt64.self, at: at + 16), recordSize: bytes.readBE(UInt32.self, at: at + 32),
+                        classTag: bytes.readBE(UInt32.self, at: at + 36), protection: pc, flags: bytes[at + 57],
+                        uniqueHash: IndexBase.key(bytes, at: at + 40), sequence: bytes.readBE(UInt64.self, at: at + 24))
+    }
+
+    /// Binary search over pages, then inside the page: the entry index holding `key`.
+    private func find(_ key: ID16, pages: Int, firstPage: UInt32, entries: (Int) -> Int, size: Int) throws -> (bytes: [UInt8], at: Int)? {
+        var lo = 0, hi = pages - 1
+        while lo <= hi {
+            let mid = (lo + hi) / 2
+            let bytes = try page(firstPage + UInt32(mid))
+            let n = entries(mid)
+            if key < IndexBase.key(bytes, at: 0) {
+                hi = mid - 1
+            } else if IndexBase.key(bytes, at: (n - 1) * size) < key {
+                lo = mid + 1
+            } else {
+                var l = 0, h = n - 1
+                while l <= h {
+                    let m = (l + h) / 2
+                    let k = IndexBase.key(bytes, at: m * size)
+                    if k == key { return (bytes, m * size) }
+                    if k < key { l = m + 1 } else { h = m - 1 }
+                }
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// The item's slot as of the covered end, or nil when it was not live then.
+    func slot(_ id: ID16) throws -> ItemSlot? {
+        guard let (bytes, at) = try find(id, pages: Int(itemPages), firstPage: 1, entries: itemEntries, size: itemSize) else { return nil }
+        return try slot(in: bytes, at: at)
+    }
+
+    /// The live item that had unique-key hash `hash` at the covered end.
+    func owner(_ hash: ID16) throws -> ID16? {
+        guard let (bytes, at) = try find(hash, pages: Int(header.uniquePages), firstPage: 1 + itemPages,
+                                        entries: uniqueEntries, size: uniqueSize) else { return nil }
+        let id = IndexBase.key(bytes, at: at + 16)
+        guard let s = try slot(id), s.uniqueHash == hash else {
+            throw Unusable(reason: "its unique-key table names an item its item table does not hold with that key")
+        }
+        return id
+    }
+
+    /// Every entry of the item table, in UUID order, each page authenticated as it is read.
+    func forEachItem(_ body: (ID16, ItemSlot) throws -> Void) throws {
+        var previous: ID16?
+        for p in 0..<Int(itemPages) {
+            let bytes = try readThrough(1 + UInt32(p))
+            for i in 0..<itemEntries(onPage: p) {
+                let id = IndexBase.key(bytes, at: i * itemSize)
+                if let q = previous, !(q < id) { throw Unusable(reason: "its item table is not sorted") }
+                previous = id
+                try body(id, try slot(in: bytes, at: i * itemSize))
+            }
+        }
+    }
+
+    /// Every entry of the unique-key table (hash, item), in hash order.
+    func forEachUnique(_ body: (ID16, ID16) throws -> Void) throws {
+        var previous: ID16?
+        for p in 0..<Int(header.uniquePages) {
+            let bytes = try readThrough(1 + itemPages + UInt32(p))
+            for i in 0..<uniqueEntries(onPage: p) {
+                let hash = IndexBase.key(bytes, at: i * uniqueSize)
+                if let q = previous, !(q < hash) { throw Unusable(reason: "its unique-key table is not sorted") }
+                previous = hash
+                try body(hash, IndexBase.key(bytes, at: i * uniqueSize + 16))
+            }
+        }
+    }
+
+    /// A page for a sequential pass: authenticated, not cached.
+    private func readThrough(_ n: UInt32) throws -> [UInt8] {
+        if let p = cache[n] { return p }
+        let bytes: [UInt8]
+        do {
+            bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
+        } catch {
+            throw Unusable(reason: "page \(n) could not be read (\(error))")
+        }
+        guard IndexPage.verify(bytes, page: n, headerMAC: headerMAC, macKey: macKey) else {
+            throw Unusable(reason: "page \(n) failed its integrity check")
+        }
+        return bytes
+    }
+}
+
+extension ID16: Comparable {
+    init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// Byte order (big-endian, unsigned): the order of the index tables.
+    static func < (a: ID16, b: ID16) -> Bool { a.high != b.high ? a.high < b.high : a.low < b.low }
+}

@@ -1,0 +1,209 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// The index file beside the keychain (spec/FORMAT.md §17): loaded on open so that only the
+/// records after its covered end are scanned, written by writers once that tail grows past
+/// `indexTailLimit`, and dropped (the items rebuilt from the log) whenever any part of it
+/// fails a check. It is a cache: nothing is lost without it.
+extension KeychainStore {
+    var indexPath: String { IndexBase.path(of: path) }
+
+    /// The state to scan the log from: as of a valid index's covered end, or the start of
+    /// the log when there is no valid index; and that covered end (0: none).
+    func initialState(fd: Int32, header: FileHeader, headerSize: Int, keys: FileKeys) -> (LogState, UInt64) {
+        switch IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header, logHeaderSize: headerSize, keys: keys) {
+        case .success(let base):
+            return (LogState(header: header, index: base), base.header.coveredEnd)
+        case .failure:
+            return (LogState(header: header, headerSize: headerSize), 0)
+        }
+    }
+
+    /// Replaces the state with one scanned from the start of the log, after the index failed a
+    /// check while in use (a damaged page, an entry that disagrees with another). The index
+    /// file is removed where the keychain may be written, so that the next writer replaces it.
+    @discardableResult
+    func rebuildWithoutIndex() throws -> ScanEnd {
+        if readOnlyReason == nil { try? fs.remove(indexPath) }
+        indexDamaged = true
+        var fresh = LogState(header: header, headerSize: headerSize)
+        let found = try scanFresh(&fresh)
+        log = fresh
+        epoch += 1
+        indexedEnd = 0
+        return found
+    }
+
+    /// Runs `body`; when the index fails under it, rebuilds the state from the log and runs
+    /// it again (on the state in memory, where it cannot fail that way).
+    func withIndexFallback<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch is IndexBase.Unusable {
+            try rebuildWithoutIndex()
+            return try body()
+        }
+    }
+
+    /// Brings every live item into memory (for enumerations).
+    func materializeItems() throws {
+        guard !log.items.isMaterialized else { return }
+        try withIndexFallback { try log.items.materialize() }
+    }
+
+    /// After a write, with the write lock held: writes a new index when the records after the
+    /// newest valid one pass `indexTailLimit` bytes, or when the one in use failed. Best
+    /// effort: a failure leaves the old index (or none), which readers check anyway.
+    func maybeWriteIndex() {
+        guard readOnlyReason == nil, !needsReopen else { return }
+        let covered = max(indexedEnd, UInt64(headerSize))
+        let limit = tailLimit
+        guard indexDamaged || (log.end > covered && log.end - covered > limit) else { return }
+        if !indexDamaged, case .success(let current) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
+                                                                        logHeaderSize: headerSize, keys: keys),
+           current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= limit {
+            // Another process wrote one recently enough.
+            indexedEnd = current.header.coveredEnd
+            return
+        }
+        do {
+            try writeIndex()
+        } catch is IndexBase.Unusable {
+            if (try? rebuildWithoutIndex()) != nil { try? writeIndex() }
+        } catch {}
+    }
+
+    /// The tail after which a writer writes a new index: `indexTailLimit`, or 1/64 of the
+    /// index's size when that is more, so that rewriting the index costs at most 64 bytes
+    /// written per byte appended to the log (a fixed limit would make a long run of writes
+    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 90 MB). An
+    /// open then scans at most max(256 KiB, index size / 64) of the log: about 1.4 MB at
+    /// 1,000,000 items. `indexTailLimit` 0 writes after every write (tests).
+    var tailLimit: UInt64 {
+        guard indexTailLimit > 0 else { return 0 }
+        let n = UInt64(log.items.count)
+        let pages = 1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
+            + (n + UInt64(FormatConstants.indexUniquesPerPage) - 1) / UInt64(FormatConstants.indexUniquesPerPage)
+        return max(indexTailLimit, pages * UInt64(FormatConstants.indexPageSize) / 64)
+    }
+
+    /// Writes the index of the log as it is in memory (its committed end) to a temporary file
+    /// (0600, never following a symlink), fsyncs it and renames it over the index path. Call
+    /// with the write lock held: every record up to the end is then one a writer committed,
+    /// and the log is fsynced first so that the index never names a record a power cut could
+    /// still take away. Cost: O(items) sequential I/O; memory: the changes since the old index.
+    func writeIndex() throws {
+        try fs.sync(fd)
+        let logMAC = try fs.read(fd, offset: UInt64(headerSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
+        var tag = [UInt8](repeating: 0, count: FormatConstants.frameTagSize)
+        if log.lastRecordOffset != 0 {
+            tag = try fs.read(fd, offset: log.end - UInt64(FormatConstants.frameTagSize), count: FormatConstants.frameTagSize)
+        }
+        let records = log.lastSequence - header.baseSequence
+        let h = IndexHeader(fileUUID: header.fileUUID, logHeaderMAC: logMAC, coveredEnd: log.end, lastSequence: log.lastSequence,
+                            lastRecordOffset: log.lastRecordOffset, lastRecordTag: tag, itemCount: UInt64(log.items.count),
+                            recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
+                            generation: try Crypto.randomBytes(16))
+        let headerPage = h.encode(macKey: keys.indexFileMAC)
+        let headerMAC = IndexHeader.mac(of: headerPage)
+        removeAbandonedIndexWrites()
+        let temp = indexPath + "-" + hexString(try Crypto.randomBytes(4))
+        let tfd = try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600)
+        do {
+            var batch = headerPage
+            var written: UInt64 = 0
+            var pageNumber: UInt32 = 1
+            var body = ByteWriter(capacity: FormatConstants.indexPageBodySize)
+            var inPage = 0
+            func flush() throws {
+                try fs.write(tfd, offset: written, batch)
+                written += UInt64(batch.count)
+                batch.removeAll(keepingCapacity: true)
+            }
+            func endPage() throws {
+                batch.append(contentsOf: IndexPage.seal(body: body.bytes, page: pageNumber, headerMAC: headerMAC, macKey: keys.indexFileMAC))
+                pageNumber += 1
+                body = ByteWriter(capacity: FormatConstants.indexPageBodySize)
+                inPage = 0
+                if batch.count >= 1 << 20 { try flush() }
+            }
+            var itemsWritten: UInt64 = 0
+            func emit(_ id: ID16, _ s: ItemSlot) throws {
+                IndexItemEntry(uuid: id.bytes, recordOffset: s.offset, sequence: s.sequence, recordSize: s.recordSize,
+                               classTag: s.classTag, uniqueKeyHash: s.uniqueHash.bytes, protectionClass: s.protection.rawValue,
+                               flags: s.flags).encode(into: &body)
+                inPage += 1
+                itemsWritten += 1
+                if inPage == FormatConstants.indexItemsPerPage { try endPage() }
+            }
+            // Items in UUID order: the index's entries merged with the changes since.
+            let changes = log.items.changes()
+            var next = 0
+            try log.items.base?.forEachItem { id, slot in
+                while next < changes.count, changes[next].0 < id {
+                    if let s = changes[next].1 { try emit(changes[next].0, s) }
+                    next += 1
+                }
+                if next < changes.count, changes[next].0 == id {
+                    if let s = changes[next].1 { try emit(id, s) }
+                    next += 1
+                } else {
+                    try emit(id, slot)
+                }
+            }
+            for (id, s) in changes[next...] { if let s { try emit(id, s) } }
+            if inPage > 0 { try endPage() }
+            // Unique-key hashes in hash order: the index's, less the items changed since,
+            // merged with those of the changed items that are live.
+            var uniquesWritten: UInt64 = 0
+            func emitUnique(_ hash: ID16, _ id: ID16) throws {
+                body.raw(hash.bytes)
+                body.raw(id.bytes)
+                inPage += 1
+                uniquesWritten += 1
+                if inPage == FormatConstants.indexUniquesPerPage { try endPage() }
+            }
+            let fresh = changes.compactMap { c in c.1.map { ($0.uniqueHash, c.0) } }.sorted { $0.0 < $1.0 }
+            next = 0
+            try log.items.base?.forEachUnique { hash, id in
+                guard !log.items.hasChanged(id) else { return }
+                while next < fresh.count, fresh[next].0 < hash {
+                    try emitUnique(fresh[next].0, fresh[next].1)
+                    next += 1
+                }
+                try emitUnique(hash, id)
+            }
+            for (hash, id) in fresh[next...] { try emitUnique(hash, id) }
+            if inPage > 0 { try endPage() }
+            guard itemsWritten == h.itemCount, uniquesWritten == h.itemCount else {
+                throw IndexBase.Unusable(reason: "the index in use and the changes since disagree on the item count")
+            }
+            try flush()
+            try fs.sync(tfd)
+            fs.close(tfd)
+        } catch {
+            fs.close(tfd)
+            try? fs.remove(temp)
+            throw error
+        }
+        do {
+            try fs.rename(temp, indexPath)
+        } catch {
+            try? fs.remove(temp)
+            throw error
+        }
+        indexedEnd = log.end
+        indexDamaged = false
+    }
+
+    /// Removes the temporary files of index writes that died before their rename. Call with
+    /// the write lock held (a live index write holds it from its temporary file to the rename).
+    func removeAbandonedIndexWrites() {
+        let directory = directoryOf(path)
+        let fileName = indexPath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? indexPath
+        let prefix = fileName + "-"
+        for name in fs.list(directory) where name.hasPrefix(prefix) && name.count == prefix.count + 8 {
+            try? fs.remove(indexPath.contains("/") ? directory + "/" + name : name)
+        }
+    }
+}

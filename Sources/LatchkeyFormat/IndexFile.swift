@@ -1,0 +1,187 @@
+import LatchkeyCrypto
+
+/// The first page of an index file (spec/FORMAT.md §17.2): which log the index describes and
+/// how many pages follow. The index is a cache of what a scan of the log computes; the header
+/// binds it to one exact prefix of one keychain file, and every page is MACed under a key
+/// only the device can derive, bound to this header.
+public struct IndexHeader: Equatable, Sendable {
+    public var fileUUID: [UInt8]
+    /// The last 32 bytes of the keychain file's header (its header MAC, §3.3).
+    public var logHeaderMAC: [UInt8]
+    /// The log offset the index describes the keychain at: the end of a closed transaction.
+    public var coveredEnd: UInt64
+    /// The sequence number of the record that ends at `coveredEnd` (the header's base
+    /// sequence when no record does).
+    public var lastSequence: UInt64
+    /// Where that record starts; 0 when `coveredEnd` is the end of the keychain header.
+    public var lastRecordOffset: UInt64
+    /// That record's 16-byte tag (§6.2); zeros when there is no record.
+    public var lastRecordTag: [UInt8]
+    public var itemCount: UInt64
+    /// Records (of every type) in the covered part of the log.
+    public var recordCount: UInt64
+    /// Ancillary records (§6.3) in the covered part.
+    public var ancillaryCount: UInt64
+    /// Random bytes drawn for every index written: no two indexes share page MACs.
+    public var generation: [UInt8]
+
+    public init(fileUUID: [UInt8], logHeaderMAC: [UInt8], coveredEnd: UInt64, lastSequence: UInt64,
+                lastRecordOffset: UInt64, lastRecordTag: [UInt8], itemCount: UInt64, recordCount: UInt64,
+                ancillaryCount: UInt64, generation: [UInt8]) {
+        self.fileUUID = fileUUID
+        self.logHeaderMAC = logHeaderMAC
+        self.coveredEnd = coveredEnd
+        self.lastSequence = lastSequence
+        self.lastRecordOffset = lastRecordOffset
+        self.lastRecordTag = lastRecordTag
+        self.itemCount = itemCount
+        self.recordCount = recordCount
+        self.ancillaryCount = ancillaryCount
+        self.generation = generation
+    }
+
+    public var itemPages: UInt32 { IndexHeader.pages(itemCount, FormatConstants.indexItemsPerPage) }
+    public var uniquePages: UInt32 { IndexHeader.pages(itemCount, FormatConstants.indexUniquesPerPage) }
+    /// The size the file must have: the header page and every entry page.
+    public var fileSize: UInt64 { UInt64(1 + UInt64(itemPages) + UInt64(uniquePages)) * UInt64(FormatConstants.indexPageSize) }
+
+    static func pages(_ count: UInt64, _ perPage: Int) -> UInt32 {
+        UInt32(clamping: (count + UInt64(perPage) - 1) / UInt64(perPage))
+    }
+
+    /// The 4096-byte header page, MAC included.
+    public func encode(macKey: SecretKey) -> [UInt8] {
+        var w = ByteWriter(capacity: FormatConstants.indexPageSize)
+        w.raw(FormatConstants.indexMagic)
+        w.u16(FormatConstants.indexMajor)
+        w.u16(FormatConstants.indexMinor)
+        w.u32(UInt32(FormatConstants.indexPageSize))
+        w.raw(fileUUID)
+        w.raw(logHeaderMAC)
+        w.u64(coveredEnd)
+        w.u64(lastSequence)
+        w.u64(lastRecordOffset)
+        w.raw(lastRecordTag)
+        w.u64(itemCount)
+        w.u64(recordCount)
+        w.u64(ancillaryCount)
+        w.u32(itemPages)
+        w.u32(uniquePages)
+        w.raw(generation)
+        w.zeros(FormatConstants.indexPageBodySize - w.bytes.count)
+        return IndexPage.seal(body: w.bytes, page: 0, headerMAC: [], macKey: macKey)
+    }
+
+    /// The header MAC of an encoded header page: the key under which every entry page is bound.
+    public static func mac(of page: [UInt8]) -> [UInt8] { Array(page.suffix(FormatConstants.indexPageMACSize)) }
+
+    /// Decodes and authenticates a header page.
+    /// - Throws: `FormatError` for a short page, a bad magic, a version other than 1.0, a page
+    ///   size other than 4096, non-zero reserved bytes, page counts that disagree with the item
+    ///   count, or a MAC that does not verify. Every one of them means "ignore this index".
+    public static func decode(_ page: [UInt8], macKey: SecretKey) throws -> IndexHeader {
+        guard page.count == FormatConstants.indexPageSize else { throw FormatError.truncated(field: "index header") }
+        var r = ByteReader(page)
+        guard try r.bytes(8, "index magic") == FormatConstants.indexMagic else {
+            throw FormatError.badMagic(what: "Latchkey index file")
+        }
+        let major = try r.u16("index major version")
+        let minor = try r.u16("index minor version")
+        // A cache: a reader uses only the exact version it writes, and rebuilds any other.
+        guard major == FormatConstants.indexMajor, minor == FormatConstants.indexMinor else {
+            throw FormatError.unsupportedVersion(what: "index file", major: major, minor: minor)
+        }
+        guard IndexPage.verify(page, page: 0, headerMAC: [], macKey: macKey) else {
+            throw FormatError.checksumMismatch(what: "index header")
+        }
+        guard try r.u32("index page size") == UInt32(FormatConstants.indexPageSize) else {
+            throw FormatError.invalidField(field: "index page size", reason: "must be 4096")
+        }
+        var h = IndexHeader(fileUUID: try r.bytes(16, "index file UUID"), logHeaderMAC: try r.bytes(32, "index log header MAC"),
+                            coveredEnd: try r.u64("index covered end"), lastSequence: try r.u64("index last sequence"),
+                            lastRecordOffset: try r.u64("index last record offset"), lastRecordTag: try r.bytes(16, "index last record tag"),
+                            itemCount: try r.u64("index item count"), recordCount: try r.u64("index record count"),
+                            ancillaryCount: try r.u64("index ancillary count"), generation: [])
+        let itemPages = try r.u32("index item pages")
+        let uniquePages = try r.u32("index unique pages")
+        h.generation = try r.bytes(16, "index generation")
+        try r.reserved(FormatConstants.indexPageBodySize - r.offset, "index header reserved")
+        guard itemPages == h.itemPages, uniquePages == h.uniquePages, h.itemCount <= UInt64(UInt32.max) else {
+            throw FormatError.invalidField(field: "index page counts", reason: "do not match the item count")
+        }
+        return h
+    }
+}
+
+/// One live item in an index item page (§17.3): 58 bytes.
+public struct IndexItemEntry: Equatable, Sendable {
+    public var uuid: [UInt8]
+    public var recordOffset: UInt64
+    public var sequence: UInt64
+    public var recordSize: UInt32
+    public var classTag: UInt32
+    public var uniqueKeyHash: [UInt8]
+    public var protectionClass: UInt8
+    public var flags: UInt8
+
+    public init(uuid: [UInt8], recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
+                uniqueKeyHash: [UInt8], protectionClass: UInt8, flags: UInt8) {
+        self.uuid = uuid
+        self.recordOffset = recordOffset
+        self.sequence = sequence
+        self.recordSize = recordSize
+        self.classTag = classTag
+        self.uniqueKeyHash = uniqueKeyHash
+        self.protectionClass = protectionClass
+        self.flags = flags
+    }
+
+    public func encode(into w: inout ByteWriter) {
+        w.raw(uuid)
+        w.u64(recordOffset)
+        w.u64(sequence)
+        w.u32(recordSize)
+        w.u32(classTag)
+        w.raw(uniqueKeyHash)
+        w.u8(protectionClass)
+        w.u8(flags)
+    }
+
+    /// Decodes the entry at byte `at` of a page body (no check beyond the length).
+    public static func decode(_ page: [UInt8], at: Int) -> IndexItemEntry {
+        IndexItemEntry(uuid: Array(page[at..<at + 16]), recordOffset: page.readBE(UInt64.self, at: at + 16),
+                       sequence: page.readBE(UInt64.self, at: at + 24), recordSize: page.readBE(UInt32.self, at: at + 32),
+                       classTag: page.readBE(UInt32.self, at: at + 36), uniqueKeyHash: Array(page[at + 40..<at + 56]),
+                       protectionClass: page[at + 56], flags: page[at + 57])
+    }
+}
+
+/// Sealing and checking of index pages (§17.2–§17.4).
+public enum IndexPage {
+    /// `body` (at most 4064 bytes, zero-padded to 4064) followed by its MAC:
+    /// HMAC-SHA256(index file MAC key, headerMAC ‖ u32 page number ‖ body). The header page is
+    /// page 0 and has an empty `headerMAC`.
+    public static func seal(body: [UInt8], page: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> [UInt8] {
+        var out = body
+        out.reserveCapacity(FormatConstants.indexPageSize)
+        if out.count < FormatConstants.indexPageBodySize {
+            out.append(contentsOf: repeatElement(0, count: FormatConstants.indexPageBodySize - out.count))
+        }
+        out.append(contentsOf: mac(body: out[...], page: page, headerMAC: headerMAC, macKey: macKey))
+        return out
+    }
+
+    /// Checks a whole page's MAC in constant time.
+    public static func verify(_ page: [UInt8], page number: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> Bool {
+        guard page.count == FormatConstants.indexPageSize else { return false }
+        let body = page[..<FormatConstants.indexPageBodySize]
+        return Crypto.constantTimeEqual(mac(body: body, page: number, headerMAC: headerMAC, macKey: macKey),
+                                        Array(page[FormatConstants.indexPageBodySize...]))
+    }
+
+    static func mac(body: ArraySlice<UInt8>, page: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> [UInt8] {
+        var n = ByteWriter(capacity: 4)
+        n.u32(page)
+        return Crypto.hmacSHA256(key: macKey, parts: [headerMAC, n.bytes, Array(body)])
+    }
+}
