@@ -28,7 +28,7 @@ let package = Package(
             pkgConfig: "libarchive",
             providers: [.apt(["libarchive-dev"])]
         ),
-        // No unsafeFlags anywhere: SwiftPM refuses a package that has them as a dependency by
+        // No unsafe build flags anywhere: SwiftPM refuses a package that has them as a dependency by
         // version. The C warnings are checked by `make test` (Makefile, c-warnings).
         .target(name: "CLatchkeyCrypto", dependencies: ["COpenSSL"]),
         .target(name: "LatchkeyCrypto", dependencies: ["CLatchkeyCrypto"]),
