@@ -77,7 +77,7 @@ public enum BackupArchive {
     package static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem) throws -> BackupSummary {
         if let found = try fsCall({ try fs.ownership(path: path) }, "check \(path)"), found.kind != .regular {
             let kind = found.kind == .directory ? "a directory" : found.kind == .symlink ? "a symbolic link" : "a FIFO, socket or device"
-            throw KeychainError(.io, "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written. Choose another path, or write to a pipe or device with --output - and a redirection")
+            throw KeychainError(.io, "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written", remedy: .chooseBackupOutput)
         }
         let temp = path + ".tmp-" + hexString(try Crypto.randomBytes(4))
         let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
@@ -113,7 +113,7 @@ public enum BackupArchive {
     package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, createdAt: UInt64,
                               random: BackupRandomSource, destination: String = "the output") throws -> BackupSummary {
         if let p = options.password, p.isEmpty {
-            throw KeychainError(.param, "the backup password is empty; choose a non-empty password, or use --no-password")
+            throw KeychainError(.param, "the backup password is empty", remedy: .chooseBackupPassword)
         }
         guard (10...22).contains(options.kdfLogN) else {
             throw KeychainError(.param, "the backup KDF cost must be between 10 and 22")

@@ -31,6 +31,14 @@ public enum KeychainRemedy: Sendable, Equatable {
     case createOrGiveDeviceSecret
     /// The keychain's own device secret is missing: put it back or name it; else restore.
     case findKeychainsDeviceSecret
+    /// A restore into a new keychain found one at the path: merge into it, or choose another.
+    case mergeOrChooseAnotherKeychain
+    /// The archive needs its backup password.
+    case giveBackupPassword
+    /// A backup needs a non-empty password, or none at all.
+    case chooseBackupPassword
+    /// Backups are written to regular files: choose another path, or write to a descriptor.
+    case chooseBackupOutput
 
     /// The next step in the library's terms.
     public var advice: String {
@@ -61,6 +69,14 @@ public enum KeychainRemedy: Sendable, Equatable {
             return "or give the path of a device secret kept in a directory of your own (devicePath)"
         case .createOrGiveDeviceSecret:
             return "Keychain.create(path:devicePath:passcode:) creates one with a new keychain; or give the path of your device secret (devicePath)"
+        case .mergeOrChooseAnotherKeychain:
+            return "restore into it with VerifiedBackup.verify(…, target: .existing(keychain)), or choose another path"
+        case .giveBackupPassword:
+            return "give its password"
+        case .chooseBackupPassword:
+            return "choose a non-empty password, or write the backup without one (password nil)"
+        case .chooseBackupOutput:
+            return "choose another path, or write to a pipe or device through a file descriptor"
         case .findKeychainsDeviceSecret:
             return "put that file back, or give its path (devicePath); a new device secret cannot open this keychain. If the device secret is lost, the items come back only from a backup restored into a new keychain (a password backup restores onto any device secret; one without a password only onto the one it was made with)"
         }

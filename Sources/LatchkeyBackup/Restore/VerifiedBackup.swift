@@ -139,7 +139,7 @@ public final class VerifiedBackup {
     package func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8,
                                     progress: ((_ done: Int64, _ total: Int64) -> Void)?, fs: FileSystem) throws -> RestoreReport {
         if try Self.fsCall({ try fs.ownership(path: path) }, "check \(path)") != nil {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path); restore into it with --merge, or choose another --keychain")
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)", remedy: .mergeOrChooseAnotherKeychain)
         }
         var createdDevice = false
         var cleanups: [InterruptCleanup.Token?] = []
@@ -342,7 +342,7 @@ public final class VerifiedBackup {
             }
         case .password:
             guard var pw = try password() else {
-                throw KeychainError(.authFailed, "\(source.name) is protected by a backup password; give it with --password-file or LATCHKEY_BACKUP_PASSWORD")
+                throw KeychainError(.authFailed, "\(source.name) is protected by a backup password", remedy: .giveBackupPassword)
             }
             defer { Crypto.cleanse(&pw) }
             passwordKey = try BackupKeys.passwordKey(password: pw, kdf: c.kdf, backupUUID: c.backupUUID)

@@ -30,6 +30,14 @@ extension KeychainRemedy {
             return "or keep the device secret in a directory of your own and point --device / LATCHKEY_DEVICE at it"
         case .createOrGiveDeviceSecret:
             return "'latchkey init' creates one with a new keychain, or point LATCHKEY_DEVICE / --device at your device secret"
+        case .mergeOrChooseAnotherKeychain:
+            return "restore into it with --merge, or choose another --keychain"
+        case .giveBackupPassword:
+            return "give it with --password-file or LATCHKEY_BACKUP_PASSWORD"
+        case .chooseBackupPassword:
+            return "choose a non-empty password, or use --no-password"
+        case .chooseBackupOutput:
+            return "choose another path, or write to a pipe or device with --output - and a redirection"
         case .findKeychainsDeviceSecret:
             return "put that file back, or point LATCHKEY_DEVICE / --device at where it is. Do not run 'latchkey init' for this keychain: a new device secret cannot open it. If the device secret is lost, the items come back only from a backup: 'latchkey restore BACKUP --keychain NEW-PATH' makes a new keychain and device secret (a password backup restores onto any device secret; a --no-password backup only onto the one it was made with)"
         }
