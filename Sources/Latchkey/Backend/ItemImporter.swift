@@ -10,7 +10,8 @@ import LatchkeyFormat
 /// whole batches, items are sent in transactions of `agentBatchSize`: `landed` then says how
 /// many are already in the keychain when a later one fails.
 package final class ItemImporter {
-    private let keychain: Keychain
+    private let backend: any KeychainBackend
+    private let context: CallContext
     private let local: LocalBackend?
     private let transaction: StreamingTransaction?
     private let policy: AccessPolicy
@@ -26,8 +27,10 @@ package final class ItemImporter {
     /// The import is one transaction: when it fails, nothing has landed.
     package var isAtomic: Bool { transaction != nil }
 
-    init(keychain: Keychain, local: LocalBackend?, transaction: StreamingTransaction?, policy: AccessPolicy, time: Double) {
-        self.keychain = keychain
+    init(backend: any KeychainBackend, context: CallContext, local: LocalBackend?, transaction: StreamingTransaction?,
+         policy: AccessPolicy, time: Double) {
+        self.backend = backend
+        self.context = context
         self.local = local
         self.transaction = transaction
         self.policy = policy
@@ -53,7 +56,7 @@ package final class ItemImporter {
     /// Sends the queued items to the agent in one transaction.
     func flush() throws {
         guard !batch.isEmpty else { return }
-        try keychain.add(contentsOf: batch)
+        try backend.add(batch, context)
         landed += batch.count
         batch.removeAll(keepingCapacity: true)
     }
@@ -70,21 +73,33 @@ extension Keychain {
     /// - Throws: errSecMissingEntitlement for a caller without groups; what `body` throws;
     ///   errSecIO from the commit.
     package func importItems<T>(_ body: (ItemImporter) throws -> T) throws -> T {
+        try backend.importItems(context, body)
+    }
+}
+
+extension LocalBackend {
+    /// One streaming transaction for the whole import.
+    package func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {
         let policy = try AccessPolicy(caller: context.caller)
         let t = Keychain.now()
-        guard let local = backend as? LocalBackend else {
-            let importer = ItemImporter(keychain: self, local: nil, transaction: nil, policy: policy, time: t)
-            let result = try body(importer)
-            try importer.flush()
-            return result
-        }
         var importer: ItemImporter?
-        let result = try local.store.withStreamingTransaction { tx in
-            let i = ItemImporter(keychain: self, local: local, transaction: tx, policy: policy, time: t)
+        let result = try store.withStreamingTransaction { tx in
+            let i = ItemImporter(backend: self, context: context, local: self, transaction: tx, policy: policy, time: t)
             importer = i
             return try body(i)
         }
         importer?.closed()
+        return result
+    }
+}
+
+extension AgentBackend {
+    /// Batches of `ItemImporter.agentBatchSize` items, each one transaction in the agent.
+    func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {
+        let importer = ItemImporter(backend: self, context: context, local: nil, transaction: nil,
+                                    policy: try AccessPolicy(caller: context.caller), time: Keychain.now())
+        let result = try body(importer)
+        try importer.flush()
         return result
     }
 }

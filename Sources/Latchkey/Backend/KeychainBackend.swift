@@ -40,6 +40,14 @@ package protocol KeychainBackend: AnyObject, Sendable {
     func info() throws -> KeychainInfo
     func verify() -> VerifyReport
 
+    /// Every live item the caller may see, attributes only, in two passes (`Keychain.walkItems`).
+    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
+                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws
+
+    /// Runs a bulk import (`ItemImporter`): one streaming transaction on a local keychain,
+    /// batches of `ItemImporter.agentBatchSize` through the agent.
+    func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T
+
     /// The open file, for the streaming transactions of backup and restore (LatchkeyBackup):
     /// they move every item of the keychain, which the agent protocol does not carry.
     /// - Throws: errSecNotAvailable for a keychain served by the agent.

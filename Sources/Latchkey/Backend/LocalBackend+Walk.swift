@@ -13,14 +13,18 @@ extension Keychain {
     /// - Throws: errSecInteractionNotAllowed; errSecMissingEntitlement; errSecDecode for a
     ///   damaged item; what `survey` or `emit` throw.
     package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
-        if let local = backend as? LocalBackend {
-            try local.walkItems(protections: protections, context, survey: survey, emit: emit)
-            return
-        }
+        try backend.walkItems(protections: protections, context, survey: survey, emit: emit)
+    }
+}
+
+extension AgentBackend {
+    /// The agent answers with item lists: one request per class (and protection class).
+    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
+                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
         for c in ItemClass.allCases {
             var found: [Item] = []
             for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
-                found += try find(Query(c, protection: pc, synchronizable: .any), includeData: false)
+                found += try find(Query(c, protection: pc, synchronizable: .any), limit: nil, includeData: false, prompt: nil, context)
             }
             let order = found.indices.sorted { (LocalBackend.creation(found[$0]), $0) < (LocalBackend.creation(found[$1]), $1) }
             for i in order { try survey(found[i]) }
@@ -31,7 +35,7 @@ extension Keychain {
 
 extension LocalBackend {
     /// `Keychain.walkItems` on the file opened here.
-    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
+    package func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
                    survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
         let policy = try AccessPolicy(caller: context.caller)
         try store.refresh()
