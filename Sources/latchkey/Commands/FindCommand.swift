@@ -83,9 +83,17 @@ struct FindCommand: ParsableCommand {
     @Flag(help: "Print JSON; with --return data an object {\"v_Data\": base64}.")
     var json = false
 
+    @Flag(help: ArgumentHelp("Print JSON Lines: each match as one object on one line, which 'latchkey import' reads back as is.",
+                             discussion: "Needs --return attributes or --return all (all: the secrets too, base64)."))
+    var jsonl = false
+
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        if jsonl && returnKind == .data {
+            throw ValidationError("--jsonl prints item objects: add --return all (with the secrets) or --return attributes")
+        }
+        if jsonl && json { throw ValidationError("--json and --jsonl are two output forms; give one") }
         if limit != .one && returnKind == .data {
             throw ValidationError("--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all")
         }
@@ -101,12 +109,13 @@ struct FindCommand: ParsableCommand {
         var limit: Limit
         var returnKind: Return
         var json: Bool
+        var jsonl = false
         var global: GlobalOptions
     }
 
     func request() throws -> Request {
         Request(query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
-                returnKind: returnKind, json: json, global: global)
+                returnKind: returnKind, json: json, jsonl: jsonl, global: global)
     }
 
     static func execute(_ r: Request) throws {
@@ -115,6 +124,10 @@ struct FindCommand: ParsableCommand {
             try keychain.find(r.query, limit: r.limit.maximum, includeData: r.returnKind != .attributes)
         }
         guard let first = items.first else { throw KeychainError(.itemNotFound, "no item matches the query") }
+        if r.jsonl {
+            for item in items { Output.data(ItemJSON.line(item, includeData: r.returnKind == .all)) }
+            return
+        }
         switch (r.returnKind, r.limit) {
         case (.data, _):
             if r.json {

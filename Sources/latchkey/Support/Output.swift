@@ -52,6 +52,26 @@ enum ItemJSON {
     /// casts made `dump --json` take 3.8 s at 10,000 items. Keys are ranked once with the same
     /// Foundation comparison (`JSONText.keyOrder`); `ItemJSONTests` compare the bytes with
     /// what JSONSerialization writes for the same objects.
+    /// One item as one line of JSON Lines: `text`'s object with the layout's line breaks and
+    /// indentation taken out (JSON strings hold no raw line break, so only layout is removed).
+    static func line(_ item: Item, includeData: Bool) -> [UInt8] {
+        let pretty = text([item], includeData: includeData, asArray: false)
+        var out: [UInt8] = []
+        out.reserveCapacity(pretty.count)
+        var i = 0
+        while i < pretty.count {
+            if pretty[i] == UInt8(ascii: "\n") {
+                i += 1
+                while i < pretty.count, pretty[i] == UInt8(ascii: " ") { i += 1 }
+                continue
+            }
+            out.append(pretty[i])
+            i += 1
+        }
+        out.append(UInt8(ascii: "\n"))
+        return out
+    }
+
     static func text(_ items: [Item], includeData: Bool, asArray: Bool) -> [UInt8] {
         var keys: Set<String> = ["class"]
         if includeData { keys.insert("v_Data") }
