@@ -285,9 +285,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         let kc: Keychain
         if FileManager.default.fileExists(atPath: _keychainPath) {
             // `latchkey agent`, when one answers, serves the keychain with its unlocked keys.
-            var environment = KeychainEnvironment([:])
-            environment.keychainPath = _keychainPath
-            environment.devicePath = _devicePath
+            let environment = KeychainEnvironment(lookup: { _ in nil }, keychainPath: _keychainPath, devicePath: _devicePath)
             var passcode = currentPasscode()
             defer { if passcode != nil { Crypto.cleanse(&passcode!) } }
             // Open, then unlock: not open(passcode:), whose KDF thread beside the read saves a

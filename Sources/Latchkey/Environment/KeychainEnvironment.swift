@@ -34,9 +34,9 @@ package struct KeychainEnvironment: Sendable {
             guard let v = lookup(name), !v.isEmpty else { return nil }
             return v
         }
-        let data = KeychainEnvironment.dataDirectory(value)
-        self.keychainPath = keychainPath ?? value("LATCHKEY_KEYCHAIN") ?? data + "/login.keychain"
-        self.devicePath = devicePath ?? value("LATCHKEY_DEVICE") ?? data + "/device.secret"
+        // The data directory (and the home directory under it) only when a default is needed.
+        self.keychainPath = keychainPath ?? value("LATCHKEY_KEYCHAIN") ?? KeychainEnvironment.dataDirectory(value) + "/login.keychain"
+        self.devicePath = devicePath ?? value("LATCHKEY_DEVICE") ?? KeychainEnvironment.dataDirectory(value) + "/device.secret"
         self.applicationIdentifier = applicationIdentifier ?? value("LATCHKEY_APP_ID") ?? KeychainEnvironment.defaultApplicationIdentifier
         self.entitlementsPath = entitlementsPath ?? value("LATCHKEY_ENTITLEMENTS")
     }

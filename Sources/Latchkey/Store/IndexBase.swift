@@ -115,15 +115,7 @@ final class IndexBase: @unchecked Sendable {
     /// Page `n` of the file (0 is the header), authenticated.
     private func page(_ n: UInt32) throws -> [UInt8] {
         if let p = cache[n] { return p }
-        let bytes: [UInt8]
-        do {
-            bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
-        } catch {
-            throw Unusable(reason: "page \(n) could not be read (\(error))")
-        }
-        guard IndexPage.verify(bytes, page: n, headerMAC: headerMAC, macKey: macKey) else {
-            throw Unusable(reason: "page \(n) failed its integrity check")
-        }
+        let bytes = try readVerified(n)
         try checkOrder(bytes, page: n)
         if cache.count >= IndexBase.cacheLimit { cache.removeAll(keepingCapacity: true) }
         cache[n] = bytes
@@ -231,6 +223,11 @@ final class IndexBase: @unchecked Sendable {
     /// A page for a sequential pass: authenticated, not cached.
     private func readThrough(_ n: UInt32) throws -> [UInt8] {
         if let p = cache[n] { return p }
+        return try readVerified(n)
+    }
+
+    /// Page `n` read from the file and checked against its MAC (bound to this index's header).
+    private func readVerified(_ n: UInt32) throws -> [UInt8] {
         let bytes: [UInt8]
         do {
             bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
