@@ -45,3 +45,11 @@ public enum AttributeValue: Hashable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// Literals make attribute dictionaries read as Apple's do: `[.account: "alice", .port: 443]`.
+extension AttributeValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    /// A boolean attribute (`kSecAttrSynchronizable`, `kSecAttrIsInvisible`, …) is the integer 0 or 1.
+    public init(booleanLiteral value: Bool) { self = .integer(value ? 1 : 0) }
+}

@@ -79,6 +79,10 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
 
     func lock() throws { _ = try client.call(.lock(target(nil))) }
 
+    /// Nothing to release here: the connection is the process's connection to the agent, shared
+    /// by every keychain it serves (`AgentClient`), and the keys stay with the agent.
+    func close() {}
+
     func isAvailable(_ pc: ProtectionClass) -> Bool {
         ((try? agentState())?.unlocked ?? []).contains(pc.code)
     }

@@ -52,4 +52,8 @@ package protocol KeychainBackend: AnyObject, Sendable {
     /// they move every item of the keychain, which the agent protocol does not carry.
     /// - Throws: errSecNotAvailable for a keychain served by the agent.
     func streamingStore() throws -> KeychainStore
+
+    /// Releases what the backend holds for this keychain (`Keychain.close()`): the local file
+    /// and its class keys, or the connection to the agent. The agent itself keeps its keys.
+    func close()
 }

@@ -31,6 +31,12 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
 
     package func isAvailable(_ pc: ProtectionClass) -> Bool { store.isAvailable(pc) }
 
+    /// Forgets every decrypted attribute and key and closes the file.
+    package func close() {
+        index.drop(protections: Set(ProtectionClass.allCases))
+        store.close()
+    }
+
     // MARK: Items
 
     package func add(_ items: [NewItem], _ context: CallContext) throws -> [Item] {

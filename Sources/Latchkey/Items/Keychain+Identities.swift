@@ -70,6 +70,9 @@ extension Keychain {
 
     /// Identities (certificate + private key) matching `query`, at most `limit` (nil: all).
     /// - Parameters:
+    ///   - query: attributes of the certificate or of the key that must match.
+    ///   - limit: the most identities returned; nil for all.
+    ///   - prompt: shown by the authentication handler for user-presence items.
     ///   - includeData: false returns both items with empty `data` and never asks for user
     ///     presence; true returns the certificate's DER and the key's bytes.
     /// - Throws: errSecNoSuchAttr for an attribute of neither class; the errors of `find`.

@@ -17,7 +17,9 @@ import LatchkeyFormat
 /// let items = try kc.find(Query(.genericPassword, ["acct": .string("alice")]))
 /// ```
 public final class Keychain: @unchecked Sendable {
-    package let backend: any KeychainBackend
+    /// The backend, shared with every view made by `with(_:)`, so that `close()` closes them all.
+    private let holder: BackendHolder
+    package var backend: any KeychainBackend { holder.current }
     private let defaults = Lock()
     private var defaultCaller: CallerIdentity?
     private var defaultHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
@@ -45,14 +47,27 @@ public final class Keychain: @unchecked Sendable {
     static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
 
     package init(backend: any KeychainBackend) {
-        self.backend = backend
+        self.holder = BackendHolder(backend)
+    }
+
+    private init(holder: BackendHolder) {
+        self.holder = holder
+    }
+
+    /// Closes the keychain: the file is closed and every class key is zeroed and dropped (for
+    /// a keychain served by the agent, only this handle is released; the agent keeps its keys).
+    /// Every later call on this keychain, and on the views `with(_:)` made of it, fails with
+    /// errSecNotAvailable. A call already running on another thread finishes first. Closing
+    /// twice does nothing. Releasing the last reference closes it too.
+    public func close() {
+        holder.close()
     }
 
     /// The same open keychain, with `context` as the caller and authentication callback of every
     /// call made through the returned value (this one keeps its own): for code that serves
     /// several callers from one keychain without setting `caller` between calls.
     public func with(_ context: CallContext) -> Keychain {
-        let view = Keychain(backend: backend)
+        let view = Keychain(holder: holder)
         view.defaultCaller = context.caller
         view.defaultHandler = context.authenticate
         return view
@@ -63,6 +78,10 @@ public final class Keychain: @unchecked Sendable {
 
     /// Creates a keychain (and the device secret, when absent).
     /// - Parameters:
+    ///   - path: where the keychain file is created (no file may exist there).
+    ///   - devicePath: the device secret that binds the keychain to this machine, kept outside
+    ///     the keychain's directory where possible; created (0600) when absent.
+    ///   - kdfLogN: log2 of scrypt's N for the passcode (default 17).
     ///   - passcode: nil for a keychain without a passcode (then no akpu items).
     /// - Throws: `KeychainError` errSecDuplicateKeychain, errSecIO.
     public static func create(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN) throws -> Keychain {
@@ -161,8 +180,21 @@ public final class Keychain: @unchecked Sendable {
     /// Checks that every attribute exists in the class (errSecNoSuchAttr, −25303).
     static func validateNames(_ attributes: [String: AttributeValue], _ c: ItemClass) throws {
         for name in attributes.keys where ItemSchema.kind(name, in: c) == nil {
-            throw KeychainError(.noSuchAttr, "'\(name)' is not an attribute of class \(c.rawValue)")
+            throw KeychainError(.noSuchAttr, "'\(name)' is not an attribute of class \(c.rawValue)" + hint(name, c))
         }
+    }
+
+    /// What the caller probably meant by an attribute name the class does not have: the code
+    /// of the constant it names (`account` → `acct`), or the classes that do have that code.
+    static func hint(_ name: String, _ c: ItemClass) -> String {
+        if let s = AttributeKey.suggestion(for: name), ItemSchema.kind(s.key.rawValue, in: c) != nil {
+            return "; attributes are named by Apple's four-character codes: did you mean '\(s.key.rawValue)' (AttributeKey.\(s.name))?"
+        }
+        let owners = ItemClass.allCases.filter { ItemSchema.kind(name, in: $0) != nil }.map(\.rawValue)
+        if !owners.isEmpty {
+            return " (it is one of \(owners.joined(separator: ", ")))"
+        }
+        return ""
     }
 
     /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`
@@ -194,6 +226,8 @@ public final class Keychain: @unchecked Sendable {
 
     /// Items matching `query`, at most `limit` (nil: all).
     /// - Parameters:
+    ///   - query: the class and the attributes that must match.
+    ///   - limit: the most items returned; nil for all.
     ///   - includeData: false returns items with empty `data` and never asks for user presence.
     ///   - prompt: shown by the authentication handler for user-presence items.
     /// - Throws: errSecInteractionNotAllowed when a candidate's class is locked (the whole call
@@ -257,4 +291,25 @@ public final class Keychain: @unchecked Sendable {
     /// Format version, counts, sizes and device binding. Counts per class need no class key
     /// (the class tag is keyed by the device).
     public func info() throws -> KeychainInfo { try backend.info() }
+}
+
+/// The backend of a keychain and its views, swapped for `ClosedBackend` by `close()`.
+private final class BackendHolder: @unchecked Sendable {
+    private let mutex = Lock()
+    private var backend: any KeychainBackend
+
+    init(_ backend: any KeychainBackend) { self.backend = backend }
+
+    var current: any KeychainBackend {
+        mutex.lock(); defer { mutex.unlock() }
+        return backend
+    }
+
+    func close() {
+        mutex.lock()
+        let old = backend
+        backend = ClosedBackend.shared
+        mutex.unlock()
+        old.close()
+    }
 }

@@ -91,7 +91,7 @@ package final class KeychainStore: @unchecked Sendable {
     }
 
     deinit {
-        fs.close(fd)
+        if fd >= 0 { fs.close(fd) }
     }
 
     // MARK: Create
@@ -549,6 +549,15 @@ package final class KeychainStore: @unchecked Sendable {
         for pc in [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly] {
             classKeys[pc] = nil
         }
+    }
+
+    /// Drops every class key (each `SecretKey` zeroes its bytes when released) and closes the
+    /// file: `Keychain.close()`. Every later operation on this store fails with errSecIO
+    /// (no open file), so nothing is read or written through it again.
+    package func close() {
+        mutex.lock(); defer { mutex.unlock() }
+        classKeys = [:]
+        if fd >= 0 { fs.close(fd); fd = -1 }
     }
 
     /// Whether items of `pc` can be read and written now.
