@@ -22,7 +22,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer demo install uninstall fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
+.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -57,6 +57,19 @@ c-warnings: deps
 ## a minute; scripts/check-consumer.sh)
 check-consumer: deps
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
+
+## docs: the library's DocC documentation (Sources/Latchkey/Latchkey.docc, with the getting-started
+## article) from the public API's symbol graph, into .build-docs/Latchkey.doccarchive; a broken
+## symbol link or an undocumented parameter fails it (docc ships with the Swift toolchain).
+## Built in its own scratch directory, so the symbol-graph flags never invalidate .build.
+docs: deps
+	$(SWIFT) build --target Latchkey --scratch-path .build-docs \
+	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build-docs/symbol-graphs
+	@rm -rf .build-docs/graphs && mkdir -p .build-docs/graphs && cp .build-docs/symbol-graphs/Latchkey.symbols.json .build-docs/graphs/
+	docc convert Sources/Latchkey/Latchkey.docc --additional-symbol-graph-dir .build-docs/graphs \
+	  --fallback-display-name Latchkey --fallback-bundle-identifier org.latchkey.Latchkey \
+	  --warnings-as-errors --output-path .build-docs/Latchkey.doccarchive
+	@echo "make docs: .build-docs/Latchkey.doccarchive (docc preview Sources/Latchkey/Latchkey.docc … to browse)"
 
 ## demo: build, then run the main job end to end in a temporary directory
 demo: deps

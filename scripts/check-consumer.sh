@@ -10,7 +10,8 @@
 # 2. Makes a package with the README's `Package.swift`, its URL replaced by the file:// URL of
 #    that repository (SwiftPM refuses `unsafeFlags` in a dependency used by version, so this
 #    build fails if they come back), and the README's `main.swift`.
-# 3. Builds it, runs it and compares its output with the README's expected output.
+# 3. Builds it (with the code of the documentation's getting-started article beside it, compiled
+#    only), runs it and compares its output with the README's expected output.
 #
 # Environment: SWIFT (default swift), CONSUMER_TIMEOUT, CONSUMER_KEEP=1 keeps the directory.
 set -euo pipefail
@@ -69,6 +70,15 @@ app="$work/MyApp"
 mkdir -p "$app/Sources/MyApp"
 sed -E 's#\.package\(url: "[^"]*"#.package(url: "file://'"$repo"'"#' <<<"$manifest" >"$app/Package.swift"
 printf '%s\n' "$program" >"$app/Sources/MyApp/main.swift"
+# The getting-started article of the documentation (Sources/Latchkey/Latchkey.docc): its code
+# blocks, in order, as the body of one function, so the article's code compiles as written.
+article=Sources/Latchkey/Latchkey.docc/GettingStarted.md
+[ -f "$article" ] || fail "no $article"
+{
+    printf 'import Foundation\nimport Latchkey\n\nfunc gettingStarted() throws {\n'
+    awk '$0 == "```swift" { on = 1; next } on && $0 == "```" { on = 0; next } on && !/^import / { print "    " $0 }' "$article"
+    printf '}\n'
+} >"$app/Sources/MyApp/GettingStarted.swift"
 
 # 3. Build (dependencies from the mirrors, caches inside $work) and run.
 say "building MyApp against latchkey $version by version from file://$repo"
@@ -76,7 +86,7 @@ if ! timeout "$(left)" "$SWIFT" build --package-path "$app" --cache-path "$work/
         --config-path "$work/config" --security-path "$work/security" >"$work/build.log" 2>&1; then
     cat "$work/build.log" >&2
     grep -q "unsafe build flags" "$work/build.log" && fail "SwiftPM refuses the package by version: unsafeFlags are back in Package.swift"
-    fail "the README's program does not build against the tagged package"
+    fail "the README's program or the getting-started article's code does not build against the tagged package"
 fi
 bin=$("$SWIFT" build --package-path "$app" --cache-path "$work/cache" --config-path "$work/config" \
         --security-path "$work/security" --show-bin-path)
