@@ -344,6 +344,12 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         return allocate(node, path)
     }
 
+    /// The paths of the descriptors open now, one entry per descriptor.
+    package var openPaths: [String] {
+        mutex.lock(); defer { mutex.unlock() }
+        return Array(descriptorPaths.values)
+    }
+
     package func close(_ fd: Int32) {
         mutex.lock(); defer { mutex.unlock() }
         descriptors[fd] = nil

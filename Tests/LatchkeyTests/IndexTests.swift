@@ -50,6 +50,19 @@ import LatchkeyTestSupport
     /// Issue 16 §1: opening and finding one item by its unique key reads the keychain header,
     /// the record the index names and the item's record, and a logarithmic number of index
     /// pages — not the 2,000 records of the log. Without the index the whole log is read.
+    /// Keychain.close() closes the index file that an open read, with the keychain file.
+    @Test func close_closesTheKeychainAndIndexFiles() throws {
+        let (disk, writer) = try Self.indexedKeychain(300)
+        writer.close()
+        let reader = try openKeychain(on: disk)
+        #expect(try Self.secret(reader, "user-7") == bytes("secret-7"))
+        #expect(Set(disk.openPaths).isSuperset(of: [TestEnv.keychainPath, Self.indexPath]), "\(disk.openPaths)")
+        let inFlight = reader.localStore   // as a call still running on another thread holds it
+        reader.close()
+        #expect(disk.openPaths.filter { $0.hasPrefix(TestEnv.keychainPath) }.isEmpty, "\(disk.openPaths)")
+        #expect(inFlight.map { !$0.isAvailable(.always) } == true, "its class keys are gone")
+    }
+
     @Test func openAndFind_readTheIndexPagesAndTwoRecords_notTheLog() throws {
         let (disk, _) = try Self.indexedKeychain(2000)
         let logSize = disk.keychainBytes.count

@@ -557,6 +557,7 @@ package final class KeychainStore: @unchecked Sendable {
     package func close() {
         mutex.lock(); defer { mutex.unlock() }
         classKeys = [:]
+        log = LogState(header: header, headerSize: headerSize)   // the item table, and the index file it read
         if fd >= 0 { fs.close(fd); fd = -1 }
     }
 
