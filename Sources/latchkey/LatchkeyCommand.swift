@@ -38,7 +38,7 @@ struct LatchkeyCommand: ParsableCommand {
         subcommands: [
             InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
-            DumpCommand.self, ImportCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
+            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
         ]
     )
