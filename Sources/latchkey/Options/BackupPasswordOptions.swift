@@ -13,8 +13,8 @@ struct BackupPasswordOptions: ParsableArguments {
     var passwordFile: String?
 
     @Option(name: .customLong("password-command"), help: ArgumentHelp(
-        "Run this command with /bin/sh -c and read the backup password from its stdout (env LATCHKEY_BACKUP_PASSWORD_COMMAND; one trailing newline is ignored).",
-        discussion: "As restic's --password-command: --password-command 'pass show backup'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null.",
+        "Read the backup password from what this command prints (env LATCHKEY_BACKUP_PASSWORD_COMMAND).",
+        discussion: "/bin/sh -c runs it; one trailing newline of its stdout is ignored. As restic's --password-command: --password-command 'pass show backup'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null.",
         valueName: "command"),
         completion: .list([]))
     var passwordCommand: String?
