@@ -74,14 +74,16 @@ import Testing
     }
 
     /// The command runs once however often the command needs the passcode, and does not read
-    /// latchkey's stdin (the secret `add` reads there).
+    /// latchkey's stdin (`import -` opens the keychain, running the command, before it reads
+    /// the items there).
     @Test func runsOnce_andLeavesStdinToTheCommand() throws {
         let sandbox = try sandbox()
         let counting = "echo run >> runs.txt; head -c 3 >/dev/null; \(Self.printPasscode)"
-        let added = try sandbox.run(["add", "--account", "b", "--passcode-command", counting], stdin: Array("piped secret".utf8))
-        #expect(added.status == 0, "\(added.stderr)")
+        let line = #"{"class":"genp","acct":"b","v_Data":"cGlwZWQgc2VjcmV0"}"# + "\n"
+        let imported = try sandbox.run(["import", "-", "--passcode-command", counting], stdin: Array(line.utf8))
+        #expect(imported.status == 0, "stdin is not the command's: \(imported.stderr)")
         let found = try sandbox.run(["find", "--account", "b", "--passcode-command", counting])
-        #expect(found.stdout == Array("piped secret".utf8), "stdin is not the command's: \(found.stderr)")
+        #expect(found.stdout == Array("piped secret".utf8), "\(found.stderr)")
         let runs = try String(contentsOfFile: sandbox.directory.appendingPathComponent("runs.txt").path, encoding: .utf8)
         #expect(runs == "run\nrun\n", "once per latchkey process: \(runs)")
     }
