@@ -82,7 +82,7 @@ import Testing
     }
 
     static let globals = ["--keychain", "/tmp/k", "--device", "/tmp/d", "--app-id", "com.example", "--entitlements", "e.plist",
-                          "--passcode-file", "p"]
+                          "--passcode-file", "p", "--passcode-command", "pass show latchkey"]
 
     // MARK: find
 
