@@ -105,7 +105,7 @@ struct LatchkeyCommand: ParsableCommand {
     /// "unknown command 'x'" with the list of commands, when the first argument is neither a
     /// command nor an option (ArgumentParser would only say "Unexpected argument").
     static func unknownCommandMessage() -> String? {
-        guard let first = CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
+        guard let first = CommandLineForms.command ?? CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
               !configuration.subcommands.contains(where: { $0._commandName == first }) else { return nil }
         let commands = configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
         return "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."

@@ -67,6 +67,8 @@ import Testing
         #expect(noCommand.status == 2 && noCommand.stderr.contains("need a command"), "\(noCommand.stderr)")
         let noValue = try sandbox.run(["--keychain"])
         #expect(noValue.status == 2, "\(noValue.stderr)")
+        let unknown = try sandbox.run(["--keychain", keychain, "fnd", "--account", "a"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("unknown command 'fnd'"), "\(unknown.stderr)")
         // Not a global option: left to ArgumentParser, which names the problem.
         #expect(try sandbox.run(["--account", "a", "find"]).status == 2)
     }
