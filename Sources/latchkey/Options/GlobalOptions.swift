@@ -132,7 +132,7 @@ struct GlobalOptions: ParsableArguments {
     /// - Throws: errSecIO for a file that cannot be read or a command that fails; errSecParam
     ///   when two options or two variables are set (which one was meant cannot be told).
     static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
-        enum Source { case file(String), command(String), value }
+        enum Source { case file(String), command(String) }
         let source: Source, origin: String
         if file != nil && command != nil {
             throw KeychainError(.param, "\(option)-file and \(option)-command both give the \(what); give one of them")
@@ -146,7 +146,7 @@ struct GlobalOptions: ParsableArguments {
                        (commandVariable, environment(commandVariable) != nil)].filter(\.1).map(\.0)
             if set.count > 1 {
                 let which = set.count == 2 ? "both \(set[0]) and \(set[1]) are set" : "\(set.joined(separator: ", ")) are all set"
-                throw KeychainError(.param, "\(which), so the \(what) to use is unclear; unset all but one of them (\(option)-file would take precedence over them)")
+                throw KeychainError(.param, "\(which), so the \(what) to use is unclear; unset all but one of them (an option such as \(option)-file would take precedence over them)")
             }
             if let path = environment(fileVariable) {
                 (source, origin) = (.file(path), fileVariable)
@@ -160,7 +160,6 @@ struct GlobalOptions: ParsableArguments {
         switch source {
         case .file(let path): key = "file:" + path
         case .command(let text): key = "command:" + text
-        case .value: return RawInput.secretEnvironment(name)
         }
         if let bytes = secretsRead[key] { return bytes }
         var bytes: [UInt8]
@@ -173,8 +172,6 @@ struct GlobalOptions: ParsableArguments {
             }
         case .command(let text):
             bytes = try SecretCommand.output(text, what: what, source: origin)
-        case .value:
-            return nil
         }
         secretsRead[key] = bytes
         return bytes
