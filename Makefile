@@ -22,7 +22,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
+.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -76,28 +76,37 @@ demo: deps
 	$(SWIFT) build -c release --product latchkey $(STATIC) $(SPM_FLAGS)
 	LATCHKEY_BIN="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey" ./scripts/demo.sh
 
-## install: latchkey, latchkey(1) and bash/zsh/fish completions under $(DESTDIR)$(PREFIX)
-## (the man page and completions are generated from the command definitions of this build)
+## install: latchkey, latchkey(1), bash/zsh/fish completions and the agent's systemd user unit
+## under $(DESTDIR)$(PREFIX) (the man page and completions are generated from the command
+## definitions of this build; the unit is dist/systemd/latchkey-agent.service for this PREFIX)
 install: release
 	@set -e; \
 	bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey"; \
 	root="$(DESTDIR)$(PREFIX)"; gen="$$(mktemp -d)"; trap 'rm -rf "$$gen"' EXIT; \
 	"$$bin" generate-manual > "$$gen/latchkey.1"; \
 	for sh in bash zsh fish; do "$$bin" --generate-completion-script $$sh > "$$gen/$$sh"; done; \
+	$(MAKE) -s --no-print-directory systemd-unit PREFIX="$(PREFIX)" > "$$gen/latchkey-agent.service"; \
 	install -d "$$root/bin" "$$root/share/man/man1" "$$root/share/bash-completion/completions" \
-	           "$$root/share/zsh/site-functions" "$$root/share/fish/vendor_completions.d"; \
+	           "$$root/share/zsh/site-functions" "$$root/share/fish/vendor_completions.d" "$$root/lib/systemd/user"; \
 	install -m 0755 "$$bin" "$$root/bin/latchkey"; \
 	install -m 0644 "$$gen/latchkey.1" "$$root/share/man/man1/latchkey.1"; \
 	install -m 0644 "$$gen/bash" "$$root/share/bash-completion/completions/latchkey"; \
 	install -m 0644 "$$gen/zsh" "$$root/share/zsh/site-functions/_latchkey"; \
 	install -m 0644 "$$gen/fish" "$$root/share/fish/vendor_completions.d/latchkey.fish"; \
-	echo "installed $$root/bin/latchkey, latchkey(1) and bash, zsh and fish completions"
+	install -m 0644 "$$gen/latchkey-agent.service" "$$root/lib/systemd/user/latchkey-agent.service"; \
+	echo "installed $$root/bin/latchkey, latchkey(1), bash, zsh and fish completions and the systemd user unit latchkey-agent.service"; \
+	echo "  the agent as a service: systemctl --user daemon-reload && systemctl --user enable --now latchkey-agent.service"
 
 uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/bin/latchkey" "$(DESTDIR)$(PREFIX)/share/man/man1/latchkey.1" \
 	      "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/latchkey" \
 	      "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_latchkey" \
-	      "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/latchkey.fish"
+	      "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/latchkey.fish" \
+	      "$(DESTDIR)$(PREFIX)/lib/systemd/user/latchkey-agent.service"
+
+## systemd-unit: the agent's systemd user unit for this PREFIX on stdout (what install installs)
+systemd-unit:
+	@sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/latchkey-agent.service
 
 ## fixtures: regenerate fixtures/ with the deterministic generator (never edit them by hand)
 fixtures: deps

@@ -18,8 +18,12 @@ struct LatchkeyCommand: ParsableCommand {
         commandName: "latchkey",
         abstract: "Apple's Keychain Services model on Linux: an encrypted keychain file of passwords, keys and certificates.",
         discussion: """
-            Options follow the subcommand. Every option that names a file has an environment \
-            variable (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE, …), so scripts need \
+            Options follow the subcommand; the global options (--keychain, --device, \
+            --passcode-file, --passcode-command, --new-passcode-file, --app-id, \
+            --entitlements) may also come before it. 'latchkey COMMAND --help' shows the \
+            common options; 'latchkey COMMAND --help-all' (or 'latchkey help-all COMMAND') \
+            adds the attribute options of every item class. Every option that names a file \
+            has an environment variable (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE, …), so scripts need \
             no flags. Data goes to stdout, diagnostics to stderr. Arguments (and the variables \
             read as paths or names) must be UTF-8 text; an attribute that can hold other bytes \
             takes them in hex (--account-hex, --set-label-hex, …). Tables and messages show \
@@ -38,7 +42,7 @@ struct LatchkeyCommand: ParsableCommand {
         subcommands: [
             InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
-            DumpCommand.self, ImportCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
+            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
         ]
     )
@@ -50,9 +54,9 @@ struct LatchkeyCommand: ParsableCommand {
         do {
             // Before either parser sees a String that Swift has already repaired.
             try RawInput.check()   // Support/RawInput.swift
-            let arguments = Array(CommandLine.arguments.dropFirst())
+            let arguments = try CommandLineForms.normalized(Array(CommandLine.arguments.dropFirst()))
             if try runFast(arguments) { return }   // Commands/FastParser.swift
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch let error as KeychainError {
             Output.note(error.cliDescription)
@@ -101,7 +105,7 @@ struct LatchkeyCommand: ParsableCommand {
     /// "unknown command 'x'" with the list of commands, when the first argument is neither a
     /// command nor an option (ArgumentParser would only say "Unexpected argument").
     static func unknownCommandMessage() -> String? {
-        guard let first = CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
+        guard let first = CommandLineForms.command ?? CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
               !configuration.subcommands.contains(where: { $0._commandName == first }) else { return nil }
         let commands = configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
         return "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."

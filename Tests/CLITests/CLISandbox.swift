@@ -67,7 +67,12 @@ final class CLISandbox {
             "LATCHKEY_KEYCHAIN": directory.appendingPathComponent("login.keychain").path,
             "LATCHKEY_DEVICE": directory.appendingPathComponent("device.secret").path,
             "LATCHKEY_PASSCODE": CLISandbox.passcode,
+            // The agent's default location, in the sandbox: a test never reaches an agent that
+            // the user (or another test run) keeps at /tmp/latchkey-<uid>/.
+            "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
         ]
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("run"), withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
         // Under `make test-asan` / `make test-tsan` the binary is instrumented too: it gets the
         // same sanitizer options (suppression files) as the test process.
         for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"] {

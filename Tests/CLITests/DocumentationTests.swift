@@ -44,10 +44,11 @@ import Testing
         #expect(result.stderr.isEmpty)
         let page = result.out
         for part in [".TH LATCHKEY 1", ".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH ITEM AND QUERY OPTIONS", ".SH GLOBAL OPTIONS",
-                     ".SH ENVIRONMENT", ".SH EXIT STATUS", "LATCHKEY_PASSCODE", "\\-\\-application\\-label", "\\-\\-set\\-label"] {
+                     ".SH ENVIRONMENT", ".SH EXIT STATUS", "LATCHKEY_PASSCODE", "\\-\\-application\\-label", "\\-\\-set\\-label",
+                     "LATCHKEY_PASSCODE_COMMAND", "LATCHKEY_BACKUP_PASSWORD_COMMAND", "\\-\\-passcode\\-command", "\\-\\-item"] {
             #expect(page.contains(part), "missing \(part)")
         }
-        for command in ["init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd"] {
+        for command in ["init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd", "exec", "env"] {
             #expect(page.contains(".SS \"latchkey \(command)"), "missing \(command)")
         }
         #expect(!page.contains("generate\\-manual\""), "hidden commands stay hidden")

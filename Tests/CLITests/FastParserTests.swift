@@ -21,7 +21,9 @@ import Testing
     }
 
     static func describe(_ g: GlobalOptions) -> String {
-        "\([g.keychainOption, g.deviceOption, g.passcodeFile, g.newPasscodeFile, g.appIDOption, g.entitlementsOption])"
+        let values = [g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
+                      g.entitlementsOption]
+        return "\(values)"
     }
 
     /// A command's fast parser and ArgumentParser's, each giving the request as text (nil:
@@ -80,7 +82,7 @@ import Testing
     }
 
     static let globals = ["--keychain", "/tmp/k", "--device", "/tmp/d", "--app-id", "com.example", "--entitlements", "e.plist",
-                          "--passcode-file", "p"]
+                          "--passcode-file", "p", "--passcode-command", "pass show latchkey"]
 
     // MARK: find
 
@@ -223,8 +225,9 @@ import Testing
     /// set there would crash the fast path when read).
     @Test func givenGlobalOptions_coverEveryOption() {
         let options = Mirror(reflecting: GlobalOptions()).children.filter { "\(type(of: $0.value))".hasPrefix("Option<") }
-        #expect(options.count == 6, "GlobalOptions has \(options.count) options; set every one in GlobalOptions.given")
+        #expect(options.count == 7, "GlobalOptions has \(options.count) options; set every one in GlobalOptions.given")
         let g = GlobalOptions.given([:])
-        #expect([g.keychainOption, g.deviceOption, g.passcodeFile, g.newPasscodeFile, g.appIDOption, g.entitlementsOption].allSatisfy { $0 == nil })
+        #expect([g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
+                  g.entitlementsOption].allSatisfy { $0 == nil })
     }
 }

@@ -58,7 +58,7 @@ import Testing
     }
 
     @Test func update_helpListsASetOptionForEveryAttribute() throws {
-        let help = try CLISandbox().run(["update", "--help"]).out
+        let help = try CLISandbox().run(["update", "--help-all"]).out
         for name in ["account", "service", "access-group", "accessible", "label", "description", "comment", "generic",
                      "server", "protocol", "port", "path", "security-domain", "authentication-type"] {
             #expect(help.contains("--\(name) "), "missing --\(name)")

@@ -44,7 +44,8 @@ struct AddCommand: ParsableCommand {
         ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
     }
 
-    @Option(name: .customLong("data-file"), help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"))
+    @Option(name: .customLong("data-file"), help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"),
+            completion: .file())
     var dataFile: String?
 
     @Flag(name: .customLong("require-user-presence"), help: ArgumentHelp(

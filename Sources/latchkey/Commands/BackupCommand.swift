@@ -29,7 +29,8 @@ struct BackupCommand: ParsableCommand {
 
     @Option(name: .customLong("output"), help: ArgumentHelp(
         "Where to write the archive: a regular file (written beside it first, then renamed into place; a FIFO, device or symlink there is refused), or - for stdout.",
-        valueName: "file|-"))
+        valueName: "file|-"),
+        completion: .file())
     var output: String
 
     @Flag(name: .customLong("no-password"), help: "Bind every item to this device instead of a password: restorable only on this device.")

@@ -33,26 +33,35 @@ struct DumpCommand: ParsableCommand {
             Example:
               latchkey dump
               latchkey dump --entitlements MailApp.entitlements --json
+              latchkey dump --jsonl > items.jsonl
             """
     )
 
     @Flag(help: "Print a JSON array of items (Apple's 4-character keys plus class; no v_Data).")
     var json = false
 
+    @Flag(help: ArgumentHelp("Print JSON Lines: each item as one object on one line (as find --jsonl prints it; no v_Data).",
+                             discussion: "'latchkey import' reads it back as is; the imported items have empty secrets. For the secrets too: find --limit all --return all --jsonl, or a backup."))
+    var jsonl = false
+
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
+    func validate() throws {
+        if json && jsonl { throw ValidationError("--json and --jsonl are two output forms; give one") }
+    }
+
     func run() throws {
-        try DumpCommand.execute(json: json, global: global)
+        try DumpCommand.execute(json: json, jsonl: jsonl, global: global)
     }
 
     /// What a `dump` does, whichever parser read its arguments (see Commands/FastParser.swift).
     /// The output is written as the items are read: memory holds one item at a time and a
     /// sort key per item (Keychain.walkItems), never the list.
-    static func execute(json: Bool, global: GlobalOptions) throws {
+    static func execute(json: Bool, jsonl: Bool = false, global: GlobalOptions) throws {
         let keychain = try global.open(unlock: .whenNeeded)
         var shown = 0
         do {
-            shown = try global.retryingUnlocked(keychain) { try DumpCommand.write(keychain, protections: nil, json: json) }
+            shown = try global.retryingUnlocked(keychain) { try DumpCommand.write(keychain, protections: nil, json: json, jsonl: jsonl) }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: list what the available classes hold, and say what is left out.
             let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
@@ -60,9 +69,9 @@ struct DumpCommand: ParsableCommand {
             let locked = ProtectionClass.allCases.filter { !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0 }
             let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
             Output.note("the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them")
-            shown = try DumpCommand.write(keychain, protections: available, json: json)
+            shown = try DumpCommand.write(keychain, protections: available, json: json, jsonl: jsonl)
         }
-        if !json, shown == 0 {
+        if !json, !jsonl, shown == 0 {
             Output.note("no items that this caller can reach in \(global.keychainPath)")
         }
     }
@@ -71,8 +80,21 @@ struct DumpCommand: ParsableCommand {
     /// JSON array, as they are read, in class then creation order; returns how many. Nothing
     /// is written before the first pass has read every item, so a locked class fails the call
     /// with nothing on stdout. A table is sized in the first pass and printed in the second.
-    static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool) throws -> Int {
+    static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool, jsonl: Bool = false) throws -> Int {
         var count = 0
+        if jsonl {
+            var pending: [UInt8] = []
+            try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
+                pending += ItemJSON.line(item, includeData: false)
+                count += 1
+                if pending.count >= 1 << 16 {
+                    Output.data(pending)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            })
+            if !pending.isEmpty { Output.data(pending) }
+            return count
+        }
         if json {
             var stream = ItemJSON.Stream(includeData: false, asArray: true)
             try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in

@@ -29,7 +29,7 @@ struct FastArguments {
     var values: [String: String] = [:]
     var global: GlobalOptions
 
-    static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "app-id", "entitlements"]
+    static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
     static let attributeOptions: [String: AttributeOption] = Dictionary(
         (AttributeOption.all + AttributeOption.allBytes).map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
 

@@ -36,7 +36,7 @@ struct ImportCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The JSON-lines file, or - for stdin.", valueName: "file|-"))
+    @Argument(help: ArgumentHelp("The JSON-lines file, or - for stdin.", valueName: "file|-"), completion: .file())
     var file: String
 
     @Flag(name: .customLong("dry-run"), help: "Check every line and print the count; import nothing.")

@@ -40,7 +40,7 @@ struct RestoreCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"))
+    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"), completion: .file())
     var file: String
 
     @Flag(help: "Restore into the existing keychain: for the same item, the newer modification date wins.")

@@ -46,7 +46,8 @@ struct UpdateCommand: ParsableCommand {
     @Flag(name: .customLong("set-data"), help: "Replace the secret with the bytes read from stdin (or --data-file).")
     var setData = false
 
-    @Option(name: .customLong("data-file"), help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"))
+    @Option(name: .customLong("data-file"), help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"),
+            completion: .file())
     var dataFile: String?
 
     @OptionGroup(title: "Global options") var global: GlobalOptions

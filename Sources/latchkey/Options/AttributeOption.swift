@@ -73,14 +73,22 @@ struct AttributeOption: Sendable, Hashable {
                                abstract: "\(head) as bytes in hex, for a value that is not UTF-8 text", derived: derived)
     }
 
+    /// The attributes whose options `--help` shows; the others are under `--help-all`.
+    static let shownInShortHelp: Set<String> = ["account", "service", "label"]
+
+    private var visibility: ArgumentVisibility {
+        AttributeOption.shownInShortHelp.contains(flag) ? .default : CommandLineForms.secondary
+    }
+
     /// Help for the ITEM/QUERY option.
     var help: ArgumentHelp {
-        ArgumentHelp("\(abstract) (\(constant), \(code)).", valueName: syntax.valueName)
+        ArgumentHelp("\(abstract) (\(constant), \(code)).", valueName: syntax.valueName, visibility: visibility)
     }
 
     /// Help for `update --set-X`.
     var setHelp: ArgumentHelp {
-        ArgumentHelp("New \(abstract.prefix(1).lowercased() + abstract.dropFirst()) (\(code)).", valueName: syntax.valueName)
+        ArgumentHelp("New \(abstract.prefix(1).lowercased() + abstract.dropFirst()) (\(code)).", valueName: syntax.valueName,
+                     visibility: visibility)
     }
 
     /// Parses the option's text. - Throws: `UsageError` naming the option and what it takes.

@@ -15,37 +15,49 @@ import Latchkey
 struct GlobalOptions: ParsableArguments {
     @Option(name: .customLong("keychain"), help: ArgumentHelp(
         "The keychain file (env LATCHKEY_KEYCHAIN).",
-        discussion: "Default: $XDG_DATA_HOME/latchkey/login.keychain, or ~/.local/share/latchkey/login.keychain when XDG_DATA_HOME is unset.",
-        valueName: "path"))
+        discussion: CommandLineForms.details("Default: $XDG_DATA_HOME/latchkey/login.keychain, or ~/.local/share/latchkey/login.keychain when XDG_DATA_HOME is unset."),
+        valueName: "path"),
+        completion: .file())
     var keychainOption: String?
 
     @Option(name: .customLong("device"), help: ArgumentHelp(
         "The device secret file (env LATCHKEY_DEVICE); 'init' creates it (mode 0600) when absent.",
-        discussion: "Default: $XDG_DATA_HOME/latchkey/device.secret.",
-        valueName: "path"))
+        discussion: CommandLineForms.details("Default: $XDG_DATA_HOME/latchkey/device.secret."),
+        valueName: "path", visibility: CommandLineForms.secondary),
+        completion: .file())
     var deviceOption: String?
 
     @Option(name: .customLong("passcode-file"), help: ArgumentHelp(
-        "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE; one trailing newline is ignored).",
-        discussion: "A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE (not together with LATCHKEY_PASSCODE_FILE). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable).",
-        valueName: "path"))
+        "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE).",
+        discussion: CommandLineForms.details("One trailing newline is ignored. A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE, or use --passcode-command (one source at a time). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable)."),
+        valueName: "path"),
+        completion: .file())
     var passcodeFile: String?
+
+    @Option(name: .customLong("passcode-command"), help: ArgumentHelp(
+        "Read the passcode from what this command prints (env LATCHKEY_PASSCODE_COMMAND).",
+        discussion: CommandLineForms.details("/bin/sh -c runs it; one trailing newline of its stdout is ignored. For a password manager or systemd credentials: --passcode-command 'pass show latchkey'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null."),
+        valueName: "command"),
+        completion: .list([]))
+    var passcodeCommand: String?
 
     @Option(name: .customLong("new-passcode-file"), help: ArgumentHelp(
         "Read the new passcode for 'passwd' from this file or pipe (env LATCHKEY_NEW_PASSCODE_FILE; or LATCHKEY_NEW_PASSCODE holds it).",
-        valueName: "path"))
+        valueName: "path", visibility: CommandLineForms.command == "passwd" ? .default : CommandLineForms.secondary),
+        completion: .file())
     var newPasscodeFile: String?
 
     @Option(name: .customLong("app-id"), help: ArgumentHelp(
         "The application identifier of the caller (env LATCHKEY_APP_ID; default latchkey.cli).",
-        discussion: "Items added without --access-group go to this access group.",
-        valueName: "id"))
+        discussion: CommandLineForms.details("Items added without --access-group go to this access group."),
+        valueName: "id", visibility: CommandLineForms.secondary))
     var appIDOption: String?
 
     @Option(name: .customLong("entitlements"), help: ArgumentHelp(
         "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier, keychain-access-groups and com.apple.security.application-groups (env LATCHKEY_ENTITLEMENTS).",
-        discussion: "The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone.",
-        valueName: "plist"))
+        discussion: CommandLineForms.details("The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone."),
+        valueName: "plist", visibility: CommandLineForms.secondary),
+        completion: .file())
     var entitlementsOption: String?
 
     // MARK: Resolved values
@@ -58,8 +70,8 @@ struct GlobalOptions: ParsableArguments {
         return value.isEmpty ? nil : value
     }
 
-    /// Options given by name ("keychain", "device", "passcode-file", "new-passcode-file",
-    /// "app-id", "entitlements"), set without ArgumentParser (Commands/FastParser.swift).
+    /// Options given by name ("keychain", "device", "passcode-file", "passcode-command",
+    /// "new-passcode-file", "app-id", "entitlements"), set without ArgumentParser (Commands/FastParser.swift).
     /// Every property is set here, so none is read in ArgumentParser's unparsed state
     /// (FastFindTests checks that this covers every option of the struct).
     static func given(_ values: [String: String]) -> GlobalOptions {
@@ -67,6 +79,7 @@ struct GlobalOptions: ParsableArguments {
         g.keychainOption = values["keychain"]
         g.deviceOption = values["device"]
         g.passcodeFile = values["passcode-file"]
+        g.passcodeCommand = values["passcode-command"]
         g.newPasscodeFile = values["new-passcode-file"]
         g.appIDOption = values["app-id"]
         g.entitlementsOption = values["entitlements"]
@@ -91,47 +104,76 @@ struct GlobalOptions: ParsableArguments {
 
     // MARK: Passcodes
 
-    /// The passcode given by --passcode-file, LATCHKEY_PASSCODE_FILE or LATCHKEY_PASSCODE,
-    /// without prompting.
+    /// The passcode given by --passcode-file, --passcode-command, LATCHKEY_PASSCODE_FILE,
+    /// LATCHKEY_PASSCODE_COMMAND or LATCHKEY_PASSCODE, without prompting.
     func givenPasscode() throws -> [UInt8]? {
-        try GlobalOptions.secret(file: passcodeFile, option: "--passcode-file", environment: "LATCHKEY_PASSCODE", what: "passcode")
+        try GlobalOptions.secret(file: passcodeFile, command: passcodeCommand, option: "--passcode", environment: "LATCHKEY_PASSCODE",
+                                 what: "passcode")
     }
 
     /// The new passcode given by --new-passcode-file, LATCHKEY_NEW_PASSCODE_FILE or
-    /// LATCHKEY_NEW_PASSCODE.
+    /// LATCHKEY_NEW_PASSCODE (LATCHKEY_NEW_PASSCODE_COMMAND too).
     func givenNewPasscode() throws -> [UInt8]? {
-        try GlobalOptions.secret(file: newPasscodeFile, option: "--new-passcode-file", environment: "LATCHKEY_NEW_PASSCODE",
+        try GlobalOptions.secret(file: newPasscodeFile, command: nil, option: "--new-passcode", environment: "LATCHKEY_NEW_PASSCODE",
                                  what: "new passcode")
     }
 
-    /// Secret files already read, by path: a pipe (`<(…)`, /dev/stdin) gives its bytes once,
-    /// and a command asks for its passcode more than once (to open, to retry when locked, for
-    /// user presence). The CLI runs one command a process.
-    nonisolated(unsafe) private static var secretFiles: [String: [UInt8]] = [:]
+    /// Secrets already read, by source (`file:PATH`, `command:TEXT`): a pipe (`<(…)`,
+    /// /dev/stdin) gives its bytes once, a command should run once, and a command asks for its
+    /// passcode more than once (to open, to retry when locked, for user presence). The CLI runs
+    /// one command a process.
+    nonisolated(unsafe) private static var secretsRead: [String: [UInt8]] = [:]
 
-    /// A secret from, in this order: the option's file; the file named by `<environment>_FILE`;
-    /// the value of `environment` itself (its bytes as they are: a passcode need not be UTF-8).
-    /// One trailing newline (LF or CRLF) of a file is ignored.
-    /// - Throws: errSecIO for a file that cannot be read; errSecParam when both variables are
-    ///   set (which one was meant cannot be told).
-    static func secret(file: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
-        let fileVariable = name + "_FILE"
-        var path = file, source = option
-        if path == nil, let fromEnvironment = environment(fileVariable) {
-            if RawInput.secretEnvironment(name) != nil {
-                throw KeychainError(.param, "both \(name) and \(fileVariable) are set, so the \(what) to use is unclear; unset one of them (\(option) would take precedence over both)")
+    /// A secret from one of its sources: the option `<option>-file` (a file or pipe) or
+    /// `<option>-command` (a command's stdout); else the variable `<environment>_FILE`,
+    /// `<environment>_COMMAND` or `environment` itself (its bytes as they are: a passcode need
+    /// not be UTF-8). An option wins over the variables. One trailing newline (LF or CRLF) of a
+    /// file or a command's output is ignored.
+    /// - Throws: errSecIO for a file that cannot be read or a command that fails; errSecParam
+    ///   when two options or two variables are set (which one was meant cannot be told).
+    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
+        enum Source { case file(String), command(String) }
+        let source: Source, origin: String
+        if file != nil && command != nil {
+            throw KeychainError(.param, "\(option)-file and \(option)-command both give the \(what); give one of them")
+        } else if let file {
+            (source, origin) = (.file(file), "\(option)-file")
+        } else if let command {
+            (source, origin) = (.command(command), "\(option)-command")
+        } else {
+            let fileVariable = name + "_FILE", commandVariable = name + "_COMMAND"
+            let set = [(name, RawInput.secretEnvironment(name) != nil), (fileVariable, environment(fileVariable) != nil),
+                       (commandVariable, environment(commandVariable) != nil)].filter(\.1).map(\.0)
+            if set.count > 1 {
+                let which = set.count == 2 ? "both \(set[0]) and \(set[1]) are set" : "\(set.joined(separator: ", ")) are all set"
+                throw KeychainError(.param, "\(which), so the \(what) to use is unclear; unset all but one of them (an option such as \(option)-file would take precedence over them)")
             }
-            path = fromEnvironment
-            source = fileVariable
+            if let path = environment(fileVariable) {
+                (source, origin) = (.file(path), fileVariable)
+            } else if let text = environment(commandVariable) {
+                (source, origin) = (.command(text), commandVariable)
+            } else {
+                return RawInput.secretEnvironment(name)
+            }
         }
-        guard let path else { return RawInput.secretEnvironment(name) }
-        if let bytes = secretFiles[path] { return bytes }
-        var bytes = try InputFile.secret(path, what: "\(what) file", source: source)
-        if bytes.last == UInt8(ascii: "\n") {
-            bytes.removeLast()
-            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        let key: String
+        switch source {
+        case .file(let path): key = "file:" + path
+        case .command(let text): key = "command:" + text
         }
-        secretFiles[path] = bytes
+        if let bytes = secretsRead[key] { return bytes }
+        var bytes: [UInt8]
+        switch source {
+        case .file(let path):
+            bytes = try InputFile.secret(path, what: "\(what) file", source: origin)
+            if bytes.last == UInt8(ascii: "\n") {
+                bytes.removeLast()
+                if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            }
+        case .command(let text):
+            bytes = try SecretCommand.output(text, what: what, source: origin)
+        }
+        secretsRead[key] = bytes
         return bytes
     }
 

@@ -95,19 +95,23 @@ struct ItemOptions {
 
 /// ITEM/QUERY options: Class and common attributes.
 struct CommonAttributes: ParsableArguments, AttributeGroup {
-    @Option(name: .customLong("class"), help: ArgumentHelp("Item class (kSecClass).", valueName: "class"))
+    @Option(name: .customLong("class"), help: ArgumentHelp(
+        CommandLineForms.showsEverything ? "Item class (kSecClass)." : "Item class (kSecClass); every attribute option of each: --help-all.",
+        valueName: "class"))
     var itemClass: ClassArgument = .genp
 
     @Option(help: ArgumentHelp(
-        "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly.",
-        discussion: "For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only.",
+        CommandLineForms.showsEverything
+            ? "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly."
+            : "Protection class (kSecAttrAccessible, pdmn), or a long name such as WhenUnlocked.",
+        discussion: CommandLineForms.details("For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only."),
         valueName: "class"))
     var accessible: AccessibleArgument?
 
     @Option(help: ArgumentHelp(
         "kSecAttrSynchronizable (sync): yes or no; in a query also any.",
         discussion: "Items are added with no (sync = 0), and queries see only those unless given yes or any. Nothing is ever synchronised.",
-        valueName: "yes|no|any"))
+        valueName: "yes|no|any", visibility: CommandLineForms.secondary))
     var synchronizable: SynchronizableArgument?
 
     @Option(name: .customLong(AttributeOption.label.flag), help: AttributeOption.label.help)

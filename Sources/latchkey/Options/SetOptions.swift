@@ -40,11 +40,12 @@ struct SetOptions {
 /// `update`'s new values: common attributes.
 struct SetCommonAttributes: ParsableArguments, AttributeGroup {
     @Option(name: .customLong("set-accessible"), help: ArgumentHelp(
-        "New protection class (pdmn): ak, ck, dk, aku, cku, dku, akpu or a long name; the items are re-encrypted under it.",
+        "New protection class (pdmn) or a long name; the items are re-encrypted under it.",
         valueName: "class"))
     var accessible: AccessibleArgument?
 
-    @Option(name: .customLong("set-synchronizable"), help: ArgumentHelp("New kSecAttrSynchronizable (sync): yes or no.", valueName: "yes|no"))
+    @Option(name: .customLong("set-synchronizable"), help: ArgumentHelp("New kSecAttrSynchronizable (sync): yes or no.", valueName: "yes|no",
+                                                                                   visibility: CommandLineForms.secondary))
     var synchronizable: SynchronizableArgument?
 
     @Option(name: .customLong("set-" + AttributeOption.label.flag), help: AttributeOption.label.setHelp)

@@ -25,6 +25,12 @@ enum InputFile {
         try readWhole(path, what: what, source: source, zeroing: true)
     }
 
+    /// All bytes of an open descriptor (the pipe from a `--passcode-command`), zeroed as for
+    /// `secret`. - Parameter what: how messages name the stream.
+    static func secret(descriptor fd: Int32, what: String) throws -> [UInt8] {
+        try readAll(fd, named: what, zeroing: true)
+    }
+
     /// All bytes of stdin, to its end; `zeroing` as for `secret`.
     static func standardInput(what: String, zeroing: Bool) throws -> [UInt8] {
         try readAll(STDIN_FILENO, named: "\(what) from stdin", zeroing: zeroing)

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Latchkey
+
+/// `--item NAME=SERVICE[/ACCOUNT]` of `exec` and `env` (docs/CLI.md): which generic passwords
+/// go into which environment variables.
+///
+/// SERVICE and ACCOUNT select a genp item as `find --service S --account A` does (the caller's
+/// access groups, sync = 0). The text after the last `/` is the account, so a service may hold
+/// `/` (`https://example.com/api/alice`) and an account may not; without a `/`, or with
+/// nothing after the last one (`NAME=https://example.com/api/`), any account matches and
+/// exactly one item must.
+struct EnvironmentItemOptions: ParsableArguments {
+    @Option(name: .customLong("item"), parsing: .singleValue, help: ArgumentHelp(
+        "Put the secret of a generic password into the variable NAME: NAME=SERVICE/ACCOUNT, or NAME=SERVICE when one item has that service.",
+        discussion: "Repeat it for more variables. The account is what follows the last '/'. NAME must be a valid environment name ([A-Za-z_][A-Za-z0-9_]*).",
+        valueName: "NAME=SERVICE[/ACCOUNT]"))
+    var specs: [String] = []
+
+    /// One `--item`, parsed.
+    struct Item {
+        var name: String
+        var service: String
+        var account: String?
+
+        /// What the item is, for messages: `service 'mail' and account 'alice'`.
+        var selection: String {
+            "service '\(service)'" + (account.map { " and account '\($0)'" } ?? "")
+        }
+    }
+
+    /// The parsed specs. - Throws: `ValidationError` naming the spec that is not `NAME=SERVICE[/ACCOUNT]`.
+    func items() throws -> [Item] {
+        var out: [Item] = [], names: Set<String> = []
+        for spec in specs {
+            guard let eq = spec.firstIndex(of: "=") else {
+                throw ValidationError("--item '\(spec)' has no '='; write NAME=SERVICE/ACCOUNT, e.g. GITHUB_TOKEN=github.com/alice")
+            }
+            let name = String(spec[..<eq]), selector = spec[spec.index(after: eq)...]
+            guard EnvironmentItemOptions.isValidName(name) else {
+                throw ValidationError("--item '\(spec)': '\(name)' is not a valid environment variable name (letters, digits and _, not starting with a digit)")
+            }
+            guard names.insert(name).inserted else { throw ValidationError("--item gives \(name) twice; give each variable once") }
+            var service = String(selector), account: String?
+            if let slash = selector.lastIndex(of: "/") {
+                service = String(selector[..<slash])
+                let rest = String(selector[selector.index(after: slash)...])
+                account = rest.isEmpty ? nil : rest
+            }
+            guard !service.isEmpty else {
+                throw ValidationError("--item '\(spec)' names no service; write NAME=SERVICE/ACCOUNT")
+            }
+            out.append(Item(name: name, service: service, account: account))
+        }
+        return out
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
+        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+
+    /// The secret of every item, in the order given; every item is found before anything is
+    /// returned, so a child is never started with some of its variables.
+    /// - Throws: errSecItemNotFound naming the variable and the item that is missing;
+    ///   errSecParam when several items match one without an account, or a secret holds a NUL
+    ///   byte (which no environment variable can carry); errSecInteractionNotAllowed when locked.
+    static func secrets(_ items: [Item], global: GlobalOptions, command: String) throws -> [(name: String, value: [UInt8])] {
+        let keychain = try global.open(unlock: .whenNeeded)
+        var out: [(name: String, value: [UInt8])] = []
+        for item in items {
+            var attributes: [String: AttributeValue] = ["svce": .string(item.service)]
+            if let account = item.account { attributes["acct"] = .string(account) }
+            let query = Query(.genericPassword, attributes, protection: nil, caseInsensitive: false, synchronizable: .notSynchronizable)
+            let found = try global.retryingUnlocked(keychain) { try keychain.find(query, limit: 2, includeData: true) }
+            guard let match = found.first else {
+                throw KeychainError(.itemNotFound, "no generic password with \(item.selection) for \(item.name); nothing was run (see 'latchkey find --service …' and 'latchkey dump')")
+            }
+            guard found.count == 1 else {
+                throw KeychainError(.param, "more than one generic password has \(item.selection) (for \(item.name)); add /ACCOUNT to choose one")
+            }
+            guard !match.data.contains(0) else {
+                throw KeychainError(.param, "the secret for \(item.name) (\(item.selection)) holds a NUL byte, which an environment variable cannot carry; nothing was run")
+            }
+            out.append((item.name, match.data))
+        }
+        return out
+    }
+}
