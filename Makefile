@@ -39,11 +39,18 @@ build: deps
 release: deps
 	$(SWIFT) build -c release --product latchkey $(STATIC) $(SPM_FLAGS)
 
+# The suite runs without the caller's LATCHKEY_* variables and with a runtime directory of its
+# own, so it never reaches a keychain or an agent the user has (the default agent socket is
+# under XDG_RUNTIME_DIR, else /tmp/latchkey-<uid>).
+TEST_ENV  := env $(foreach v,$(filter LATCHKEY_%,$(.VARIABLES)),-u $(v))
+
 ## test: the whole suite (unit, conformance over fixtures/, crash and damage, CLI), the C
 ## warnings, and a package that depends on this one by version (check-consumer)
 test: deps c-warnings
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	@run="$$(mktemp -d "$${TMPDIR:-/tmp}/latchkey-test-run.XXXXXX")"; trap 'rm -rf "$$run"' EXIT; \
+	  echo "$(TEST_ENV) XDG_RUNTIME_DIR=$$run $(SWIFT) test --skip-build"; \
+	  $(TEST_ENV) XDG_RUNTIME_DIR="$$run" $(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
 
 ## c-warnings: the C sources with -Wall -Wextra -Werror. Such flags live here, not in

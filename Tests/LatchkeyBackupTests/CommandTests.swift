@@ -27,7 +27,9 @@ import Testing
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         env = ["PATH": "/usr/bin:/bin", "HOME": dir, "LATCHKEY_KEYCHAIN": dir + "/login.keychain",
                "LATCHKEY_DEVICE": dir + "/device.secret", "LATCHKEY_PASSCODE": "correct horse",
-               "LATCHKEY_BACKUP_PASSWORD": "backup pw"]
+               "LATCHKEY_BACKUP_PASSWORD": "backup pw",
+               // The default agent socket inside the sandbox: an agent the user runs is never reached.
+               "XDG_RUNTIME_DIR": dir]
     }
 
     func run(_ args: [String], stdin: [UInt8] = [], env extra: [String: String?] = [:]) throws -> Result {
