@@ -39,6 +39,7 @@ struct LatchkeyCommand: ParsableCommand {
             InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
             DumpCommand.self, ImportCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
+            BackupVerifyCommand.self, BackupListCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
         ]
     )
