@@ -101,4 +101,25 @@ import Testing
         #expect(r.stderr.contains("need user presence"), "\(r.stderr)")
         #expect(r.stdout.isEmpty, "nothing written")
     }
+
+    /// Ctrl-C while a backup runs through the agent (its password's KDF under the bar): the
+    /// temporary file is removed, the bar erased, and the agent goes on serving.
+    @Test func ctrlC_duringABackupThroughTheAgent_leavesNoTemporaryFile_andErasesTheBar() throws {
+        let sb = try AgentBackupTests.sandbox()
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        #expect(try sb.run(["unlock"]).status == 0)
+        let out = sb.directory.appendingPathComponent("out.tar").path
+        let (end, text) = try BackupOutputTests().interrupt(sb, ["backup", "--output", out, "--kdf-log-n", "18"],
+                                                             env: ["LATCHKEY_PASSCODE": ""]) { names, text in
+            names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup  ")
+        }
+        #expect(end == .killed(SIGINT), "\(end)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: sb.directory.path).filter { $0.contains(".tmp-") }
+        #expect(left.isEmpty, "no temporary file: \(left)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        let lastBar = try #require(text.range(of: "backup  ", options: .backwards))
+        #expect(text[lastBar.upperBound...].contains("\r\u{1B}[K"), "the bar is erased: \(text.debugDescription)")
+        #expect(try sb.run(["status"]).status == 0, "the agent still answers")
+    }
 }
