@@ -20,6 +20,8 @@ import Testing
         let inet = try sb.run(["add", "--class", "inet", "--account", "web", "--server", "example.com", "--port", "443"],
                               stdin: Array("web-secret".utf8), env: noAgent)
         guard inet.status == 0 else { throw CLITestError("add inet: \(inet.stderr)") }
+        // An item of another application's group: a backup holds every group.
+        try sb.add(account: "h", data: Array("secret-h".utf8), ["--app-id", "other.app"], env: noAgent)
         return sb
     }
 
@@ -54,7 +56,8 @@ import Testing
         let listServed = try sb.run(["backup-list", served, "--jsonl"], env: AgentBackupTests.noAgent)
         #expect(listLocal.status == 0 && listServed.status == 0, "\(listLocal.stderr) \(listServed.stderr)")
         let sortedLocal = listLocal.out.split(separator: "\n").sorted(), sortedServed = listServed.out.split(separator: "\n").sorted()
-        #expect(sortedLocal.count == 7, "every item but akpu: \(listLocal.out)")
+        #expect(sortedLocal.count == 8, "every item but akpu, of every group: \(listLocal.out)")
+        #expect(listServed.out.contains("\"agrp\":\"other.app\""), "the agent's backup holds the other group's item too")
         #expect(sortedLocal == sortedServed)
 
         // Restored into new keychains (this device, so the ThisDeviceOnly items come back too),
@@ -74,7 +77,7 @@ import Testing
                                    env: ["LATCHKEY_DEVICE": sb.directory.appendingPathComponent("other.device").path])
         #expect(elsewhere.status == 0, "\(elsewhere.stderr)")
         let json = try #require(try elsewhere.json() as? [String: Any])
-        #expect(json["itemsChecked"] as? Int == 4 && json["itemsNotDecryptable"] as? Int == 3, "\(json)")
+        #expect(json["itemsChecked"] as? Int == 5 && json["itemsNotDecryptable"] as? Int == 3, "\(json)")
     }
 
     @Test func backup_throughALockedAgent_withoutAPasscode_isRefused_andWritesNothing() throws {
