@@ -35,7 +35,7 @@ struct BackupListCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"))
+    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"), completion: .file())
     var file: String
 
     @Flag(help: "Print a JSON array of the items.")

@@ -39,7 +39,7 @@ struct BackupVerifyCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"))
+    @Argument(help: ArgumentHelp("The backup archive, or - for stdin.", valueName: "file|-"), completion: .file())
     var file: String
 
     @Flag(help: "Print the result as JSON.")
