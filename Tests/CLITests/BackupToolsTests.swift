@@ -58,6 +58,8 @@ import Testing
         let (sb, backup) = try BackupToolsTests.sandbox()
         let wrong = try sb.run(["backup-verify", backup], env: ["LATCHKEY_BACKUP_PASSWORD": "not it"])
         #expect(wrong.status == 4 && wrong.stderr.contains("errSecAuthFailed -25293"), "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("wrong backup password") && !wrong.stderr.contains("restored"),
+                "says what failed, not what a restore would not have done: \(wrong.stderr)")
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: backup)))
         // A byte inside the first items entry's data (after the keybag entry: 512 + 512 + 512).
         bytes[1536 + 100] ^= 0x01

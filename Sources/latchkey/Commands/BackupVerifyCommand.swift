@@ -114,17 +114,24 @@ struct BackupVerifyCommand: ParsableCommand {
         let source = file == "-" ? try BackupSource.spooling(fd: STDIN_FILENO) : try BackupSource.file(file)
         let device = FileManager.default.fileExists(atPath: global.devicePath) ? try Device.load(path: global.devicePath) : nil
         var started = false
-        let verified = try VerifiedBackup.verify(source, device: device, password: {
-            progress.finish()
-            return try password.existingPassword(for: source.name)
-        }, target: .newKeychain(hasPasscode: true), progress: { done, total in
-            if started {
-                progress.update(completed: Int(done))
-            } else {
-                started = true
-                progress.restart("verify", total: Int(total), completed: Int(done))
-            }
-        })
-        return (verified, progress)
+        do {
+            let verified = try VerifiedBackup.verify(source, device: device, password: {
+                progress.finish()
+                return try password.existingPassword(for: source.name)
+            }, target: .newKeychain(hasPasscode: true), progress: { done, total in
+                if started {
+                    progress.update(completed: Int(done))
+                } else {
+                    started = true
+                    progress.restart("verify", total: Int(total), completed: Int(done))
+                }
+            })
+            return (verified, progress)
+        } catch let e as KeychainError {
+            // The checks are restore's first pass, whose messages end with what a restore did
+            // not do; here nothing was going to be restored.
+            throw KeychainError(e.status, TextEditing.replacing("; nothing was restored", with: "", in: e.message),
+                                underlying: e.underlying, remedy: e.remedy)
+        }
     }
 }
