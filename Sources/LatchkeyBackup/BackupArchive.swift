@@ -15,12 +15,17 @@ public struct BackupOptions: Sendable {
     public var kdfLogN: UInt8
     /// Called now and then with the items written so far and the item count.
     public var progress: (@Sendable (_ done: Int, _ total: Int) -> Void)?
+    /// This device, for a keychain served by `latchkey agent`: the device-bound keys of the
+    /// backup (spec/BACKUP.md §4) are derived from its secret in this process, which must be
+    /// the secret the keychain is bound to. A keychain opened in this process has its own.
+    public var device: Device?
 
     public init(password: [UInt8]?, compression: BackupCompression = .none, kdfLogN: UInt8 = BackupOptions.defaultLogN,
-                progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) {
+                device: Device? = nil, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) {
         self.password = password
         self.compression = compression
         self.kdfLogN = kdfLogN
+        self.device = device
         self.progress = progress
     }
 
@@ -53,9 +58,16 @@ public enum BackupArchive {
     /// Writes a backup of every item but akpu ones to `fd` (e.g. 1, standard output), as a
     /// stream: each items entry is written as soon as it is full, so memory does not grow
     /// with the number of items beyond the list of live items.
-    /// - Throws: errSecInteractionNotAllowed when an item's class is locked (nothing has been
-    ///   written then); errSecParam for an empty password; errSecDecode for a damaged item;
-    ///   errSecIO when writing fails.
+    ///
+    /// A keychain served by `latchkey agent` is read through it, as the trusted caller (every
+    /// access group), an item at a time after a listing per item class and protection class:
+    /// its unlocked classes are what the backup needs, no passcode here. `options.device`
+    /// must then be the device secret the keychain is bound to.
+    /// - Throws: errSecInteractionNotAllowed when an item's class is locked, or (agent) an item
+    ///   needs user presence and no authentication handler is set (nothing has been written
+    ///   then); errSecParam for an empty password, or (agent) no `options.device`;
+    ///   errSecAuthFailed (agent) when `options.device` is not the keychain's device;
+    ///   errSecDecode for a damaged item; errSecIO when writing fails.
     @discardableResult
     public static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions) throws -> BackupSummary {
         try write(keychain, to: fd, options: options, createdAt: UInt64(time(nil)), random: SystemRandomSource())
@@ -118,12 +130,9 @@ public enum BackupArchive {
         guard (10...22).contains(options.kdfLogN) else {
             throw KeychainError(.param, "the backup KDF cost must be between 10 and 22")
         }
-        let store = try keychain.streamingStore()
-        try store.refresh()
-        let items = store.storedItems()
-        for item in items where item.protection != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(item.protection) {
-            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(item.protection.code) items needs the passcode; nothing was written", remedy: .unlock)
-        }
+        let items: BackupItemSource = keychain.isServedByAgent
+            ? try AgentItemSource(keychain, device: options.device)
+            : try StoreItemSource(keychain.streamingStore())
         let writer: ArchiveWriter
         do {
             writer = try ArchiveWriter(fd: fd, compression: options.compression, mtime: createdAt)
@@ -132,26 +141,23 @@ public enum BackupArchive {
         }
         var byClass: [String: Int] = [:], byProtection: [String: Int] = [:]
         do {
-            let encoder = try BackupEncoder(device: store.boundDevice.deviceSecret, keychainUUID: store.fileUUID, createdAt: createdAt,
+            let encoder = try BackupEncoder(device: items.deviceSecret, keychainUUID: items.keychainUUID, createdAt: createdAt,
                                             password: options.password, logN: options.kdfLogN, random: random, sink: writer)
-            var last = 0
-            for (i, item) in items.enumerated() {
-                if item.protection == .whenPasscodeSetThisDeviceOnly {
-                    encoder.noteNotExported()
-                    continue
-                }
-                let plaintext = try store.read(item)
-                try encoder.add(uuid: item.uuid, protection: item.protection, flags: item.flags, plaintext: plaintext)
+            let total = items.count
+            var done = 0, last = 0
+            try items.forEach(notExported: { encoder.noteNotExported() }) { uuid, protection, flags, plaintext in
+                try encoder.add(uuid: uuid, protection: protection, flags: flags, plaintext: plaintext)
                 byClass[plaintext.itemClass.rawValue, default: 0] += 1
-                byProtection[item.protection.code, default: 0] += 1
-                if let progress = options.progress, (i + 1 - last) * 100 >= items.count {
-                    progress(i + 1, items.count)
-                    last = i + 1
+                byProtection[protection.code, default: 0] += 1
+                done += 1
+                if let progress = options.progress, (done - last) * 100 >= total {
+                    progress(done, total)
+                    last = done
                 }
             }
             let manifest = try encoder.finish()
             try writer.finish()
-            options.progress?(items.count, items.count)
+            options.progress?(total, total)
             return BackupSummary(backupUUID: hexString(encoder.common.backupUUID), passwordProtected: options.password != nil,
                                  items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
                                  notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)

@@ -42,7 +42,8 @@ struct LatchkeyCommand: ParsableCommand {
         subcommands: [
             InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
-            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self, RestoreCommand.self, GenerateManualCommand.self,
+            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self, RestoreCommand.self,
+            BackupVerifyCommand.self, BackupListCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
         ]
     )

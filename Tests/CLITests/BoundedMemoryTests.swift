@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// `import`, `dump`, `verify`, `backup` and `restore` stream (issue 16 §3): none holds every
+/// `import`, `dump`, `verify`, `backup`, `restore`, `backup-verify` and `backup-list` stream (issue 16 §3): none holds every
 /// item at once. Each is run as its own process on more item bytes than the bound, and its
 /// peak resident set size (wait4's ru_maxrss of that process alone) must stay below the bound:
 /// a command that held the items, or the whole input or output, would pass it whatever the
@@ -75,6 +75,12 @@ import Testing
         let restore = try Self.peak(sandbox, ["restore", "--keychain", restored, "--no-passcode", backupPath])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(restore.peak < bound, "restore peaked at \(restore.peak / Self.mib) MiB")
+        // backup-verify and backup-list read the archive as restore does, an entry at a time.
+        for args in [["backup-verify", backupPath], ["backup-list", backupPath], ["backup-list", "--jsonl", backupPath]] {
+            let run = try Self.peak(sandbox, args)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.peak < bound, "\(args.joined(separator: " ")) peaked at \(run.peak / Self.mib) MiB")
+        }
 
         // What streamed out is every item, in creation order.
         let dumped = try sandbox.run(["dump", "--json"], env: ["LATCHKEY_PASSCODE": nil])

@@ -70,9 +70,10 @@ final class BackupSandbox {
 
     /// Verifies and merges `backup` into `kc`.
     func merge(_ backup: String? = nil, into kc: Keychain, password: [UInt8]? = BackupSandbox.password,
-               dryRun: Bool = false) throws -> RestoreReport {
+               dryRun: Bool = false, conflicts: RestoreConflictPolicy = .newerWins, listItems: Bool = false) throws -> RestoreReport {
         let verified = try VerifiedBackup.verify(try BackupSource.file(backup ?? backupPath), device: nil,
-                                                 password: { password }, target: .existing(kc))
+                                                 password: { password }, target: .existing(kc), conflicts: conflicts,
+                                                 listItems: listItems)
         if dryRun { return verified.plan }
         return try verified.restore()
     }

@@ -33,8 +33,8 @@ import Testing
 
         let report = try s.merge(backup, into: kc)
         #expect(report.replaced == 0 && report.restored == 0)
-        #expect(report.skippedByReason == [RestoreSkipReason.destinationThisDeviceOnly.rawValue: 1])
-        #expect(report.kept == 1)
+        #expect(report.keptByReason == [RestoreSkipReason.destinationThisDeviceOnly.rawValue: 1])
+        #expect(report.kept == 1 && report.skipped == 0)
         let kept = try #require(try item(kc, "bank"))
         #expect(kept.data == Array("mine".utf8), "the local secret stays")
         #expect(kept.protection == mine, "and stays ThisDeviceOnly")
@@ -91,7 +91,7 @@ import Testing
 
         let report = try s.merge(backup.path, into: kc)
         #expect(report.replaced == 0)
-        #expect(report.skippedByReason == [RestoreSkipReason.destinationNewer.rawValue: 1])
+        #expect(report.keptByReason == [RestoreSkipReason.destinationNewer.rawValue: 1])
         #expect(try item(kc, "mail")?.data == Array("mine".utf8))
     }
 

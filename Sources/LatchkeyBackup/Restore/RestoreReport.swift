@@ -35,29 +35,84 @@ public enum RestoreSkipReason: String, Sendable, Codable, CaseIterable {
     case destinationThisDeviceOnly
 }
 
-/// What a restore did (or, with `dryRun`, would do).
+/// How a restore settles an item of the backup that the keychain already holds (the same
+/// item UUID or unique key, spec/BACKUP.md §9.2 steps 4–5).
+public enum RestoreConflictPolicy: String, Sendable, Codable {
+    /// `--merge`: the newer modification date wins; a tie keeps the keychain's item.
+    case newerWins
+    /// `--replace`: the backup's item replaces the keychain's, whatever the dates say.
+    case backupWins
+}
+
+/// What became of one item of the backup (`restore --json`'s `items`): exactly one outcome
+/// per item, so the four counts of `RestoreReport` add up to the backup's item count.
+public enum RestoreOutcome: String, Sendable, Codable, CaseIterable {
+    /// Written; the keychain had no such item.
+    case restored
+    /// Written in place of the keychain's item(s) with its UUID or unique key.
+    case replaced
+    /// Not written: the keychain keeps its own item (reason `destinationNewer` or
+    /// `destinationThisDeviceOnly`).
+    case kept
+    /// Not written for another reason (`thisDeviceOnlyFromAnotherDevice`,
+    /// `userPresenceNeedsPasscode`).
+    case skipped
+}
+
+/// One item of the backup and what the restore did with it; never a secret.
+public struct RestoreItemOutcome: Sendable, Codable, Equatable {
+    /// The item UUID (32 lower-case hex digits), kept by the restore.
+    public var uuid: String
+    /// The item class code (genp, inet, cert, keys); nil when the item could not be decrypted
+    /// here (a ThisDeviceOnly item of another device's backup).
+    public var `class`: String?
+    /// The protection class code (ak … dku).
+    public var protection: String
+    public var outcome: RestoreOutcome
+    /// Why it was kept or skipped (a `RestoreSkipReason` raw value).
+    public var reason: String?
+}
+
+/// What a restore did (or, with `dryRun`, would do). Every item of the backup is counted
+/// exactly once, under `restored`, `replaced`, `kept` or `skipped`: the four add up to
+/// `backup.items`.
 public struct RestoreReport: Sendable, Codable, Equatable {
     public var backup: BackupInfo
     /// The keychain restored into.
     public var keychain: String
     /// A new keychain was (or would be) created.
     public var createdKeychain: Bool
+    /// Restored into an existing keychain (`--merge` or `--replace`).
     public var merge: Bool
+    /// How an item the keychain already holds was settled (nil for a new keychain).
+    public var conflicts: RestoreConflictPolicy?
     public var dryRun: Bool
+    /// Items of the backup written where the keychain had no such item.
     public var restored = 0
-    /// By item class code (genp, inet, cert, keys).
+    /// Every item written (restored or replaced), by item class code (genp, inet, cert, keys).
     public var restoredByClass: [String: Int] = [:]
-    /// By protection class code (ak, ck, dk, aku, cku, dku).
+    /// Every item written (restored or replaced), by protection class code (ak … dku).
     public var restoredByProtection: [String: Int] = [:]
-    /// Items of the keychain that a newer item of the backup replaced (`--merge`).
+    /// Items of the backup written in place of the keychain's item(s) with the same UUID or
+    /// unique key.
     public var replaced = 0
-    /// Items of the backup that the keychain kept its own version of (`--merge`): a newer one,
-    /// or a ThisDeviceOnly one that another device's backup may not replace.
+    /// Items of the keychain removed by those replacements: one backup item can replace two
+    /// (one with its UUID, another with its unique key).
+    public var replacedKeychainItems = 0
+    /// Items of the backup not written because the keychain keeps its own: a newer one
+    /// (`--merge`), or a ThisDeviceOnly one that another device's backup may not replace.
     public var kept = 0
+    /// By `RestoreSkipReason` raw value (`destinationNewer`, `destinationThisDeviceOnly`).
+    public var keptByReason: [String: Int] = [:]
+    /// Items of the backup not written for another reason.
     public var skipped = 0
-    /// By `RestoreSkipReason` raw value.
+    /// By `RestoreSkipReason` raw value (`thisDeviceOnlyFromAnotherDevice`,
+    /// `userPresenceNeedsPasscode`).
     public var skippedByReason: [String: Int] = [:]
     public var skippedByProtection: [String: Int] = [:]
+    /// Each item's outcome, in archive order, when the restore was asked to list them
+    /// (`latchkey restore --json`); nil otherwise.
+    public var items: [RestoreItemOutcome]?
 
     init(backup: BackupInfo, keychain: String, createdKeychain: Bool, merge: Bool, dryRun: Bool) {
         self.backup = backup
@@ -67,16 +122,34 @@ public struct RestoreReport: Sendable, Codable, Equatable {
         self.dryRun = dryRun
     }
 
-    mutating func countRestored(_ p: ItemPlaintext, _ pc: ProtectionClass) {
-        restored += 1
+    mutating func countWritten(_ p: ItemPlaintext, _ pc: ProtectionClass) {
         restoredByClass[p.itemClass.rawValue, default: 0] += 1
         restoredByProtection[pc.code, default: 0] += 1
     }
 
     mutating func countSkipped(_ reason: RestoreSkipReason, _ pc: ProtectionClass) {
-        skipped += 1
-        if reason == .destinationNewer || reason == .destinationThisDeviceOnly { kept += 1 }
-        skippedByReason[reason.rawValue, default: 0] += 1
-        skippedByProtection[pc.code, default: 0] += 1
+        if reason == .destinationNewer || reason == .destinationThisDeviceOnly {
+            kept += 1
+            keptByReason[reason.rawValue, default: 0] += 1
+        } else {
+            skipped += 1
+            skippedByReason[reason.rawValue, default: 0] += 1
+            skippedByProtection[pc.code, default: 0] += 1
+        }
+    }
+
+    /// The counts and lists of a pass, cleared for the next one.
+    mutating func clearCounts() {
+        restored = 0
+        restoredByClass = [:]
+        restoredByProtection = [:]
+        replaced = 0
+        replacedKeychainItems = 0
+        kept = 0
+        keptByReason = [:]
+        skipped = 0
+        skippedByReason = [:]
+        skippedByProtection = [:]
+        if items != nil { items = [] }
     }
 }

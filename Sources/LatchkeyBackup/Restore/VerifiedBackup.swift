@@ -35,9 +35,10 @@ public final class VerifiedBackup {
     let entries: [ManifestEntry]
     let device: Device?
     let target: RestoreTarget
+    let policy: RestoreConflictPolicy
 
     private init(source: BackupSource, info: BackupInfo, plan: RestoreReport, unlocked: UnlockedKeybag,
-                 entries: [ManifestEntry], device: Device?, target: RestoreTarget) {
+                 entries: [ManifestEntry], device: Device?, target: RestoreTarget, policy: RestoreConflictPolicy) {
         self.source = source
         self.info = info
         self.plan = plan
@@ -45,6 +46,7 @@ public final class VerifiedBackup {
         self.entries = entries
         self.device = device
         self.target = target
+        self.policy = policy
     }
 
     /// Reads the whole archive once and checks every byte, without writing anything.
@@ -52,11 +54,15 @@ public final class VerifiedBackup {
     ///   - device: this machine's device (nil when it has no device secret yet); for
     ///     `.existing`, the keychain's own device is used.
     ///   - password: asked once, after the keybag entry is read, when the backup has one.
+    ///   - conflicts: for `.existing`, how an item the keychain already holds is settled.
+    ///   - listItems: the report lists each item's outcome (`RestoreReport.items`), which
+    ///     takes memory per item; the counts are there either way.
     /// - Throws: errSecAuthFailed (wrong or missing password; a device-only backup from
     ///   another device); errSecDecode (damaged, truncated, tampered, unknown version, path
     ///   traversal, links); errSecIO; for `.existing`, errors reading the keychain's items.
     public static func verify(_ source: BackupSource, device: Device?, password: () throws -> [UInt8]?,
-                              target: RestoreTarget, progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> VerifiedBackup {
+                              target: RestoreTarget, conflicts policy: RestoreConflictPolicy = .newerWins, listItems: Bool = false,
+                              progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> VerifiedBackup {
         var device = device
         var keychainPath = ""
         var hasPasscode = false
@@ -80,17 +86,19 @@ public final class VerifiedBackup {
             report = RestoreReport(backup: Self.info(bag, manifest: nil, device: device), keychain: keychainPath,
                                    createdKeychain: { if case .newKeychain = target { return true } else { return false } }(),
                                    merge: { if case .existing = target { return true } else { return false } }(), dryRun: true)
+            if case .existing = target { report!.conflicts = policy }
+            if listItems { report!.items = [] }
             return u
         }, item: { item in
             try checks.check(item, source: source)
             let decision: Decision
             switch target {
             case .newKeychain:
-                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
                                            conflicts: { _, _ in [] }, read: { _ in fatalError() })
             case .existing:
                 let store = existing!
-                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance,
+                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
                                            conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
             }
             Self.count(decision, item, into: &report!)
@@ -98,7 +106,7 @@ public final class VerifiedBackup {
         var finalReport = report!
         finalReport.backup = Self.info(result.keybag, manifest: result.manifest, device: device)
         return VerifiedBackup(source: source, info: finalReport.backup, plan: finalReport, unlocked: unlocked!,
-                              entries: result.entries, device: device, target: target)
+                              entries: result.entries, device: device, target: target, policy: policy)
     }
 
     // MARK: Restoring
@@ -222,14 +230,7 @@ public final class VerifiedBackup {
         report.dryRun = false
         report.createdKeychain = created
         report.keychain = store.path
-        report.restored = 0
-        report.restoredByClass = [:]
-        report.restoredByProtection = [:]
-        report.replaced = 0
-        report.kept = 0
-        report.skipped = 0
-        report.skippedByReason = [:]
-        report.skippedByProtection = [:]
+        report.clearCounts()
         let hasPasscode = store.hasPasscode
         let pass = ArchivePass(source: source, progress: progress)
         try store.withStreamingTransaction { tx in
@@ -242,7 +243,7 @@ public final class VerifiedBackup {
                 // A new keychain holds nothing to conflict with (and `put` still refuses a
                 // duplicate), so only a merge looks items up.
                 let provenance = unlocked.provenance
-                let decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: provenance,
+                let decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: provenance, policy: policy,
                                                conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
                                                read: { try store.read($0) })
                 switch decision {
@@ -285,9 +286,9 @@ public final class VerifiedBackup {
 
     /// spec/BACKUP.md §9.2, in its order. Only this device's own backups may replace a
     /// ThisDeviceOnly item of the keychain (an item of another device's backup would take its
-    /// place, with that backup author's secret and a migratory class); an item's dates count
-    /// only up to the archive's creation (`Provenance`).
-    static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance,
+    /// place, with that backup author's secret and a migratory class), under either policy;
+    /// an item's dates count only up to the archive's creation (`Provenance`).
+    static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance, policy: RestoreConflictPolicy,
                        conflicts: ([UInt8], UniqueKey) -> [StoredItem],
                        read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
         guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
@@ -299,6 +300,7 @@ public final class VerifiedBackup {
         if !provenance.sameDevice, found.contains(where: { $0.protection.isThisDeviceOnly }) {
             return .skip(.destinationThisDeviceOnly)
         }
+        if policy == .backupWins { return .replace(found) }
         let mine = modificationDate(provenance.trusted(p))
         for existing in found where modificationDate(try read(existing)) >= mine {
             return .skip(.destinationNewer)
@@ -312,14 +314,27 @@ public final class VerifiedBackup {
     }
 
     static func count(_ d: Decision, _ item: PassItem, into report: inout RestoreReport) {
+        let outcome: RestoreOutcome
+        var why: RestoreSkipReason?
         switch d {
         case .add:
-            report.countRestored(item.plaintext!, item.record.protectionClass)
+            report.restored += 1
+            report.countWritten(item.plaintext!, item.record.protectionClass)
+            outcome = .restored
         case .replace(let old):
-            report.countRestored(item.plaintext!, item.record.protectionClass)
-            report.replaced += old.count
+            report.replaced += 1
+            report.replacedKeychainItems += old.count
+            report.countWritten(item.plaintext!, item.record.protectionClass)
+            outcome = .replaced
         case .skip(let reason):
             report.countSkipped(reason, item.record.protectionClass)
+            outcome = reason == .destinationNewer || reason == .destinationThisDeviceOnly ? .kept : .skipped
+            why = reason
+        }
+        if report.items != nil {
+            report.items!.append(RestoreItemOutcome(uuid: hexString(item.record.uuid), class: item.plaintext?.itemClass.rawValue,
+                                                    protection: item.record.protectionClass.code, outcome: outcome,
+                                                    reason: why?.rawValue))
         }
     }
 

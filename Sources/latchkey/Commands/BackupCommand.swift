@@ -18,7 +18,11 @@ struct BackupCommand: ParsableCommand {
             backup restores only here. WhenPasscodeSetThisDeviceOnly (akpu) items are never \
             backed up. The archive holds no plaintext secret or attribute; 'tar -tf' lists it. \
             Every class but akpu must be readable, so a keychain with a passcode needs it \
-            (LATCHKEY_PASSCODE, --passcode-file or a prompt).
+            (LATCHKEY_PASSCODE, --passcode-file or a prompt) — or an agent that holds it \
+            unlocked: with no passcode given, a keychain served by an unlocked 'latchkey \
+            agent' is backed up through the agent (a systemd timer needs no passcode in its \
+            environment; items that need user presence still need the passcode). The archive \
+            means the same either way.
 
             Example:
               latchkey backup --output keychain.backup
@@ -54,7 +58,7 @@ struct BackupCommand: ParsableCommand {
         if output == "-", Terminal.stdoutIsTerminal {
             throw UsageError("refusing to write a binary archive to a terminal; redirect stdout or give --output FILE", command: "backup")
         }
-        let keychain = try global.open(unlock: .eager)
+        let (keychain, throughAgent) = try BackupCommand.open(global)
         var pw: [UInt8]?
         if !noPassword {
             pw = try password.newPassword()
@@ -65,10 +69,11 @@ struct BackupCommand: ParsableCommand {
         if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
         // Ctrl-C or SIGTERM from here on removes the temporary file and erases the bar.
         Terminal.cleanUpOnSignals()
-        let progress = Progress("backup", total: try keychain.streamingStore().liveItemCount)
+        let progress = Progress("backup", total: throughAgent ? try keychain.info().liveItems : try keychain.streamingStore().liveItemCount)
         defer { progress.finish() }
         let options = BackupOptions(password: pw, compression: compression,
                                     kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
+                                    device: throughAgent ? try Device.load(path: global.devicePath) : nil,
                                     progress: { done, _ in progress.update(completed: done) })
         // The bar is redrawn while the password's KDF runs (a second or so, before any item).
         let summary = try progress.whileRunning {
@@ -85,3 +90,34 @@ struct BackupCommand: ParsableCommand {
 }
 
 extension BackupCompression: ExpressibleByArgument {}
+
+extension BackupCommand {
+    /// The keychain to back up, and whether the agent serves it. With no passcode given, an
+    /// agent that serves the keychain unlocked (or one without a passcode) is used, as the
+    /// trusted caller, so a scheduled backup needs no passcode in its environment. Otherwise
+    /// the file is opened here and unlocked with the passcode (given, or asked on a terminal).
+    static func open(_ global: GlobalOptions) throws -> (Keychain, Bool) {
+        if try global.givenPasscode() == nil,
+           let served = try Keychain.openThroughAgent(path: global.keychainPath, devicePath: global.devicePath,
+                                                      unusable: GlobalOptions.agentUnusable) {
+            if !served.hasPasscode || served.isAvailable(.whenUnlocked) {
+                // User presence: asked on the terminal when there is one, else refused before
+                // anything is written (AgentItemSource).
+                let path = global.keychainPath
+                if Terminal.stdinIsTerminal {
+                    served.authenticationHandler = { prompt in
+                        let text = (prompt.map { $0 + "\n" } ?? "") + "Passcode for \(path): "
+                        return try? Terminal.readSecret(prompt: text)
+                    }
+                } else {
+                    served.authenticationHandler = nil
+                }
+                return (served, true)
+            }
+            guard Terminal.stdinIsTerminal else {
+                throw KeychainError(.interactionNotAllowed, "the agent serves \(global.keychainPath) locked, and no passcode was given: run 'latchkey unlock' first, or give the passcode (LATCHKEY_PASSCODE or --passcode-file); nothing was written")
+            }
+        }
+        return (try global.open(unlock: .eager), false)
+    }
+}

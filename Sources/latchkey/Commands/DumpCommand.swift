@@ -143,11 +143,16 @@ struct DumpCommand: ParsableCommand {
 
     /// The table row of an item.
     static func row(_ item: Item) -> [String] {
-        let a = item.attributes
+        row(item.itemClass, item.attributes, item.protection)
+    }
+
+    /// The table row of an item given by its class, attributes and protection class (a
+    /// backup's item, `backup-list`).
+    static func row(_ itemClass: ItemClass, _ a: [String: AttributeValue], _ protection: ProtectionClass) -> [String] {
         func text(_ code: String) -> String { a[code].map(DumpCommand.text) ?? "" }
         var name = text("acct")
         var service = text("svce")
-        switch item.itemClass {
+        switch itemClass {
         case .genericPassword:
             break
         case .internetPassword:
@@ -179,7 +184,7 @@ struct DumpCommand: ParsableCommand {
             return minutes(ISODate.format(t))
         } ?? ""
         let group = text("agrp") + (a["sync"] == .integer(1) ? " (sync)" : "")
-        return [item.itemClass.rawValue, name, service, text("labl"), group, item.protection.code, modified]
+        return [itemClass.rawValue, name, service, text("labl"), group, protection.code, modified]
     }
 
     /// `2026-01-31T12:34:56.789Z` → `2026-01-31 12:34`: the first 16 characters, T as a space.

@@ -23,8 +23,12 @@ struct RestoreCommand: ParsableCommand {
             device secret) must not exist yet: they are created, the keychain protected by the \
             passcode given as for 'init' (LATCHKEY_PASSCODE, --passcode-file, asked twice, or \
             --no-passcode). With --merge, for an item with the same UUID or unique key the newer \
-            modification date wins. On another device, ThisDeviceOnly items (aku, cku, dku) are \
-            skipped and counted. Prints a report on stdout (--json for JSON). A backup read from \
+            modification date wins (a tie keeps the keychain's); with --replace the backup's \
+            item replaces the keychain's whatever the dates. Under both, a ThisDeviceOnly item \
+            of the keychain is never replaced from a backup made on another device. On another device, ThisDeviceOnly items (aku, cku, dku) are \
+            skipped and counted. Prints a report on stdout; --json prints it as JSON with each \
+            item's outcome (restored, replaced, kept or skipped, and why), every item counted \
+            once. A backup read from \
             stdin (-) is first copied to an unlinked temporary file (its bytes as they are: \
             ciphertext only) so that it can be read twice.
 
@@ -37,6 +41,7 @@ struct RestoreCommand: ParsableCommand {
               latchkey restore keychain.backup
               ssh host 'cat kc.tar.zst' | latchkey restore - --merge --json
               latchkey restore keychain.backup --dry-run
+              latchkey restore keychain.backup --replace --json
             """
     )
 
@@ -46,10 +51,13 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Restore into the existing keychain: for the same item, the newer modification date wins.")
     var merge = false
 
+    @Flag(help: "Restore into the existing keychain: the backup's item replaces the keychain's with the same UUID or unique key.")
+    var replace = false
+
     @Flag(name: .customLong("dry-run"), help: "Verify the archive and report what would be restored; write nothing.")
     var dryRun = false
 
-    @Flag(help: "Print the report as JSON.")
+    @Flag(help: "Print the report as JSON, with each item's outcome.")
     var json = false
 
     @Flag(name: .customLong("no-passcode"), help: "Create the new keychain without a passcode (as 'init --no-passcode').")
@@ -63,7 +71,10 @@ struct RestoreCommand: ParsableCommand {
 
     func validate() throws {
         guard (10...22).contains(keychainKDFLogN) else { throw ValidationError("--keychain-kdf-log-n must be between 10 and 22") }
-        if noPasscode, merge { throw ValidationError("--no-passcode is for a new keychain; it makes no sense with --merge") }
+        if merge, replace { throw ValidationError("--merge and --replace contradict each other; give one") }
+        if noPasscode, merge || replace {
+            throw ValidationError("--no-passcode is for a new keychain; it makes no sense with --\(merge ? "merge" : "replace")")
+        }
         if noPasscode, global.passcodeFile != nil {
             throw ValidationError("--no-passcode and --passcode-file contradict each other; give one")
         }
@@ -74,8 +85,9 @@ struct RestoreCommand: ParsableCommand {
         Terminal.cleanUpOnSignals()
         let keychainPath = global.keychainPath
         let exists = access(keychainPath, F_OK) == 0
-        if exists && !merge {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(keychainPath); restore into it with --merge, or choose another --keychain")
+        let intoExisting = merge || replace
+        if exists && !intoExisting {
+            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(keychainPath); restore into it with --merge or --replace, or choose another --keychain")
         }
         // Open the destination (and learn how to protect a new one) before reading the archive.
         let target: RestoreTarget
@@ -114,7 +126,7 @@ struct RestoreCommand: ParsableCommand {
         let verified = try VerifiedBackup.verify(source, device: device, password: {
             progress.finish()
             return try password.existingPassword(for: source.name)
-        }, target: target, progress: onProgress)
+        }, target: target, conflicts: replace ? .backupWins : .newerWins, listItems: json, progress: onProgress)
 
         var report: RestoreReport
         if dryRun {
@@ -159,20 +171,22 @@ struct RestoreCommand: ParsableCommand {
                      + ", made on \(b.sameDevice ? "this device" : "device \(b.sourceDeviceUUID)")")
         let verb = r.dryRun ? "would restore" : "restored"
         let into = r.createdKeychain ? "a new keychain at \(r.keychain)" : r.keychain
-        lines.append("\(verb) \(r.restored) item(s) into \(into)"
-                     + (r.restored > 0 ? ": \(counts(r.restoredByClass, order: ["genp", "inet", "cert", "keys"])); \(counts(r.restoredByProtection, order: protections))" : ""))
-        if r.merge { lines.append("\(r.dryRun ? "would replace" : "replaced") \(r.replaced) older item(s) of the keychain; kept \(r.kept) of its own") }
+        let written = r.restored + r.replaced
+        let breakdown = "\(counts(r.restoredByClass, order: ["genp", "inet", "cert", "keys"])); \(counts(r.restoredByProtection, order: protections))"
+        if r.replaced == 0 {
+            lines.append("\(verb) \(r.restored) item(s) into \(into)" + (r.restored > 0 ? ": " + breakdown : ""))
+        } else {
+            lines.append("\(verb) \(r.restored) new item(s) into \(into); \(written) written in all, replacements included: " + breakdown)
+        }
+        if r.merge {
+            lines.append("\(r.dryRun ? "would replace" : "replaced") \(r.replaced) item(s) of the keychain"
+                         + (r.conflicts == .backupWins ? " (--replace)" : " with newer ones")
+                         + "; kept \(r.kept) of its own"
+                         + (r.kept > 0 ? " (" + r.keptByReason.keys.sorted().map { "\(r.keptByReason[$0]!) \(RestoreCommand.reasonText($0))" }.joined(separator: ", ") + ")" : ""))
+        }
         if r.skipped > 0 {
             lines.append("skipped \(r.skipped) item(s): " + r.skippedByReason.keys.sorted().map { reason in
-                let text: String
-                switch RestoreSkipReason(rawValue: reason) {
-                case .thisDeviceOnlyFromAnotherDevice: text = "ThisDeviceOnly, made on another device"
-                case .destinationNewer: text = "the keychain's copy is as new or newer"
-                case .userPresenceNeedsPasscode: text = "need user presence, the keychain has no passcode"
-                case .destinationThisDeviceOnly: text = "the keychain's copy is ThisDeviceOnly, and the backup was made on another device"
-                case nil: text = reason
-                }
-                return "\(r.skippedByReason[reason]!) \(text)"
+                "\(r.skippedByReason[reason]!) \(RestoreCommand.reasonText(reason))"
             }.joined(separator: ", ") + " (\(counts(r.skippedByProtection, order: protections)))")
         }
         if b.notExported > 0 {
@@ -180,5 +194,16 @@ struct RestoreCommand: ParsableCommand {
         }
         if r.dryRun { lines.append("nothing was written (--dry-run)") }
         return lines
+    }
+
+    /// Why an item was kept or skipped, for a person.
+    static func reasonText(_ reason: String) -> String {
+        switch RestoreSkipReason(rawValue: reason) {
+        case .thisDeviceOnlyFromAnotherDevice: return "ThisDeviceOnly, made on another device"
+        case .destinationNewer: return "the keychain's copy is as new or newer"
+        case .userPresenceNeedsPasscode: return "need user presence, the keychain has no passcode"
+        case .destinationThisDeviceOnly: return "the keychain's copy is ThisDeviceOnly, and the backup was made on another device"
+        case nil: return reason
+        }
     }
 }

@@ -91,7 +91,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     static let restore = WriteOperation("restore of a backup into the keychain") { _, kc in
         let backup = try VerifiedBackup.verify(try BackupSource.file(MergeBackup.path), device: nil, password: { nil },
                                                target: .existing(kc!))
-        precondition(backup.plan.restored == 2, "the backup should restore two items")
+        precondition(backup.plan.restored == 1 && backup.plan.replaced == 1, "the backup should add one item and replace another")
         _ = try backup.restore()
         return kc
     }
