@@ -65,7 +65,7 @@ import Testing
         fs.beforeSyncDirectory = { path in
             if path == s.directory { throw IOFailure("fsync", path, EIO) }
         }
-        let error = keychainError { try BackupArchive.write(kc, toFile: s.backupPath, options: options(), fs: fs) }
+        let error = keychainError { _ = try BackupArchive.write(kc, toFile: s.backupPath, options: options(), fs: fs) }
         #expect(error?.status == .io)
         #expect(error?.message.contains("complete at \(s.backupPath)") == true, "\(String(describing: error))")
         #expect(error?.message.contains(String(cString: strerror(EIO))) == true)
