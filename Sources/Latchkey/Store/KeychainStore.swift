@@ -70,7 +70,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The index in use failed a check: the next writer writes a new one whatever the tail.
     var indexDamaged = false
     /// Items decrypted by `read` (tests: the query planner decrypts only its candidates).
-    var itemsDecrypted = 0
+    package private(set) var itemsDecrypted = 0
     /// A writer writes a new index once the records after the newest one pass this many bytes
     /// (spec §17.6): opening then scans at most that much of the log. Tests lower it.
     package var indexTailLimit: UInt64 = 256 << 10
