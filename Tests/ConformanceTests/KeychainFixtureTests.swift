@@ -118,6 +118,27 @@ import Testing
         #expect(store.itemsDecrypted - before == 1, "decrypted \(store.itemsDecrypted - before) items for one candidate")
     }
 
+    /// spec/FORMAT.md §7.6 worked example: the attribute hashes of golden_small's `dk` item
+    /// (and of an absent account) under golden_small's index key, as attribute_hashes holds them.
+    @Test func attributeHashWorkedExample_matchesTheSpec() throws {
+        let dir = KeychainFixture.root.appendingPathComponent("attribute_hashes")
+        let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent("keychain")))
+        let device = try DeviceSecret.decodeFile([UInt8](try Data(contentsOf: dir.appendingPathComponent("device.secret"))))
+        let header = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(file)))).header
+        let keys = try FileKeys(device: device, fileUUID: header.fileUUID)
+        func hash(_ name: String, _ value: AttributeValue?) -> String {
+            hexString(withUnsafeBytes(of: keys.attributeHash(itemClass: .genericPassword, name: name, value: value)!.bigEndian) { Array($0) })
+        }
+        #expect(hash("labl", .string("Golden Always")) == "e6d8a4404488d587")
+        #expect(hash("acct", .string("user-dk")) == "8c93f8a07cb5304f")
+        #expect(hash("acct", nil) == "fe5f149b60d88ed3")
+        #expect(hash("acct", .data([])) == "fe5f149b60d88ed3")
+        #expect(keys.attributeHash(itemClass: .genericPassword, name: "labl", value: nil) == nil, "an absent label has no hash")
+        let hex = hexString(file)
+        #expect(hex.contains("8c93f8a07cb5304f" + "e6d8a4404488d587") == false, "svce comes between acct and labl")
+        #expect(hex.contains("e6d8a4404488d587"), "the dk item's hash record holds its label hash")
+    }
+
     // MARK: Helpers
 
     func mentionsNewerVersion(_ e: KeychainError) -> Bool {

@@ -76,14 +76,16 @@ extension KeychainStore {
     /// The tail after which a writer writes a new index: `indexTailLimit`, or 1/64 of the
     /// index's size when that is more, so that rewriting the index costs at most 64 bytes
     /// written per byte appended to the log (a fixed limit would make a long run of writes
-    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 90 MB). An
-    /// open then scans at most max(256 KiB, index size / 64) of the log: about 1.4 MB at
-    /// 1,000,000 items. `indexTailLimit` 0 writes after every write (tests).
+    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 160 MB). An
+    /// open then scans at most max(256 KiB, index size / 64) of the log: about 2.5 MB at
+    /// 1,000,000 items (the attribute pages estimated at four hashes an item). `indexTailLimit`
+    /// 0 writes after every write (tests).
     var tailLimit: UInt64 {
         guard indexTailLimit > 0 else { return 0 }
         let n = UInt64(log.items.count)
         let pages = 1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
             + (n + UInt64(FormatConstants.indexUniquesPerPage) - 1) / UInt64(FormatConstants.indexUniquesPerPage)
+            + (4 * n + UInt64(FormatConstants.indexAttributesPerPage) - 1) / UInt64(FormatConstants.indexAttributesPerPage)
         return max(indexTailLimit, pages * UInt64(FormatConstants.indexPageSize) / 64)
     }
 
