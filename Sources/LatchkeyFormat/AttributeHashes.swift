@@ -113,12 +113,13 @@ extension FileKeys {
     /// The hash record a writer appends right after a put of this plaintext (§7.6): one hash
     /// per indexed attribute of the class that the item has, or that has a default.
     public func attributeHashRecord(for plaintext: ItemPlaintext, putPayload: [UInt8]) -> AttributeHashRecord {
+        AttributeHashRecord(uuid: Array(putPayload[0..<16]), binding: Array(putPayload[AttributeHashRecord.bindingRange]),
+                            hashes: attributeHashes(for: plaintext))
+    }
+
+    /// The hashes a writer puts in the hash record of this plaintext, in the list's order.
+    public func attributeHashes(for plaintext: ItemPlaintext) -> [UInt64] {
         let c = plaintext.itemClass
-        var hashes: [UInt64] = []
-        for name in AttributeHashRecord.indexedAttributes(for: c) {
-            if let h = attributeHash(itemClass: c, name: name, value: plaintext.attributes[name]) { hashes.append(h) }
-        }
-        return AttributeHashRecord(uuid: Array(putPayload[0..<16]),
-                                   binding: Array(putPayload[AttributeHashRecord.bindingRange]), hashes: hashes)
+        return AttributeHashRecord.indexedAttributes(for: c).compactMap { attributeHash(itemClass: c, name: $0, value: plaintext.attributes[$0]) }
     }
 }

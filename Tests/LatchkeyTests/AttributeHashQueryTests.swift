@@ -245,6 +245,35 @@ import LatchkeyTestSupport
         try forge("malformed", [(1, aliceNew.put, true), (0x80, bound.encode() + [0], false)])
     }
 
+    /// A hash record bound to its put but holding other hashes (only the device can write one)
+    /// is what a reader cannot tell from a right one without decrypting the item; `verify`,
+    /// which decrypts every item, reports it, and an update of the item writes right hashes.
+    @Test func boundRecordWithWrongHashes_isReportedByVerify() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk, passcode: nil)
+        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"), protection: .always)
+        #expect(kc.verify().ok)
+        let p = try Self.payloads(disk.keychainBytes)
+        var wrong = AttributeHashRecord.decode(p[1][...])!
+        wrong.hashes = [1, 2]
+        var file = disk.keychainBytes
+        let forger = try FormatEvolutionTests.Forger(file)
+        let sequence = kc.localStore!.lastSequence
+        file += forger.record(type: 1, continues: true, sequence: sequence + 1, payload: p[0], at: file.count)
+        file += forger.record(type: 0x80, sequence: sequence + 2, payload: wrong.encode(), at: file.count)
+        disk.setContents(TestEnv.keychainPath, file)
+        let r = try openKeychain(on: disk)
+        let report = r.verify()
+        #expect(report.problems.count == 1 && report.problems[0].contains("attribute-hash record"), "\(report.problems)")
+        // The wrong hashes do hide alice from a query on her service (the limit SECURITY.md
+        // §2.5 states); found through the full walk, her update writes right ones.
+        #expect(try r.find(Query(.genericPassword, attrs(["svce": "real"]))).isEmpty)
+        let ref = try #require(try r.find(Query(.genericPassword)).first?.persistentRef)
+        try r.update(Query(.genericPassword, persistentRef: ref), attributes: attrs(["labl": "fixed"]))
+        #expect(try openKeychain(on: disk).verify().ok)
+        #expect(try openKeychain(on: disk).find(Query(.genericPassword, attrs(["svce": "real"]))).count == 1)
+    }
+
     /// Compaction copies each live put's hash record beside it, and a passcode change, which
     /// rewraps every item key, binds the copies to the new wrapped keys: either way a find by
     /// label still decrypts only the matching item.
