@@ -274,6 +274,35 @@ import LatchkeyTestSupport
         #expect(try openKeychain(on: disk).find(Query(.genericPassword, attrs(["svce": "real"]))).count == 1)
     }
 
+    /// Items an older writer put (no hash records) are unhashed, and a query decrypts them all;
+    /// compacting with their class keys available gives each its hash record, and then a
+    /// query decrypts only its candidates.
+    @Test func compaction_hashesTheItemsOfAnOlderWriter() throws {
+        let disk = try makeDisk()
+        let kc = try createKeychain(on: disk, passcode: nil)
+        kc.localStore!.indexTailLimit = .max
+        _ = try kc.add(contentsOf: (0..<20).map {
+            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "labl": "label-\($0)"]), data: bytes("secret-\($0)"))
+        })
+        // Each put again, alone (as a writer that does not know §7.6 writes it).
+        var file = disk.keychainBytes
+        let forger = try FormatEvolutionTests.Forger(file)
+        var sequence = kc.localStore!.lastSequence
+        for payload in try Self.payloads(file) where payload.count > 96 {
+            sequence += 1
+            file += forger.record(type: 1, sequence: sequence, payload: payload, at: file.count)
+        }
+        disk.setContents(TestEnv.keychainPath, file)
+        func decryptions() throws -> Int {
+            let r = try openKeychain(on: disk)
+            #expect(try r.find(Query(.genericPassword, attrs(["labl": "label-7"]))).map(\.data) == [bytes("secret-7")])
+            return r.localStore!.itemsDecrypted
+        }
+        #expect(try decryptions() == 20, "unhashed: every item is a candidate")
+        _ = try openKeychain(on: disk).compact()
+        #expect(try decryptions() == 1)
+    }
+
     /// Compaction copies each live put's hash record beside it, and a passcode change, which
     /// rewraps every item key, binds the copies to the new wrapped keys: either way a find by
     /// label still decrypts only the matching item.

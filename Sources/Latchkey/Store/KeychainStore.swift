@@ -972,7 +972,9 @@ package final class KeychainStore: @unchecked Sendable {
             for (_, slot) in try liveSlotsInFileOrder() {
                 let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
                 var payload = Array(try authenticatedPayload(record, slot))
-                let hashes = try boundHashRecord(after: slot, put: record)
+                // A put without one (an older writer's) gets its hash record here when its class
+                // key is available (spec §11.5), so compacting makes such items hashed.
+                let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)
                 guard try transform(&payload) else { continue }
                 sequence += 1
                 let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: hashes == nil ? 0 : FrameHeader.continuesFlag,
@@ -1040,6 +1042,15 @@ package final class KeychainStore: @unchecked Sendable {
               let binding = AttributeHashRecord.binding(ofPut: record.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
               h.uuid.elementsEqual(record[headerSize..<headerSize + 16]), h.binding.elementsEqual(binding) else { return nil }
         return h
+    }
+
+    /// The hash record of a put payload computed from its plaintext (spec §7.6), or nil when
+    /// its class key is not available or it does not decrypt (it is then copied unhashed, as it
+    /// was).
+    private func hashRecordByDecrypting(_ payload: [UInt8]) -> AttributeHashRecord? {
+        guard let put = try? ItemPutPayload.decode(payload[...]), let key = try? classKey(put.protectionClass),
+              let plaintext = try? put.open(classKey: key, fileUUID: header.fileUUID) else { return nil }
+        return keys.attributeHashRecord(for: plaintext, putPayload: payload)
     }
 
     private func liveSlotsInFileOrder() throws -> [(ID16, ItemSlot)] {
