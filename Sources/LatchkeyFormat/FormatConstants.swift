@@ -37,7 +37,8 @@ public enum FormatConstants {
     // §17 Index file (sidecar)
     public static let indexMagic: [UInt8] = Array("LKINDEX\u{0}".utf8)
     public static let indexMajor: UInt16 = 1
-    public static let indexMinor: UInt16 = 0
+    /// 1.1: attribute-hash and unhashed-item pages after the unique-key pages (§17.2).
+    public static let indexMinor: UInt16 = 1
     /// Every part of an index file (header, item pages, unique-key pages) is one page.
     public static let indexPageSize = 4096
     /// The MAC that ends every page; the rest of the page is its body.
@@ -48,8 +49,14 @@ public enum FormatConstants {
     /// 70 item entries and 127 unique-key entries fill a page body.
     public static let indexItemsPerPage = indexPageBodySize / indexItemEntrySize
     public static let indexUniquesPerPage = indexPageBodySize / indexUniqueEntrySize
+    /// An attribute entry: an 8-byte attribute hash and the item's UUID (§17.2); 169 a page.
+    public static let indexAttributeEntrySize = 24
+    public static let indexAttributesPerPage = indexPageBodySize / indexAttributeEntrySize
+    /// An unhashed-item entry: a UUID; 254 a page.
+    public static let indexUnhashedEntrySize = 16
+    public static let indexUnhashedPerPage = indexPageBodySize / indexUnhashedEntrySize
     /// Bytes of the index header that carry fields; the rest of its body is zero.
-    public static let indexHeaderFieldsSize = 152
+    public static let indexHeaderFieldsSize = 176
 
     // §2 Device secret file
     public static let deviceMagic: [UInt8] = Array("LKDEVICE".utf8)
@@ -75,6 +82,8 @@ public enum FormatConstants {
     public static let uniqueKeyPrefix = Array("LKv1uniq".utf8)
     /// Prefix of the class tag input (§7.5).
     public static let classTagPrefix = Array("LKv1clas".utf8)
+    /// Prefix of the attribute hash input (§7.6).
+    public static let attributeHashPrefix = Array("LKv1attr".utf8)
 }
 
 /// Record types (§6.3). Types 0x80 and above are ancillary: a reader that does not know one
@@ -83,6 +92,8 @@ public enum RecordType: UInt8, Sendable {
     case itemPut = 1
     case itemDelete = 2
     case keybagChange = 3
+    /// Ancillary: keyed hashes of a few attributes of the put just before it (§7.6).
+    case attributeHashes = 0x80
 
     public static func isAncillary(_ raw: UInt8) -> Bool { raw >= 0x80 }
 }

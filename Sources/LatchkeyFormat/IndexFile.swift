@@ -24,10 +24,14 @@ public struct IndexHeader: Equatable, Sendable {
     public var ancillaryCount: UInt64
     /// Random bytes drawn for every index written: no two indexes share page MACs.
     public var generation: [UInt8]
+    /// Attribute entries (hash, item) in the attribute pages (§17.2, version 1.1).
+    public var attributeCount: UInt64
+    /// Live items whose newest put has no valid hash record bound to it (§7.6).
+    public var unhashedCount: UInt64
 
     public init(fileUUID: [UInt8], logHeaderMAC: [UInt8], coveredEnd: UInt64, lastSequence: UInt64,
                 lastRecordOffset: UInt64, lastRecordTag: [UInt8], itemCount: UInt64, recordCount: UInt64,
-                ancillaryCount: UInt64, generation: [UInt8]) {
+                ancillaryCount: UInt64, generation: [UInt8], attributeCount: UInt64 = 0, unhashedCount: UInt64 = 0) {
         self.fileUUID = fileUUID
         self.logHeaderMAC = logHeaderMAC
         self.coveredEnd = coveredEnd
@@ -38,12 +42,18 @@ public struct IndexHeader: Equatable, Sendable {
         self.recordCount = recordCount
         self.ancillaryCount = ancillaryCount
         self.generation = generation
+        self.attributeCount = attributeCount
+        self.unhashedCount = unhashedCount
     }
 
     public var itemPages: UInt32 { IndexHeader.pages(itemCount, FormatConstants.indexItemsPerPage) }
     public var uniquePages: UInt32 { IndexHeader.pages(itemCount, FormatConstants.indexUniquesPerPage) }
+    public var attributePages: UInt32 { IndexHeader.pages(attributeCount, FormatConstants.indexAttributesPerPage) }
+    public var unhashedPages: UInt32 { IndexHeader.pages(unhashedCount, FormatConstants.indexUnhashedPerPage) }
     /// The size the file must have: the header page and every entry page.
-    public var fileSize: UInt64 { UInt64(1 + UInt64(itemPages) + UInt64(uniquePages)) * UInt64(FormatConstants.indexPageSize) }
+    public var fileSize: UInt64 {
+        (1 + UInt64(itemPages) + UInt64(uniquePages) + UInt64(attributePages) + UInt64(unhashedPages)) * UInt64(FormatConstants.indexPageSize)
+    }
 
     static func pages(_ count: UInt64, _ perPage: Int) -> UInt32 {
         UInt32(clamping: (count + UInt64(perPage) - 1) / UInt64(perPage))
@@ -68,6 +78,10 @@ public struct IndexHeader: Equatable, Sendable {
         w.u32(itemPages)
         w.u32(uniquePages)
         w.raw(generation)
+        w.u64(attributeCount)
+        w.u64(unhashedCount)
+        w.u32(attributePages)
+        w.u32(unhashedPages)
         w.zeros(FormatConstants.indexPageBodySize - w.bytes.count)
         return IndexPage.seal(body: w.bytes, page: 0, headerMAC: [], macKey: macKey)
     }
@@ -105,8 +119,14 @@ public struct IndexHeader: Equatable, Sendable {
         let itemPages = try r.u32("index item pages")
         let uniquePages = try r.u32("index unique pages")
         h.generation = try r.bytes(16, "index generation")
+        h.attributeCount = try r.u64("index attribute count")
+        h.unhashedCount = try r.u64("index unhashed count")
+        let attributePages = try r.u32("index attribute pages")
+        let unhashedPages = try r.u32("index unhashed pages")
         try r.reserved(FormatConstants.indexPageBodySize - r.offset, "index header reserved")
-        guard itemPages == h.itemPages, uniquePages == h.uniquePages, h.itemCount <= UInt64(UInt32.max) else {
+        guard itemPages == h.itemPages, uniquePages == h.uniquePages, h.itemCount <= UInt64(UInt32.max),
+              h.unhashedCount <= h.itemCount, h.attributeCount <= h.itemCount * UInt64(AttributeHashRecord.maxHashes),
+              attributePages == h.attributePages, unhashedPages == h.unhashedPages else {
             throw FormatError.invalidField(field: "index page counts", reason: "do not match the item count")
         }
         return h

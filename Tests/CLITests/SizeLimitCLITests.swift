@@ -16,13 +16,18 @@ import Testing
 
     func bytes(_ path: String) -> [UInt8] { (try? [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))) ?? [] }
 
+    /// The attribute-hash record after each put (spec §7.6): frame and tag (36), its fixed part
+    /// (36) and one 8-byte hash each for `acct` and `svce` (a generic password without `labl`
+    /// and `gena`).
+    static let hashRecord = 36 + 36 + 2 * 8
+
     /// A keychain with one other item, and the plaintext overhead of an item that `write`
-    /// makes with `dataLength` bytes of data: the file grows by one record, 36 + 96 bytes more
-    /// than the plaintext (spec §6, §7.1).
+    /// makes with `dataLength` bytes of data: the file grows by one put record, 36 + 96 bytes
+    /// more than the plaintext (spec §6, §7.1), and its attribute-hash record.
     func overhead(_ s: CLISandbox, _ write: (Int) throws -> Void) throws -> Int {
         let before = size(s.keychainPath)
         try write(10)
-        let plaintext = size(s.keychainPath) - before - 132
+        let plaintext = size(s.keychainPath) - before - 132 - Self.hashRecord
         return plaintext - 10
     }
 
@@ -54,7 +59,7 @@ import Testing
 
         let at = try s.run(["add", "--account", "big00", "--service", "limits"], stdin: [UInt8](repeating: 0x61, count: n))
         #expect(at.status == 0, "add of a \(Self.maxPlaintext)-byte plaintext: \(at.stderr)")
-        #expect(size(s.keychainPath) == before.count + 132 + Self.maxPlaintext, "the record is not the largest one the format holds")
+        #expect(size(s.keychainPath) == before.count + 132 + Self.maxPlaintext + Self.hashRecord, "the record is not the largest one the format holds")
         let found = try s.run(["find", "--account", "big00"])
         #expect(found.status == 0 && found.stdout.count == n)
         #expect(try s.run(["verify"]).status == 0)

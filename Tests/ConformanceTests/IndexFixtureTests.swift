@@ -20,8 +20,11 @@ import Testing
         return try FileKeys(device: device, fileUUID: h.fileUUID)
     }
 
-    @Test func engineAndGenerator_writeTheSameIndex_forGoldenSmall() throws {
-        let w = try Self.fixture("index_valid").workspace()
+    /// index_valid: every item unhashed (no hash records: the unhashed pages list them all);
+    /// attribute_hashes_index: every item hashed (attribute pages, no unhashed page).
+    @Test(arguments: ["index_valid", "attribute_hashes_index"])
+    func engineAndGenerator_writeTheSameIndex(_ name: String) throws {
+        let w = try Self.fixture(name).workspace()
         defer { w.remove() }
         let indexPath = w.keychainPath + ".index"
         let generated = [UInt8](try Data(contentsOf: URL(fileURLWithPath: indexPath)))
@@ -38,6 +41,8 @@ import Testing
         #expect(a.generation != b.generation)
         (a.generation, b.generation) = ([], [])
         #expect(a == b)
+        #expect(name == "index_valid" ? a.unhashedCount == a.itemCount && a.attributeCount == 0
+                                      : a.unhashedCount == 0 && a.attributeCount > a.itemCount)
         #expect(generated.count == written.count)
         for page in 1..<generated.count / 4096 {
             let body = page * 4096..<page * 4096 + 4064

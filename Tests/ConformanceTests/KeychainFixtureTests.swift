@@ -84,6 +84,61 @@ import Testing
         }
     }
 
+    /// spec §7.6: hash records that are validly tagged but not bound to the put before them
+    /// (another binding, another item's UUID) are ignored; those items stay candidates, so a
+    /// query on the value they claim does not return them and one on their own value does.
+    @Test func unboundHashRecords_areIgnored_andTheirItemsStillFound() throws {
+        let fixture = try #require(KeychainFixture.all.first { $0.name == "attribute_hash_unbound" })
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        // Locked, a query limited to a class that is open works as without hashes (the others
+        // would throw errSecInteractionNotAllowed, as they do without hashes).
+        let forged = try kc.find(Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/forged")], protection: .always),
+                                 includeData: false)
+        #expect(Set(forged.compactMap { $0.attributes["acct"] }) == [.string("unbound-binding"), .string("unbound-uuid")])
+        try kc.unlock(passcode: try #require(try fixture.passcode()))
+        let claimed = try kc.find(Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/ak")]), includeData: false)
+        #expect(claimed.map { $0.attributes["acct"] } == [.string("user-ak")])
+    }
+
+    /// spec §17.2 (index 1.1): with the index of attribute_hashes_index in use, a query on one
+    /// label decrypts that item alone, and no other.
+    @Test func attributeIndexFixture_findsByLabel_decryptingOnlyTheCandidate() throws {
+        let fixture = try #require(KeychainFixture.all.first { $0.name == "attribute_hashes_index" })
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        try kc.unlock(passcode: try #require(try fixture.passcode()))
+        let store = try #require(kc.localStore)
+        #expect(store.usesIndex)
+        let before = store.itemsDecrypted
+        let found = try kc.find(Query(.genericPassword, ["labl": .string("Golden Always")]))
+        #expect(found.map { $0.data } == [Array("secret-dk".utf8)])
+        #expect(store.itemsDecrypted - before == 1, "decrypted \(store.itemsDecrypted - before) items for one candidate")
+    }
+
+    /// spec/FORMAT.md §7.6 worked example: the attribute hashes of golden_small's `dk` item
+    /// (and of an absent account) under golden_small's index key, as attribute_hashes holds them.
+    @Test func attributeHashWorkedExample_matchesTheSpec() throws {
+        let dir = KeychainFixture.root.appendingPathComponent("attribute_hashes")
+        let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent("keychain")))
+        let device = try DeviceSecret.decodeFile([UInt8](try Data(contentsOf: dir.appendingPathComponent("device.secret"))))
+        let header = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(file)))).header
+        let keys = try FileKeys(device: device, fileUUID: header.fileUUID)
+        func hash(_ name: String, _ value: AttributeValue?) -> String {
+            hexString(withUnsafeBytes(of: keys.attributeHash(itemClass: .genericPassword, name: name, value: value)!.bigEndian) { Array($0) })
+        }
+        #expect(hash("labl", .string("Golden Always")) == "e6d8a4404488d587")
+        #expect(hash("acct", .string("user-dk")) == "8c93f8a07cb5304f")
+        #expect(hash("acct", nil) == "fe5f149b60d88ed3")
+        #expect(hash("acct", .data([])) == "fe5f149b60d88ed3")
+        #expect(keys.attributeHash(itemClass: .genericPassword, name: "labl", value: nil) == nil, "an absent label has no hash")
+        let hex = hexString(file)
+        #expect(hex.contains("8c93f8a07cb5304f" + "e6d8a4404488d587") == false, "svce comes between acct and labl")
+        #expect(hex.contains("e6d8a4404488d587"), "the dk item's hash record holds its label hash")
+    }
+
     // MARK: Helpers
 
     func mentionsNewerVersion(_ e: KeychainError) -> Bool {
@@ -148,6 +203,18 @@ import Testing
             #expect(attrs == want.attributes, "\(want.reference)")
             #expect(got.requiresUserPresence == (want.flags & 0x01 != 0), "\(want.reference): item flags \(want.flags)")
             #expect(try data(of: want, in: kc, passcode: passcode) == want.data, "\(want.reference): data differs")
+        }
+
+        // spec §7.6: a query on an indexed attribute finds every item that has the value, and
+        // only such items, whatever hash records the file holds (none, bound, unbound).
+        for want in expected {
+            for name in AttributeHashRecord.indexedAttributes(for: want.itemClass) {
+                guard let value = want.attributes[name] else { continue }
+                let got = try kc.find(Query(want.itemClass, [name: value], synchronizable: .any), includeData: false)
+                #expect(got.contains { hexString($0.persistentRef) == want.reference }, "\(fixture.name): \(name) of \(want.reference)")
+                #expect(got.allSatisfy { $0.attributes[name] == value },
+                        "\(fixture.name): \(name) query returned an item without that value")
+            }
         }
 
         let report = kc.verify()

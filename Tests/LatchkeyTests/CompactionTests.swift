@@ -28,7 +28,7 @@ import LatchkeyFormat
         #expect(try reopened.snapshot() == live, "every live item, with its persistent reference, attributes and data")
         #expect(reopened.verify().ok)
         let info = try reopened.info()
-        #expect(info.records == 4, "only live put records remain")
+        #expect(info.records == 8, "only live put records remain, each with its attribute-hash record (spec §11.5)")
         #expect(!disk.listFiles().contains { $0.contains(".compact-") })
 
         // The compacted file is a normal keychain: it takes new writes, and the unique keys still hold.

@@ -155,13 +155,16 @@ import LatchkeyTestSupport
         #expect(Set(batch.map { $0.attributes["mdat"]! }).count == 1, "one transaction, one modification date")
         // The three records are one transaction: all but the last carry the continues flag.
         let appended = Array(disk.keychainBytes[end...])
-        var offset = 0, flags: [UInt8] = []
+        var offset = 0, flags: [UInt8] = [], types: [UInt8] = []
         while offset < appended.count {
             let header = try FrameHeader.decode(appended[offset..<offset + FormatConstants.frameHeaderSize])
             flags.append(header.flags)
+            types.append(header.type)
             offset += header.recordSize
         }
-        #expect(flags == [1, 1, 0])
+        // Each put is followed by its attribute-hash record (spec §7.6), in the same transaction.
+        #expect(types == [1, 0x80, 1, 0x80, 1, 0x80])
+        #expect(flags == [1, 1, 1, 1, 1, 0])
     }
 
     @Test func update_whenNothingMatches_throwsItemNotFound() throws {

@@ -23,6 +23,7 @@ enum FixtureCatalog {
         out += try itemCases()
         out += try passcodeCases()
         out += try indexCases()
+        out += try attributeHashCases()
         return out.sorted { $0.name < $1.name }
     }
 
@@ -47,10 +48,11 @@ enum FixtureCatalog {
     /// the update, so a fixture can slip one extra record into the middle of the same log.
     /// `minor`, `extensionBytes` and `flagsAndReserved` shape the header (the items stay the same).
     static func buildGoldenSmall(minor: UInt16 = FormatConstants.fileMinor, extensionBytes: [UInt8] = [],
-                                 flagsAndReserved: [UInt8]? = nil,
+                                 flagsAndReserved: [UInt8]? = nil, hashRecords: Bool = false,
                                  between: ((KeychainBuilder) throws -> Void)? = nil) throws -> KeychainBuilder {
         let b = try KeychainBuilder(seed: "golden_small", passcode: goldenPasscode, minor: minor,
                                     extensionBytes: extensionBytes, flagsAndReserved: flagsAndReserved)
+        b.hashRecords = hashRecords
         var byClass: [ProtectionClass: FixtureItem] = [:]
         for (i, pc) in ProtectionClass.allCases.enumerated() {
             var attrs: [String: AttributeValue] = [
@@ -553,5 +555,64 @@ extension FixtureCatalog {
         longer.index = full
         longer.notes = [("index", "not used: it covers more than the file holds (§17.5 check 4)")]
         return [valid, stale, tampered, foreign, longer]
+    }
+
+    // MARK: Attribute-hash records (spec §7.6)
+
+    /// golden_small as a writer that knows attribute-hash records writes it (each put followed
+    /// by its hash record), with and without its index (1.1: attribute pages); one hash record
+    /// damaged; and two hash records that are validly tagged but not bound to the put before
+    /// them, which a reader ignores (those puts are unhashed: found by every attribute query).
+    static func attributeHashCases() throws -> [Fixture] {
+        let b = try buildGoldenSmall(hashRecords: true)
+        var hashed = try Fixture(name: "attribute_hashes", expect: .success,
+                                 description: "golden_small as a writer of attribute-hash records writes it: each put is followed, in its transaction, by its attribute-hash record (type 0x80, spec §7.6); a reader that knows the type uses them to find items by acct, svce, labl or gena without decrypting the others, one that does not skips them; either finds every item",
+                                 builder: b)
+        let first = b.records[0]
+        let hashRecord = b.records[1]
+        hashed.notes = [("attribute-hash-record", "type 0x80 at byte \(hashRecord.offset), sequence \(hashRecord.sequence), bound to the put at byte \(first.offset)")]
+
+        var indexed = try Fixture(name: "attribute_hashes_index", expect: .success,
+                                  description: "attribute_hashes with an index file (version 1.1, spec §17.2) covering all of it: item and unique-key pages, then one attribute page holding every (hash, item) pair sorted, and no unhashed page",
+                                  builder: b)
+        indexed.index = try IndexBuilder.build(b, label: "attribute_hashes_index")
+        indexed.notes = [("index", "used: it covers the whole file (\(b.file.count) bytes, through sequence \(b.sequence)), with attribute pages")]
+
+        // A bit of a hash in the middle of the log: the record's tag fails, and transactions
+        // close after it, so it is damage like any other record's (§10.2), not an ignored hint.
+        var damaged = b.file
+        let change = flip(&damaged, at: hashRecord.offset + FormatConstants.frameHeaderSize + 36 + 7,
+                          what: "the last byte of the first hash of the hash record at byte \(hashRecord.offset)")
+        let tampered = try Fixture(name: "attribute_hash_tampered", expect: .integrityError,
+                                   description: "attribute_hashes with one bit of a hash in its first hash record changed: the record's tag fails and later transactions closed, so the file is damaged (spec §10.2); a reader must not skip a damaged ancillary record",
+                                   defect: change, builder: b, keychain: damaged)
+
+        // Validly tagged hash records (as only the device can write) that are not bound to the
+        // put before them: a reader ignores them, and those items stay candidates for every
+        // query on an indexed attribute.
+        var forgedAt: [Int] = []
+        let forged = try buildGoldenSmall(hashRecords: true) { b in
+            let claimed = b.keys.attributeHash(itemClass: .genericPassword, name: "svce",
+                                               value: .string("fixtures.latchkey.example/ak"))!
+            b.hashRecords = false
+            // Wrong binding: the UUID is the put's, the binding is not its wrapped key's.
+            let x = b.makeItem(.genericPassword, ["acct": .string("unbound-binding"), "svce": .string("fixtures.latchkey.example/forged")],
+                               data: "found-by-svce-all-the-same", protection: .always, minute: 20)
+            let wrongBinding = AttributeHashRecord(uuid: x.uuid, binding: [UInt8](repeating: 0xA5, count: 16), hashes: [claimed])
+            try b.commit([.put(x), .raw(type: RecordType.attributeHashes.rawValue, payload: wrongBinding.encode())])
+            forgedAt.append(b.records[b.records.count - 1].offset)
+            // Another item's UUID: the record names an item other than the put before it.
+            let y = b.makeItem(.genericPassword, ["acct": .string("unbound-uuid"), "svce": .string("fixtures.latchkey.example/forged")],
+                               data: "found-by-svce-too", protection: .always, minute: 21)
+            let otherItem = AttributeHashRecord(uuid: x.uuid, binding: [UInt8](repeating: 0, count: 16), hashes: [claimed])
+            try b.commit([.put(y), .raw(type: RecordType.attributeHashes.rawValue, payload: otherItem.encode())])
+            forgedAt.append(b.records[b.records.count - 1].offset)
+            b.hashRecords = true
+        }
+        var unbound = try Fixture(name: "attribute_hash_unbound", expect: .success,
+                                  description: "attribute_hashes with two more items whose hash records are validly tagged but not bound to their puts (one with a binding that is not the put's wrapped key, one naming another item's UUID), each claiming the hash of svce \"fixtures.latchkey.example/ak\": a reader ignores both records, so the two items are unhashed and a query on svce \"fixtures.latchkey.example/forged\" finds both, while one on \"fixtures.latchkey.example/ak\" finds only the ak item",
+                                  builder: forged)
+        unbound.notes = [("unbound-hash-records", forgedAt.map { "byte \($0)" }.joined(separator: ", "))]
+        return [hashed, indexed, tampered, unbound]
     }
 }

@@ -12,12 +12,22 @@ enum IndexBuilder {
         var sequence: UInt64
         var size: UInt32
         var put: ItemPutClear
+        /// The hashes of the hash record bound to this put (§7.6); nil: unhashed.
+        var hashes: [UInt64]?
+    }
+
+    enum Op {
+        case put(Entry)
+        case delete([UInt8])
+        case hashes([UInt8], [UInt64])
     }
 
     static func build(file: [UInt8], headerSize: Int, baseSequence: UInt64, coveredEnd: Int, keys: FileKeys,
                       fileUUID: [UInt8], generation: [UInt8]) throws -> [UInt8] {
         var live: [[UInt8]: Entry] = [:]
-        var pending: [(uuid: [UInt8], entry: Entry?)] = []
+        var pending: [Op] = []
+        // The put just before the current record in its transaction, and its binding (§7.6).
+        var previousPut: (uuid: [UInt8], binding: [UInt8])?
         var offset = headerSize
         var sequence = baseSequence
         var lastRecordOffset = 0
@@ -26,20 +36,37 @@ enum IndexBuilder {
             let frame = try FrameHeader.decode(file[offset..<offset + FormatConstants.frameHeaderSize])
             let payload = file[offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize - FormatConstants.frameTagSize]
             precondition(frame.sequence == sequence + 1, "the fixture's records are in sequence")
+            var thisPut: (uuid: [UInt8], binding: [UInt8])?
             switch RecordType(rawValue: frame.type) {
             case .itemPut:
                 let clear = try ItemPutPayload.decodeClear(payload)
-                pending.append((Array(clear.uuid), Entry(uuid: Array(clear.uuid), offset: UInt64(offset), sequence: frame.sequence,
-                                                         size: UInt32(frame.recordSize), put: clear)))
+                pending.append(.put(Entry(uuid: Array(clear.uuid), offset: UInt64(offset), sequence: frame.sequence,
+                                          size: UInt32(frame.recordSize), put: clear)))
+                thisPut = (Array(clear.uuid), Array(payload.dropFirst(40).prefix(16)))
             case .itemDelete:
-                pending.append((Array(payload.prefix(16)), nil))
+                pending.append(.delete(Array(payload.prefix(16))))
+            case .attributeHashes:
+                // Bound only to the put right before it, in its transaction, by UUID and binding.
+                let p = Array(payload)
+                if let put = previousPut, p.count >= 36, p[16..<32].elementsEqual(put.binding), p[0..<16].elementsEqual(put.uuid),
+                   p[33] == 0, p[34] == 0, p[35] == 0, Int(p[32]) <= 16, p.count == 36 + 8 * Int(p[32]) {
+                    pending.append(.hashes(put.uuid, (0..<Int(p[32])).map { p.readBE(UInt64.self, at: 36 + 8 * $0) }))
+                }
+                ancillary += 1
             default:
                 precondition(RecordType.isAncillary(frame.type), "index fixtures hold puts, deletes and ancillary records only")
                 ancillary += 1
             }
             sequence = frame.sequence
+            previousPut = frame.continues ? thisPut : nil
             if !frame.continues {
-                for (uuid, entry) in pending { live[uuid] = entry }
+                for op in pending {
+                    switch op {
+                    case .put(let e): live[e.uuid] = e
+                    case .delete(let uuid): live[uuid] = nil
+                    case .hashes(let uuid, let hashes): live[uuid]!.hashes = hashes
+                    }
+                }
                 pending = []
                 lastRecordOffset = offset
             }
@@ -47,12 +74,18 @@ enum IndexBuilder {
         }
         precondition(offset == coveredEnd && pending.isEmpty, "the covered end closes a transaction")
         let items = live.values.sorted { $0.uuid.lexicographicallyPrecedes($1.uuid) }
+        // (hash, UUID) pairs in byte order, one per distinct hash of each hashed item (§17.2).
+        var attributes: [(UInt64, [UInt8])] = []
+        for e in items { for h in Set(e.hashes ?? []) { attributes.append((h, e.uuid)) } }
+        attributes.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1.lexicographicallyPrecedes($1.1) }
+        let unhashed = items.filter { $0.hashes == nil }.map(\.uuid)
         let header = IndexHeader(fileUUID: fileUUID, logHeaderMAC: Array(file[headerSize - FormatConstants.headerMACSize..<headerSize]),
                                  coveredEnd: UInt64(coveredEnd), lastSequence: sequence,
                                  lastRecordOffset: UInt64(lastRecordOffset),
                                  lastRecordTag: lastRecordOffset == 0 ? [UInt8](repeating: 0, count: 16) : Array(file[coveredEnd - 16..<coveredEnd]),
                                  itemCount: UInt64(items.count), recordCount: sequence - baseSequence,
-                                 ancillaryCount: ancillary, generation: generation)
+                                 ancillaryCount: ancillary, generation: generation,
+                                 attributeCount: UInt64(attributes.count), unhashedCount: UInt64(unhashed.count))
         let headerPage = header.encode(macKey: keys.indexFileMAC)
         let headerMAC = IndexHeader.mac(of: headerPage)
         var out = headerPage
@@ -74,6 +107,21 @@ enum IndexBuilder {
                 w.raw(hash)
                 w.raw(uuid)
             }
+            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
+            page += 1
+        }
+        for chunk in stride(from: 0, to: attributes.count, by: FormatConstants.indexAttributesPerPage) {
+            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
+            for (hash, uuid) in attributes[chunk..<min(chunk + FormatConstants.indexAttributesPerPage, attributes.count)] {
+                w.u64(hash)
+                w.raw(uuid)
+            }
+            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
+            page += 1
+        }
+        for chunk in stride(from: 0, to: unhashed.count, by: FormatConstants.indexUnhashedPerPage) {
+            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
+            for uuid in unhashed[chunk..<min(chunk + FormatConstants.indexUnhashedPerPage, unhashed.count)] { w.raw(uuid) }
             out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
             page += 1
         }

@@ -63,6 +63,9 @@ final class KeychainBuilder {
     /// The newest put record of each live item, by item UUID hex.
     private(set) var livePut: [String: RecordInfo] = [:]
     private(set) var snapshots: [Snapshot] = []
+    /// Whether each put is followed, in its transaction, by its attribute-hash record (spec
+    /// §7.6), as a writer that knows the record writes it.
+    var hashRecords = false
     /// The header's size: fixed at creation, and again by a passcode change, which rewrites the
     /// file (removing the passcode removes the akpu entry, spec §4.2).
     private(set) var headerSize: Int
@@ -164,7 +167,12 @@ final class KeychainBuilder {
                 let sealed = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection,
                                                      flags: item.flags, keys: keys, classKey: classKeys[item.protection]!,
                                                      fileUUID: fileUUID, itemKey: itemKey)
-                payloads.append((RecordType.itemPut.rawValue, sealed.encode(), hexString(item.uuid)))
+                let encoded = sealed.encode()
+                payloads.append((RecordType.itemPut.rawValue, encoded, hexString(item.uuid)))
+                if hashRecords {
+                    payloads.append((RecordType.attributeHashes.rawValue,
+                                     keys.attributeHashRecord(for: item.plaintext, putPayload: encoded).encode(), nil))
+                }
                 next[hexString(item.uuid)] = item
             case .delete(let uuid):
                 precondition(next.removeValue(forKey: hexString(uuid)) != nil, "fixture deletes a missing item")

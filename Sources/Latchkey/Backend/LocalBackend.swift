@@ -7,6 +7,9 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
     package let store: KeychainStore
     /// Decrypted attributes for queries on non-unique attributes (see AttributeIndex).
     let index = AttributeIndex()
+    /// Whether queries on indexed attributes use the attribute hashes (tests turn it off to
+    /// compare with the path that reads every item).
+    var useAttributeHashes = true
 
     package init(store: KeychainStore) {
         self.store = store
@@ -168,6 +171,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             }
             return out
         }
+        if let found = try attributeHashMatches(q, policy: policy, limit: limit) { return found }
         // Every item of the class: the attribute index answers from the attributes it has
         // decrypted before (and decrypts the others once); file order.
         let predicates: [AttributeIndex.Predicate] = q.attributes.map { name, want in
@@ -189,6 +193,27 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
                 out[i].plaintext = try store.read(out[i].slot)
                 out[i].cached = false
             }
+        }
+        return out
+    }
+
+    /// The matches of a query on an indexed attribute (spec/FORMAT.md §7.6), found by
+    /// decrypting only the items whose attribute hash is the query value's and the unhashed
+    /// ones, in file order: the same items as the path that reads every item, which is taken
+    /// instead (nil) for a case-insensitive query, a query on no indexed attribute, a class
+    /// that may hold items that cannot be decrypted now (that path then fails as before), or
+    /// too many candidates.
+    func attributeHashMatches(_ q: Query, policy: AccessPolicy, limit: Int?) throws -> [Match]? {
+        guard useAttributeHashes, !q.caseInsensitive, q.attributes["pdmn"] == nil,
+              store.canDecryptEveryItem(of: q.protection),
+              let found = store.attributeCandidates(itemClass: q.itemClass, protection: q.protection, values: q.attributes) else {
+            return nil
+        }
+        var out: [Match] = []
+        for (id, slot) in found {
+            let p = try store.read(slot)
+            if LocalBackend.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+            if let l = limit, out.count >= l { break }
         }
         return out
     }

@@ -21,6 +21,8 @@ final class IndexBase: @unchecked Sendable {
     private let headerMAC: [UInt8]
     private let macKey: SecretKey
     private var cache: [UInt32: [UInt8]] = [:]
+    /// Verified attribute and unhashed pages (IndexBase+Attributes.swift), bounded like `cache`.
+    var attributeCache: [UInt32: [UInt8]] = [:]
     static let cacheLimit = 4096
     private let itemsPerPage = FormatConstants.indexItemsPerPage
     private let uniquesPerPage = FormatConstants.indexUniquesPerPage
@@ -227,7 +229,7 @@ final class IndexBase: @unchecked Sendable {
     }
 
     /// Page `n` read from the file and checked against its MAC (bound to this index's header).
-    private func readVerified(_ n: UInt32) throws -> [UInt8] {
+    func readVerified(_ n: UInt32) throws -> [UInt8] {
         let bytes: [UInt8]
         do {
             bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)

@@ -76,14 +76,16 @@ extension KeychainStore {
     /// The tail after which a writer writes a new index: `indexTailLimit`, or 1/64 of the
     /// index's size when that is more, so that rewriting the index costs at most 64 bytes
     /// written per byte appended to the log (a fixed limit would make a long run of writes
-    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 90 MB). An
-    /// open then scans at most max(256 KiB, index size / 64) of the log: about 1.4 MB at
-    /// 1,000,000 items. `indexTailLimit` 0 writes after every write (tests).
+    /// quadratic: at 1,000,000 items every 256 KiB of appends would rewrite about 160 MB). An
+    /// open then scans at most max(256 KiB, index size / 64) of the log: about 2.5 MB at
+    /// 1,000,000 items (the attribute pages estimated at four hashes an item). `indexTailLimit`
+    /// 0 writes after every write (tests).
     var tailLimit: UInt64 {
         guard indexTailLimit > 0 else { return 0 }
         let n = UInt64(log.items.count)
         let pages = 1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
             + (n + UInt64(FormatConstants.indexUniquesPerPage) - 1) / UInt64(FormatConstants.indexUniquesPerPage)
+            + (4 * n + UInt64(FormatConstants.indexAttributesPerPage) - 1) / UInt64(FormatConstants.indexAttributesPerPage)
         return max(indexTailLimit, pages * UInt64(FormatConstants.indexPageSize) / 64)
     }
 
@@ -100,10 +102,12 @@ extension KeychainStore {
             tag = try fs.read(fd, offset: log.end - UInt64(FormatConstants.frameTagSize), count: FormatConstants.frameTagSize)
         }
         let records = log.lastSequence - header.baseSequence
+        let attributes = try attributePagesPlan()
         let h = IndexHeader(fileUUID: header.fileUUID, logHeaderMAC: logMAC, coveredEnd: log.end, lastSequence: log.lastSequence,
                             lastRecordOffset: log.lastRecordOffset, lastRecordTag: tag, itemCount: UInt64(log.items.count),
                             recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
-                            generation: try Crypto.randomBytes(16))
+                            generation: try Crypto.randomBytes(16), attributeCount: UInt64(attributes.count),
+                            unhashedCount: UInt64(attributes.unhashed.count))
         let headerPage = h.encode(macKey: keys.indexFileMAC)
         let headerMAC = IndexHeader.mac(of: headerPage)
         removeAbandonedIndexWrites()
@@ -175,6 +179,36 @@ extension KeychainStore {
             }
             for (hash, id) in fresh[next...] { try emitUnique(hash, id) }
             if inPage > 0 { try endPage() }
+            // Attribute entries in (hash, item) order: the index's, less the items changed
+            // since, merged with those of the changed items that have a bound hash record.
+            var attributesWritten = 0
+            func emitAttribute(_ e: (UInt64, ID16)) throws {
+                body.u64(e.0)
+                body.raw(e.1.bytes)
+                inPage += 1
+                attributesWritten += 1
+                if inPage == FormatConstants.indexAttributesPerPage { try endPage() }
+            }
+            next = 0
+            try log.attributes.base?.forEachAttribute { hash, id in
+                guard !log.attributes.hasChanged(id) else { return }
+                while next < attributes.fresh.count, attributes.fresh[next] < (hash, id) {
+                    try emitAttribute(attributes.fresh[next])
+                    next += 1
+                }
+                try emitAttribute((hash, id))
+            }
+            for e in attributes.fresh[next...] { try emitAttribute(e) }
+            if inPage > 0 { try endPage() }
+            for id in attributes.unhashed {
+                body.raw(id.bytes)
+                inPage += 1
+                if inPage == FormatConstants.indexUnhashedPerPage { try endPage() }
+            }
+            if inPage > 0 { try endPage() }
+            guard attributesWritten == attributes.count else {
+                throw IndexBase.Unusable(reason: "its attribute table changed while the index was written")
+            }
             guard itemsWritten == h.itemCount, uniquesWritten == h.itemCount else {
                 throw IndexBase.Unusable(reason: "the index in use and the changes since disagree on the item count")
             }
@@ -194,6 +228,42 @@ extension KeychainStore {
         }
         indexedEnd = log.end
         indexDamaged = false
+    }
+
+    /// What the attribute and unhashed pages of a new index hold (spec §17.2), counted before
+    /// the header that names their sizes is sealed: the entries of the items with a bound hash
+    /// record that changed since the index in use (sorted, duplicates removed), how many of
+    /// that index's entries are kept, and every unhashed live item (sorted).
+    struct AttributePagesPlan {
+        var fresh: [(UInt64, ID16)] = []
+        var kept = 0
+        var unhashed: [ID16] = []
+        var count: Int { fresh.count + kept }
+    }
+
+    func attributePagesPlan() throws -> AttributePagesPlan {
+        var plan = AttributePagesPlan()
+        var changedUnhashed: [ID16] = []
+        for (id, state) in log.attributes.changes() {
+            switch state {
+            case .hashed(let hashes):
+                for hash in Set(hashes) { plan.fresh.append((hash, id)) }
+            case .unhashed:
+                changedUnhashed.append(id)
+            case .deleted:
+                break
+            }
+        }
+        plan.fresh.sort { $0 < $1 }
+        if let base = log.attributes.base {
+            try base.forEachAttribute { _, id in if !log.attributes.hasChanged(id) { plan.kept += 1 } }
+            var kept: [ID16] = []
+            try base.forEachUnhashed { id in if !log.attributes.hasChanged(id) { kept.append(id) } }
+            plan.unhashed = (kept + changedUnhashed).sorted()
+        } else {
+            plan.unhashed = changedUnhashed
+        }
+        return plan
     }
 
     /// Removes the temporary files of index writes that died before their rename. Call with

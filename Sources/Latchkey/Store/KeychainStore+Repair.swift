@@ -109,6 +109,9 @@ extension KeychainStore {
                 record.kind = "delete"
                 record.item = hexString(uuid)
                 record.effect = log.items[ID16(uuid)] != nil ? "the item comes back (its delete is dropped)" : "none"
+            case .attributeHashes:
+                // Part of the put before it (spec §7.6): the put's line says what is dropped.
+                continue
             case .keybagChange:
                 record.kind = "keybag change (retired)"
                 record.effect = "the passcode in force before it applies again"

@@ -61,7 +61,10 @@ package final class StreamingTransaction {
         // Offset 0 marks a slot written by this transaction (not readable until it closes).
         try items.put(id, ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
                                    protection: protection, flags: flags, uniqueHash: hash, sequence: 0))
-        try append(.itemPut, sealed.encode())
+        let encoded = sealed.encode()
+        try append(.itemPut, encoded)
+        // Right after its put, in the same transaction (spec §7.6).
+        try append(.attributeHashes, store.keys.attributeHashRecord(for: plaintext, putPayload: encoded).encode())
     }
 
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.

@@ -46,13 +46,14 @@ extension KeychainStore {
             if report.problems.isEmpty, let problem = indexDisagreement(fd: fd, header: h, headerSize: size, keys: k, truth: fresh) {
                 report.problems.append(problem)
             }
-            for (_, slot) in fresh.items.sorted(by: { $0.value.offset < $1.value.offset }) {
+            for (id, slot) in fresh.items.sorted(by: { $0.value.offset < $1.value.offset }) {
                 guard isAvailable(slot.protection) else { report.lockedItems += 1; continue }
                 do {
                     // The slot's offset is in the file just scanned, not necessarily the one
                     // this store has open (another process may have compacted it).
-                    _ = try read(slot, from: fd)
+                    let plaintext = try read(slot, from: fd)
                     report.checkedItems += 1
+                    if let problem = attributeHashProblem(id, plaintext, in: fresh, keys: k) { report.problems.append(problem) }
                 } catch {
                     report.problems.append("item at byte \(slot.offset): \(error)")
                 }

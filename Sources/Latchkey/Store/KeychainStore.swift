@@ -69,6 +69,8 @@ package final class KeychainStore: @unchecked Sendable {
     var indexedEnd: UInt64 = 0
     /// The index in use failed a check: the next writer writes a new one whatever the tail.
     var indexDamaged = false
+    /// Items decrypted by `read` (tests: the query planner decrypts only its candidates).
+    package private(set) var itemsDecrypted = 0
     /// A writer writes a new index once the records after the newest one pass this many bytes
     /// (spec §17.6): opening then scans at most that much of the log. Tests lower it.
     package var indexTailLimit: UInt64 = 256 << 10
@@ -653,6 +655,7 @@ package final class KeychainStore: @unchecked Sendable {
     func read(_ slot: ItemSlot, from descriptor: Int32? = nil) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
+        itemsDecrypted += 1
         let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
         let payload = try authenticatedPayload(record, slot)
         do {
@@ -757,7 +760,11 @@ package final class KeychainStore: @unchecked Sendable {
                 let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
                                  protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
                 slots[id] = s
-                planned.append((.itemPut, sealed.encode(), .put(id, s)))
+                let encoded = sealed.encode()
+                planned.append((.itemPut, encoded, .put(id, s)))
+                // Right after its put, in the same transaction (spec §7.6).
+                let hashes = keys.attributeHashRecord(for: plaintext, putPayload: encoded)
+                planned.append((.attributeHashes, hashes.encode(), .hashes(id, hashes.hashes)))
             case .delete(let id):
                 guard let old = try slot(id) else {
                     throw KeychainError(.itemNotFound, "the item to delete no longer exists")
@@ -811,6 +818,7 @@ package final class KeychainStore: @unchecked Sendable {
             log.end = offset
             log.lastSequence = sequence
             log.recordCount += planned.count
+            log.skippedAncillary += planned.filter { RecordType.isAncillary($0.type.rawValue) }.count
             highestSeen = max(highestSeen, sequence)
         } catch {
             needsReopen = true
@@ -974,12 +982,25 @@ package final class KeychainStore: @unchecked Sendable {
             for (_, slot) in try liveSlotsInFileOrder() {
                 let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
                 var payload = Array(try authenticatedPayload(record, slot))
+                // A put without one (an older writer's) gets its hash record here when its class
+                // key is available (spec §11.5), so compacting makes such items hashed.
+                let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)
                 guard try transform(&payload) else { continue }
                 sequence += 1
-                let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence,
-                                                  payload: payload, offset: offset, macKey: keys.recordMAC)
+                let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: hashes == nil ? 0 : FrameHeader.continuesFlag,
+                                                  sequence: sequence, payload: payload, offset: offset, macKey: keys.recordMAC)
                 offset += UInt64(reframed.count)
                 batch.append(contentsOf: reframed)
+                if var h = hashes {
+                    // The put's hash record goes with it, hashes unchanged; a passcode change
+                    // rewraps the item key, so the binding is taken from the new payload (§11.6).
+                    h.binding = Array(payload[AttributeHashRecord.bindingRange])
+                    sequence += 1
+                    let hashRecord = RecordFrame.encode(type: RecordType.attributeHashes.rawValue, flags: 0, sequence: sequence,
+                                                        payload: h.encode(), offset: offset, macKey: keys.recordMAC)
+                    offset += UInt64(hashRecord.count)
+                    batch.append(contentsOf: hashRecord)
+                }
                 if batch.count >= 1 << 20 { try flush() }
             }
             if !batch.isEmpty { try flush() }
@@ -1011,6 +1032,35 @@ package final class KeychainStore: @unchecked Sendable {
                                 underlying: String(describing: error), remedy: .compactAgain)
         }
         recordCommit(sequence)
+    }
+
+    /// The hash record bound to the put record at `slot` (spec §7.6), read again from the file
+    /// and authenticated at its offset: the record right after the put, in its transaction,
+    /// with the put's UUID and binding. Nil when there is none (the item is unhashed).
+    private func boundHashRecord(after slot: ItemSlot, put record: [UInt8]) throws -> AttributeHashRecord? {
+        let at = slot.offset + UInt64(slot.recordSize)
+        let headerSize = FormatConstants.frameHeaderSize
+        let largest = headerSize + FormatConstants.frameTagSize + AttributeHashRecord.fixedSize
+            + AttributeHashRecord.maxHashes * AttributeHashRecord.hashSize
+        guard let put = try? FrameHeader.decode(record[...]), put.continues, at + UInt64(headerSize) <= log.end else { return nil }
+        let head = try io({ try fs.read(fd, offset: at, count: headerSize) }, "read the keychain")
+        guard let frame = try? FrameHeader.decode(head[...]), frame.type == RecordType.attributeHashes.rawValue,
+              frame.sequence == slot.sequence + 1, frame.recordSize <= largest, at + UInt64(frame.recordSize) <= log.end else { return nil }
+        let bytes = try io({ try fs.read(fd, offset: at, count: frame.recordSize) }, "read the keychain")
+        guard bytes.count == frame.recordSize, RecordFrame.verify(record: bytes[...], offset: at, macKey: keys.recordMAC),
+              let h = AttributeHashRecord.decode(bytes.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
+              let binding = AttributeHashRecord.binding(ofPut: record.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
+              h.uuid.elementsEqual(record[headerSize..<headerSize + 16]), h.binding.elementsEqual(binding) else { return nil }
+        return h
+    }
+
+    /// The hash record of a put payload computed from its plaintext (spec §7.6), or nil when
+    /// its class key is not available or it does not decrypt (it is then copied unhashed, as it
+    /// was).
+    private func hashRecordByDecrypting(_ payload: [UInt8]) -> AttributeHashRecord? {
+        guard let put = try? ItemPutPayload.decode(payload[...]), let key = try? classKey(put.protectionClass),
+              let plaintext = try? put.open(classKey: key, fileUUID: header.fileUUID) else { return nil }
+        return keys.attributeHashRecord(for: plaintext, putPayload: payload)
     }
 
     private func liveSlotsInFileOrder() throws -> [(ID16, ItemSlot)] {

@@ -47,6 +47,8 @@ struct LogState: Sendable {
     /// The live items and their unique keys (in memory, or an index file plus the changes
     /// after its covered end).
     var items = ItemTable()
+    /// The attribute hashes of the live items (spec §7.6), for queries on other attributes.
+    var attributes = AttributeHashTable()
     var keybag: Keybag
     var end: UInt64
     var lastSequence: UInt64
@@ -76,6 +78,7 @@ struct LogState: Sendable {
     init(header: FileHeader, index: IndexBase) {
         keybag = header.keybag
         items = ItemTable(base: index)
+        attributes = AttributeHashTable(base: index)
         end = index.header.coveredEnd
         lastSequence = index.header.lastSequence
         lastRecordOffset = index.header.lastRecordOffset
@@ -88,6 +91,8 @@ struct LogState: Sendable {
 enum PendingOp: Sendable {
     case put(ID16, ItemSlot)
     case delete(ID16)
+    /// The attribute hashes of a hash record bound to the put just before it (spec §7.6).
+    case hashes(ID16, [UInt64])
 }
 
 /// What a scan found beyond the committed records.
@@ -123,6 +128,8 @@ extension LogState {
                 journal.removeAll(keepingCapacity: true)
             }
             journal.append(id)
+        case .hashes:
+            break
         }
         switch op {
         case .put(let id, let slot):
@@ -135,10 +142,15 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
             try items.put(id, slot)
+            attributes.put(id)
         case .delete(let id):
             guard try items.remove(id) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
             }
+            attributes.remove(id)
+        case .hashes(let id, let hashes):
+            // Scan and writer produce this only right after the put it is bound to.
+            attributes.setHashes(id, hashes)
         }
     }
 
@@ -156,6 +168,9 @@ extension LogState {
         var buffer: [UInt8] = []
         var bufferStart = offset
         let chunk = 8 << 20
+        // The put just before the current record, in the same transaction: a hash record
+        // (spec §7.6) is bound to it only then, and only when it names its UUID and binding.
+        var previousPut: (id: ID16, binding: ArraySlice<UInt8>)?
 
         // Makes bytes [at, at + count) available in `buffer`; false when the file is shorter.
         func ensure(_ at: UInt64, _ count: Int) throws -> Bool {
@@ -200,17 +215,30 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
             }
             let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
-            if !inGroup { groupStart = offset }
+            if !inGroup {
+                groupStart = offset
+                previousPut = nil
+            }
+            var nextPut: (id: ID16, binding: ArraySlice<UInt8>)?
             do {
                 switch RecordType(rawValue: frame.type) {
                 case .itemPut:
                     let p = try ItemPutPayload.decodeClear(payload)
+                    if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b) }
                     pending.append((.put(ID16(p.uuid), ItemSlot(offset: offset, recordSize: UInt32(size),
                                                                  classTag: p.classTag.readBE(UInt32.self, at: 0),
                                                                  protection: p.protectionClass, flags: p.flags,
                                                                  uniqueHash: ID16(p.uniqueKeyHash), sequence: frame.sequence)), offset))
                 case .itemDelete:
                     pending.append((.delete(ID16(try ItemDeletePayload.decode(payload).uuid)), offset))
+                case .attributeHashes:
+                    // Ancillary: one that is malformed or not bound to the put before it is
+                    // ignored, and that put stays unhashed (a candidate for every query).
+                    if let h = AttributeHashRecord.decode(payload), let put = previousPut, put.id == ID16(h.uuid),
+                       put.binding.elementsEqual(h.binding) {
+                        pending.append((.hashes(put.id, h.hashes), offset))
+                    }
+                    skippedAncillary += 1
                 case .keybagChange:
                     // Retired (spec §6.6): anyone holding the device secret could write one, so
                     // a passcode change rewrites the file instead (§11.6), and none is applied.
@@ -224,6 +252,7 @@ extension LogState {
             } catch let e as FormatError {
                 throw Corruption.damaged(offset: offset, reason: e.description)
             }
+            previousPut = nextPut
             sequence = frame.sequence
             recordCount += 1
             inGroup = frame.continues

@@ -1,0 +1,125 @@
+import LatchkeyCrypto
+
+/// The payload of an attribute-hash record (spec/FORMAT.md §7.6, record type `0x80`): keyed,
+/// truncated hashes of a few attributes of the item put by the record just before it, so that
+/// a query on one of those attributes can find its candidates without decrypting every item.
+///
+/// The record is ancillary: a reader that does not know it skips it, and a put without a
+/// valid hash record bound to it is simply "unhashed", a candidate for every attribute query.
+/// The hashes are filters, never answers: every candidate is decrypted and matched.
+public struct AttributeHashRecord: Equatable, Sendable {
+    /// Bytes of the put payload the binding copies: the first 16 bytes of the wrapped item key
+    /// (payload bytes 40–55), which a fresh random item key makes unique per put.
+    public static let bindingRange = 40..<56
+    public static let hashSize = 8
+    public static let fixedSize = 36
+    /// A writer writes at most one hash per indexed attribute (five for `cert`).
+    public static let maxHashes = 16
+
+    public var uuid: [UInt8]
+    public var binding: [UInt8]
+    /// Each hash as the big-endian integer of its 8 bytes.
+    public var hashes: [UInt64]
+
+    public init(uuid: [UInt8], binding: [UInt8], hashes: [UInt64]) {
+        self.uuid = uuid
+        self.binding = binding
+        self.hashes = hashes
+    }
+
+    /// The attributes each class's hash records cover, in this order (§7.6). Each is either a
+    /// unique-key attribute (absent: hashed with its default, as the query matching and the
+    /// unique key treat it) or one that an absent value never matches (absent: no hash).
+    public static func indexedAttributes(for c: ItemClass) -> [String] {
+        switch c {
+        case .genericPassword: return ["acct", "svce", "labl", "gena"]
+        case .internetPassword: return ["acct", "srvr", "sdmn", "labl"]
+        case .certificate: return ["labl", "subj", "issr", "pkhh", "skid"]
+        case .key: return ["klbl", "atag", "labl"]
+        }
+    }
+
+    /// The binding of a put payload (its bytes 40–55).
+    public static func binding(ofPut payload: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+        guard payload.count >= FormatConstants.itemPutFixedSize else { return nil }
+        let s = payload.startIndex
+        return payload[s + bindingRange.lowerBound..<s + bindingRange.upperBound]
+    }
+
+    public func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: AttributeHashRecord.fixedSize + hashes.count * AttributeHashRecord.hashSize)
+        w.raw(uuid)
+        w.raw(binding)
+        w.u8(UInt8(hashes.count))
+        w.zeros(3)
+        for h in hashes { w.u64(h) }
+        return w.bytes
+    }
+
+    /// Decodes a payload; nil when it is not one a writer writes (wrong length, a count over
+    /// 16, non-zero reserved bytes). A reader ignores such a record: the put before it is then
+    /// unhashed (§7.6), never an error.
+    public static func decode(_ payload: ArraySlice<UInt8>) -> AttributeHashRecord? {
+        let s = payload.startIndex
+        guard payload.count >= fixedSize else { return nil }
+        let n = Int(payload[s + 32])
+        guard n <= maxHashes, payload.count == fixedSize + n * hashSize,
+              payload[s + 33] == 0, payload[s + 34] == 0, payload[s + 35] == 0 else { return nil }
+        let bytes = Array(payload)
+        return AttributeHashRecord(uuid: Array(bytes[0..<16]), binding: Array(bytes[16..<32]),
+                                   hashes: (0..<n).map { bytes.readBE(UInt64.self, at: fixedSize + $0 * hashSize) })
+    }
+}
+
+/// The canonical element of one attribute (§7.5 "Canonical encoding", §7.6): name length,
+/// name, kind, value length, value bytes. `value` nil means absent: a unique-key attribute
+/// then takes its default (empty bytes, integer 0, date 0); any other has no element.
+public func attributeElement(_ name: String, _ value: AttributeValue?, itemClass c: ItemClass) -> [UInt8]? {
+    let v: AttributeValue
+    if let value {
+        v = value
+    } else {
+        guard let kind = UniqueKey.attributes(for: c).first(where: { $0.name == name })?.kind else { return nil }
+        switch kind {
+        case .bytes: v = .data([])
+        case .integer: v = .integer(0)
+        case .date: v = .date(0)
+        }
+    }
+    let nameBytes = Array(name.utf8)
+    let valueBytes = v.keyBytes
+    var w = ByteWriter(capacity: 6 + nameBytes.count + valueBytes.count)
+    w.u8(UInt8(truncatingIfNeeded: nameBytes.count))
+    w.raw(nameBytes)
+    w.u8(v.keyKind)
+    w.u32(UInt32(truncatingIfNeeded: valueBytes.count))
+    w.raw(valueBytes)
+    return w.bytes
+}
+
+extension FileKeys {
+    /// The attribute hash of one canonical element (§7.6):
+    /// first_8(HMAC(index key, "LKv1attr" ‖ class code ‖ element)), as a big-endian integer.
+    public func attributeHash(itemClass c: ItemClass, element: [UInt8]) -> UInt64 {
+        Crypto.hmacSHA256(key: index, parts: [FormatConstants.attributeHashPrefix, c.code, element]).readBE(UInt64.self, at: 0)
+    }
+
+    /// The attribute hash of a query value (nil value: the attribute absent), or nil when an
+    /// item without the attribute has no hash for it.
+    public func attributeHash(itemClass c: ItemClass, name: String, value: AttributeValue?) -> UInt64? {
+        attributeElement(name, value, itemClass: c).map { attributeHash(itemClass: c, element: $0) }
+    }
+
+    /// The hash record a writer appends right after a put of this plaintext (§7.6): one hash
+    /// per indexed attribute of the class that the item has, or that has a default.
+    public func attributeHashRecord(for plaintext: ItemPlaintext, putPayload: [UInt8]) -> AttributeHashRecord {
+        AttributeHashRecord(uuid: Array(putPayload[0..<16]), binding: Array(putPayload[AttributeHashRecord.bindingRange]),
+                            hashes: attributeHashes(for: plaintext))
+    }
+
+    /// The hashes a writer puts in the hash record of this plaintext, in the list's order.
+    public func attributeHashes(for plaintext: ItemPlaintext) -> [UInt64] {
+        let c = plaintext.itemClass
+        return AttributeHashRecord.indexedAttributes(for: c).compactMap { attributeHash(itemClass: c, name: $0, value: plaintext.attributes[$0]) }
+    }
+}
