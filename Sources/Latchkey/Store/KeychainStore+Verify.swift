@@ -77,10 +77,11 @@ extension KeychainStore {
     }
 }
 
-/// Decrypts the item records a scan hands it (`LogState.scan`'s `onPut`) on a thread of its
-/// own, in batches, and keeps each failure by record offset. The scan waits when a few
-/// batches are queued, so memory holds at most about four of its read buffers. Without a
-/// second thread the records are decrypted in `submit`.
+/// Decrypts the item records a scan hands it (`LogState.scan`'s `onPut`) on two threads of
+/// its own, in batches, and keeps each failure by record offset. Decryption (and decoding the
+/// plaintext) costs more than the scan, so two workers beside the scanning thread keep two
+/// cores busy. The scan waits when a few batches are queued, so memory holds at most about
+/// six of its read buffers. Without a thread the records are decrypted in `submit`.
 final class ItemChecker: @unchecked Sendable {
     private let classKeys: [ProtectionClass: SecretKey]
     private let path: String
@@ -89,14 +90,16 @@ final class ItemChecker: @unchecked Sendable {
     /// Guarded by `condition`.
     private var queue: [[AuthenticatedPut]] = []
     private var closed = false
-    private var workerDone = false
+    private var running = 0
     private var threaded = false
-    /// Written by the worker only, read after it is done.
+    /// The failures, merged under `condition` by each worker when it ends (and by `submit`
+    /// without threads).
     private var failures: [UInt64: String] = [:]
+    private static let workers = 2
     /// The scan thread's batch being filled.
     private var batch: [AuthenticatedPut] = []
     private static let batchSize = 1024
-    private static let maxQueued = 3
+    private static let maxQueued = 4
 
     init(classKeys: [ProtectionClass: SecretKey], path: String) {
         self.classKeys = classKeys
@@ -105,7 +108,18 @@ final class ItemChecker: @unchecked Sendable {
 
     func start(fileUUID: [UInt8]) {
         self.fileUUID = fileUUID
-        threaded = DetachedThread.start { [self] in work() }
+        for _ in 0..<ItemChecker.workers {
+            condition.lock()
+            running += 1
+            condition.unlock()
+            if DetachedThread.start({ [self] in work() }) {
+                threaded = true
+            } else {
+                condition.lock()
+                running -= 1
+                condition.unlock()
+            }
+        }
     }
 
     func submit(_ put: AuthenticatedPut) {
@@ -118,7 +132,7 @@ final class ItemChecker: @unchecked Sendable {
     private func flush() {
         guard !batch.isEmpty else { return }
         guard threaded else {
-            check(batch)
+            check(batch, into: &failures)
             batch.removeAll(keepingCapacity: true)
             return
         }
@@ -138,7 +152,7 @@ final class ItemChecker: @unchecked Sendable {
             condition.lock()
             closed = true
             condition.broadcast()
-            while !workerDone { condition.wait(seconds: 1) }
+            while running > 0 { condition.wait(seconds: 1) }
             condition.unlock()
             threaded = false
         }
@@ -146,11 +160,13 @@ final class ItemChecker: @unchecked Sendable {
     }
 
     private func work() {
+        var found: [UInt64: String] = [:]
         while true {
             condition.lock()
             while queue.isEmpty && !closed { condition.wait(seconds: 1) }
             if queue.isEmpty {
-                workerDone = true
+                failures.merge(found) { a, _ in a }
+                running -= 1
                 condition.broadcast()
                 condition.unlock()
                 return
@@ -158,17 +174,17 @@ final class ItemChecker: @unchecked Sendable {
             let next = queue.removeFirst()
             condition.broadcast()
             condition.unlock()
-            check(next)
+            check(next, into: &found)
         }
     }
 
-    private func check(_ puts: [AuthenticatedPut]) {
+    private func check(_ puts: [AuthenticatedPut], into found: inout [UInt64: String]) {
         for put in puts {
             guard let key = classKeys[put.protection] else { continue }
             do {
                 _ = try KeychainStore.open(put.buffer[put.payload], offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
             } catch {
-                failures[put.offset] = String(describing: error)
+                found[put.offset] = String(describing: error)
             }
         }
     }
