@@ -1,8 +1,8 @@
 /// A strict reader of one JSON text (RFC 8259) into `JSONValue`, for `import`, which parses a
 /// line per item: FoundationEssentials' JSONDecoder spent about a third of an import's time on
 /// its Codable machinery. It accepts what that decoder accepted for the lines `import` reads:
-/// whitespace around values, a trailing comma before `}` or `]`, duplicate keys (the last one
-/// wins), any finite number; it refuses invalid UTF-8, lone surrogates, control characters in
+/// whitespace around values, a trailing comma before `}` or `]`, duplicate keys (the first one
+/// counts), any finite number; it refuses invalid UTF-8, lone surrogates, control characters in
 /// strings, numbers out of Double's range, leading zeros, and anything after the value.
 struct JSONParser {
     struct Invalid: Error {}
@@ -78,7 +78,8 @@ struct JSONParser {
             guard try peek() == UInt8(ascii: ":") else { throw Invalid() }
             at += 1
             skipSpace()
-            members[key] = try value()
+            let v = try value()
+            if members[key] == nil { members[key] = v }
             skipSpace()
             if try peek() == UInt8(ascii: ",") {
                 at += 1
