@@ -2,12 +2,12 @@
 /// compact and without per-lookup hashing cost: the entries in two dense arrays, and an
 /// open-addressing table of 32-bit positions into them (linear probing, at most half full).
 /// At 1,000,000 entries of `ItemSlot?` it takes about 88 MB where a `Dictionary` took about
-/// 150 MB, and a lookup hashes with one multiply instead of SipHash.
+/// 150 MB, and a lookup hashes with a few multiplies instead of SipHash.
 ///
-/// The bucket of a key mixes both halves with a per-process random seed, so keys chosen to
-/// collide cannot be prepared in advance. Removal moves the last entry into the hole (order
-/// is not kept) and shifts the probe chain back (no tombstones). A value type with
-/// copy-on-write, like the Dictionary it replaces.
+/// The bucket of a key mixes all 128 bits with a per-process random seed, so keys chosen to
+/// collide (UUIDs come from files, backups included) cannot be prepared in advance. Removal
+/// moves the last entry into the hole (order is not kept) and shifts the probe chain back (no
+/// tombstones). A value type with copy-on-write, like the Dictionary it replaces.
 struct IDMap<Value>: Sequence {
     private(set) var keys: [ID16] = []
     private(set) var values: [Value] = []
@@ -28,10 +28,17 @@ struct IDMap<Value>: Sequence {
         if n * 2 > buckets.count { rehash(minimumBuckets: n * 2) }
     }
 
+    /// SplitMix64's finalizer: every input bit moves every output bit.
+    @inline(__always)
+    private static func mix(_ z: UInt64) -> UInt64 {
+        var z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
     @inline(__always)
     private func bucket(_ k: ID16) -> Int {
-        let x = (k.high &+ IDMap.seed) ^ (k.low &* 0x9E37_79B9_7F4A_7C15)
-        return Int(truncatingIfNeeded: (x &* 0xBF58_476D_1CE4_E5B9) >> 32) & mask
+        Int(truncatingIfNeeded: IDMap.mix(IDMap.mix(k.high ^ IDMap.seed) ^ k.low)) & mask
     }
 
     /// The bucket holding `k`, or nil.
