@@ -6,7 +6,8 @@ import LatchkeyFormat
 /// binary search touches, never the whole file.
 ///
 /// Holds its own descriptor, so a newer index renamed over the path by another process does
-/// not change what this one reads. Verified pages are cached (bounded). Used only under the
+/// not change what this one reads. Verified pages are cached (bounded, in a table indexed by
+/// page number: a touch of a cached page costs no hashing and no MAC). Used only under the
 /// store's lock (the cache is not synchronised otherwise).
 final class IndexBase: @unchecked Sendable {
     /// Why an index cannot be used: the caller drops it and rebuilds from the log.
@@ -20,10 +21,14 @@ final class IndexBase: @unchecked Sendable {
     private let fd: Int32
     private let headerMAC: [UInt8]
     private let macKey: SecretKey
-    private var cache: [UInt32: [UInt8]] = [:]
-    /// Verified attribute and unhashed pages (IndexBase+Attributes.swift), bounded like `cache`.
+    /// Verified pages by page number (nil: not cached), and the numbers of those cached.
+    private var cache: [[UInt8]?]
+    private var cached: [UInt32] = []
+    /// Verified attribute and unhashed pages (IndexBase+Attributes.swift), at most `cacheLimit`.
     var attributeCache: [UInt32: [UInt8]] = [:]
     static let cacheLimit = 4096
+    /// Pages read from the file and authenticated for lookups so far.
+    private(set) var pagesRead = 0
     private let itemsPerPage = FormatConstants.indexItemsPerPage
     private let uniquesPerPage = FormatConstants.indexUniquesPerPage
     private let itemSize = FormatConstants.indexItemEntrySize
@@ -35,7 +40,16 @@ final class IndexBase: @unchecked Sendable {
         self.header = header
         self.headerMAC = headerMAC
         self.macKey = macKey
+        cache = Array(repeating: nil, count: Int(header.fileSize / UInt64(FormatConstants.indexPageSize)))
     }
+
+    /// Whether the lookups of this handle have read so much of the index that holding all
+    /// of it in memory is cheaper (`ItemTable.materialize`): a long-lived process doing many
+    /// finds (the library's hot path, the agent). An eighth of the pages, and at least
+    /// `minimum` (64 by default): a single command's lookup touches a few dozen pages, so it
+    /// never reads the whole index; a process that goes on pays for the whole at most about
+    /// 8 times what it read lazily.
+    func worthMaterializing(minimum: Int) -> Bool { pagesRead >= max(minimum, cache.count / 8) }
 
     deinit { fs.close(fd) }
 
@@ -116,11 +130,21 @@ final class IndexBase: @unchecked Sendable {
 
     /// Page `n` of the file (0 is the header), authenticated.
     private func page(_ n: UInt32) throws -> [UInt8] {
-        if let p = cache[n] { return p }
+        guard Int(n) < cache.count else { throw Unusable(reason: "page \(n) is beyond its end") }
+        if let p = cache[Int(n)] { return p }
         let bytes = try readVerified(n)
         try checkOrder(bytes, page: n)
-        if cache.count >= IndexBase.cacheLimit { cache.removeAll(keepingCapacity: true) }
-        cache[n] = bytes
+        pagesRead += 1
+        if cached.count >= IndexBase.cacheLimit {
+            // Evict one page at random: the pages near the root of the binary searches, touched
+            // by every lookup, stay cached with high probability.
+            let victim = Int.random(in: 0..<cached.count)
+            cache[Int(cached[victim])] = nil
+            cached.swapAt(victim, cached.count - 1)
+            cached.removeLast()
+        }
+        cache[Int(n)] = bytes
+        cached.append(n)
         return bytes
     }
 
@@ -224,7 +248,7 @@ final class IndexBase: @unchecked Sendable {
 
     /// A page for a sequential pass: authenticated, not cached.
     private func readThrough(_ n: UInt32) throws -> [UInt8] {
-        if let p = cache[n] { return p }
+        if Int(n) < cache.count, let p = cache[Int(n)] { return p }
         return try readVerified(n)
     }
 

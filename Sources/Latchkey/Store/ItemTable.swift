@@ -11,9 +11,9 @@ struct ItemTable: Sequence, Sendable {
     private(set) var base: IndexBase?
     /// With a base: the items changed since its covered end (nil: deleted). Without: every live
     /// item (never nil).
-    private var changed: [ID16: ItemSlot?] = [:]
+    private var changed = IDMap<ItemSlot?>()
     /// Unique-key hash → item, for the items in `changed` that are live.
-    private var owners: [ID16: ID16] = [:]
+    private var owners = IDMap<ID16>()
     private(set) var count = 0
 
     init() {}
@@ -61,16 +61,17 @@ struct ItemTable: Sequence, Sendable {
     /// Reads the whole index into memory (every page authenticated) and drops it.
     mutating func materialize() throws {
         guard let base else { return }
-        var all: [ID16: ItemSlot?] = [:]
+        var all = IDMap<ItemSlot?>()
         all.reserveCapacity(count)
         var owners = self.owners
+        owners.reserveCapacity(count)
         try base.forEachItem { id, slot in
-            guard changed[id] == nil else { return }
-            all[id] = slot
-            owners[slot.uniqueHash] = id
+            guard !changed.contains(id) else { return }
+            all.insert(id, slot)
+            owners.insert(slot.uniqueHash, id)
         }
         for (id, slot) in changed {
-            if let slot { all[id] = slot }
+            if let slot { all.insert(id, slot) }
         }
         guard all.count == count else {
             throw IndexBase.Unusable(reason: "it holds \(base.header.itemCount) items where its header says otherwise")
@@ -81,13 +82,15 @@ struct ItemTable: Sequence, Sendable {
     }
 
     /// Whether the item changed since the index (or, without one, is live).
-    func hasChanged(_ id: ID16) -> Bool { changed[id] != nil }
+    func hasChanged(_ id: ID16) -> Bool { changed.contains(id) }
 
-    /// The items changed since the index, in UUID order (nil: deleted); every item when there
-    /// is no index. For the index writer.
-    func changes() -> [(ID16, ItemSlot?)] {
-        changed.map { ($0.key, $0.value) }.sorted { $0.0 < $1.0 }
-    }
+    /// The UUIDs of the items changed since the index, in order; every item when there is no
+    /// index. For the index writer, which looks each up with `change(_:)` (16 bytes an item
+    /// rather than a sorted copy of every slot).
+    func changedIDsInOrder() -> [ID16] { changed.keys.sorted() }
+
+    /// What changed for an item since the index: .some(nil) deleted, nil unchanged.
+    func change(_ id: ID16) -> ItemSlot?? { changed[id] }
 
     // MARK: In memory only
 
@@ -96,13 +99,13 @@ struct ItemTable: Sequence, Sendable {
         return changed[id] ?? nil
     }
 
-    var keys: Dictionary<ID16, ItemSlot?>.Keys {
+    var keys: [ID16] {
         precondition(base == nil, "ItemTable: enumerate only a materialized table")
         return changed.keys
     }
 
     struct Iterator: IteratorProtocol {
-        var inner: Dictionary<ID16, ItemSlot?>.Iterator
+        var inner: IDMap<ItemSlot?>.Iterator
         mutating func next() -> (key: ID16, value: ItemSlot)? {
             while let (k, v) = inner.next() {
                 if let v { return (k, v) }

@@ -43,13 +43,11 @@ extension KeychainStore {
         }
     }
 
-    /// For `verify`: a problem when the item's put is hashed (spec §7.6) with other hashes than
-    /// its plaintext's. Only the device can write such a record (a writer's bug, or someone
+    /// For `verify`: the problem of an item whose put is hashed (spec §7.6) with other hashes
+    /// than its plaintext's. Only the device can write such a record (a writer's bug, or someone
     /// holding the device secret); queries on the attributes concerned may then miss the item.
-    func attributeHashProblem(_ id: ID16, _ plaintext: ItemPlaintext, in state: LogState, keys: FileKeys) -> String? {
-        guard case .hashed(let have)? = state.attributes.changed[id] else { return nil }
-        guard Set(have) != Set(keys.attributeHashes(for: plaintext)) else { return nil }
-        return "the attribute-hash record of the item \(hexString(id.bytes)) does not match its attributes (written wrongly, or by someone holding the device secret), so a find by account, service, server or label may miss it; updating the item writes new hashes"
+    static func attributeHashMismatch(_ id: ID16) -> String {
+        "the attribute-hash record of the item \(hexString(id.bytes)) does not match its attributes (written wrongly, or by someone holding the device secret), so a find by account, service, server or label may miss it; updating the item writes new hashes"
     }
 
     /// Up to this many candidates a query decrypts them one by one; with more, reading every

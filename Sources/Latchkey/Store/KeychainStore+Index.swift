@@ -51,6 +51,16 @@ extension KeychainStore {
         try withIndexFallback { try log.items.materialize() }
     }
 
+    /// Brings the whole index into memory once this handle's lookups have read enough of it
+    /// (`IndexBase.worthMaterializing`): a process doing many finds then looks items up in
+    /// memory, as it did before the index, and a single command never pays for it. Every
+    /// page is authenticated as it is read; a failure leaves the index in use (the lookup
+    /// that follows meets it and falls back).
+    func promoteIndexIfWorthIt() {
+        guard let base = log.items.base, base.worthMaterializing(minimum: indexPromotionPages) else { return }
+        try? materializeItems()
+    }
+
     /// After a write, with the write lock held: writes a new index when the records after the
     /// newest valid one pass `indexTailLimit` bytes, or when the one in use failed. Best
     /// effort: a failure leaves the old index (or none), which readers check anyway.
@@ -141,21 +151,23 @@ extension KeychainStore {
                 if inPage == FormatConstants.indexItemsPerPage { try endPage() }
             }
             // Items in UUID order: the index's entries merged with the changes since.
-            let changes = log.items.changes()
+            let items = log.items
+            var changes = items.changedIDsInOrder()
             var next = 0
-            try log.items.base?.forEachItem { id, slot in
-                while next < changes.count, changes[next].0 < id {
-                    if let s = changes[next].1 { try emit(changes[next].0, s) }
+            func emitChange(_ id: ID16) throws { if let s = items.change(id) ?? nil { try emit(id, s) } }
+            try items.base?.forEachItem { id, slot in
+                while next < changes.count, changes[next] < id {
+                    try emitChange(changes[next])
                     next += 1
                 }
-                if next < changes.count, changes[next].0 == id {
-                    if let s = changes[next].1 { try emit(id, s) }
+                if next < changes.count, changes[next] == id {
+                    try emitChange(id)
                     next += 1
                 } else {
                     try emit(id, slot)
                 }
             }
-            for (id, s) in changes[next...] { if let s { try emit(id, s) } }
+            for id in changes[next...] { try emitChange(id) }
             if inPage > 0 { try endPage() }
             // Unique-key hashes in hash order: the index's, less the items changed since,
             // merged with those of the changed items that are live.
@@ -167,10 +179,14 @@ extension KeychainStore {
                 uniquesWritten += 1
                 if inPage == FormatConstants.indexUniquesPerPage { try endPage() }
             }
-            let fresh = changes.compactMap { c in c.1.map { ($0.uniqueHash, c.0) } }.sorted { $0.0 < $1.0 }
+            var fresh: [(ID16, ID16)] = []
+            fresh.reserveCapacity(changes.count)
+            for id in changes { if let s = items.change(id) ?? nil { fresh.append((s.uniqueHash, id)) } }
+            changes = []
+            fresh.sort { $0.0 < $1.0 }
             next = 0
-            try log.items.base?.forEachUnique { hash, id in
-                guard !log.items.hasChanged(id) else { return }
+            try items.base?.forEachUnique { hash, id in
+                guard !items.hasChanged(id) else { return }
                 while next < fresh.count, fresh[next].0 < hash {
                     try emitUnique(fresh[next].0, fresh[next].1)
                     next += 1

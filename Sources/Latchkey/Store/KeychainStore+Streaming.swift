@@ -22,8 +22,18 @@ package struct StoredItem: Sendable {
 /// keychain through any other API from its body.
 package final class StreamingTransaction {
     private let store: KeychainStore
-    /// The live items as this transaction has left them so far (in memory).
-    private var items: ItemTable
+    /// The live items as this transaction has left them so far (in memory), each slot where
+    /// its record lands; the store takes it over when the transaction closes.
+    private(set) var items: ItemTable
+    /// The attribute hashes of the live items as this transaction has left them (spec §7.6);
+    /// taken over with `items`.
+    private(set) var attributes: AttributeHashTable
+    /// The items put or deleted, in order: all of them while they fit the log's journal
+    /// (`LogState.journalLimit`), then only the count.
+    private(set) var touched: [ID16] = []
+    private(set) var touchedCount = 0
+    /// Where the newest record starts (0: none yet).
+    private(set) var lastRecordOffset: UInt64 = 0
     /// Where the transaction began: the committed end of the file.
     let start: UInt64
     private var offset: UInt64
@@ -36,11 +46,14 @@ package final class StreamingTransaction {
     private var batch: [UInt8] = []
     /// Records appended so far (including the pending one).
     package private(set) var recordCount = 0
+    /// Of them, ancillary records (the attribute-hash records).
+    private(set) var ancillaryCount = 0
     static let batchSize = 1 << 20
 
     init(store: KeychainStore) {
         self.store = store
         items = store.log.items
+        attributes = store.log.attributes
         start = store.log.end
         offset = store.log.end
         sequence = store.log.lastSequence
@@ -58,13 +71,29 @@ package final class StreamingTransaction {
         if let owner = try items.owner(hash), owner != id {
             throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
         }
-        // Offset 0 marks a slot written by this transaction (not readable until it closes).
-        try items.put(id, ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
-                                   protection: protection, flags: flags, uniqueHash: hash, sequence: 0))
-        let encoded = sealed.encode()
-        try append(.itemPut, encoded)
-        // Right after its put, in the same transaction (spec §7.6).
-        try append(.attributeHashes, store.keys.attributeHashRecord(for: plaintext, putPayload: encoded).encode())
+        let payload = sealed.encode()
+        // The record lands after the pending one, which is framed when this one is appended.
+        let at = offset + UInt64(pending.map { StreamingTransaction.recordSize($0.payload) } ?? 0)
+        let slot = ItemSlot(offset: at, recordSize: UInt32(StreamingTransaction.recordSize(payload)),
+                            classTag: sealed.classTag.readBE(UInt32.self, at: 0), protection: protection, flags: flags,
+                            uniqueHash: hash, sequence: sequence + (pending == nil ? 1 : 2))
+        try items.put(id, slot)
+        note(id)
+        try append(.itemPut, payload)
+        // Right after its put, in the same transaction (spec §7.6); the table learns the hashes
+        // as a reader's scan would from that record.
+        let hashes = store.keys.attributeHashRecord(for: plaintext, putPayload: payload)
+        try append(.attributeHashes, hashes.encode())
+        attributes.setHashes(id, hashes.hashes)
+    }
+
+    private static func recordSize(_ payload: [UInt8]) -> Int {
+        FormatConstants.frameHeaderSize + payload.count + FormatConstants.frameTagSize
+    }
+
+    private func note(_ id: ID16) {
+        touchedCount += 1
+        if touchedCount <= LogState.journalLimit { touched.append(id) } else { touched = [] }
     }
 
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
@@ -72,6 +101,8 @@ package final class StreamingTransaction {
         guard try items.remove(ID16(uuid)) != nil else {
             throw KeychainError(.itemNotFound, "the item to delete no longer exists")
         }
+        note(ID16(uuid))
+        attributes.remove(ID16(uuid))
         try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
     }
 
@@ -80,17 +111,27 @@ package final class StreamingTransaction {
     package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) -> [StoredItem] {
         var out: [StoredItem] = []
         let id = ID16(uuid)
-        if let s = items[id] { out.append(StoredItem(uuid: uuid, slot: s)) }
+        if let s = items[id] { out.append(StoredItem(uuid: uuid, slot: unwritten(s))) }
         if let owner = try? items.owner(ID16(store.keys.uniqueKeyHash(uniqueKey))), owner != id, let s = items[owner] {
-            out.append(StoredItem(uuid: owner.bytes, slot: s))
+            out.append(StoredItem(uuid: owner.bytes, slot: unwritten(s)))
         }
         return out
+    }
+
+    /// A slot of this transaction's records carries offset and size 0: its bytes may not be
+    /// in the file yet, and it is not readable until the transaction closes.
+    private func unwritten(_ s: ItemSlot) -> ItemSlot {
+        guard s.offset >= start else { return s }
+        var placeholder = s
+        (placeholder.offset, placeholder.recordSize) = (0, 0)
+        return placeholder
     }
 
     private func append(_ type: RecordType, _ payload: [UInt8]) throws {
         if let p = pending { try frame(p, continues: true) }
         pending = (type, payload)
         recordCount += 1
+        if RecordType.isAncillary(type.rawValue) { ancillaryCount += 1 }
     }
 
     private func frame(_ record: (type: RecordType, payload: [UInt8]), continues: Bool) throws {
@@ -98,6 +139,7 @@ package final class StreamingTransaction {
         let bytes = RecordFrame.encode(type: record.type.rawValue, flags: continues ? FrameHeader.continuesFlag : 0,
                                        sequence: sequence, payload: record.payload, offset: offset,
                                        macKey: store.keys.recordMAC)
+        lastRecordOffset = offset
         offset += UInt64(bytes.count)
         batch.append(contentsOf: bytes)
         if batch.count >= StreamingTransaction.batchSize { try flush() }
@@ -117,8 +159,15 @@ package final class StreamingTransaction {
         try frame(p, continues: false)
         try flush()
         try io({ try store.fs.sync(store.fd) }, "write to the keychain")
-        // The store rebuilds its own index from the records; the scratch copy can go now.
-        items = ItemTable()
+    }
+
+    /// The committed end of the file once the transaction closed.
+    var end: UInt64 { offset }
+
+    /// Hands the item table over (the transaction is done with it).
+    func takeItems() -> ItemTable {
+        defer { items = ItemTable() }
+        return items
     }
 
     /// Cuts the file back to where the transaction began.
@@ -149,9 +198,14 @@ extension KeychainStore {
                 throw error
             }
             guard tx.recordCount > 0 else { return result }
-            // The records are durable, so the call succeeds whatever follows (spec §11.4):
-            // apply them exactly as a reader would, or read the file again at the next call.
-            markCommitted(through: tx.lastSequence)
+            // The records are durable, so the call succeeds whatever follows (spec §11.4).
+            // The transaction checked every operation against the live items as a reader
+            // applies them (unique keys, deletes of live items) and placed each slot where its
+            // record landed, so its table is the state after the records: no second read.
+            log.adoptTransaction(items: tx.takeItems(), attributes: tx.attributes, end: tx.end, lastSequence: tx.lastSequence,
+                                 lastRecordOffset: tx.lastRecordOffset, records: tx.recordCount, ancillary: tx.ancillaryCount,
+                                 touched: tx.touched, touchedCount: tx.touchedCount)
+            recordCommit(tx.lastSequence)
             return result
         }
     }

@@ -74,6 +74,9 @@ package final class KeychainStore: @unchecked Sendable {
     /// A writer writes a new index once the records after the newest one pass this many bytes
     /// (spec §17.6): opening then scans at most that much of the log. Tests lower it.
     package var indexTailLimit: UInt64 = 256 << 10
+    /// Index pages this handle's lookups read before it holds the whole index in memory (at
+    /// least; see `IndexBase.worthMaterializing`). Tests lower it.
+    package var indexPromotionPages = 64
     /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
     package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
@@ -624,6 +627,7 @@ package final class KeychainStore: @unchecked Sendable {
     func slot(uniqueKey: UniqueKey) -> (ID16, ItemSlot)? {
         mutex.lock(); defer { mutex.unlock() }
         let hash = ID16(keys.uniqueKeyHash(uniqueKey))
+        promoteIndexIfWorthIt()
         do {
             return try withIndexFallback { () throws -> (ID16, ItemSlot)? in
                 guard let id = try log.items.owner(hash), let s = try log.items.slot(id) else { return nil }
@@ -638,6 +642,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// The live item with this UUID (as `slot(uniqueKey:)`).
     func slot(id: ID16) -> ItemSlot? {
         mutex.lock(); defer { mutex.unlock() }
+        promoteIndexIfWorthIt()
         do {
             return try withIndexFallback { try log.items.slot(id) }
         } catch {
@@ -654,19 +659,31 @@ package final class KeychainStore: @unchecked Sendable {
     /// (`verify` scans the file now at the path, which a compaction may have replaced).
     func read(_ slot: ItemSlot, from descriptor: Int32? = nil) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
+        let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+        return try open(authenticatedPayload(record[...], slot), slot)
+    }
+
+    /// Decrypts the payload of an item's put record (from `authenticatedPayload`).
+    func open(_ payload: ArraySlice<UInt8>, _ slot: ItemSlot) throws -> ItemPlaintext {
+        mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
         itemsDecrypted += 1
-        let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-        let payload = try authenticatedPayload(record, slot)
+        return try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path)
+    }
+
+    /// Decrypts an item's put payload with its class key; touches no state of a store, so
+    /// `verify` runs it on a second thread.
+    static func open(_ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
+                     path: String) throws -> ItemPlaintext {
         do {
             let put = try ItemPutPayload.decode(payload)
-            return try put.open(classKey: key, fileUUID: header.fileUUID)
+            return try put.open(classKey: key, fileUUID: fileUUID)
         } catch {
             // An unknown plaintext version needs a newer Latchkey; it is not damage (spec §1.4, §12.5).
             if let e = error as? FormatError, case .unsupportedVersion = e {
-                throw KeychainError.fromFormat("an item at byte \(slot.offset) of \(path)", e)
+                throw KeychainError.fromFormat("an item at byte \(offset) of \(path)", e)
             }
-            throw KeychainError(.decode, "an item at byte \(slot.offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
+            throw KeychainError(.decode, "an item at byte \(offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
         }
     }
 
@@ -674,7 +691,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// record the scan authenticated: its frame, its tag at the slot's offset and its sequence
     /// number. Bytes overwritten in place after the scan (an older record of the same item
     /// copied over the newer one, say) are refused, never served (spec §10.6).
-    func authenticatedPayload(_ record: [UInt8], _ slot: ItemSlot) throws -> ArraySlice<UInt8> {
+    func authenticatedPayload(_ record: ArraySlice<UInt8>, _ slot: ItemSlot) throws -> ArraySlice<UInt8> {
         guard record.count == Int(slot.recordSize) else {
             throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey",
                                 remedy: .verifyAndRestore)
@@ -826,17 +843,6 @@ package final class KeychainStore: @unchecked Sendable {
         recordCommit(sequence)
     }
 
-    /// After a durable streaming transaction: applies its records by scanning them, or, when
-    /// that read fails, leaves the file to be read again at the next call; then records it.
-    func markCommitted(through sequence: UInt64) {
-        do {
-            _ = try scanMapped()
-        } catch {
-            needsReopen = true
-        }
-        recordCommit(sequence)
-    }
-
     /// Records a durable commit's last sequence number in the device state (spec §9.3): best
     /// effort, after the data is durable, never failing the commit.
     func recordCommit(_ sequence: UInt64) {
@@ -981,7 +987,7 @@ package final class KeychainStore: @unchecked Sendable {
             }
             for (_, slot) in try liveSlotsInFileOrder() {
                 let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-                var payload = Array(try authenticatedPayload(record, slot))
+                var payload = Array(try authenticatedPayload(record[...], slot))
                 // A put without one (an older writer's) gets its hash record here when its class
                 // key is available (spec §11.5), so compacting makes such items hashed.
                 let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)

@@ -87,6 +87,15 @@ struct LogState: Sendable {
     }
 }
 
+/// An item-put record whose tag verified during a scan: its payload is `buffer[payload]`
+/// (the scan's read buffer, shared, not copied).
+struct AuthenticatedPut: Sendable {
+    var buffer: [UInt8]
+    var payload: Range<Int>
+    var offset: UInt64
+    var protection: ProtectionClass
+}
+
 /// A decoded record waiting for its transaction to close.
 enum PendingOp: Sendable {
     case put(ID16, ItemSlot)
@@ -154,9 +163,32 @@ extension LogState {
         }
     }
 
+    /// Takes over the state a streaming transaction built while it appended records from
+    /// `end` (KeychainStore+Streaming.swift), as `apply` would have left it: the items and
+    /// their attribute hashes, the end and sequence, and the journal (the items touched when they fit it; otherwise it
+    /// moves past them, so a follower compares every item).
+    mutating func adoptTransaction(items: ItemTable, attributes: AttributeHashTable, end: UInt64, lastSequence: UInt64,
+                                   lastRecordOffset: UInt64, records: Int, ancillary: Int, touched: [ID16], touchedCount: Int) {
+        self.items = items
+        self.attributes = attributes
+        self.end = end
+        self.lastSequence = lastSequence
+        self.lastRecordOffset = lastRecordOffset
+        recordCount += records
+        skippedAncillary += ancillary
+        if touched.count == touchedCount, journal.count + touchedCount <= LogState.journalLimit {
+            journal += touched
+        } else {
+            journalBase += UInt64(journal.count + touchedCount)
+            journal.removeAll(keepingCapacity: true)
+        }
+    }
+
     /// Reads records from `end` to the end of the file and applies every closed transaction.
     /// Stops at an incomplete tail and reports where it starts; throws `Corruption` for damage.
-    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys) throws -> ScanEnd {
+    /// `onPut`, when given, sees every item-put record whose tag verified, as it is read (for
+    /// `verify`, which decrypts them without reading the file again).
+    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil) throws -> ScanEnd {
         let fileSize = try fs.size(fd)
         var offset = end
         var pending: [(PendingOp, UInt64)] = []
@@ -225,6 +257,11 @@ extension LogState {
                 case .itemPut:
                     let p = try ItemPutPayload.decodeClear(payload)
                     if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b) }
+                    if let onPut {
+                        let start = Int(offset - bufferStart)
+                        onPut(AuthenticatedPut(buffer: buffer, payload: start + FormatConstants.frameHeaderSize..<start + size - FormatConstants.frameTagSize,
+                                               offset: offset, protection: p.protectionClass))
+                    }
                     pending.append((.put(ID16(p.uuid), ItemSlot(offset: offset, recordSize: UInt32(size),
                                                                  classTag: p.classTag.readBE(UInt32.self, at: 0),
                                                                  protection: p.protectionClass, flags: p.flags,
