@@ -212,3 +212,16 @@ struct CLITestError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+extension CLISandbox {
+    /// A keychain with a passcode and one item (account "a", secret "s3cret"), no passcode in
+    /// the environment and no agent: each test gives the passcode its own way.
+    static func oneItemWithoutPasscodeInEnvironment() throws -> CLISandbox {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "a", data: Array("s3cret".utf8))
+        sandbox.environment["LATCHKEY_PASSCODE"] = nil
+        sandbox.environment["LATCHKEY_AGENT_SOCK"] = "none"
+        return sandbox
+    }
+}

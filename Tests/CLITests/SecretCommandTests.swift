@@ -6,15 +6,7 @@ import Testing
 /// is a command's stdout, the command runs under /bin/sh -c, a failure names its exit status
 /// and never its output, and each is one source among the others, never two at once.
 @Suite struct SecretCommandTests {
-    /// A keychain with one item, and no passcode in the environment.
-    func sandbox() throws -> CLISandbox {
-        let sandbox = try CLISandbox()
-        try sandbox.initKeychain()
-        try sandbox.add(account: "a", data: Array("s3cret".utf8))
-        sandbox.environment["LATCHKEY_PASSCODE"] = nil
-        sandbox.environment["LATCHKEY_AGENT_SOCK"] = "none"
-        return sandbox
-    }
+    func sandbox() throws -> CLISandbox { try CLISandbox.oneItemWithoutPasscodeInEnvironment() }
 
     static let printPasscode = "printf '%s\\n' '\(CLISandbox.passcode)'"
 

@@ -6,15 +6,7 @@ import Testing
 /// LATCHKEY_PASSCODE_FILE / LATCHKEY_BACKUP_PASSWORD_FILE name such files. Every case runs
 /// a shell that writes into a real pipe.
 @Suite struct SecretPipeTests {
-    /// A keychain with one item, and no passcode in the environment.
-    func sandbox() throws -> CLISandbox {
-        let sandbox = try CLISandbox()
-        try sandbox.initKeychain()
-        try sandbox.add(account: "a", data: Array("s3cret".utf8))
-        sandbox.environment["LATCHKEY_PASSCODE"] = nil
-        sandbox.environment["LATCHKEY_AGENT_SOCK"] = "none"
-        return sandbox
-    }
+    func sandbox() throws -> CLISandbox { try CLISandbox.oneItemWithoutPasscodeInEnvironment() }
 
     /// Shell that makes the FIFO `name`, writes `text` into it from a background process,
     /// and runs `command`; the writer is killed afterwards, so that a command that never opens

@@ -82,17 +82,13 @@ struct DumpCommand: ParsableCommand {
     /// with nothing on stdout. A table is sized in the first pass and printed in the second.
     static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool, jsonl: Bool = false) throws -> Int {
         var count = 0
+        var out = StdoutBuffer()
         if jsonl {
-            var pending: [UInt8] = []
             try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
-                pending += ItemJSON.line(item, includeData: false)
+                out.append(ItemJSON.line(item, includeData: false))
                 count += 1
-                if pending.count >= 1 << 16 {
-                    Output.data(pending)
-                    pending.removeAll(keepingCapacity: true)
-                }
             })
-            if !pending.isEmpty { Output.data(pending) }
+            out.flush()
             return count
         }
         if json {
@@ -108,23 +104,18 @@ struct DumpCommand: ParsableCommand {
         let header = ["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"]
         var sizing = Table.Sizing(header)
         var widths: [Int] = []
-        var pending: [UInt8] = []
         try keychain.walkItems(protections: protections, survey: { item in
             sizing.measure(DumpCommand.row(item).map(TerminalText.quoted))
         }, emit: { item in
             if count == 0 {
                 widths = sizing.widths(fitting: Terminal.columns(STDOUT_FILENO))
-                pending += Array((Style.stdout.bold(Table.line(header, sizing.headerCounts, widths)) + "\n").utf8)
+                out.append(Array((Style.stdout.bold(Table.line(header, sizing.headerCounts, widths)) + "\n").utf8))
             }
             let cells = DumpCommand.row(item).map(TerminalText.quoted)
-            pending += Array((Table.line(cells, cells.map(Table.length), widths) + "\n").utf8)
+            out.append(Array((Table.line(cells, cells.map(Table.length), widths) + "\n").utf8))
             count += 1
-            if pending.count >= 1 << 16 {
-                Output.data(pending)
-                pending.removeAll(keepingCapacity: true)
-            }
         })
-        if !pending.isEmpty { Output.data(pending) }
+        out.flush()
         return count
     }
 

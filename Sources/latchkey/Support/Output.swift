@@ -304,3 +304,20 @@ struct Style: Sendable {
         enabled ? "\u{1B}[\(code)m\(text)\u{1B}[0m" : text
     }
 }
+
+/// Bytes for stdout gathered into writes of about 64 KiB, for commands that print one line per
+/// item of a keychain of any size (dump, backup-list).
+struct StdoutBuffer {
+    private var pending: [UInt8] = []
+
+    mutating func append(_ bytes: [UInt8]) {
+        pending += bytes
+        if pending.count >= 1 << 16 { flush() }
+    }
+
+    mutating func flush() {
+        guard !pending.isEmpty else { return }
+        Output.data(pending)
+        pending.removeAll(keepingCapacity: true)
+    }
+}
