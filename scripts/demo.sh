@@ -116,6 +116,10 @@ if [ "$HAVE_BACKUP" = yes ]; then
     export LATCHKEY_BACKUP_PASSWORD='backup password 2026'
     run "$BIN" backup --output "$WORK/keychain.backup"
     tar -tvf "$WORK/keychain.backup" | sed 's/^/   /' >&2
+    say "What an administrator checks before relying on it: every byte, with no keychain in the way,"
+    say "and what is inside (never a secret)"
+    run "$BIN" backup-verify "$WORK/keychain.backup"
+    run "$BIN" backup-list "$WORK/keychain.backup"
 
     step "11. A new machine: another device secret, a new keychain path; restore creates both"
     on_machine2() { LATCHKEY_KEYCHAIN="$WORK/machine2/login.keychain" LATCHKEY_DEVICE="$WORK/machine2/device/device.secret" "$@"; }
