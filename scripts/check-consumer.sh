@@ -10,8 +10,8 @@
 # 2. Makes a package with the README's `Package.swift`, its URL replaced by the file:// URL of
 #    that repository (SwiftPM refuses `unsafeFlags` in a dependency used by version, so this
 #    build fails if they come back), and the README's `main.swift`.
-# 3. Builds it (with the code of the documentation's getting-started article beside it, compiled
-#    only), runs it and compares its output with the README's expected output.
+# 3. Builds it (with the code of the documentation's getting-started article and the README's
+#    "The library in ten lines" beside it, compiled only), runs it and compares its output with the README's expected output.
 #
 # Environment: SWIFT (default swift), CONSUMER_TIMEOUT, CONSUMER_KEEP=1 keeps the directory.
 set -euo pipefail
@@ -79,6 +79,12 @@ article=Sources/Latchkey/Latchkey.docc/GettingStarted.md
     awk '$0 == "```swift" { on = 1; next } on && $0 == "```" { on = 0; next } on && !/^import / { print "    " $0 }' "$article"
     printf '}\n'
 } >"$app/Sources/MyApp/GettingStarted.swift"
+# The README's "The library in ten lines", compiled the same way.
+tenlines=$(awk '/^## The library in ten lines$/ {on=1; next} on && /^## / {exit} on' README.md \
+    | awk '$0 == "```swift" { on = 1; next } on && $0 == "```" { exit } on && !/^import / { print "    " $0 }')
+[ -n "$tenlines" ] || fail "README.md has no swift block under \"## The library in ten lines\""
+printf 'import Foundation\nimport Latchkey\n\nfunc libraryInTenLines() throws {\n%s\n}\n' "$tenlines" \
+    >"$app/Sources/MyApp/LibraryInTenLines.swift"
 
 # 3. Build (dependencies from the mirrors, caches inside $work) and run.
 say "building MyApp against latchkey $version by version from file://$repo"
@@ -86,7 +92,7 @@ if ! timeout "$(left)" "$SWIFT" build --package-path "$app" --cache-path "$work/
         --config-path "$work/config" --security-path "$work/security" >"$work/build.log" 2>&1; then
     cat "$work/build.log" >&2
     grep -q "unsafe build flags" "$work/build.log" && fail "SwiftPM refuses the package by version: unsafeFlags are back in Package.swift"
-    fail "the README's program or the getting-started article's code does not build against the tagged package"
+    fail "the README's program, its ten-line example or the getting-started article's code does not build against the tagged package"
 fi
 bin=$("$SWIFT" build --package-path "$app" --cache-path "$work/cache" --config-path "$work/config" \
         --security-path "$work/security" --show-bin-path)
