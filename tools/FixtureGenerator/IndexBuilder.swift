@@ -90,41 +90,30 @@ enum IndexBuilder {
         let headerMAC = IndexHeader.mac(of: headerPage)
         var out = headerPage
         var page: UInt32 = 1
-        for chunk in stride(from: 0, to: items.count, by: FormatConstants.indexItemsPerPage) {
-            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-            for e in items[chunk..<min(chunk + FormatConstants.indexItemsPerPage, items.count)] {
-                IndexItemEntry(uuid: e.uuid, recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
-                               classTag: e.put.classTag.readBE(UInt32.self, at: 0), uniqueKeyHash: Array(e.put.uniqueKeyHash),
-                               protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags).encode(into: &w)
+        /// Seals `entries` into pages of `perPage` entries each, numbered on from `page`.
+        func appendPages<T>(_ entries: [T], perPage: Int, _ encode: (T, inout ByteWriter) -> Void) {
+            for chunk in stride(from: 0, to: entries.count, by: perPage) {
+                var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
+                for e in entries[chunk..<min(chunk + perPage, entries.count)] { encode(e, &w) }
+                out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
+                page += 1
             }
-            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
-            page += 1
+        }
+        appendPages(items, perPage: FormatConstants.indexItemsPerPage) { e, w in
+            IndexItemEntry(uuid: e.uuid, recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
+                           classTag: e.put.classTag.readBE(UInt32.self, at: 0), uniqueKeyHash: Array(e.put.uniqueKeyHash),
+                           protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags).encode(into: &w)
         }
         let uniques = items.map { (Array($0.put.uniqueKeyHash), $0.uuid) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
-        for chunk in stride(from: 0, to: uniques.count, by: FormatConstants.indexUniquesPerPage) {
-            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-            for (hash, uuid) in uniques[chunk..<min(chunk + FormatConstants.indexUniquesPerPage, uniques.count)] {
-                w.raw(hash)
-                w.raw(uuid)
-            }
-            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
-            page += 1
+        appendPages(uniques, perPage: FormatConstants.indexUniquesPerPage) { e, w in
+            w.raw(e.0)
+            w.raw(e.1)
         }
-        for chunk in stride(from: 0, to: attributes.count, by: FormatConstants.indexAttributesPerPage) {
-            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-            for (hash, uuid) in attributes[chunk..<min(chunk + FormatConstants.indexAttributesPerPage, attributes.count)] {
-                w.u64(hash)
-                w.raw(uuid)
-            }
-            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
-            page += 1
+        appendPages(attributes, perPage: FormatConstants.indexAttributesPerPage) { e, w in
+            w.u64(e.0)
+            w.raw(e.1)
         }
-        for chunk in stride(from: 0, to: unhashed.count, by: FormatConstants.indexUnhashedPerPage) {
-            var w = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-            for uuid in unhashed[chunk..<min(chunk + FormatConstants.indexUnhashedPerPage, unhashed.count)] { w.raw(uuid) }
-            out += IndexPage.seal(body: w.bytes, page: page, headerMAC: headerMAC, macKey: keys.indexFileMAC)
-            page += 1
-        }
+        appendPages(unhashed, perPage: FormatConstants.indexUnhashedPerPage) { uuid, w in w.raw(uuid) }
         return out
     }
 
