@@ -58,7 +58,8 @@ public enum AttributeList {
     public static func read(_ r: inout ByteReader, names: Names = .stored) throws -> [String: AttributeValue] {
         let count = Int(try r.u16("item attribute count"))
         var attributes: [String: AttributeValue] = [:]
-        attributes.reserveCapacity(min(count, r.remaining / 6))
+        // One more than stored: a reader adds the item's protection class (pdmn) to what it returns.
+        attributes.reserveCapacity(min(count, r.remaining / 6) + 1)
         var previous: ArraySlice<UInt8>? = nil
         for _ in 0..<count {
             let nameLength = Int(try r.u8("attribute name length"))

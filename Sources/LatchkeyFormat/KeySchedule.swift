@@ -100,7 +100,9 @@ public struct FileKeys: Sendable {
 
     /// The 16-byte keyed hash of an item's unique key (§7.5).
     public func uniqueKeyHash(_ key: UniqueKey) -> [UInt8] {
-        Array(Crypto.hmacSHA256(key: index, parts: [FormatConstants.uniqueKeyPrefix, key.encoded]).prefix(16))
+        FormatConstants.uniqueKeyPrefix.withUnsafeBytes { p in
+            key.encoded.withUnsafeBytes { Array(Crypto.hmacSHA256(key: index, p, $0).prefix(16)) }
+        }
     }
 }
 
@@ -130,23 +132,42 @@ public struct UniqueKey: Hashable, Sendable {
     }
 
     public init(itemClass: ItemClass, attributes: [String: AttributeValue]) {
-        var w = ByteWriter(capacity: 64)
+        self.init(itemClass: itemClass) { attributes[$0] }
+    }
+
+    /// The unique key of an item of class `itemClass` whose attribute `name` is `value(name)`
+    /// (nil: absent), for callers that would otherwise copy a dictionary to change one value.
+    public init(itemClass: ItemClass, value: (String) -> AttributeValue?) {
+        var w = ByteWriter(capacity: 96)
         w.raw(itemClass.code)
         for (name, kind) in UniqueKey.attributes(for: itemClass) {
-            let value = attributes[name] ?? {
+            w.u8(UInt8(name.utf8.count))
+            w.raw(name.utf8)
+            switch value(name) {
+            case .string(let s)?:
+                w.u8(0)
+                w.u32(UInt32(s.utf8.count))
+                w.raw(s.utf8)
+            case .data(let d)?:
+                w.u8(0)
+                w.u32(UInt32(d.count))
+                w.raw(d)
+            case .integer(let i)?:
+                w.u8(1)
+                w.u32(8)
+                w.u64(UInt64(bitPattern: i))
+            case .date(let d)?:
+                w.u8(2)
+                w.u32(8)
+                w.u64(d.bitPattern)
+            case nil:
+                // The default of an absent attribute: empty bytes, 0, date 0.
                 switch kind {
-                case .bytes: return .data([])
-                case .integer: return .integer(0)
-                case .date: return .date(0)
+                case .bytes: w.u8(0); w.u32(0)
+                case .integer: w.u8(1); w.u32(8); w.u64(0)
+                case .date: w.u8(2); w.u32(8); w.u64(Double(0).bitPattern)
                 }
-            }()
-            let nameBytes = Array(name.utf8)
-            w.u8(UInt8(nameBytes.count))
-            w.raw(nameBytes)
-            w.u8(value.keyKind)
-            let v = value.keyBytes
-            w.u32(UInt32(v.count))
-            w.raw(v)
+            }
         }
         encoded = w.bytes
     }

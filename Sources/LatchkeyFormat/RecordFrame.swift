@@ -72,14 +72,26 @@ public enum RecordFrame {
 
     /// The record tag: the first 16 bytes of HMAC-SHA256(record MAC key, offset ‖ header ‖ payload).
     public static func tag(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
-        var o = ByteWriter(capacity: 8)
-        o.u64(offset)
-        return Array(Crypto.hmacSHA256(key: macKey, parts: [o.bytes, Array(headerAndPayload)]).prefix(FormatConstants.frameTagSize))
+        Array(mac(macKey: macKey, offset: offset, headerAndPayload: headerAndPayload).prefix(FormatConstants.frameTagSize))
+    }
+
+    /// The whole HMAC of which the tag is the first 16 bytes; neither input is copied.
+    private static func mac(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
+        var be = offset.bigEndian
+        return withUnsafeBytes(of: &be) { o in
+            headerAndPayload.withUnsafeBytes { Crypto.hmacSHA256(key: macKey, o, $0) }
+        }
     }
 
     /// Checks the tag of a complete record (`record` holds header, payload and tag) in constant time.
     public static func verify(record: ArraySlice<UInt8>, offset: UInt64, macKey: SecretKey) -> Bool {
-        let body = record.dropLast(FormatConstants.frameTagSize)
-        return Crypto.constantTimeEqual(tag(macKey: macKey, offset: offset, headerAndPayload: body), Array(record.suffix(FormatConstants.frameTagSize)))
+        guard record.count >= FormatConstants.frameTagSize else { return false }
+        let full = mac(macKey: macKey, offset: offset, headerAndPayload: record.dropLast(FormatConstants.frameTagSize))
+        return full.withUnsafeBytes { m in
+            record.withUnsafeBytes { r in
+                Crypto.constantTimeEqual(m.baseAddress!, r.baseAddress! + (r.count - FormatConstants.frameTagSize),
+                                         count: FormatConstants.frameTagSize)
+            }
+        }
     }
 }

@@ -46,6 +46,47 @@ import Testing
         #expect(Crypto.hmacSHA256(key: v.key, Array(v.data.prefix(1)), Array(v.data.dropFirst())).hex == v.mac.hex)
     }
 
+    /// The pre-keyed context of a SecretKey (SHA-256 states after K ^ ipad and K ^ opad, one
+    /// scratch context per thread) gives the RFC 2104 MAC for every key length around the
+    /// 64-byte block, where a long key is hashed first, and for messages split in two.
+    @Test func hmacSHA256_secretKeyContext_matchesDefinitionForEveryKeyLength() {
+        for keyLength in [0, 1, 31, 32, 33, 63, 64, 65, 100, 131] {
+            let key = (0..<keyLength).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let secret = SecretKey(copying: key)
+            for messageLength in [0, 1, 55, 56, 64, 119, 400] {
+                let message = (0..<messageLength).map { UInt8(truncatingIfNeeded: $0 &* 101 &+ keyLength) }
+                let expected = hmacByDefinition(key: key, message: message)
+                #expect(Crypto.hmacSHA256(key: secret, parts: [message]) == expected, "key \(keyLength), message \(messageLength)")
+                let cut = messageLength / 3
+                let twoParts = Array(message[..<cut]).withUnsafeBytes { a in
+                    Array(message[cut...]).withUnsafeBytes { b in Crypto.hmacSHA256(key: secret, a, b) }
+                }
+                #expect(twoParts == expected, "in two parts: key \(keyLength), message \(messageLength)")
+            }
+        }
+    }
+
+    /// One key used from several threads at once: each thread has its own scratch context, so
+    /// every MAC is still the right one.
+    @Test func hmacSHA256_secretKeyContext_isRightFromManyThreadsAtOnce() async {
+        let secret = SecretKey(copying: Array(repeating: 0x42, count: 32))
+        let expected = (0..<64).map { i in hmacByDefinition(key: Array(repeating: 0x42, count: 32), message: Array(repeating: UInt8(i), count: i * 7)) }
+        let wrong = await withTaskGroup(of: Int.self) { group in
+            for t in 0..<8 {
+                group.addTask {
+                    var bad = 0
+                    for round in 0..<200 {
+                        let i = (round + t) % 64
+                        if Crypto.hmacSHA256(key: secret, parts: [Array(repeating: UInt8(i), count: i * 7)]) != expected[i] { bad += 1 }
+                    }
+                    return bad
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(wrong == 0)
+    }
+
     @Test(arguments: fullLengthIDs)
     func hmacSHA256_withFlippedKeyOrMessageBit_changesMAC(id: String) throws {
         let v = try vector(id)

@@ -85,20 +85,27 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         if let agrp = attributes["agrp"], !policy.permits(group: agrp) { throw policy.refusal(group: agrp) }
     }
 
-    func makeItem(_ p: ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
-        var attrs = p.attributes
+    /// The item of a plaintext; when the caller gives up its last reference to `p` (as `find`
+    /// does), its attribute dictionary becomes the item's without a copy.
+    func makeItem(_ p: consuming ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
         let pdmn = AttributeValue.string(protection.code)
-        if attrs["pdmn"] != pdmn { attrs["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
-        return Item(itemClass: p.itemClass, attributes: attrs, data: p.data, protection: protection,
+        if p.attributes["pdmn"] != pdmn { p.attributes["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
+        return Item(itemClass: p.itemClass, attributes: p.attributes, data: p.data, protection: protection,
                     persistentRef: p.itemClass.code + id.bytes,
                     requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
     }
 
     package func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item] {
         try store.refresh()
+        var found = try matches(query, context, limit: limit, attributesOnly: !includeData)
         var out: [Item] = []
-        for m in try matches(query, context, limit: limit, attributesOnly: !includeData) {
-            var item = makeItem(m.plaintext, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
+        out.reserveCapacity(found.count)
+        for i in found.indices {
+            let (id, slot) = (found[i].id, found[i].slot)
+            // Moved out of the array, so that makeItem owns the only reference to it.
+            var plaintext = ItemPlaintext(itemClass: found[i].plaintext.itemClass, attributes: [:], data: [])
+            swap(&plaintext, &found[i].plaintext)
+            var item = makeItem(plaintext, protection: slot.protection, id: id, flags: slot.flags)
             if !includeData {
                 item.data = []
             } else if item.requiresUserPresence {
@@ -231,12 +238,12 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             if q.attributes[name] == nil { return nil }
         }
         var out: [UniqueKey] = []
+        out.reserveCapacity(agrps.count * syncs.count)
         for a in agrps {
             for s in syncs {
-                var attrs = q.attributes
-                attrs["agrp"] = a
-                attrs["sync"] = s
-                out.append(UniqueKey(itemClass: q.itemClass, attributes: attrs))
+                out.append(UniqueKey(itemClass: q.itemClass) { name in
+                    name == "agrp" ? a : name == "sync" ? s : q.attributes[name]
+                })
             }
         }
         return out
