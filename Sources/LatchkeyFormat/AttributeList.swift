@@ -53,13 +53,22 @@ public enum AttributeList {
         }
     }
 
+    /// The string of UTF-8 bytes, nil when they are not valid UTF-8. ASCII (most values) is
+    /// valid as it stands and takes the decoder's fast path; the rest is validated.
+    static func string(validating raw: ArraySlice<UInt8>) -> String? {
+        raw.withUnsafeBufferPointer { buf in
+            var high: UInt8 = 0
+            for b in buf { high |= b }
+            return high < 0x80 ? String(decoding: buf, as: UTF8.self) : String(validating: buf, as: UTF8.self)
+        }
+    }
+
     /// Reads a list, rejecting what §8.3 rejects (items 3 to 6; with `.any`, the name rule of
     /// `Names.any` instead of item 3).
     public static func read(_ r: inout ByteReader, names: Names = .stored) throws -> [String: AttributeValue] {
         let count = Int(try r.u16("item attribute count"))
-        var attributes: [String: AttributeValue] = [:]
         // One more than stored: a reader adds the item's protection class (pdmn) to what it returns.
-        attributes.reserveCapacity(min(count, r.remaining / 6) + 1)
+        var attributes = [String: AttributeValue](minimumCapacity: min(count, r.remaining / 6) + 1)
         var previous: ArraySlice<UInt8>? = nil
         for _ in 0..<count {
             let nameLength = Int(try r.u8("attribute name length"))
@@ -92,7 +101,7 @@ public enum AttributeList {
             let value: AttributeValue
             switch type {
             case 1:
-                guard let s = String(validating: raw, as: UTF8.self) else {
+                guard let s = AttributeList.string(validating: raw) else {
                     throw FormatError.invalidField(field: "attribute value", reason: "string is not valid UTF-8")
                 }
                 value = .string(s)
