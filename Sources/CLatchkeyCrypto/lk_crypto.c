@@ -166,6 +166,13 @@ int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t
     return ok;
 }
 
+int lk_hmac_sha256_keyed2(void *handle, const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len,
+                          uint8_t *out) {
+    const uint8_t *parts[2] = {a, b};
+    const size_t lens[2] = {a_len, b_len};
+    return lk_hmac_sha256_keyed(handle, parts, lens, 2, out);
+}
+
 void lk_hmac_sha256_key_free(void *handle) {
     lk_hmac_key *h = handle;
     if (h == NULL) return;

@@ -98,6 +98,50 @@ public struct ItemPutPayload: Equatable, Sendable {
     }
 }
 
+extension ItemPutPayload {
+    /// `decode` and `open` in one, for `verify`: the fields are read in place, the item key
+    /// unwrapped and the plaintext decrypted into `scratch` (grown when too small), and `body`
+    /// called with the plaintext bytes; item key and plaintext are zeroed before it returns.
+    /// - Returns: nil when `decode` or `open` would throw, before or instead of calling `body`
+    ///   (the caller runs them to learn why).
+    public static func withOpened<R>(_ payload: ArraySlice<UInt8>, classKey: SecretKey, fileUUID: [UInt8], scratch: inout [UInt8],
+                                     _ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        let fixed = FormatConstants.itemPutFixedSize, tagSize = FormatConstants.gcmTagSize
+        let s = payload.startIndex
+        guard payload.count >= fixed + tagSize, ProtectionClass(rawValue: payload[s + 20]) != nil,
+              payload[s + 21] & ~userPresenceFlag == 0, payload[s + 22] == 0, payload[s + 23] == 0 else { return nil }
+        let ctCount = payload.count - fixed - tagSize
+        if scratch.count < ctCount {
+            Crypto.cleanse(&scratch)
+            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
+        }
+        let prefix = FormatConstants.itemAADPrefix
+        return payload.withUnsafeBytes { p -> R? in
+            withUnsafeTemporaryAllocation(byteCount: prefix.count + fileUUID.count + 40 + 32, alignment: 16) { temp -> R? in
+                let aadCount = prefix.count + fileUUID.count + 40
+                let aad = UnsafeMutableRawBufferPointer(rebasing: temp[0..<aadCount])
+                let itemKey = UnsafeMutableRawBufferPointer(rebasing: temp[aadCount...])
+                defer { Crypto.cleanse(temp) }
+                aad.copyBytes(from: prefix)
+                UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
+                UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...]).copyMemory(from: UnsafeRawBufferPointer(rebasing: p[0..<40]))
+                guard Crypto.aesKeyUnwrap(kek: classKey, wrapped: UnsafeRawBufferPointer(rebasing: p[40..<fixed]), into: itemKey) else { return nil }
+                return scratch.withUnsafeMutableBytes { out -> R? in
+                    let plaintext = UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount])
+                    defer { Crypto.cleanse(plaintext) }
+                    let opened = FormatConstants.itemNonce.withUnsafeBytes { nonce in
+                        Crypto.aesGCMOpen(key: UnsafeRawBufferPointer(itemKey), nonce: nonce, aad: UnsafeRawBufferPointer(aad),
+                                          ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
+                                          tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]), into: plaintext)
+                    }
+                    guard opened else { return nil }
+                    return body(UnsafeRawBufferPointer(plaintext))
+                }
+            }
+        }
+    }
+}
+
 /// The payload of an item-delete record (§7.2): the UUID of the item it removes.
 public struct ItemDeletePayload: Equatable, Sendable {
     public var uuid: [UInt8]

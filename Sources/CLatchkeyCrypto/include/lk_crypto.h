@@ -27,12 +27,16 @@ int lk_hmac_sha256(const uint8_t *key, size_t key_len,
                    const uint8_t *const *parts, const size_t *part_lens, size_t count,
                    uint8_t *out);
 
-/// A keyed HMAC-SHA256 context for repeated MACs under one key: the digest is fetched and the
-/// key schedule computed once; each MAC duplicates the template. NULL on failure.
+/// A keyed HMAC-SHA256 context for repeated MACs under one key: the padded key blocks are
+/// hashed once; each MAC copies the keyed states into the calling thread's scratch context.
+/// Read-only after creation, so threads may share it. NULL on failure.
 void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len);
 /// HMAC-SHA256 of the concatenation of `count` parts under a key from lk_hmac_sha256_key_new.
 int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t *part_lens,
                          size_t count, uint8_t *out);
+/// The same over two parts, `a` then `b` (either length may be 0).
+int lk_hmac_sha256_keyed2(void *handle, const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len,
+                          uint8_t *out);
 /// Frees (and cleanses) a context from lk_hmac_sha256_key_new.
 void lk_hmac_sha256_key_free(void *handle);
 

@@ -49,6 +49,9 @@ struct LogState: Sendable {
     var items = ItemTable()
     /// The attribute hashes of the live items (spec §7.6), for queries on other attributes.
     var attributes = AttributeHashTable()
+    /// False for a state that answers no query (`verify`'s): `attributes` then stays empty,
+    /// which spares a table of every item's hashes (about 100 bytes an item).
+    var keepsAttributeHashes = true
     var keybag: Keybag
     var end: UInt64
     var lastSequence: UInt64
@@ -94,6 +97,9 @@ struct AuthenticatedPut: Sendable {
     var payload: Range<Int>
     var offset: UInt64
     var protection: ProtectionClass
+    /// The hashes of the hash record bound to this put (spec §7.6), once the scan has read it
+    /// (`scan`'s `onBoundHashes`).
+    var boundHashes: [UInt64]?
 }
 
 /// A decoded record waiting for its transaction to close.
@@ -151,15 +157,15 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
             try items.put(id, slot)
-            attributes.put(id)
+            if keepsAttributeHashes { attributes.put(id) }
         case .delete(let id):
             guard try items.remove(id) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
             }
-            attributes.remove(id)
+            if keepsAttributeHashes { attributes.remove(id) }
         case .hashes(let id, let hashes):
             // Scan and writer produce this only right after the put it is bound to.
-            attributes.setHashes(id, hashes)
+            if keepsAttributeHashes { attributes.setHashes(id, hashes) }
         }
     }
 
@@ -187,8 +193,10 @@ extension LogState {
     /// Reads records from `end` to the end of the file and applies every closed transaction.
     /// Stops at an incomplete tail and reports where it starts; throws `Corruption` for damage.
     /// `onPut`, when given, sees every item-put record whose tag verified, as it is read (for
-    /// `verify`, which decrypts them without reading the file again).
-    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil) throws -> ScanEnd {
+    /// `verify`, which decrypts them without reading the file again), and `onBoundHashes` the
+    /// hashes of each hash record bound to a put, with the put's offset, right after it.
+    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil,
+                       onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil) throws -> ScanEnd {
         let fileSize = try fs.size(fd)
         var offset = end
         var pending: [(PendingOp, UInt64)] = []
@@ -202,7 +210,7 @@ extension LogState {
         let chunk = 8 << 20
         // The put just before the current record, in the same transaction: a hash record
         // (spec §7.6) is bound to it only then, and only when it names its UUID and binding.
-        var previousPut: (id: ID16, binding: ArraySlice<UInt8>)?
+        var previousPut: (id: ID16, binding: ArraySlice<UInt8>, offset: UInt64)?
 
         // Makes bytes [at, at + count) available in `buffer`; false when the file is shorter.
         func ensure(_ at: UInt64, _ count: Int) throws -> Bool {
@@ -251,12 +259,12 @@ extension LogState {
                 groupStart = offset
                 previousPut = nil
             }
-            var nextPut: (id: ID16, binding: ArraySlice<UInt8>)?
+            var nextPut: (id: ID16, binding: ArraySlice<UInt8>, offset: UInt64)?
             do {
                 switch RecordType(rawValue: frame.type) {
                 case .itemPut:
                     let p = try ItemPutPayload.decodeClear(payload)
-                    if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b) }
+                    if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b, offset) }
                     if let onPut {
                         let start = Int(offset - bufferStart)
                         onPut(AuthenticatedPut(buffer: buffer, payload: start + FormatConstants.frameHeaderSize..<start + size - FormatConstants.frameTagSize,
@@ -274,6 +282,7 @@ extension LogState {
                     if let h = AttributeHashRecord.decode(payload), let put = previousPut, put.id == ID16(h.uuid),
                        put.binding.elementsEqual(h.binding) {
                         pending.append((.hashes(put.id, h.hashes), offset))
+                        onBoundHashes?(put.offset, h.hashes)
                     }
                     skippedAncillary += 1
                 case .keybagChange:
