@@ -31,7 +31,7 @@ struct ID16: Hashable, Sendable {
 }
 
 /// Where a live item's newest put record is, and its clear fields.
-struct ItemSlot: Sendable, Equatable {
+struct ItemSlot: Sendable, Hashable {
     var offset: UInt64
     var recordSize: UInt32
     var classTag: UInt32
@@ -52,6 +52,10 @@ struct LogState: Sendable {
     /// False for a state that answers no query (`verify`'s): `attributes` then stays empty,
     /// which spares a table of every item's hashes (about 100 bytes an item).
     var keepsAttributeHashes = true
+    /// True for a scan that applies a long transaction (an import writes one of a million
+    /// records) as its records come rather than when it closes (`scan`): `verify`'s, which
+    /// then applies them while its workers decrypt instead of after, and holds none of them.
+    var appliesLongTransactionsEarly = false
     var keybag: Keybag
     var end: UInt64
     var lastSequence: UInt64
@@ -169,6 +173,18 @@ extension LogState {
         }
     }
 
+    /// Pending operations from which a long transaction is applied early (`scan`).
+    static let earlyThreshold = 4096
+
+    /// Takes what `apply` changes (and nothing else) from `other`, a copy of this state to which
+    /// the open transaction's operations were applied (`scan`).
+    private mutating func takeApplied(from other: LogState) {
+        items = other.items
+        attributes = other.attributes
+        journal = other.journal
+        journalBase = other.journalBase
+    }
+
     /// Takes over the state a streaming transaction built while it appended records from
     /// `end` (KeychainStore+Streaming.swift), as `apply` would have left it: the items and
     /// their attribute hashes, the end and sequence, and the journal (the items touched when they fit it; otherwise it
@@ -211,6 +227,8 @@ extension LogState {
         // The put just before the current record, in the same transaction: a hash record
         // (spec §7.6) is bound to it only then, and only when it names its UUID and binding.
         var previousPut: (id: ID16, binding: ArraySlice<UInt8>, offset: UInt64)?
+        var early: LogState?
+        var earlyFailure: Error?
 
         // Makes bytes [at, at + count) available in `buffer`; false when the file is shorter.
         func ensure(_ at: UInt64, _ count: Int) throws -> Bool {
@@ -281,7 +299,7 @@ extension LogState {
                     // ignored, and that put stays unhashed (a candidate for every query).
                     if let h = AttributeHashRecord.decode(payload), let put = previousPut, put.id == ID16(h.uuid),
                        put.binding.elementsEqual(h.binding) {
-                        pending.append((.hashes(put.id, h.hashes), offset))
+                        if keepsAttributeHashes { pending.append((.hashes(put.id, h.hashes), offset)) }
                         onBoundHashes?(put.offset, h.hashes)
                     }
                     skippedAncillary += 1
@@ -302,7 +320,29 @@ extension LogState {
             sequence = frame.sequence
             recordCount += 1
             inGroup = frame.continues
+            // A long transaction, with `appliesLongTransactionsEarly`: its operations are applied
+            // to a copy of the state made while it is open (`early`): the same operations in the
+            // same order from the same state (nothing is applied while a transaction is open), so
+            // the same result, or the same first failure, which is thrown only if the transaction
+            // closes. If it does not, the copy is dropped as `pending` would be. At most as many
+            // items are copied as operations are pending then.
+            if appliesLongTransactionsEarly, earlyFailure == nil,
+               early != nil || pending.count >= max(LogState.earlyThreshold, items.count) {
+                if early == nil { early = self }
+                do {
+                    for (op, at) in pending { try early!.apply(op, at: at) }
+                } catch {
+                    earlyFailure = error
+                    early = nil
+                }
+                pending.removeAll(keepingCapacity: true)
+            }
             if !frame.continues {
+                if let earlyFailure { throw earlyFailure }
+                if let done = early {
+                    takeApplied(from: done)
+                    early = nil
+                }
                 for (op, at) in pending { try apply(op, at: at) }
                 pending.removeAll(keepingCapacity: true)
                 lastRecordOffset = offset
