@@ -330,6 +330,52 @@ int lk_aes_kw_unwrap(const uint8_t *kek, size_t kek_len,
     return ok;
 }
 
+int lk_aes_kw_unwrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, size_t count,
+                          uint8_t *out, uint8_t *ok_each) {
+    pthread_once(&fetch_once, fetch_all);
+    int idx = key_index(kek_len);
+    if (idx < 0 || cipher_ecb[idx] == NULL || in_len < 24 || in_len % 8 != 0 || count > LK_KW_MANY_MAX) return 0;
+    if (count == 0) return 1;
+    const size_t n = in_len / 8 - 1, out_len = in_len - 8;
+    uint8_t a[LK_KW_MANY_MAX][8], b[LK_KW_MANY_MAX * 16];
+    int ok = 0, len = 0;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return 0;
+    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 0, NULL) != 1) goto done;
+    if (EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) goto done;
+    for (size_t k = 0; k < count; k++) {
+        memcpy(a[k], in + k * in_len, 8);
+        memmove(out + k * out_len, in + k * in_len + 8, out_len);
+    }
+    for (uint64_t j = 6; j-- > 0;) {
+        for (size_t i = n; i >= 1; i--) {
+            const uint64_t t = n * j + i;
+            for (size_t k = 0; k < count; k++) {
+                uint8_t *bk = b + 16 * k;
+                for (int q = 0; q < 8; q++) bk[7 - q] = a[k][7 - q] ^ (uint8_t)(t >> (8 * q));
+                memcpy(bk + 8, out + k * out_len + 8 * (i - 1), 8);
+            }
+            if (EVP_CipherUpdate(ctx, b, &len, b, (int)(16 * count)) != 1 || len != (int)(16 * count)) goto done;
+            for (size_t k = 0; k < count; k++) {
+                memcpy(a[k], b + 16 * k, 8);
+                memcpy(out + k * out_len + 8 * (i - 1), b + 16 * k + 8, 8);
+            }
+        }
+    }
+    for (size_t k = 0; k < count; k++) {
+        ok_each[k] = CRYPTO_memcmp(a[k], kw_iv, 8) == 0;
+        if (!ok_each[k]) OPENSSL_cleanse(out + k * out_len, out_len);
+    }
+    ok = 1;
+done:
+    if (!ok) OPENSSL_cleanse(out, count * out_len);
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
+    EVP_CIPHER_CTX_free(ctx);
+    ERR_clear_error();
+    return ok;
+}
+
 int lk_aes_kw_wrap_openssl(const uint8_t *kek, size_t kek_len,
                            const uint8_t *in, size_t in_len, uint8_t *out) {
     if (in_len < 16) return 0;
@@ -419,6 +465,48 @@ int lk_aes_gcm_open(const uint8_t *key, size_t key_len,
 done:
     EVP_CIPHER_CTX_free(ctx);
     return ok;
+}
+
+void *lk_gcm_ctx_new(void) {
+    return EVP_CIPHER_CTX_new();
+}
+
+void lk_gcm_ctx_free(void *ctx) {
+    EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)ctx);
+}
+
+int lk_aes_gcm_open_ctx(void *handle, const uint8_t *key, size_t key_len,
+                        const uint8_t *iv, size_t iv_len,
+                        const uint8_t *aad, size_t aad_len,
+                        const uint8_t *ct, size_t ct_len,
+                        const uint8_t *tag, size_t tag_len,
+                        uint8_t *pt) {
+    pthread_once(&fetch_once, fetch_all);
+    EVP_CIPHER_CTX *ctx = handle;
+    int idx = key_index(key_len);
+    if (ctx == NULL || idx < 0 || cipher_gcm[idx] == NULL || iv_len != 12 || tag_len < 12 || tag_len > 16
+        || ct_len > INT_MAX || aad_len > INT_MAX) return 0;
+    int len = 0;
+    uint8_t tagcopy[16];
+    memcpy(tagcopy, tag, tag_len);
+    // The cipher is set once per context; each message then sets only key and IV, which
+    // resets the GCM state (no allocation, no parameter lookup by name).
+    const EVP_CIPHER *cipher = EVP_CIPHER_CTX_get0_cipher(ctx) == cipher_gcm[idx] ? NULL : cipher_gcm[idx];
+    if (EVP_CipherInit_ex2(ctx, cipher, key, iv, 0, NULL) != 1) goto fail;
+    if (aad_len && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto fail;
+    if (ct_len && EVP_DecryptUpdate(ctx, pt, &len, ct, (int)ct_len) != 1) goto fail;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tagcopy, tag_len),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1) goto fail;
+    uint8_t sink[16];
+    if (EVP_DecryptFinal_ex(ctx, ct_len ? pt + len : sink, &len) != 1) goto fail;
+    return 1;
+fail:
+    if (ct_len) OPENSSL_cleanse(pt, ct_len);
+    ERR_clear_error();
+    return 0;
 }
 
 int lk_memcmp_ct(const void *a, const void *b, size_t len) {

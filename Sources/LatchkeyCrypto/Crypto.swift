@@ -88,8 +88,13 @@ public enum Crypto {
     /// times in a `verify`.
     package static func hmacSHA256(key: SecretKey, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
                                    into out: UnsafeMutableRawBufferPointer) {
+        hmacSHA256(context: key.hmacContext, a, b, into: out)
+    }
+
+    /// The same through a key's context fetched once (`SecretKey.hmacContext` takes a lock).
+    package static func hmacSHA256(context ctx: HMACContext, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                                   into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count >= 32, "an HMAC-SHA256 needs 32 bytes of output")
-        let ctx = key.hmacContext
         let ok = lk_hmac_sha256_keyed2(ctx.handle, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
                                        b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count,
                                        out.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -360,6 +365,40 @@ public enum Crypto {
                                     wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
                                     out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
         }
+    }
+
+    /// The most keys `aesKeyUnwrap(kek:many:each:count:into:ok:)` takes at once.
+    package static let keyUnwrapBatch = Int(LK_KW_MANY_MAX)
+
+    /// AES key unwrap (RFC 3394) of `count` keys (at most `keyUnwrapBatch`) wrapped under one
+    /// KEK, `each` bytes apiece one after another in `wrapped`, into `out` (`each` − 8 bytes
+    /// apiece); `ok[k]` is 1 when key k passed its integrity check (else its bytes are zero).
+    /// AES runs over a block of every key at each step, which AES-NI pipelines: a million item
+    /// keys unwrapped one at a time wait for each of their 24 blocks in turn.
+    /// - Returns: false for bad lengths or an OpenSSL failure (`out` is then zeroed).
+    package static func aesKeyUnwrap(kek: SecretKey, many wrapped: UnsafeRawBufferPointer, each: Int, count: Int,
+                                     into out: UnsafeMutableRawBufferPointer, ok: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        guard count <= keyUnwrapBatch, each >= 24, each % 8 == 0, wrapped.count >= each * count,
+              out.count >= (each - 8) * count, ok.count >= count else { return false }
+        return kek.withUnsafeBytes { k in
+            [16, 24, 32].contains(k.count)
+                && lk_aes_kw_unwrap_many(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
+                                         wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
+                                         out.baseAddress?.assumingMemoryBound(to: UInt8.self), ok.baseAddress) == 1
+        }
+    }
+
+    /// AES-GCM decryption (12-byte nonce) through a context reused by one thread: nothing is
+    /// allocated per message. - Returns: false when the tag does not verify or a length is
+    /// wrong (`out`, which holds `ciphertext.count` bytes, must then be discarded).
+    package static func aesGCMOpen(context: GCMContext, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                                   aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard [16, 24, 32].contains(key.count), nonce.count == 12, (12...16).contains(tag.count), out.count >= ciphertext.count else { return false }
+        func u8(_ p: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? { p.baseAddress?.assumingMemoryBound(to: UInt8.self) }
+        return lk_aes_gcm_open_ctx(context.handle, u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count,
+                                   u8(ciphertext), ciphertext.count, u8(tag), tag.count,
+                                   out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
     }
 
     /// AES-GCM decryption from and into buffers, allocating nothing on the Swift side.

@@ -134,6 +134,7 @@ extension FileKeys {
         hashes.removeAll(keepingCapacity: true)
         guard let c = ItemPlaintext.encodedClass(bytes) else { return nil }
         let indexed = IndexedAttributes.of(c)
+        let context = index.hmacContext
         var present: UInt32 = 0
         let checked = ItemPlaintext.check(bytes) { name, type, value in
             guard let k = indexed.names.firstIndex(where: { $0.elementsEqual(name) }) else { return }
@@ -141,7 +142,7 @@ extension FileKeys {
             // The canonical element (§7.5): the stored value's bytes are its key bytes (UTF-8,
             // data, or the 8 big-endian bytes of an integer or date), its kind 0, 0, 1 or 2.
             let kind: UInt8 = type == 3 ? 1 : type == 4 ? 2 : 0
-            hashes.append(attributeHash(itemClass: c, name: name, kind: kind, value: value))
+            hashes.append(attributeHash(context, itemClass: c, name: name, kind: kind, value: value))
         }
         guard checked == c else { return nil }
         for (k, element) in indexed.defaults.enumerated() where present & (1 << UInt32(k)) == 0 {
@@ -152,7 +153,8 @@ extension FileKeys {
 
     /// first_8(HMAC(index key, "LKv1attr" ‖ class ‖ name length ‖ name ‖ kind ‖ value length ‖ value)),
     /// with everything before the value assembled on the stack.
-    private func attributeHash(itemClass c: ItemClass, name: UnsafeRawBufferPointer, kind: UInt8, value: UnsafeRawBufferPointer) -> UInt64 {
+    private func attributeHash(_ context: HMACContext, itemClass c: ItemClass, name: UnsafeRawBufferPointer, kind: UInt8,
+                               value: UnsafeRawBufferPointer) -> UInt64 {
         withUnsafeTemporaryAllocation(byteCount: 96, alignment: 8) { buffer in
             var n = 0
             func put(_ b: UInt8) { buffer[n] = b; n += 1 }
@@ -163,7 +165,7 @@ extension FileKeys {
             put(kind)
             let length = UInt32(truncatingIfNeeded: value.count)
             for s in stride(from: 24, through: 0, by: -8) { put(UInt8(truncatingIfNeeded: length >> UInt32(s))) }
-            Crypto.hmacSHA256(key: index, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), value, into: buffer)
+            Crypto.hmacSHA256(context: context, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), value, into: buffer)
             return (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(buffer[$1]) }
         }
     }

@@ -125,12 +125,19 @@ final class ItemChecker: @unchecked Sendable {
     /// What the thread that runs `submit` checks with when there are no workers.
     private var inline = Scratch()
 
-    /// A worker's buffers, reused for every item.
+    /// A worker's buffers and cipher context, reused for every item.
     private struct Scratch {
         var plaintext: [UInt8] = []
         var hashes: [UInt64] = []
         var found: [UInt64: String] = [:]
         var mismatched = Set<UInt64>()
+        let gcm = GCMContext()
+        /// A group's wrapped item keys, and the keys unwrapped (zeroed after each group).
+        var wrapped = [UInt8](repeating: 0, count: Crypto.keyUnwrapBatch * FormatConstants.wrappedKeySize)
+        var itemKeys = [UInt8](repeating: 0, count: Crypto.keyUnwrapBatch * 32)
+        var unwrapped = [UInt8](repeating: 0, count: Crypto.keyUnwrapBatch)
+        /// Per put of the group: where its item key is in `itemKeys` (nil: not unwrapped).
+        var keyIndex = [Int?](repeating: nil, count: Crypto.keyUnwrapBatch)
     }
 
     init(classKeys: [ProtectionClass: SecretKey], path: String) {
@@ -226,25 +233,80 @@ final class ItemChecker: @unchecked Sendable {
 
     private func check(_ puts: [AuthenticatedPut], _ scratch: inout Scratch) {
         guard let keys else { return }
-        for put in puts {
-            guard let key = classKeys[put.protection] else { continue }
-            let payload = put.buffer[put.payload]
-            let checked = ItemPutPayload.withOpened(payload, classKey: key, fileUUID: fileUUID, scratch: &scratch.plaintext) {
-                keys.attributeHashes(ofEncoded: $0, into: &scratch.hashes) != nil
-            }
-            if checked == true {
-                if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) { scratch.mismatched.insert(put.offset) }
-                continue
-            }
-            // Refused: the full decoder says why (and decides, should the two ever disagree).
-            do {
-                let plaintext = try KeychainStore.open(payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
-                if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
-                    scratch.mismatched.insert(put.offset)
+        var start = 0
+        while start < puts.count {
+            let group = start..<min(start + Crypto.keyUnwrapBatch, puts.count)
+            start = group.upperBound
+            unwrapKeys(puts[group], &scratch)
+            defer { Crypto.cleanse(&scratch.itemKeys) }
+            for (k, put) in zip(0..., puts[group]) {
+                guard let key = classKeys[put.protection] else { continue }
+                let payload = put.buffer[put.payload]
+                var checked: Bool?
+                if let i = scratch.keyIndex[k] {
+                    checked = scratch.itemKeys.withUnsafeBytes { itemKeys in
+                        ItemPutPayload.withOpened(payload, itemKey: UnsafeRawBufferPointer(rebasing: itemKeys[i * 32..<i * 32 + 32]),
+                                                  fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext) {
+                            keys.attributeHashes(ofEncoded: $0, into: &scratch.hashes) != nil
+                        }
+                    }
                 }
-            } catch {
-                scratch.found[put.offset] = String(describing: error)
+                if checked == true {
+                    if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) { scratch.mismatched.insert(put.offset) }
+                    continue
+                }
+                // Refused: the full decoder says why (and decides, should the two ever disagree).
+                do {
+                    let plaintext = try KeychainStore.open(payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
+                    if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
+                        scratch.mismatched.insert(put.offset)
+                    }
+                } catch {
+                    scratch.found[put.offset] = String(describing: error)
+                }
             }
+        }
+    }
+
+    /// Unwraps the item keys of the well-formed puts of `group` into `scratch.itemKeys`, all of
+    /// one class key at once (`Crypto.aesKeyUnwrap(kek:many:...)`), and sets `scratch.keyIndex`.
+    private func unwrapKeys(_ group: ArraySlice<AuthenticatedPut>, _ scratch: inout Scratch) {
+        let wrappedSize = FormatConstants.wrappedKeySize
+        for k in 0..<group.count { scratch.keyIndex[k] = nil }
+        var done = 0
+        var pending = Array(group.indices)
+        while let first = pending.first {
+            let protection = group[first].protection
+            let members = pending.filter { group[$0].protection == protection }
+            pending.removeAll { group[$0].protection == protection }
+            guard let kek = classKeys[protection] else { continue }
+            var well: [Int] = []
+            for i in members where ItemPutPayload.isWellFormed(group[i].buffer[group[i].payload]) {
+                let put = group[i]
+                let s = put.payload.lowerBound + 40
+                scratch.wrapped.withUnsafeMutableBytes { w in
+                    put.buffer.withUnsafeBytes { b in
+                        UnsafeMutableRawBufferPointer(rebasing: w[well.count * wrappedSize..<(well.count + 1) * wrappedSize])
+                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: b[s..<s + wrappedSize]))
+                    }
+                }
+                well.append(i)
+            }
+            guard !well.isEmpty else { continue }
+            let base = done * 32, count = well.count
+            var ok = false
+            scratch.wrapped.withUnsafeBytes { w in
+                scratch.itemKeys.withUnsafeMutableBytes { out in
+                    scratch.unwrapped.withUnsafeMutableBufferPointer { flags in
+                        ok = Crypto.aesKeyUnwrap(kek: kek, many: w, each: wrappedSize, count: count,
+                                                 into: UnsafeMutableRawBufferPointer(rebasing: out[base..<out.count]), ok: flags)
+                    }
+                }
+            }
+            for (j, i) in well.enumerated() where ok && scratch.unwrapped[j] == 1 {
+                scratch.keyIndex[i - group.startIndex] = done + j
+            }
+            done += well.count
         }
     }
 
