@@ -354,19 +354,6 @@ public enum Crypto {
         return pt
     }
 
-    /// AES key unwrap (RFC 3394) of `wrapped` under a `SecretKey` into `out` (`wrapped.count`
-    /// − 8 bytes), allocating nothing. - Returns: false for a wrong KEK, tampered input or bad
-    /// lengths (`out` is then zeroed).
-    package static func aesKeyUnwrap(kek: SecretKey, wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
-        guard wrapped.count >= 24, wrapped.count % 8 == 0, out.count == wrapped.count - 8 else { return false }
-        return kek.withUnsafeBytes { k in
-            [16, 24, 32].contains(k.count)
-                && lk_aes_kw_unwrap(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
-                                    wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
-                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
-        }
-    }
-
     /// The most keys `aesKeyUnwrap(kek:many:each:count:into:ok:)` takes at once.
     package static let keyUnwrapBatch = Int(LK_KW_MANY_MAX)
 
@@ -399,18 +386,6 @@ public enum Crypto {
         return lk_aes_gcm_open_ctx(context.handle, u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count,
                                    u8(ciphertext), ciphertext.count, u8(tag), tag.count,
                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
-    }
-
-    /// AES-GCM decryption from and into buffers, allocating nothing on the Swift side.
-    /// - Returns: false when the tag does not verify or a length is wrong (`out`, which holds
-    ///   `ciphertext.count` bytes, must then be discarded).
-    package static func aesGCMOpen(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
-                                   ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
-                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
-        guard [16, 24, 32].contains(key.count), !nonce.isEmpty, (12...16).contains(tag.count), out.count >= ciphertext.count else { return false }
-        func u8(_ p: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? { p.baseAddress?.assumingMemoryBound(to: UInt8.self) }
-        return lk_aes_gcm_open(u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count, u8(ciphertext), ciphertext.count,
-                               u8(tag), tag.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
     }
 
     /// Constant-time equality (CRYPTO_memcmp). Lengths are not secret.
