@@ -28,7 +28,7 @@ int lk_hmac_sha256(const uint8_t *key, size_t key_len,
                    uint8_t *out);
 
 /// A keyed HMAC-SHA256 context for repeated MACs under one key: the padded key blocks are
-/// hashed once; each MAC copies the keyed states into the calling thread's scratch context.
+/// hashed once; each MAC copies the two SHA-256 states onto the stack and allocates nothing.
 /// Read-only after creation, so threads may share it. NULL on failure.
 void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len);
 /// HMAC-SHA256 of the concatenation of `count` parts under a key from lk_hmac_sha256_key_new.
