@@ -83,6 +83,31 @@ public enum Crypto {
         count == 0 || lk_memcmp_ct(a, b, count) == 0
     }
 
+    /// HMAC-SHA256 of `a ‖ b` under a `SecretKey` into `out` (at least 32 bytes), allocating
+    /// nothing: for the per-record paths (record tags, attribute hashes) that run a million
+    /// times in a `verify`.
+    package static func hmacSHA256(key: SecretKey, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                                   into out: UnsafeMutableRawBufferPointer) {
+        hmacSHA256(context: key.hmacContext, a, b, into: out)
+    }
+
+    /// The same through a key's context fetched once (`SecretKey.hmacContext` takes a lock).
+    package static func hmacSHA256(context ctx: HMACContext, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+                                   into out: UnsafeMutableRawBufferPointer) {
+        precondition(out.count >= 32, "an HMAC-SHA256 needs 32 bytes of output")
+        let ok = lk_hmac_sha256_keyed2(ctx.handle, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+                                       b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count,
+                                       out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
+    }
+
+    /// Constant-time equality of two buffers (CRYPTO_memcmp). Lengths are not secret.
+    package static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        if a.isEmpty { return true }
+        return lk_memcmp_ct(a.baseAddress, b.baseAddress, a.count) == 0
+    }
+
     /// Calls `body` with C arrays of pointers to and lengths of every part, all pinned.
     private static func withPinned<R>(_ parts: [[UInt8]], _ body: (UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?) -> R) -> R {
         var ptrs: [UnsafePointer<UInt8>?] = []
@@ -329,6 +354,40 @@ public enum Crypto {
         return pt
     }
 
+    /// The most keys `aesKeyUnwrap(kek:many:each:count:into:ok:)` takes at once.
+    package static let keyUnwrapBatch = Int(LK_KW_MANY_MAX)
+
+    /// AES key unwrap (RFC 3394) of `count` keys (at most `keyUnwrapBatch`) wrapped under one
+    /// KEK, `each` bytes apiece one after another in `wrapped`, into `out` (`each` − 8 bytes
+    /// apiece); `ok[k]` is 1 when key k passed its integrity check (else its bytes are zero).
+    /// AES runs over a block of every key at each step, which AES-NI pipelines: a million item
+    /// keys unwrapped one at a time wait for each of their 24 blocks in turn.
+    /// - Returns: false for bad lengths or an OpenSSL failure (`out` is then zeroed).
+    package static func aesKeyUnwrap(kek: SecretKey, many wrapped: UnsafeRawBufferPointer, each: Int, count: Int,
+                                     into out: UnsafeMutableRawBufferPointer, ok: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+        guard count <= keyUnwrapBatch, each >= 24, each % 8 == 0, wrapped.count >= each * count,
+              out.count >= (each - 8) * count, ok.count >= count else { return false }
+        return kek.withUnsafeBytes { k in
+            [16, 24, 32].contains(k.count)
+                && lk_aes_kw_unwrap_many(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
+                                         wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
+                                         out.baseAddress?.assumingMemoryBound(to: UInt8.self), ok.baseAddress) == 1
+        }
+    }
+
+    /// AES-GCM decryption (12-byte nonce) through a context reused by one thread: nothing is
+    /// allocated per message. - Returns: false when the tag does not verify or a length is
+    /// wrong (`out`, which holds `ciphertext.count` bytes, must then be discarded).
+    package static func aesGCMOpen(context: GCMContext, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+                                   aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard [16, 24, 32].contains(key.count), nonce.count == 12, (12...16).contains(tag.count), out.count >= ciphertext.count else { return false }
+        func u8(_ p: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? { p.baseAddress?.assumingMemoryBound(to: UInt8.self) }
+        return lk_aes_gcm_open_ctx(context.handle, u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count,
+                                   u8(ciphertext), ciphertext.count, u8(tag), tag.count,
+                                   out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+    }
+
     /// Constant-time equality (CRYPTO_memcmp). Lengths are not secret.
     public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
@@ -340,6 +399,11 @@ public enum Crypto {
     /// OpenSSL calls it last, so that nothing of it is left for OpenSSL's exit-time cleanup.
     public static func releaseThreadState() {
         lk_thread_stop()
+    }
+
+    /// Zeroes the bytes of `buffer` (OPENSSL_cleanse).
+    package static func cleanse(_ buffer: UnsafeMutableRawBufferPointer) {
+        lk_cleanse(buffer.baseAddress, buffer.count)
     }
 
     /// Zeroes `buffer` in place (OPENSSL_cleanse), so the compiler cannot drop the write.

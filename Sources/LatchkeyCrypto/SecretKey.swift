@@ -82,6 +82,19 @@ public final class HMACContext: @unchecked Sendable {
     deinit { lk_hmac_sha256_key_free(handle) }
 }
 
+/// An AES-GCM cipher context (OpenSSL EVP_CIPHER_CTX) that one thread reuses message after
+/// message (`Crypto.aesGCMOpen(context:...)`): not for concurrent use.
+package final class GCMContext {
+    let handle: UnsafeMutableRawPointer
+
+    package init() {
+        guard let h = lk_gcm_ctx_new() else { preconditionFailure("OpenSSL could not create a cipher context") }
+        handle = h
+    }
+
+    deinit { lk_gcm_ctx_free(handle) }
+}
+
 /// A minimal mutex over pthread_mutex_t (this module does not import Foundation).
 final class NSLockLite: @unchecked Sendable {
     private var m = pthread_mutex_t()

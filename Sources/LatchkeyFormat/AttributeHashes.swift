@@ -123,3 +123,78 @@ extension FileKeys {
         return AttributeHashRecord.indexedAttributes(for: c).compactMap { attributeHash(itemClass: c, name: $0, value: plaintext.attributes[$0]) }
     }
 }
+
+extension FileKeys {
+    /// Checks an encoded plaintext as `ItemPlaintext.check` does and puts into `hashes` the
+    /// attribute hashes `attributeHashes(for:)` gives for its decoded plaintext (in the order
+    /// the attributes are read, then the defaults of absent ones), without decoding it.
+    /// - Returns: the item class, or nil when `ItemPlaintext.decode` would throw (`hashes` is
+    ///   then meaningless).
+    public func attributeHashes(ofEncoded bytes: UnsafeRawBufferPointer, into hashes: inout [UInt64]) -> ItemClass? {
+        hashes.removeAll(keepingCapacity: true)
+        guard let c = ItemPlaintext.encodedClass(bytes) else { return nil }
+        let indexed = IndexedAttributes.of(c)
+        let context = index.hmacContext
+        var present: UInt32 = 0
+        let checked = ItemPlaintext.check(bytes) { name, type, value in
+            guard let k = indexed.names.firstIndex(where: { $0.elementsEqual(name) }) else { return }
+            present |= 1 << UInt32(k)
+            // The canonical element (§7.5): the stored value's bytes are its key bytes (UTF-8,
+            // data, or the 8 big-endian bytes of an integer or date), its kind 0, 0, 1 or 2.
+            let kind: UInt8 = type == 3 ? 1 : type == 4 ? 2 : 0
+            hashes.append(attributeHash(context, itemClass: c, name: name, kind: kind, value: value))
+        }
+        guard checked == c else { return nil }
+        for (k, element) in indexed.defaults.enumerated() where present & (1 << UInt32(k)) == 0 {
+            if let element { hashes.append(attributeHash(itemClass: c, element: element)) }
+        }
+        return c
+    }
+
+    /// first_8(HMAC(index key, "LKv1attr" ‖ class ‖ name length ‖ name ‖ kind ‖ value length ‖ value)),
+    /// with everything before the value assembled on the stack.
+    private func attributeHash(_ context: HMACContext, itemClass c: ItemClass, name: UnsafeRawBufferPointer, kind: UInt8,
+                               value: UnsafeRawBufferPointer) -> UInt64 {
+        withUnsafeTemporaryAllocation(byteCount: 96, alignment: 8) { buffer in
+            var n = 0
+            func put(_ b: UInt8) { buffer[n] = b; n += 1 }
+            for b in FormatConstants.attributeHashPrefix { put(b) }
+            for b in c.rawValue.utf8 { put(b) }
+            put(UInt8(truncatingIfNeeded: name.count))
+            for b in name { put(b) }
+            put(kind)
+            let length = UInt32(truncatingIfNeeded: value.count)
+            for s in stride(from: 24, through: 0, by: -8) { put(UInt8(truncatingIfNeeded: length >> UInt32(s))) }
+            Crypto.hmacSHA256(context: context, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), value, into: buffer)
+            return (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(buffer[$1]) }
+        }
+    }
+}
+
+/// Per class, the names of the attributes its hash records cover (as bytes) and, for each, the
+/// canonical element of its absent value (nil when an absent value has no hash), computed once.
+private struct IndexedAttributes: Sendable {
+    var names: [[UInt8]]
+    var defaults: [[UInt8]?]
+
+    init(_ c: ItemClass) {
+        let list = AttributeHashRecord.indexedAttributes(for: c)
+        names = list.map { Array($0.utf8) }
+        defaults = list.map { attributeElement($0, nil, itemClass: c) }
+        precondition(list.count <= 32, "a presence bit per indexed attribute")
+    }
+
+    static let genericPassword = IndexedAttributes(.genericPassword)
+    static let internetPassword = IndexedAttributes(.internetPassword)
+    static let certificate = IndexedAttributes(.certificate)
+    static let key = IndexedAttributes(.key)
+
+    static func of(_ c: ItemClass) -> IndexedAttributes {
+        switch c {
+        case .genericPassword: return genericPassword
+        case .internetPassword: return internetPassword
+        case .certificate: return certificate
+        case .key: return key
+        }
+    }
+}

@@ -98,6 +98,52 @@ public struct ItemPutPayload: Equatable, Sendable {
     }
 }
 
+extension ItemPutPayload {
+    /// Whether `decode` accepts the layout of a put payload (spec §7.1): its length, protection
+    /// class, flags and reserved bytes. Its wrapped item key is then bytes 40..<80.
+    package static func isWellFormed(_ payload: ArraySlice<UInt8>) -> Bool {
+        let s = payload.startIndex
+        return payload.count >= FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize
+            && ProtectionClass(rawValue: payload[s + 20]) != nil
+            && payload[s + 21] & ~userPresenceFlag == 0 && payload[s + 22] == 0 && payload[s + 23] == 0
+    }
+
+    /// The rest of `open` for a well-formed payload whose item key is already unwrapped (for
+    /// `verify`, which unwraps many at once): the plaintext is decrypted into `scratch` (grown
+    /// when too small) through `context`, `body` called with its bytes, and the plaintext zeroed.
+    /// - Returns: `body`'s answer, or nil when the tag does not verify (`open` would throw).
+    package static func withOpened(_ payload: ArraySlice<UInt8>, itemKey: UnsafeRawBufferPointer, fileUUID: [UInt8],
+                                   context: GCMContext, scratch: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Bool) -> Bool? {
+        let fixed = FormatConstants.itemPutFixedSize, tagSize = FormatConstants.gcmTagSize
+        guard isWellFormed(payload) else { return nil }
+        let ctCount = payload.count - fixed - tagSize
+        if scratch.count < ctCount {
+            Crypto.cleanse(&scratch)
+            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
+        }
+        let prefix = FormatConstants.itemAADPrefix
+        return payload.withUnsafeBytes { p -> Bool? in
+            // AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
+            withUnsafeTemporaryAllocation(byteCount: prefix.count + fileUUID.count + 40, alignment: 16) { aad -> Bool? in
+                aad.copyBytes(from: prefix)
+                UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
+                UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...]).copyMemory(from: UnsafeRawBufferPointer(rebasing: p[0..<40]))
+                return scratch.withUnsafeMutableBytes { out -> Bool? in
+                    let plaintext = UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount])
+                    defer { Crypto.cleanse(plaintext) }
+                    let opened = FormatConstants.itemNonce.withUnsafeBytes { nonce in
+                        Crypto.aesGCMOpen(context: context, key: itemKey, nonce: nonce, aad: UnsafeRawBufferPointer(aad),
+                                          ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
+                                          tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]), into: plaintext)
+                    }
+                    guard opened else { return nil }
+                    return body(UnsafeRawBufferPointer(plaintext))
+                }
+            }
+        }
+    }
+}
+
 /// The payload of an item-delete record (§7.2): the UUID of the item it removes.
 public struct ItemDeletePayload: Equatable, Sendable {
     public var uuid: [UInt8]

@@ -72,25 +72,32 @@ public enum RecordFrame {
 
     /// The record tag: the first 16 bytes of HMAC-SHA256(record MAC key, offset ‖ header ‖ payload).
     public static func tag(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
-        Array(mac(macKey: macKey, offset: offset, headerAndPayload: headerAndPayload).prefix(FormatConstants.frameTagSize))
+        withMAC(macKey: macKey, offset: offset, headerAndPayload: headerAndPayload) { Array($0[0..<FormatConstants.frameTagSize]) }
     }
 
-    /// The whole HMAC of which the tag is the first 16 bytes; neither input is copied.
-    private static func mac(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
-        var be = offset.bigEndian
-        return withUnsafeBytes(of: &be) { o in
-            headerAndPayload.withUnsafeBytes { Crypto.hmacSHA256(key: macKey, o, $0) }
+    /// Checks the tag of a complete record (`record` holds header, payload and tag) in constant
+    /// time, without copying the record.
+    public static func verify(record: ArraySlice<UInt8>, offset: UInt64, macKey: SecretKey) -> Bool {
+        guard record.count >= FormatConstants.frameTagSize else { return false }
+        let bodyCount = record.count - FormatConstants.frameTagSize
+        return withMAC(macKey: macKey, offset: offset, headerAndPayload: record.prefix(bodyCount)) { mac in
+            record.withUnsafeBytes { r in
+                Crypto.constantTimeEqual(UnsafeRawBufferPointer(rebasing: mac[0..<FormatConstants.frameTagSize]),
+                                         UnsafeRawBufferPointer(rebasing: r[bodyCount...]))
+            }
         }
     }
 
-    /// Checks the tag of a complete record (`record` holds header, payload and tag) in constant time.
-    public static func verify(record: ArraySlice<UInt8>, offset: UInt64, macKey: SecretKey) -> Bool {
-        guard record.count >= FormatConstants.frameTagSize else { return false }
-        let full = mac(macKey: macKey, offset: offset, headerAndPayload: record.dropLast(FormatConstants.frameTagSize))
-        return full.withUnsafeBytes { m in
-            record.withUnsafeBytes { r in
-                Crypto.constantTimeEqual(m.baseAddress!, r.baseAddress! + (r.count - FormatConstants.frameTagSize),
-                                         count: FormatConstants.frameTagSize)
+    /// Calls `body` with the full HMAC (32 bytes, on the stack) of offset ‖ header ‖ payload.
+    private static func withMAC<R>(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>,
+                                   _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        var o = offset.bigEndian
+        return withUnsafeBytes(of: &o) { ob in
+            headerAndPayload.withUnsafeBytes { hp in
+                withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { mac in
+                    Crypto.hmacSHA256(key: macKey, ob, hp, into: mac)
+                    return body(UnsafeRawBufferPointer(mac))
+                }
             }
         }
     }

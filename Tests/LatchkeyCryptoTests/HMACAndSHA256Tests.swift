@@ -46,8 +46,8 @@ import Testing
         #expect(Crypto.hmacSHA256(key: v.key, Array(v.data.prefix(1)), Array(v.data.dropFirst())).hex == v.mac.hex)
     }
 
-    /// The pre-keyed context of a SecretKey (SHA-256 states after K ^ ipad and K ^ opad, one
-    /// scratch context per thread) gives the RFC 2104 MAC for every key length around the
+    /// The pre-keyed context of a SecretKey (SHA-256 states after K ^ ipad and K ^ opad, copied
+    /// onto the stack for each MAC) gives the RFC 2104 MAC for every key length around the
     /// 64-byte block, where a long key is hashed first, and for messages split in two.
     @Test func hmacSHA256_secretKeyContext_matchesDefinitionForEveryKeyLength() {
         for keyLength in [0, 1, 31, 32, 33, 63, 64, 65, 100, 131] {
@@ -66,8 +66,8 @@ import Testing
         }
     }
 
-    /// One key used from several threads at once: each thread has its own scratch context, so
-    /// every MAC is still the right one.
+    /// One key used from several threads at once: each MAC works on its own copy of the keyed
+    /// states, so every MAC is still the right one.
     @Test func hmacSHA256_secretKeyContext_isRightFromManyThreadsAtOnce() async {
         let secret = SecretKey(copying: Array(repeating: 0x42, count: 32))
         let expected = (0..<64).map { i in hmacByDefinition(key: Array(repeating: 0x42, count: 32), message: Array(repeating: UInt8(i), count: i * 7)) }

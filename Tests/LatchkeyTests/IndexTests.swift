@@ -300,7 +300,8 @@ import LatchkeyTestSupport
 
         let report = try openKeychain(on: disk).verify()
         #expect(!report.ok)
-        #expect(report.problems.contains { $0.contains("does not describe the keychain") }, "\(report.problems)")
+        #expect(report.problems.contains { $0.contains("does not describe the keychain (item \(hexString(id.bytes)) differs)") },
+                "\(report.problems)")
         try disk.remove(Self.indexPath)
         #expect(try openKeychain(on: disk).verify().ok)
     }

@@ -27,12 +27,16 @@ int lk_hmac_sha256(const uint8_t *key, size_t key_len,
                    const uint8_t *const *parts, const size_t *part_lens, size_t count,
                    uint8_t *out);
 
-/// A keyed HMAC-SHA256 context for repeated MACs under one key: the digest is fetched and the
-/// key schedule computed once; each MAC duplicates the template. NULL on failure.
+/// A keyed HMAC-SHA256 context for repeated MACs under one key: the padded key blocks are
+/// hashed once; each MAC copies the two SHA-256 states onto the stack and allocates nothing.
+/// Read-only after creation, so threads may share it. NULL on failure.
 void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len);
 /// HMAC-SHA256 of the concatenation of `count` parts under a key from lk_hmac_sha256_key_new.
 int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t *part_lens,
                          size_t count, uint8_t *out);
+/// The same over two parts, `a` then `b` (either length may be 0).
+int lk_hmac_sha256_keyed2(void *handle, const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len,
+                          uint8_t *out);
 /// Frees (and cleanses) a context from lk_hmac_sha256_key_new.
 void lk_hmac_sha256_key_free(void *handle);
 
@@ -58,6 +62,17 @@ int lk_aes_kw_wrap(const uint8_t *kek, size_t kek_len,
 int lk_aes_kw_unwrap(const uint8_t *kek, size_t kek_len,
                      const uint8_t *in, size_t in_len, uint8_t *out);
 
+/// The most keys lk_aes_kw_unwrap_many takes at once.
+#define LK_KW_MANY_MAX 32
+/// AES key unwrap (RFC 3394) of `count` (at most LK_KW_MANY_MAX) keys wrapped under one KEK:
+/// `in` holds them one after another (`in_len` bytes each), `out` receives them (in_len - 8
+/// each), `ok_each[k]` is 1 when key k passed its integrity check (else its bytes are zeroed).
+/// Each of the 6n steps runs AES over one block of every key at once, which AES-NI pipelines:
+/// one key alone waits for each block before the next. Returns 0 on an OpenSSL failure or a
+/// bad length (and zeroes `out`).
+int lk_aes_kw_unwrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, size_t count,
+                          uint8_t *out, uint8_t *ok_each);
+
 /// The same two through OpenSSL's AES-*-WRAP ciphers (portable AES, no AES-NI): the reference
 /// that tests compare lk_aes_kw_wrap and lk_aes_kw_unwrap with. Not for other use.
 int lk_aes_kw_wrap_openssl(const uint8_t *kek, size_t kek_len,
@@ -71,6 +86,18 @@ int lk_aes_gcm_seal(const uint8_t *key, size_t key_len,
                     const uint8_t *aad, size_t aad_len,
                     const uint8_t *pt, size_t pt_len,
                     uint8_t *ct, uint8_t *tag, size_t tag_len);
+
+/// A cipher context for lk_aes_gcm_open_ctx, reused message after message by one thread. NULL on failure.
+void *lk_gcm_ctx_new(void);
+void lk_gcm_ctx_free(void *ctx);
+/// lk_aes_gcm_open through a context from lk_gcm_ctx_new (12-byte IVs only), which allocates
+/// nothing per message. Returns 0 when the tag does not verify (`pt` is then zeroed).
+int lk_aes_gcm_open_ctx(void *ctx, const uint8_t *key, size_t key_len,
+                        const uint8_t *iv, size_t iv_len,
+                        const uint8_t *aad, size_t aad_len,
+                        const uint8_t *ct, size_t ct_len,
+                        const uint8_t *tag, size_t tag_len,
+                        uint8_t *pt);
 
 /// AES-GCM decryption; returns 0 when the tag does not verify (and `pt` must be discarded).
 int lk_aes_gcm_open(const uint8_t *key, size_t key_len,

@@ -31,7 +31,7 @@ struct ID16: Hashable, Sendable {
 }
 
 /// Where a live item's newest put record is, and its clear fields.
-struct ItemSlot: Sendable, Equatable {
+struct ItemSlot: Sendable, Hashable {
     var offset: UInt64
     var recordSize: UInt32
     var classTag: UInt32
@@ -49,6 +49,13 @@ struct LogState: Sendable {
     var items = ItemTable()
     /// The attribute hashes of the live items (spec §7.6), for queries on other attributes.
     var attributes = AttributeHashTable()
+    /// False for a state that answers no query (`verify`'s): `attributes` then stays empty,
+    /// which spares a table of every item's hashes (about 100 bytes an item).
+    var keepsAttributeHashes = true
+    /// True for a scan that applies a long transaction (an import writes one of a million
+    /// records) as its records come rather than when it closes (`scan`): `verify`'s, which
+    /// then applies them while its workers decrypt instead of after, and holds none of them.
+    var appliesLongTransactionsEarly = false
     var keybag: Keybag
     var end: UInt64
     var lastSequence: UInt64
@@ -94,6 +101,9 @@ struct AuthenticatedPut: Sendable {
     var payload: Range<Int>
     var offset: UInt64
     var protection: ProtectionClass
+    /// The hashes of the hash record bound to this put (spec §7.6), once the scan has read it
+    /// (`scan`'s `onBoundHashes`).
+    var boundHashes: [UInt64]?
 }
 
 /// A decoded record waiting for its transaction to close.
@@ -151,16 +161,28 @@ extension LogState {
                 throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
             }
             try items.put(id, slot)
-            attributes.put(id)
+            if keepsAttributeHashes { attributes.put(id) }
         case .delete(let id):
             guard try items.remove(id) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
             }
-            attributes.remove(id)
+            if keepsAttributeHashes { attributes.remove(id) }
         case .hashes(let id, let hashes):
             // Scan and writer produce this only right after the put it is bound to.
-            attributes.setHashes(id, hashes)
+            if keepsAttributeHashes { attributes.setHashes(id, hashes) }
         }
+    }
+
+    /// Pending operations from which a long transaction is applied early (`scan`).
+    static let earlyThreshold = 4096
+
+    /// Takes what `apply` changes (and nothing else) from `other`, a copy of this state to which
+    /// the open transaction's operations were applied (`scan`).
+    private mutating func takeApplied(from other: LogState) {
+        items = other.items
+        attributes = other.attributes
+        journal = other.journal
+        journalBase = other.journalBase
     }
 
     /// Takes over the state a streaming transaction built while it appended records from
@@ -187,8 +209,10 @@ extension LogState {
     /// Reads records from `end` to the end of the file and applies every closed transaction.
     /// Stops at an incomplete tail and reports where it starts; throws `Corruption` for damage.
     /// `onPut`, when given, sees every item-put record whose tag verified, as it is read (for
-    /// `verify`, which decrypts them without reading the file again).
-    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil) throws -> ScanEnd {
+    /// `verify`, which decrypts them without reading the file again), and `onBoundHashes` the
+    /// hashes of each hash record bound to a put, with the put's offset, right after it.
+    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil,
+                       onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil) throws -> ScanEnd {
         let fileSize = try fs.size(fd)
         var offset = end
         var pending: [(PendingOp, UInt64)] = []
@@ -202,7 +226,9 @@ extension LogState {
         let chunk = 8 << 20
         // The put just before the current record, in the same transaction: a hash record
         // (spec §7.6) is bound to it only then, and only when it names its UUID and binding.
-        var previousPut: (id: ID16, binding: ArraySlice<UInt8>)?
+        var previousPut: (id: ID16, binding: ArraySlice<UInt8>, offset: UInt64)?
+        var early: LogState?
+        var earlyFailure: Error?
 
         // Makes bytes [at, at + count) available in `buffer`; false when the file is shorter.
         func ensure(_ at: UInt64, _ count: Int) throws -> Bool {
@@ -251,12 +277,12 @@ extension LogState {
                 groupStart = offset
                 previousPut = nil
             }
-            var nextPut: (id: ID16, binding: ArraySlice<UInt8>)?
+            var nextPut: (id: ID16, binding: ArraySlice<UInt8>, offset: UInt64)?
             do {
                 switch RecordType(rawValue: frame.type) {
                 case .itemPut:
                     let p = try ItemPutPayload.decodeClear(payload)
-                    if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b) }
+                    if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b, offset) }
                     if let onPut {
                         let start = Int(offset - bufferStart)
                         onPut(AuthenticatedPut(buffer: buffer, payload: start + FormatConstants.frameHeaderSize..<start + size - FormatConstants.frameTagSize,
@@ -273,7 +299,8 @@ extension LogState {
                     // ignored, and that put stays unhashed (a candidate for every query).
                     if let h = AttributeHashRecord.decode(payload), let put = previousPut, put.id == ID16(h.uuid),
                        put.binding.elementsEqual(h.binding) {
-                        pending.append((.hashes(put.id, h.hashes), offset))
+                        if keepsAttributeHashes { pending.append((.hashes(put.id, h.hashes), offset)) }
+                        onBoundHashes?(put.offset, h.hashes)
                     }
                     skippedAncillary += 1
                 case .keybagChange:
@@ -293,7 +320,29 @@ extension LogState {
             sequence = frame.sequence
             recordCount += 1
             inGroup = frame.continues
+            // A long transaction, with `appliesLongTransactionsEarly`: its operations are applied
+            // to a copy of the state made while it is open (`early`): the same operations in the
+            // same order from the same state (nothing is applied while a transaction is open), so
+            // the same result, or the same first failure, which is thrown only if the transaction
+            // closes. If it does not, the copy is dropped as `pending` would be. At most as many
+            // items are copied as operations are pending then.
+            if appliesLongTransactionsEarly, earlyFailure == nil,
+               early != nil || pending.count >= max(LogState.earlyThreshold, items.count) {
+                if early == nil { early = self }
+                do {
+                    for (op, at) in pending { try early!.apply(op, at: at) }
+                } catch {
+                    earlyFailure = error
+                    early = nil
+                }
+                pending.removeAll(keepingCapacity: true)
+            }
             if !frame.continues {
+                if let earlyFailure { throw earlyFailure }
+                if let done = early {
+                    takeApplied(from: done)
+                    early = nil
+                }
                 for (op, at) in pending { try apply(op, at: at) }
                 pending.removeAll(keepingCapacity: true)
                 lastRecordOffset = offset
