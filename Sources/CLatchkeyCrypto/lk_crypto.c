@@ -2,6 +2,9 @@
 // fetch on every call costs more than the operation itself for short inputs.
 #include "lk_crypto.h"
 
+// SHA256_Init/Update/Final (the keyed HMAC below) are deprecated in OpenSSL 3, not removed.
+#define OPENSSL_SUPPRESS_DEPRECATED 1
+
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
@@ -9,6 +12,7 @@
 #include <openssl/kdf.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -87,42 +91,66 @@ done:
     return ok;
 }
 
+// A keyed HMAC-SHA256 context is the SHA-256 state after the inner and after the outer padded
+// key block (RFC 2104 §4, "precomputed keys"): a MAC copies the two plain structs and hashes
+// only the message and one outer block, with no allocation and no provider dispatch. EVP_MAC
+// with EVP_MAC_CTX_dup costs several allocations and parameter lookups per MAC, which for the
+// short inputs of the format (record frames, unique-key and attribute hashes) was most of the
+// cost. The low-level SHA-256 functions are deprecated in OpenSSL 3 but kept, and run the same
+// assembly as EVP's SHA-256.
+typedef struct {
+    SHA256_CTX inner;
+    SHA256_CTX outer;
+} lk_hmac_key;
+
 void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len) {
-    pthread_once(&fetch_once, fetch_all);
-    if (mac_hmac == NULL) return NULL;
-    static const uint8_t empty_key[1] = {0};
-    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac_hmac);
-    if (ctx == NULL) return NULL;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
-        OSSL_PARAM_construct_end(),
-    };
-    if (EVP_MAC_init(ctx, key_len ? key : empty_key, key_len, params) != 1) {
-        EVP_MAC_CTX_free(ctx);
+    lk_hmac_key *h = OPENSSL_malloc(sizeof *h);
+    if (h == NULL) return NULL;
+    uint8_t block[SHA256_CBLOCK];
+    uint8_t pad[SHA256_CBLOCK];
+    memset(block, 0, sizeof block);
+    int ok = 1;
+    if (key_len > SHA256_CBLOCK) {
+        SHA256_CTX c;
+        ok = SHA256_Init(&c) == 1 && SHA256_Update(&c, key, key_len) == 1 && SHA256_Final(block, &c) == 1;
+        OPENSSL_cleanse(&c, sizeof c);
+    } else if (key_len > 0) {
+        memcpy(block, key, key_len);
+    }
+    for (size_t i = 0; i < SHA256_CBLOCK; i++) pad[i] = block[i] ^ 0x36;
+    ok = ok && SHA256_Init(&h->inner) == 1 && SHA256_Update(&h->inner, pad, SHA256_CBLOCK) == 1;
+    for (size_t i = 0; i < SHA256_CBLOCK; i++) pad[i] = block[i] ^ 0x5c;
+    ok = ok && SHA256_Init(&h->outer) == 1 && SHA256_Update(&h->outer, pad, SHA256_CBLOCK) == 1;
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(pad, sizeof pad);
+    if (!ok) {
+        OPENSSL_clear_free(h, sizeof *h);
         return NULL;
     }
-    return ctx;
+    return h;
 }
 
 int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t *part_lens,
                          size_t count, uint8_t *out) {
     if (handle == NULL) return 0;
-    EVP_MAC_CTX *ctx = EVP_MAC_CTX_dup((EVP_MAC_CTX *)handle);
-    if (ctx == NULL) return 0;
-    int ok = 0;
-    size_t out_len = 0;
-    for (size_t i = 0; i < count; i++) {
+    const lk_hmac_key *h = handle;
+    SHA256_CTX c = h->inner;
+    uint8_t inner[SHA256_DIGEST_LENGTH];
+    int ok = 1;
+    for (size_t i = 0; i < count && ok; i++) {
         if (part_lens[i] == 0) continue;
-        if (EVP_MAC_update(ctx, parts[i], part_lens[i]) != 1) goto done;
+        ok = SHA256_Update(&c, parts[i], part_lens[i]) == 1;
     }
-    ok = EVP_MAC_final(ctx, out, &out_len, 32) == 1 && out_len == 32;
-done:
-    EVP_MAC_CTX_free(ctx);
+    ok = ok && SHA256_Final(inner, &c) == 1;
+    c = h->outer;
+    ok = ok && SHA256_Update(&c, inner, sizeof inner) == 1 && SHA256_Final(out, &c) == 1;
+    OPENSSL_cleanse(&c, sizeof c);
+    OPENSSL_cleanse(inner, sizeof inner);
     return ok;
 }
 
 void lk_hmac_sha256_key_free(void *handle) {
-    EVP_MAC_CTX_free((EVP_MAC_CTX *)handle);
+    if (handle != NULL) OPENSSL_clear_free(handle, sizeof(lk_hmac_key));
 }
 
 int lk_hkdf_sha256(const uint8_t *ikm, size_t ikm_len,

@@ -27,8 +27,9 @@ int lk_hmac_sha256(const uint8_t *key, size_t key_len,
                    const uint8_t *const *parts, const size_t *part_lens, size_t count,
                    uint8_t *out);
 
-/// A keyed HMAC-SHA256 context for repeated MACs under one key: the digest is fetched and the
-/// key schedule computed once; each MAC duplicates the template. NULL on failure.
+/// A keyed HMAC-SHA256 context for repeated MACs under one key: the SHA-256 states after the
+/// inner and outer padded key are computed once; each MAC copies them (no allocation, safe to
+/// use from several threads at once). NULL on failure.
 void *lk_hmac_sha256_key_new(const uint8_t *key, size_t key_len);
 /// HMAC-SHA256 of the concatenation of `count` parts under a key from lk_hmac_sha256_key_new.
 int lk_hmac_sha256_keyed(void *handle, const uint8_t *const *parts, const size_t *part_lens,
