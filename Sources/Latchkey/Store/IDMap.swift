@@ -131,6 +131,11 @@ struct IDMap<Value>: Sequence {
         }
     }
 
+    /// Lets `body` change every value in place (the keys and their buckets stay).
+    mutating func updateEach(_ body: (ID16, inout Value) -> Void) {
+        for i in values.indices { body(keys[i], &values[i]) }
+    }
+
     struct Iterator: IteratorProtocol {
         fileprivate let map: IDMap
         fileprivate var i = 0

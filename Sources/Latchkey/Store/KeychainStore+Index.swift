@@ -194,6 +194,7 @@ extension KeychainStore {
                 try emitUnique(hash, id)
             }
             for (hash, id) in fresh[next...] { try emitUnique(hash, id) }
+            fresh = []
             if inPage > 0 { try endPage() }
             // Attribute entries in (hash, item) order: the index's, less the items changed
             // since, merged with those of the changed items that have a bound hash record.
@@ -205,16 +206,16 @@ extension KeychainStore {
                 attributesWritten += 1
                 if inPage == FormatConstants.indexAttributesPerPage { try endPage() }
             }
-            next = 0
+            var freshAttributes = log.attributes.sortedFreshEntries()
             try log.attributes.base?.forEachAttribute { hash, id in
                 guard !log.attributes.hasChanged(id) else { return }
-                while next < attributes.fresh.count, attributes.fresh[next] < (hash, id) {
-                    try emitAttribute(attributes.fresh[next])
-                    next += 1
+                while let e = freshAttributes.peek(), e < (hash, id) {
+                    try emitAttribute(e)
+                    _ = freshAttributes.next()
                 }
                 try emitAttribute((hash, id))
             }
-            for e in attributes.fresh[next...] { try emitAttribute(e) }
+            while let e = freshAttributes.next() { try emitAttribute(e) }
             if inPage > 0 { try endPage() }
             for id in attributes.unhashed {
                 body.raw(id.bytes)
@@ -247,30 +248,21 @@ extension KeychainStore {
     }
 
     /// What the attribute and unhashed pages of a new index hold (spec §17.2), counted before
-    /// the header that names their sizes is sealed: the entries of the items with a bound hash
-    /// record that changed since the index in use (sorted, duplicates removed), how many of
+    /// the header that names their sizes is sealed: how many entries the items with a bound
+    /// hash record that changed since the index in use give (distinct (hash, item) pairs; the
+    /// writer makes them in order with `AttributeHashTable.sortedFreshEntries`), how many of
     /// that index's entries are kept, and every unhashed live item (sorted).
     struct AttributePagesPlan {
-        var fresh: [(UInt64, ID16)] = []
+        var fresh = 0
         var kept = 0
         var unhashed: [ID16] = []
-        var count: Int { fresh.count + kept }
+        var count: Int { fresh + kept }
     }
 
     func attributePagesPlan() throws -> AttributePagesPlan {
         var plan = AttributePagesPlan()
-        var changedUnhashed: [ID16] = []
-        for (id, state) in log.attributes.changes() {
-            switch state {
-            case .hashed(let hashes):
-                for hash in Set(hashes) { plan.fresh.append((hash, id)) }
-            case .unhashed:
-                changedUnhashed.append(id)
-            case .deleted:
-                break
-            }
-        }
-        plan.fresh.sort { $0 < $1 }
+        plan.fresh = log.attributes.sortedFreshEntries().count
+        let changedUnhashed = log.attributes.unhashedChanges()
         if let base = log.attributes.base {
             try base.forEachAttribute { _, id in if !log.attributes.hasChanged(id) { plan.kept += 1 } }
             var kept: [ID16] = []

@@ -69,7 +69,7 @@ extension KeychainStore {
                 if let f = failed[slot.offset] { problems.append((slot.offset, f)); continue }
                 report.checkedItems += 1
                 // A bound hash record whose hashes are not the item's (spec §7.6).
-                if case .hashed(let have)? = fresh.attributes.changed[id],
+                if case .hashed(let have)? = fresh.attributes.state(id),
                    let decrypted = checker.attributeDigests[slot.offset], decrypted != ItemChecker.digest(have) {
                     problems.append((slot.offset, KeychainStore.attributeHashMismatch(id)))
                 }
