@@ -149,54 +149,9 @@ struct AttributeHashTable: Sendable {
     }
 
     /// The (hash, item) entries of the changed items with a bound hash record, each pair once,
-    /// in (hash, item) order: what the index writer merges into its attribute pages (§17.2).
-    /// The entries are made a range of hash values at a time, so that memory holds about
-    /// `chunk` of them (more only when one value is shared by more items) whatever the count,
-    /// where sorting them all at once took 24 bytes per hash (about 100 MB at 1,000,000 items)
-    /// and a sort buffer half that size.
-    func sortedFreshEntries(chunk: Int = 1 << 18) -> SortedEntries { SortedEntries(table: self, chunk: chunk) }
-
-    struct SortedEntries: IteratorProtocol {
-        private let table: AttributeHashTable
-        /// The number of entries (distinct (hash, item) pairs).
-        let count: Int
-        /// Entries are made for the hashes whose top `bits` bits are `partition`.
-        private let bits: Int
-        private var partition: UInt64 = 0
-        private var buffer: [(UInt64, ID16)] = []
-        private var i = 0
-
-        fileprivate init(table: AttributeHashTable, chunk: Int) {
-            self.table = table
-            var n = 0
-            table.forEachDistinctHash { _, _ in n += 1 }
-            count = n
-            var bits = 0
-            while bits < 16, (n >> bits) > chunk { bits += 1 }
-            self.bits = bits
-        }
-
-        /// The next entry without consuming it.
-        mutating func peek() -> (UInt64, ID16)? {
-            while i == buffer.count {
-                guard partition < (UInt64(1) << bits) else { return nil }
-                buffer.removeAll(keepingCapacity: true)
-                i = 0
-                let p = partition, shift = UInt64(64 - bits)
-                table.forEachDistinctHash { hash, id in
-                    // `>>` past the width gives 0: one partition holds everything when bits is 0.
-                    if hash >> shift == p { buffer.append((hash, id)) }
-                }
-                buffer.sort { $0 < $1 }
-                partition += 1
-            }
-            return buffer[i]
-        }
-
-        mutating func next() -> (UInt64, ID16)? {
-            guard let e = peek() else { return nil }
-            i += 1
-            return e
-        }
+    /// in (hash, item) order: what the index writer merges into its attribute pages (§17.2),
+    /// made a range of hash values at a time (`SortedInChunks`).
+    func sortedFreshEntries() -> SortedInChunks<(UInt64, ID16)> {
+        SortedInChunks(produce: { body in forEachDistinctHash { body(($0, $1)) } }, key: { $0.0 }, less: { $0 < $1 })
     }
 }

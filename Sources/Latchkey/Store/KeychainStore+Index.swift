@@ -150,24 +150,25 @@ extension KeychainStore {
                 itemsWritten += 1
                 if inPage == FormatConstants.indexItemsPerPage { try endPage() }
             }
-            // Items in UUID order: the index's entries merged with the changes since.
+            // Items in UUID order: the index's entries merged with the changes since (made in
+            // order a range of UUIDs at a time, SortedInChunks).
             let items = log.items
-            var changes = items.changedIDsInOrder()
-            var next = 0
+            var changes = SortedInChunks<ID16>(produce: { body in items.forEachChange { id, _ in body(id) } },
+                                               key: { $0.high }, less: { $0 < $1 })
             func emitChange(_ id: ID16) throws { if let s = items.change(id) ?? nil { try emit(id, s) } }
             try items.base?.forEachItem { id, slot in
-                while next < changes.count, changes[next] < id {
-                    try emitChange(changes[next])
-                    next += 1
+                while let c = changes.peek(), c < id {
+                    try emitChange(c)
+                    _ = changes.next()
                 }
-                if next < changes.count, changes[next] == id {
-                    try emitChange(id)
-                    next += 1
+                if let c = changes.peek(), c == id {
+                    try emitChange(c)
+                    _ = changes.next()
                 } else {
                     try emit(id, slot)
                 }
             }
-            for id in changes[next...] { try emitChange(id) }
+            while let c = changes.next() { try emitChange(c) }
             if inPage > 0 { try endPage() }
             // Unique-key hashes in hash order: the index's, less the items changed since,
             // merged with those of the changed items that are live.
@@ -179,22 +180,18 @@ extension KeychainStore {
                 uniquesWritten += 1
                 if inPage == FormatConstants.indexUniquesPerPage { try endPage() }
             }
-            var fresh: [(ID16, ID16)] = []
-            fresh.reserveCapacity(changes.count)
-            for id in changes { if let s = items.change(id) ?? nil { fresh.append((s.uniqueHash, id)) } }
-            changes = []
-            fresh.sort { $0.0 < $1.0 }
-            next = 0
+            var fresh = SortedInChunks<(ID16, ID16)>(
+                produce: { body in items.forEachChange { id, slot in if let slot { body((slot.uniqueHash, id)) } } },
+                key: { $0.0.high }, less: { $0.0 < $1.0 })
             try items.base?.forEachUnique { hash, id in
                 guard !items.hasChanged(id) else { return }
-                while next < fresh.count, fresh[next].0 < hash {
-                    try emitUnique(fresh[next].0, fresh[next].1)
-                    next += 1
+                while let f = fresh.peek(), f.0 < hash {
+                    try emitUnique(f.0, f.1)
+                    _ = fresh.next()
                 }
                 try emitUnique(hash, id)
             }
-            for (hash, id) in fresh[next...] { try emitUnique(hash, id) }
-            fresh = []
+            while let f = fresh.next() { try emitUnique(f.0, f.1) }
             if inPage > 0 { try endPage() }
             // Attribute entries in (hash, item) order: the index's, less the items changed
             // since, merged with those of the changed items that have a bound hash record.
