@@ -135,14 +135,12 @@ import Testing
         #expect(try s.bytes(s.keychainPath) == before)
         #expect(kc.localStore!.liveItemCount == 1)
 
-        // The same failure on the caller's thread (a transaction too short for the worker,
-        // whose one item fills a batch).
-        fs.beforeWrite = { _, _, size in
-            if size >= StreamingTransaction.batchSize { throw IOFailure("pwrite", s.keychainPath, EIO) }
-        }
+        // The same failure on the caller's thread: a transaction too small for the worker,
+        // written by `finish`.
+        fs.beforeWrite = { _, _, _ in throw IOFailure("pwrite", s.keychainPath, EIO) }
         let inline = keychainError {
             try kc.localStore!.withStreamingTransaction { tx in
-                try tx.put(uuid: uuid(1), plaintext: plaintext(1, padding: StreamingTransaction.batchSize), protection: .always, flags: 0)
+                try tx.put(uuid: uuid(1), plaintext: plaintext(1), protection: .always, flags: 0)
             }
         }
         #expect(threaded?.status == .io)

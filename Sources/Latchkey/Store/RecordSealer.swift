@@ -24,13 +24,13 @@ import LatchkeyFormat
 /// item that has it. The worker checks that each record lands where the transaction placed
 /// it, and fails the transaction if not.
 ///
-/// Jobs go to the worker in batches of `jobsPerBatch`, at most `maxQueued` waiting, so memory
-/// holds a few thousand items whatever the transaction's size. A failure on the worker (an
+/// Jobs go to the worker in batches of `jobsPerBatch` jobs or `bytesPerBatch` bytes, at most
+/// `maxQueued` batches or `maxQueuedBytes` waiting, so memory holds a few thousand small items
+/// or a few MiB of large ones, whatever the transaction's size. A failure on the worker (an
 /// I/O error) is kept and thrown, as it is, by the next `submit` or by `finish`; the worker
 /// then takes no more jobs. `abandon` stops the worker and waits for it before the caller
-/// cuts the file back, so no write can land after the cut. A transaction of fewer than
-/// `jobsPerBatch` jobs, or one where no thread can be started, runs every job on the caller's
-/// thread.
+/// cuts the file back, so no write can land after the cut. A transaction that never fills a
+/// batch, or one where no thread can be started, runs every job on the caller's thread.
 ///
 /// Threads: the writer state (`attributes`, `offset`, `sequence`, `pending`, `batch`) belongs to the worker
 /// from the first hand-off until `finish` or `abandon` has waited for it to end, and to the
@@ -63,7 +63,9 @@ final class RecordSealer: @unchecked Sendable {
 
     // Guarded by `condition`.
     private let condition = Condition()
-    private var queue: [[Job]] = []
+    private var queue: [(jobs: [Job], bytes: Int)] = []
+    /// The plaintext bytes of the batches in `queue`.
+    private var queuedBytes = 0
     private var closed = false
     private var cancelled = false
     private var running = false
@@ -73,9 +75,15 @@ final class RecordSealer: @unchecked Sendable {
 
     // The caller's.
     private var outgoing: [Job] = []
+    private var outgoingBytes = 0
     private var started = false
+    /// A batch goes to the worker at this many jobs or at `bytesPerBatch` of plaintext,
+    /// whichever comes first; the caller waits while `maxQueued` batches or `maxQueuedBytes`
+    /// wait for the worker. So a few large items are never all held at once.
     static let jobsPerBatch = 256
+    static let bytesPerBatch = 1 << 20
     static let maxQueued = 8
+    static let maxQueuedBytes = 4 << 20
 
     /// A sealer that appends after `offset`, the records numbered from `sequence` + 1.
     init(fs: FileSystem, fd: Int32, keys: FileKeys, fileUUID: [UInt8], attributes: AttributeHashTable, offset: UInt64, sequence: UInt64) {
@@ -92,7 +100,11 @@ final class RecordSealer: @unchecked Sendable {
     /// Queues a job. - Throws: the worker's failure, once it has failed.
     func submit(_ job: Job) throws {
         outgoing.append(job)
-        if outgoing.count >= RecordSealer.jobsPerBatch { try handOff() }
+        switch job {
+        case .put(_, _, _, _, _, _, _, _, let size, _): outgoingBytes += size
+        case .delete: outgoingBytes += 16
+        }
+        if outgoing.count >= RecordSealer.jobsPerBatch || outgoingBytes >= RecordSealer.bytesPerBatch { try handOff() }
     }
 
     private func handOff() throws {
@@ -115,16 +127,22 @@ final class RecordSealer: @unchecked Sendable {
             condition.unlock()
             let jobs = outgoing
             outgoing.removeAll(keepingCapacity: true)
+            outgoingBytes = 0
             try run(jobs)
             return
         }
         defer { condition.unlock() }
-        while queue.count >= RecordSealer.maxQueued && failure == nil { condition.wait(seconds: 1) }
+        while !queue.isEmpty && (queue.count >= RecordSealer.maxQueued || queuedBytes >= RecordSealer.maxQueuedBytes)
+                && failure == nil {
+            condition.wait(seconds: 1)
+        }
         if let failure { throw failure }
-        queue.append(outgoing)
+        queue.append((outgoing, outgoingBytes))
+        queuedBytes += outgoingBytes
         unfinished += 1
         condition.broadcast()
         outgoing = []
+        outgoingBytes = 0
         outgoing.reserveCapacity(RecordSealer.jobsPerBatch)
     }
 
@@ -153,6 +171,7 @@ final class RecordSealer: @unchecked Sendable {
             reserveBatch()
             let jobs = outgoing
             outgoing = []
+            outgoingBytes = 0
             try run(jobs)
         } else {
             try handOff()
@@ -170,6 +189,7 @@ final class RecordSealer: @unchecked Sendable {
     func abandon() {
         try? stopWorker(cancel: true)
         outgoing = []
+        outgoingBytes = 0
         pending = nil
         batch = []
     }
@@ -193,7 +213,8 @@ final class RecordSealer: @unchecked Sendable {
                 condition.unlock()
                 return
             }
-            let jobs = queue.removeFirst()
+            let (jobs, bytes) = queue.removeFirst()
+            queuedBytes -= bytes
             condition.broadcast()
             condition.unlock()
             do {
@@ -206,6 +227,7 @@ final class RecordSealer: @unchecked Sendable {
                 condition.lock()
                 failure = error
                 queue = []
+                queuedBytes = 0
                 running = false
                 condition.broadcast()
                 condition.unlock()
