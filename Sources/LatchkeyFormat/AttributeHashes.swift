@@ -39,6 +39,15 @@ public struct AttributeHashRecord: Equatable, Sendable {
         }
     }
 
+    /// How many hashes the record of this plaintext holds (`FileKeys.attributeHashes`), known
+    /// without the keys: one per indexed attribute the item has or that has a default.
+    public static func hashCount(for plaintext: ItemPlaintext) -> Int {
+        let c = plaintext.itemClass
+        return indexedAttributes(for: c).reduce(0) { n, name in
+            n + (plaintext.attributes[name] != nil || UniqueKey.attributes(for: c).contains { $0.name == name } ? 1 : 0)
+        }
+    }
+
     /// The binding of a put payload (its bytes 40–55).
     public static func binding(ofPut payload: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
         guard payload.count >= FormatConstants.itemPutFixedSize else { return nil }

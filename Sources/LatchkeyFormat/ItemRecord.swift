@@ -62,28 +62,45 @@ public struct ItemPutPayload: Equatable, Sendable {
         FormatConstants.itemAADPrefix + fileUUID + clearPart()
     }
 
-    /// Seals `plaintext` under a fresh item key wrapped by `classKey`.
+    /// Seals `plaintext` under a fresh item key wrapped by `classKey`. `classTag` and `uniqueKeyHash`, when given, are what `keys.classTag` and
+    ///   `keys.uniqueKeyHash` give for this plaintext, computed by the caller beforehand.
     public static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
                             keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
-                            itemKey fixedKey: [UInt8]? = nil) throws -> ItemPutPayload {
+                            itemKey fixedKey: [UInt8]? = nil,
+                            classTag: [UInt8]? = nil, uniqueKeyHash: [UInt8]? = nil) throws -> ItemPutPayload {
         // `fixedKey` exists for the deterministic fixture generator only; writers use a fresh key.
-        let size = plaintext.encodedSize
-        guard size <= FormatConstants.maxItemPlaintextSize else {
-            throw FormatError.tooLarge(what: "the item (attributes and data)", size: size, limit: FormatConstants.maxItemPlaintextSize)
-        }
+        try checkSize(plaintext)
         var itemKey = try fixedKey ?? Crypto.randomBytes(32)
         defer { Crypto.cleanse(&itemKey) }
         var body = plaintext.encode()
         defer { Crypto.cleanse(&body) }
-        var p = ItemPutPayload(uuid: uuid, classTag: keys.classTag(plaintext.itemClass), protectionClass: protectionClass,
+        var p = ItemPutPayload(uuid: uuid, classTag: classTag ?? keys.classTag(plaintext.itemClass), protectionClass: protectionClass,
                                flags: flags,
-                               uniqueKeyHash: keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
+                               uniqueKeyHash: uniqueKeyHash
+                                   ?? keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
                                wrappedItemKey: [], ciphertext: [], tag: [])
         p.wrappedItemKey = try Crypto.aesKeyWrap(kek: classKey, key: itemKey)
         let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
         p.ciphertext = sealed.ciphertext
         p.tag = sealed.tag
         return p
+    }
+
+    /// Throws `FormatError.tooLarge` for a plaintext over the limit of §6.4, as `seal` does.
+    /// - Returns: the plaintext's encoded size.
+    @discardableResult
+    public static func checkSize(_ plaintext: ItemPlaintext) throws -> Int {
+        let size = plaintext.encodedSize
+        guard size <= FormatConstants.maxItemPlaintextSize else {
+            throw FormatError.tooLarge(what: "the item (attributes and data)", size: size, limit: FormatConstants.maxItemPlaintextSize)
+        }
+        return size
+    }
+
+    /// The size of the payload `seal` makes of a plaintext of `plaintextSize` bytes (GCM adds
+    /// no bytes but its tag).
+    public static func sealedSize(plaintextSize: Int) -> Int {
+        FormatConstants.itemPutFixedSize + plaintextSize + FormatConstants.gcmTagSize
     }
 
     /// Opens the item with its class key. Throws `CryptoError.integrityCheckFailed` when the

@@ -146,6 +146,23 @@ import Testing
         #expect(try sandbox.run(["verify"]).status == 0)
     }
 
+    /// In a large import the items are sealed and written on a worker thread, batches behind
+    /// the line being read; a unique key already in the keychain is still refused on its own
+    /// line, and nothing of the batches already written stays.
+    @Test func largeImport_itemAlreadyInTheKeychain_namesItsLine_andNothingStays() throws {
+        let sandbox = try CLISandbox()
+        try sandbox.initKeychain()
+        try sandbox.add(account: "user2345", data: [1])
+        let before = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
+        let lines = (0..<3000).map { "{\"class\":\"genp\",\"acct\":\"user\($0)\",\"svce\":\"mail\",\"v_Data\":\"\(Data(repeating: 0x41, count: 600).base64EncodedString())\"}\n" }
+        let result = try sandbox.run(["import", "-"], stdin: Array(lines.joined().utf8))
+        #expect(result.status == 3)
+        #expect(result.stderr.hasPrefix("latchkey: line 2346: an item with the same unique key is already in the keychain; nothing was imported"), "\(result.stderr)")
+        let after = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
+        #expect(after == before, "the keychain is \(after.count) bytes, was \(before.count)")
+        #expect(try sandbox.run(["verify"]).status == 0)
+    }
+
     @Test func import_duplicates_andForeignGroups_nameTheLine() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()

@@ -5,13 +5,15 @@ import Latchkey
 import LatchkeyTestSupport
 
 /// Forwards every call to another file system (the real one, or a MemoryFileSystem), except
-/// that `remove` and `syncDirectory` first ask a hook, which may throw the failure to inject.
+/// that `remove`, `syncDirectory` and `write` first ask a hook, which may throw the failure to
+/// inject (`write`'s may be called from a worker thread: it must not share unguarded state).
 /// `renameNoReplace` runs the link-then-unlink fallback through this object, so that an
 /// injected `remove` failure lands inside it, as on a file system without RENAME_NOREPLACE.
 final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     let inner: FileSystem
     var beforeRemove: (String) throws -> Void = { _ in }
     var beforeSyncDirectory: (String) throws -> Void = { _ in }
+    var beforeWrite: (Int32, UInt64, Int) throws -> Void = { _, _, _ in }
     private(set) var renamed: [(String, String)] = []
 
     init(_ inner: FileSystem) { self.inner = inner }
@@ -26,7 +28,10 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     func identity(_ fd: Int32) throws -> FileIdentity { try inner.identity(fd) }
     func identity(path: String) throws -> FileIdentity? { try inner.identity(path: path) }
     func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(fd, offset: offset, count: count) }
-    func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws { try inner.write(fd, offset: offset, bytes) }
+    func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws {
+        try beforeWrite(fd, offset, bytes.count)
+        try inner.write(fd, offset: offset, bytes)
+    }
     func sync(_ fd: Int32) throws { try inner.sync(fd) }
     func truncate(_ fd: Int32, to size: UInt64) throws { try inner.truncate(fd, to: size) }
     func rename(_ from: String, _ to: String) throws {

@@ -120,6 +120,12 @@ void lk_thread_stop(void);
 /// queue. Returns the length written (0 when the queue was empty).
 size_t lk_last_error(char *buf, size_t buf_len);
 
+/// Not cryptography (this is the package's one C target every product links): makes the C
+/// library's malloc serve every block of `threshold` bytes or more with a mapping of its own,
+/// unmapped when freed (glibc: M_MMAP_THRESHOLD, which also stops the threshold from rising
+/// with each large block freed). Returns 1 when set, 0 where not supported (lk_memory.c).
+int lk_malloc_map_blocks_from(size_t threshold);
+
 #ifdef __cplusplus
 }
 #endif

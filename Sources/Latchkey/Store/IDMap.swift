@@ -133,6 +133,11 @@ struct IDMap<Value>: Sequence {
         }
     }
 
+    /// Lets `body` change every value in place (the keys and their buckets stay).
+    mutating func updateEach(_ body: (ID16, inout Value) -> Void) {
+        for i in entries.indices { body(entries[i].key, &entries[i].value) }
+    }
+
     struct Iterator: IteratorProtocol {
         fileprivate let map: IDMap
         fileprivate var i = 0

@@ -89,6 +89,11 @@ struct ItemTable: Sequence, Sendable {
     /// rather than a sorted copy of every slot).
     func changedIDsInOrder() -> [ID16] { changed.keys.sorted() }
 
+    /// Calls `body` with each item changed since the index (nil: deleted), in no order.
+    func forEachChange(_ body: (ID16, ItemSlot?) -> Void) {
+        for (id, slot) in changed { body(id, slot) }
+    }
+
     /// What changed for an item since the index: .some(nil) deleted, nil unchanged.
     func change(_ id: ID16) -> ItemSlot?? { changed[id] }
 

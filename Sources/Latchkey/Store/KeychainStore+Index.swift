@@ -150,24 +150,25 @@ extension KeychainStore {
                 itemsWritten += 1
                 if inPage == FormatConstants.indexItemsPerPage { try endPage() }
             }
-            // Items in UUID order: the index's entries merged with the changes since.
+            // Items in UUID order: the index's entries merged with the changes since (made in
+            // order a range of UUIDs at a time, SortedInChunks).
             let items = log.items
-            var changes = items.changedIDsInOrder()
-            var next = 0
+            var changes = SortedInChunks<ID16>(produce: { body in items.forEachChange { id, _ in body(id) } },
+                                               key: { $0.high }, less: { $0 < $1 })
             func emitChange(_ id: ID16) throws { if let s = items.change(id) ?? nil { try emit(id, s) } }
             try items.base?.forEachItem { id, slot in
-                while next < changes.count, changes[next] < id {
-                    try emitChange(changes[next])
-                    next += 1
+                while let c = changes.peek(), c < id {
+                    try emitChange(c)
+                    _ = changes.next()
                 }
-                if next < changes.count, changes[next] == id {
-                    try emitChange(id)
-                    next += 1
+                if let c = changes.peek(), c == id {
+                    try emitChange(c)
+                    _ = changes.next()
                 } else {
                     try emit(id, slot)
                 }
             }
-            for id in changes[next...] { try emitChange(id) }
+            while let c = changes.next() { try emitChange(c) }
             if inPage > 0 { try endPage() }
             // Unique-key hashes in hash order: the index's, less the items changed since,
             // merged with those of the changed items that are live.
@@ -179,21 +180,18 @@ extension KeychainStore {
                 uniquesWritten += 1
                 if inPage == FormatConstants.indexUniquesPerPage { try endPage() }
             }
-            var fresh: [(ID16, ID16)] = []
-            fresh.reserveCapacity(changes.count)
-            for id in changes { if let s = items.change(id) ?? nil { fresh.append((s.uniqueHash, id)) } }
-            changes = []
-            fresh.sort { $0.0 < $1.0 }
-            next = 0
+            var fresh = SortedInChunks<(ID16, ID16)>(
+                produce: { body in items.forEachChange { id, slot in if let slot { body((slot.uniqueHash, id)) } } },
+                key: { $0.0.high }, less: { $0.0 < $1.0 })
             try items.base?.forEachUnique { hash, id in
                 guard !items.hasChanged(id) else { return }
-                while next < fresh.count, fresh[next].0 < hash {
-                    try emitUnique(fresh[next].0, fresh[next].1)
-                    next += 1
+                while let f = fresh.peek(), f.0 < hash {
+                    try emitUnique(f.0, f.1)
+                    _ = fresh.next()
                 }
                 try emitUnique(hash, id)
             }
-            for (hash, id) in fresh[next...] { try emitUnique(hash, id) }
+            while let f = fresh.next() { try emitUnique(f.0, f.1) }
             if inPage > 0 { try endPage() }
             // Attribute entries in (hash, item) order: the index's, less the items changed
             // since, merged with those of the changed items that have a bound hash record.
@@ -205,16 +203,16 @@ extension KeychainStore {
                 attributesWritten += 1
                 if inPage == FormatConstants.indexAttributesPerPage { try endPage() }
             }
-            next = 0
+            var freshAttributes = log.attributes.sortedFreshEntries()
             try log.attributes.base?.forEachAttribute { hash, id in
                 guard !log.attributes.hasChanged(id) else { return }
-                while next < attributes.fresh.count, attributes.fresh[next] < (hash, id) {
-                    try emitAttribute(attributes.fresh[next])
-                    next += 1
+                while let e = freshAttributes.peek(), e < (hash, id) {
+                    try emitAttribute(e)
+                    _ = freshAttributes.next()
                 }
                 try emitAttribute((hash, id))
             }
-            for e in attributes.fresh[next...] { try emitAttribute(e) }
+            while let e = freshAttributes.next() { try emitAttribute(e) }
             if inPage > 0 { try endPage() }
             for id in attributes.unhashed {
                 body.raw(id.bytes)
@@ -247,30 +245,21 @@ extension KeychainStore {
     }
 
     /// What the attribute and unhashed pages of a new index hold (spec §17.2), counted before
-    /// the header that names their sizes is sealed: the entries of the items with a bound hash
-    /// record that changed since the index in use (sorted, duplicates removed), how many of
+    /// the header that names their sizes is sealed: how many entries the items with a bound
+    /// hash record that changed since the index in use give (distinct (hash, item) pairs; the
+    /// writer makes them in order with `AttributeHashTable.sortedFreshEntries`), how many of
     /// that index's entries are kept, and every unhashed live item (sorted).
     struct AttributePagesPlan {
-        var fresh: [(UInt64, ID16)] = []
+        var fresh = 0
         var kept = 0
         var unhashed: [ID16] = []
-        var count: Int { fresh.count + kept }
+        var count: Int { fresh + kept }
     }
 
     func attributePagesPlan() throws -> AttributePagesPlan {
         var plan = AttributePagesPlan()
-        var changedUnhashed: [ID16] = []
-        for (id, state) in log.attributes.changes() {
-            switch state {
-            case .hashed(let hashes):
-                for hash in Set(hashes) { plan.fresh.append((hash, id)) }
-            case .unhashed:
-                changedUnhashed.append(id)
-            case .deleted:
-                break
-            }
-        }
-        plan.fresh.sort { $0 < $1 }
+        plan.fresh = log.attributes.sortedFreshEntries().count
+        let changedUnhashed = log.attributes.unhashedChanges()
         if let base = log.attributes.base {
             try base.forEachAttribute { _, id in if !log.attributes.hasChanged(id) { plan.kept += 1 } }
             var kept: [ID16] = []

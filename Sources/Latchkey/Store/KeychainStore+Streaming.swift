@@ -15,8 +15,12 @@ package struct StoredItem: Sendable {
 /// 1 MiB without an fsync; `finish` appends the closing record and fsyncs once. Until then the
 /// records are an unclosed group, which every reader ignores and a writer's recovery cuts off,
 /// so the transaction lands whole or not at all. On any failure the file is truncated back to
-/// where the transaction began. Memory holds one batch and the scratch item index, never the
-/// whole transaction.
+/// where the transaction began. Memory holds a few batches and the scratch item index, never
+/// the whole transaction.
+///
+/// This thread checks and places each operation (unique keys, the item table, where each
+/// record lands); sealing, attribute hashing, framing and writing the records runs on a
+/// worker thread (`RecordSealer`).
 ///
 /// Use it only inside `KeychainStore.withStreamingTransaction`, and do not write to the
 /// keychain through any other API from its body.
@@ -25,9 +29,10 @@ package final class StreamingTransaction {
     /// The live items as this transaction has left them so far (in memory), each slot where
     /// its record lands; the store takes it over when the transaction closes.
     private(set) var items: ItemTable
-    /// The attribute hashes of the live items as this transaction has left them (spec §7.6);
-    /// taken over with `items`.
-    private(set) var attributes: AttributeHashTable
+    /// The attribute hashes of the live items as this transaction has left them (spec §7.6),
+    /// kept by the worker that computes them: complete once `finish` returned; taken over
+    /// with `items`.
+    var attributes: AttributeHashTable { sealer.attributes }
     /// The items put or deleted, in order: all of them while they fit the log's journal
     /// (`LogState.journalLimit`), then only the count.
     private(set) var touched: [ID16] = []
@@ -36,59 +41,74 @@ package final class StreamingTransaction {
     private(set) var lastRecordOffset: UInt64 = 0
     /// Where the transaction began: the committed end of the file.
     let start: UInt64
+    /// Where the next record lands.
     private var offset: UInt64
-    private var sequence: UInt64
-    /// The sequence number of the newest framed record.
-    var lastSequence: UInt64 { sequence }
-    /// The newest record, not yet framed: whether it closes the transaction is known only
-    /// when the next one arrives or `finish` is called.
-    private var pending: (type: RecordType, payload: [UInt8])?
-    private var batch: [UInt8] = []
-    /// Records appended so far (including the pending one).
+    private let startSequence: UInt64
+    /// The sequence number of the newest record.
+    var lastSequence: UInt64 { startSequence + UInt64(recordCount) }
+    /// Records appended so far.
     package private(set) var recordCount = 0
     /// Of them, ancillary records (the attribute-hash records).
     private(set) var ancillaryCount = 0
-    static let batchSize = 1 << 20
+    private let sealer: RecordSealer
+    /// Records are written in batches of about this many bytes.
+    static var batchSize: Int { RecordSealer.batchSize }
+    /// The class tag of each item class (one per file).
+    private var classTags: [ItemClass: [UInt8]] = [:]
 
     init(store: KeychainStore) {
         self.store = store
         items = store.log.items
-        attributes = store.log.attributes
         start = store.log.end
         offset = store.log.end
-        sequence = store.log.lastSequence
-        batch.reserveCapacity(StreamingTransaction.batchSize + (64 << 10))
+        startSequence = store.log.lastSequence
+        sealer = RecordSealer(fs: store.fs, fd: store.fd, keys: store.keys, fileUUID: store.header.fileUUID,
+                              attributes: store.log.attributes, offset: store.log.end, sequence: store.log.lastSequence)
     }
 
     /// Puts an item with the given UUID: a new item, or a replacement of the live item with
     /// that UUID. The plaintext is stored as given (its `cdat`/`mdat` included).
     /// - Throws: errSecDuplicateItem when another live item has the same unique key; class-key
-    ///   errors (locked class); errSecIO.
+    ///   errors (locked class); errSecParam for an item over the size limit; errSecIO.
     package func put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws {
         let id = ID16(uuid)
-        let sealed = try store.seal(plaintext, uuid: uuid, protection: protection, flags: flags)
-        let hash = ID16(sealed.uniqueKeyHash)
+        // In the order `KeychainStore.seal` checks: the class key, then the size.
+        let classKey = try store.classKey(protection)
+        let size: Int
+        do {
+            size = try ItemPutPayload.checkSize(plaintext)
+        } catch let e as FormatError {
+            throw KeychainError.fromFormat("the item", e)
+        }
+        let keys = store.keys
+        let uniqueKeyHash = keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
+        let hash = ID16(uniqueKeyHash)
         if let owner = try items.owner(hash), owner != id {
             throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
         }
-        let payload = sealed.encode()
-        // The record lands after the pending one, which is framed when this one is appended.
-        let at = offset + UInt64(pending.map { StreamingTransaction.recordSize($0.payload) } ?? 0)
-        let slot = ItemSlot(offset: at, recordSize: UInt32(StreamingTransaction.recordSize(payload)),
-                            classTag: sealed.classTag.readBE(UInt32.self, at: 0), protection: protection, flags: flags,
-                            uniqueHash: hash, sequence: sequence + (pending == nil ? 1 : 2))
+        let classTag = classTags[plaintext.itemClass] ?? keys.classTag(plaintext.itemClass)
+        classTags[plaintext.itemClass] = classTag
+        let putSize = RecordSealer.recordSize(payloadSize: ItemPutPayload.sealedSize(plaintextSize: size))
+        let at = offset
+        let slot = ItemSlot(offset: at, recordSize: UInt32(putSize), classTag: classTag.readBE(UInt32.self, at: 0),
+                            protection: protection, flags: flags, uniqueHash: hash, sequence: lastSequence + 1)
         try items.put(id, slot)
         note(id)
-        try append(.itemPut, payload)
-        // Right after its put, in the same transaction (spec §7.6); the table learns the hashes
-        // as a reader's scan would from that record.
-        let hashes = store.keys.attributeHashRecord(for: plaintext, putPayload: payload)
-        try append(.attributeHashes, hashes.encode())
-        attributes.setHashes(id, hashes.hashes)
+        // The put, then its attribute-hash record (spec §7.6), which the worker makes.
+        let hashCount = AttributeHashRecord.hashCount(for: plaintext)
+        placed(putSize, ancillary: false)
+        placed(RecordSealer.recordSize(payloadSize: AttributeHashRecord.fixedSize + hashCount * AttributeHashRecord.hashSize),
+               ancillary: true)
+        try sealer.submit(.put(uuid: uuid, plaintext: plaintext, protection: protection, flags: flags, classKey: classKey,
+                               classTag: classTag, uniqueKeyHash: uniqueKeyHash, at: at, size: putSize, hashCount: hashCount))
     }
 
-    private static func recordSize(_ payload: [UInt8]) -> Int {
-        FormatConstants.frameHeaderSize + payload.count + FormatConstants.frameTagSize
+    /// A record of `size` bytes lands at `offset`.
+    private func placed(_ size: Int, ancillary: Bool) {
+        lastRecordOffset = offset
+        offset += UInt64(size)
+        recordCount += 1
+        if ancillary { ancillaryCount += 1 }
     }
 
     private func note(_ id: ID16) {
@@ -102,8 +122,8 @@ package final class StreamingTransaction {
             throw KeychainError(.itemNotFound, "the item to delete no longer exists")
         }
         note(ID16(uuid))
-        attributes.remove(ID16(uuid))
-        try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
+        placed(RecordSealer.recordSize(payloadSize: uuid.count), ancillary: false)
+        try sealer.submit(.delete(uuid: uuid))
     }
 
     /// The live items, as this transaction has left them so far, that have this UUID or this
@@ -127,38 +147,15 @@ package final class StreamingTransaction {
         return placeholder
     }
 
-    private func append(_ type: RecordType, _ payload: [UInt8]) throws {
-        if let p = pending { try frame(p, continues: true) }
-        pending = (type, payload)
-        recordCount += 1
-        if RecordType.isAncillary(type.rawValue) { ancillaryCount += 1 }
-    }
+    /// Waits until the records of the operations so far are framed, and all but the newest
+    /// batch written, as `RecordSealer.settle` says (tests look at the file mid-transaction).
+    /// - Throws: a failure of the worker.
+    func settle() throws { try sealer.settle() }
 
-    private func frame(_ record: (type: RecordType, payload: [UInt8]), continues: Bool) throws {
-        sequence += 1
-        let bytes = RecordFrame.encode(type: record.type.rawValue, flags: continues ? FrameHeader.continuesFlag : 0,
-                                       sequence: sequence, payload: record.payload, offset: offset,
-                                       macKey: store.keys.recordMAC)
-        lastRecordOffset = offset
-        offset += UInt64(bytes.count)
-        batch.append(contentsOf: bytes)
-        if batch.count >= StreamingTransaction.batchSize { try flush() }
-    }
-
-    private func flush() throws {
-        guard !batch.isEmpty else { return }
-        let at = offset - UInt64(batch.count)
-        try io({ try store.fs.write(store.fd, offset: at, batch) }, "write to the keychain")
-        batch.removeAll(keepingCapacity: true)
-    }
-
-    /// Appends the closing record and makes the whole transaction durable with one fsync.
+    /// Writes every record still queued, appends the closing record and makes the whole
+    /// transaction durable with one fsync.
     func finish() throws {
-        guard let p = pending else { return }
-        pending = nil
-        try frame(p, continues: false)
-        try flush()
-        try io({ try store.fs.sync(store.fd) }, "write to the keychain")
+        try sealer.finish()
     }
 
     /// The committed end of the file once the transaction closed.
@@ -170,10 +167,9 @@ package final class StreamingTransaction {
         return items
     }
 
-    /// Cuts the file back to where the transaction began.
+    /// Stops the worker, then cuts the file back to where the transaction began.
     func abandon() {
-        pending = nil
-        batch = []
+        sealer.abandon()
         try? store.fs.truncate(store.fd, to: start)
         try? store.fs.sync(store.fd)
     }

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Latchkey
+import LatchkeyCrypto
 import LatchkeyFormat
 
 /// `latchkey import`: adds the items of a JSON-lines file in one streaming transaction.
@@ -51,6 +52,8 @@ struct ImportCommand: ParsableCommand {
     static let nonAttributes: Set<String> = ["class", "v_Data", "pdmn", "cdat", "mdat"]
 
     func run() throws {
+        // Large tables grow during an import: their old copies must not stay resident.
+        ProcessMemory.returnLargeBlocksToTheSystem()
         // Open (and so check the keychain and caller) before reading a possibly large input.
         let keychain = dryRun ? nil : try global.open(unlock: .whenNeeded)
         if let keychain { try unlockUpFront(keychain) }
