@@ -136,8 +136,9 @@ bench-peers: deps
 ## 100k items (SCALE_1M=1 adds 1M) without passcode or agent; find, add, update, delete by
 ## unique key side by side across the sizes, find on a label 10 items share, import and verify
 ## with their peak memory, --version against /bin/true, find through the agent at 10k against
-## `pass show`; each target with its ratio and met/missed (scripts/bench-scale.sh). About
-## 3 minutes; with SCALE_1M=1 about 7
+## `pass show`, the library's find in one open keychain; each target with its ratio and
+## met/missed (scripts/bench-scale.sh). About 2 minutes after the release builds; with
+## SCALE_1M=1 about 4
 bench-scale: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-scale.sh
 

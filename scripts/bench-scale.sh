@@ -15,12 +15,11 @@
 # peak memory, and each target of the issue with its ratio and met/missed.
 #
 # Timing: hyperfine (Debian's package, installed when missing), medians of SCALE_RUNS runs
-# (default 20) after SCALE_WARMUP (default 3; with SCALE_1M=1, 5 runs after 1); peak memory:
-# GNU time's maximum resident set size (Debian's `time`) of one run. The bulk of each keychain
-# is one import, never N CLI calls. Duration on the shared 2-core machine: about 3 minutes to
-# 100,000 items; with SCALE_1M=1 about 7 minutes at the code of November 2026, where every
-# command reads the whole log (plus 140 MB of JSON lines and about 200 MB of keychain in the
-# temporary directory).
+# (default 20) after SCALE_WARMUP (default 3), at least 100 after 10 for the commands of about a
+# millisecond; peak memory: GNU time's maximum resident set size (Debian's `time`) of one run.
+# The bulk of each keychain is one import, never N CLI calls. Duration on the 2-core machine,
+# after the release builds: about 2 minutes; with SCALE_1M=1 about 4 (plus 140 MB of JSON lines
+# and about 900 MB of keychains and indexes in the temporary directory).
 #
 # Environment: SCALE_1M=1, SCALE_SIZES (overrides the sizes), SCALE_RUNS, SCALE_WARMUP,
 # SCALE_BUILD=0 (use the release binary already built), SCALE_KEEP=1 (keep the temporary
@@ -31,8 +30,12 @@ set -euo pipefail
 SWIFT=${SWIFT:-swift}
 SIZES=${SCALE_SIZES:-100 10000 100000}
 [ "${SCALE_1M:-0}" = 1 ] && [ -z "${SCALE_SIZES:-}" ] && SIZES="$SIZES 1000000"
-# At 1M a single command takes seconds (a find on a label half a minute): fewer runs then.
-if [ "${SCALE_1M:-0}" = 1 ]; then RUNS=${SCALE_RUNS:-5}; WARMUP=${SCALE_WARMUP:-1}; else RUNS=${SCALE_RUNS:-20}; WARMUP=${SCALE_WARMUP:-3}; fi
+# Every single-item command takes milliseconds at every size now (at 1M they took seconds
+# before the index, and fewer runs were taken then). Commands of about a millisecond
+# (--version, /bin/true, the agent's find) get at least 100 runs after 10: with 5 runs one
+# scheduling hiccup on the shared machine moved the ratio to /bin/true by half.
+RUNS=${SCALE_RUNS:-20}; WARMUP=${SCALE_WARMUP:-3}
+FAST_RUNS=$(( RUNS > 100 ? RUNS : 100 )); FAST_WARMUP=$(( WARMUP > 10 ? WARMUP : 10 ))
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SPM_FLAGS=()
 [ -n "${SCRATCH:-}" ] && SPM_FLAGS=(--scratch-path "$SCRATCH")
@@ -172,7 +175,7 @@ done
 
 # ---- the process floor ----
 say "bench-scale: latchkey --version against /bin/true"
-measure version true -- -N "$LK --version" "/bin/true"
+RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure version true -- -N "$LK --version" "/bin/true"
 
 # ---- the agent at 10,000 items, against pass show ----
 # Both in one hyperfine invocation, side by side, each process run directly (-N, no shell): the
@@ -204,10 +207,10 @@ if [ "$HAVE_AGENT" = 1 ]; then
     export LATCHKEY_AGENT_SOCK=$AGENT_SOCK LATCHKEY_KEYCHAIN=$W/kc$AGENT_N/login.keychain LATCHKEY_DEVICE=$W/kc$AGENT_N/device.secret
     if [ "$HAVE_PASS" = 1 ]; then
         say "bench-scale: find through the agent at $AGENT_N items, and pass show, side by side"
-        measure agentfind passshow -- -N "$LK find --account user$((AGENT_N / 2)) --service bench" "pass show bench/user1"
+        RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure agentfind passshow -- -N "$LK find --account user$((AGENT_N / 2)) --service bench" "pass show bench/user1"
     else
         say "bench-scale: find through the agent at $AGENT_N items"
-        measure agentfind -- -N "$LK find --account user$((AGENT_N / 2)) --service bench"
+        RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure agentfind -- -N "$LK find --account user$((AGENT_N / 2)) --service bench"
     fi
     unset LATCHKEY_AGENT_SOCK LATCHKEY_KEYCHAIN LATCHKEY_DEVICE PASSWORD_STORE_DIR
 fi
@@ -241,7 +244,7 @@ REPORT=$OUT/report.md
 {
     echo "latchkey $LK_VERSION ($LK_COMMIT, release build: ${RELEASE_FLAGS[*]}); keychains without a passcode, no agent unless said; hyperfine $(hyperfine --version | awk '{print $2}'), GNU time for peak memory"
     echo "$(nproc) cores, $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u '+%Y-%m-%d %H:%M UTC'); load average $LOAD_START at start, $LOAD_END at the end; $ELAPSED s in all"
-    echo "Medians of $RUNS runs after $WARMUP warm-up runs, every size side by side in one hyperfine call per command; import and verify: one run each."
+    echo "Medians of $RUNS runs after $WARMUP warm-up runs, every size side by side in one hyperfine call per command ($FAST_RUNS runs after $FAST_WARMUP for --version, /bin/true, the agent's find and pass show); import and verify: one run each."
     echo
     printf '| what |'; for N in $SIZES; do printf ' %s |' "$(commas "$N")"; done; echo
     printf '|---|'; for _ in $SIZES; do printf -- '---|'; done; echo

@@ -18,7 +18,7 @@ public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
     public init<Bytes: Collection>(copying bytes: Bytes) where Bytes.Element == UInt8 {
         storage = .allocate(byteCount: Swift.max(bytes.count, 1), alignment: 16)
         locked = mlock(storage.baseAddress!, storage.count) == 0
-        _ = UnsafeMutableRawBufferPointer(rebasing: storage[0..<bytes.count]).copyBytes(from: bytes)
+        UnsafeMutableRawBufferPointer(rebasing: storage[0..<bytes.count]).copyBytes(from: bytes)
         if bytes.isEmpty { storage.storeBytes(of: 0, as: UInt8.self) }
         countStored = bytes.count
     }

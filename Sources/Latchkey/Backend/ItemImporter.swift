@@ -56,7 +56,7 @@ package final class ItemImporter {
     /// Sends the queued items to the agent in one transaction.
     func flush() throws {
         guard !batch.isEmpty else { return }
-        try backend.add(batch, context)
+        _ = try backend.add(batch, context)
         landed += batch.count
         batch.removeAll(keepingCapacity: true)
     }
