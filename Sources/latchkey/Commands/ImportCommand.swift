@@ -224,7 +224,10 @@ struct ImportCommand: ParsableCommand {
         case .genericPassword, .internetPassword:
             break
         }
-        if attributes["agrp"] == nil { attributes["agrp"] = .string("\u{0}default") }
-        return UniqueKey(itemClass: item.itemClass, attributes: attributes)
+        // A line without a group stands for the default group (a name no caller can give);
+        // the dictionary is read as it is, not copied to add it.
+        return UniqueKey(itemClass: item.itemClass) { name in
+            attributes[name] ?? (name == "agrp" ? .string("\u{0}default") : nil)
+        }
     }
 }
