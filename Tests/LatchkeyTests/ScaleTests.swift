@@ -71,6 +71,28 @@ import LatchkeyTestSupport
         #expect(try reader.snapshot() == IndexTests.truth(disk))
     }
 
+    /// The pages an open reads to apply the records after the index (a page or two per record)
+    /// say nothing of how busy the handle is: one find after an open that caught up with a
+    /// long tail still reads the index page by page. Counted as lookups, they made a one-shot
+    /// `latchkey find` at 1,000,000 items with 1,000 records in the tail read the whole index
+    /// into memory (0.5 s).
+    @Test func pagesReadToCatchUpWithTheTail_doNotHoldTheIndexInMemory() throws {
+        let (disk, writer) = try IndexTests.indexedKeychain(500)
+        writer.localStore!.indexTailLimit = .max
+        try writer.add(contentsOf: (1000..<1100).map {
+            NewItem(.genericPassword, attributes: Self.account($0), data: bytes("tail-\($0)"))
+        })
+        let reader = try openKeychain(on: disk)
+        reader.localStore!.indexPromotionPages = 4
+        #expect(reader.localStore!.usesIndex)
+        #expect(try Self.secret(reader, 1050) == bytes("tail-1050"))
+        #expect(try Self.secret(reader, 7) == bytes("secret-7"))
+        #expect(reader.localStore!.usesIndex, "the pages the open read to catch up were counted as lookups")
+        // Lookups of its own still promote a busy handle.
+        for i in stride(from: 0, to: 500, by: 37) { #expect(try Self.secret(reader, i) == bytes("secret-\(i)")) }
+        #expect(try reader.snapshot() == IndexTests.truth(disk))
+    }
+
     /// A page changed after the handle opened the index, met when the handle reads the whole
     /// index into memory: its MAC fails, nothing of the index is used, the items come from the
     /// log, and every answer is the written one.

@@ -347,6 +347,8 @@ package final class KeychainStore: @unchecked Sendable {
         }
         highestSeen = max(highestSeen, log.lastSequence)
         lastScan = found
+        // The pages this scan read applied records; they are no sign of a busy handle.
+        log.items.base?.discountCatchUp()
         return found
     }
 
@@ -479,6 +481,7 @@ package final class KeychainStore: @unchecked Sendable {
                 headerSize = size
                 keys = k
                 log = fresh
+                log.items.base?.discountCatchUp()
                 indexedEnd = covered
                 if damaged { indexDamaged = true }
                 lastScan = found
