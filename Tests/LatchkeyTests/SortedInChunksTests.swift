@@ -4,22 +4,10 @@ import Testing
 /// The index writer's chunked sort (SortedInChunks): whatever the chunk size and however the
 /// keys are spread, it delivers exactly the sorted elements, and `peek` does not consume.
 @Suite struct SortedInChunksTests {
-    /// A deterministic generator (SplitMix64), so a failure repeats.
-    struct Numbers {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// (hash, item) pairs as the attribute pages hold them: uniform hashes, one hash shared by
     /// a third of the items (a service every item has), and keys that share their top bits.
     static func entries(_ n: Int, seed: UInt64) -> [(UInt64, ID16)] {
-        var r = Numbers(state: seed)
+        var r = SplitMix(seed: seed)  // AttributeIndexTests.swift: seeded, so a failure repeats
         let shared = r.next()
         return (0..<n).map { i in
             let id = ID16(withUnsafeBytes(of: r.next().bigEndian, Array.init) + withUnsafeBytes(of: r.next().bigEndian, Array.init))
@@ -49,7 +37,7 @@ import Testing
     }
 
     @Test func sortInPlace_sortsRunsReversedAndShuffledInput() {
-        var r = Numbers(state: 7)
+        var r = SplitMix(seed: 7)
         let inputs: [[UInt64]] = [
             (0..<1000).map { UInt64($0) }, (0..<1000).reversed().map { UInt64($0) }, (0..<1000).map { _ in r.next() },
             (0..<1000).map { $0 % 2 == 0 ? UInt64($0) : 5000 - UInt64($0) }, [42], [],
