@@ -61,26 +61,10 @@ public enum Crypto {
 
     /// HMAC-SHA256 of `a ‖ b` under a `SecretKey`, read in place (no part is copied).
     public static func hmacSHA256(key: SecretKey, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> [UInt8] {
-        let ctx = key.hmacContext
-        var ptrs: (UnsafePointer<UInt8>?, UnsafePointer<UInt8>?) = (a.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                                                    b.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        var lens: (Int, Int) = (a.count, b.count)
-        let out = [UInt8](unsafeUninitializedCapacity: 32) { buf, n in
-            let ok = withUnsafePointer(to: &ptrs) { p in
-                withUnsafePointer(to: &lens) { l in
-                    lk_hmac_sha256_keyed(ctx.handle, UnsafeRawPointer(p).assumingMemoryBound(to: UnsafePointer<UInt8>?.self),
-                                         UnsafeRawPointer(l).assumingMemoryBound(to: Int.self), 2, buf.baseAddress)
-                }
-            }
-            precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
+        [UInt8](unsafeUninitializedCapacity: 32) { buf, n in
+            hmacSHA256(key: key, a, b, into: UnsafeMutableRawBufferPointer(buf))
             n = 32
         }
-        return out
-    }
-
-    /// Whether the first `count` bytes at `a` and `b` are equal, in time that depends only on `count`.
-    public static func constantTimeEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, count: Int) -> Bool {
-        count == 0 || lk_memcmp_ct(a, b, count) == 0
     }
 
     /// HMAC-SHA256 of `a ‖ b` under a `SecretKey` into `out` (at least 32 bytes), allocating

@@ -325,7 +325,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// Scans the records of `state`'s file from where it stopped, mapping damage to errors.
     private func scan(_ state: inout LogState, fd: Int32, keys: FileKeys) throws -> ScanEnd {
         do {
-            return try io({ try state.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
+            let found = try io({ try state.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
+            // The index pages this scan read applied records; they are no sign of a busy handle.
+            state.items.base?.discountCatchUp()
+            return found
         } catch let c as Corruption {
             switch c {
             case .damaged(let offset, let reason):
@@ -347,8 +350,6 @@ package final class KeychainStore: @unchecked Sendable {
         }
         highestSeen = max(highestSeen, log.lastSequence)
         lastScan = found
-        // The pages this scan read applied records; they are no sign of a busy handle.
-        log.items.base?.discountCatchUp()
         return found
     }
 
@@ -481,7 +482,6 @@ package final class KeychainStore: @unchecked Sendable {
                 headerSize = size
                 keys = k
                 log = fresh
-                log.items.base?.discountCatchUp()
                 indexedEnd = covered
                 if damaged { indexDamaged = true }
                 lastScan = found
