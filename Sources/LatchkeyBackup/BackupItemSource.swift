@@ -28,7 +28,7 @@ struct StoreItemSource: BackupItemSource {
     init(_ store: KeychainStore) throws {
         self.store = store
         try store.refresh()
-        items = store.storedItems()
+        items = try store.storedItems()
         for item in items where item.protection != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(item.protection) {
             throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(item.protection.code) items needs the passcode; nothing was written", remedy: .unlock)
         }

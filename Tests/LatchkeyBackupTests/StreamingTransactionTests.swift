@@ -29,7 +29,7 @@ import Testing
         #expect(items.count == 1)
         #expect(items.first?.persistentRef == Array("genp".utf8) + uuid(4321))
         #expect(items.first?.attributes["mdat"] == .date(6321))
-        #expect(reopened.localStore!.liveItemCount == n)
+        #expect(try reopened.localStore!.liveItemCount == n)
         #expect(reopened.verify().ok)
     }
 
@@ -46,7 +46,7 @@ import Testing
             }
         }
         #expect(try s.bytes(s.keychainPath) == before)
-        #expect(kc.localStore!.liveItemCount == 1)
+        #expect(try kc.localStore!.liveItemCount == 1)
         // The keychain is still writable and consistent.
         try kc.add(.genericPassword, attributes: ["acct": .string("after")], data: [2])
         #expect(try Keychain.open(path: s.keychainPath, devicePath: s.devicePath).verify().ok)
@@ -93,11 +93,11 @@ import Testing
             // their closing record: a reader sees none of them.
             try tx.settle()
             try reader.localStore!.refresh()
-            #expect(reader.localStore!.liveItemCount == 0)
+            #expect(try reader.localStore!.liveItemCount == 0)
             #expect(try s.bytes(s.keychainPath).count > size0)
         }
         try reader.localStore!.refresh()
-        #expect(reader.localStore!.liveItemCount == 3000)
+        #expect(try reader.localStore!.liveItemCount == 3000)
     }
 
     /// A write that fails on the worker thread that seals and writes the records
@@ -133,7 +133,7 @@ import Testing
         #expect(writes == 3 && onAnotherThread, "the failing write ran on the worker")
         count.unlock()
         #expect(try s.bytes(s.keychainPath) == before)
-        #expect(kc.localStore!.liveItemCount == 1)
+        #expect(try kc.localStore!.liveItemCount == 1)
 
         // The same failure on the caller's thread: a transaction too small for the worker,
         // written by `finish`.
@@ -154,7 +154,7 @@ import Testing
             for i in 0..<1000 { try tx.put(uuid: uuid(i), plaintext: plaintext(i), protection: .always, flags: 0) }
         }
         let reopened = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
-        #expect(reopened.localStore!.liveItemCount == 1001)
+        #expect(try reopened.localStore!.liveItemCount == 1001)
         #expect(reopened.verify().ok)
     }
 
@@ -194,15 +194,15 @@ import Testing
             }
         }
         let store = kc.localStore!
-        let placed = store.storedItems()
+        let placed = try store.storedItems()
         #expect(placed.count == 3000 - (0..<3000).filter { $0 % 7 == 3 }.count)
         for item in placed.prefix(500) {
             let p = try store.read(item)
             #expect(p.attributes["acct"] == plaintext(Int(item.uuid[15]) | Int(item.uuid[14]) << 8).attributes["acct"])
         }
         let reopened = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
-        #expect(reopened.localStore!.storedItems().map { $0.uuid } == placed.map { $0.uuid })
-        #expect(reopened.localStore!.storedItems().map { $0.slot.offset } == placed.map { $0.slot.offset })
+        #expect(try reopened.localStore!.storedItems().map { $0.uuid } == placed.map { $0.uuid })
+        #expect(try reopened.localStore!.storedItems().map { $0.slot.offset } == placed.map { $0.slot.offset })
         #expect(reopened.verify().ok)
     }
 }

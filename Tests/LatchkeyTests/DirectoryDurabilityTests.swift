@@ -46,7 +46,7 @@ import LatchkeyTestSupport
             let kc = try (try? first.get()) ?? create(disk)
             try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: [1])
             let after = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: disk.rebooted(.loseUnsynced))
-            #expect(after.localStore!.liveItemCount == 1, "fault at \(probe.callLog[n])")
+            #expect(try after.localStore!.liveItemCount == 1, "fault at \(probe.callLog[n])")
         }
     }
 

@@ -195,7 +195,8 @@ import LatchkeyTestSupport
         #expect(disk.isDurable(TestEnv.keychainPath) && disk.isDurable(TestEnv.devicePath),
                 "\(at): the next add, or the keychain or device secret under it, would not survive a power cut")
         let reopened = try? openKeychain(on: disk.rebooted(.loseUnsynced))
-        #expect(reopened?.localStore!.liveItemCount == expected, "\(at): after the next add, a new process finds \(reopened?.localStore!.liveItemCount ?? -1) items")
+        let found = try? reopened?.localStore!.liveItemCount
+        #expect(found == expected, "\(at): after the next add, a new process finds \(found ?? -1) items")
     }
 }
 

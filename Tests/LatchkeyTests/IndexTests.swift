@@ -272,7 +272,7 @@ import LatchkeyTestSupport
     @Test func forgedIndex_withTheDeviceSecret_isReportedByVerify() throws {
         let (disk, writer) = try Self.indexedKeychain(150)
         let store = writer.localStore!
-        let (id, older) = try #require(store.slot(uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: [
+        let (id, older) = try #require(try store.slot(uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: [
             "acct": .string("user-9"), "svce": .string("s"), "agrp": .string("g"), "sync": .integer(0)])))
         try writer.update(Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("newer"))
         #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))

@@ -40,7 +40,7 @@ extension LocalBackend {
         let policy = try AccessPolicy(caller: context.caller)
         try store.refresh()
         try store.withStoreLock {
-            let slots = store.slots()
+            let slots = try store.slots()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
             // (class rank, position in `slots`, position in `held`, cdat, file offset): 32 bytes an item.

@@ -152,7 +152,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         try Keychain.validateNames(query.attributes, query.itemClass)
         if let ref = query.persistentRef {
             guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
-                  c == query.itemClass, let slot = store.slot(id: ID16(ref.suffix(16))),
+                  c == query.itemClass, let slot = try store.slot(id: ID16(ref.suffix(16))),
                   store.itemClass(of: slot) == c else { return [] }
             let p = try store.read(slot)
             // A reference (class and UUID, both readable in the file) names an item; it gives
@@ -173,7 +173,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         if !q.caseInsensitive, let keys = LocalBackend.uniqueKeyCandidates(q, groups: policy.groups) {
             var out: [Match] = []
             for key in keys {
-                guard let (id, slot) = store.slot(uniqueKey: key) else { continue }
+                guard let (id, slot) = try store.slot(uniqueKey: key) else { continue }
                 if let pc = q.protection, slot.protection != pc { continue }
                 let p = try store.read(slot)
                 if LocalBackend.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
@@ -310,7 +310,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         try store.refresh()
         var byClass: [String: Int] = [:]
         var byProtection: [String: Int] = [:]
-        for (_, slot) in store.slots() {
+        for (_, slot) in try store.slots() {
             byClass[store.itemClass(of: slot)?.rawValue ?? "unknown", default: 0] += 1
             byProtection[slot.protection.code, default: 0] += 1
         }
@@ -324,7 +324,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             kdf: kdf.kind == .scrypt ? "scrypt N=2^\(kdf.logN) r=\(kdf.r) p=\(kdf.p)" : "none",
             fileSize: store.fileSize,
             records: store.recordCount,
-            liveItems: store.slots().count,
+            liveItems: try store.slots().count,
             itemsByClass: byClass,
             itemsByProtection: byProtection,
             unlockedClasses: ProtectionClass.allCases.filter { store.isAvailable($0) }.map(\.code))

@@ -13,6 +13,10 @@ final class IndexBase: @unchecked Sendable {
     /// Why an index cannot be used: the caller drops it and rebuilds from the log.
     struct Unusable: Error, CustomStringConvertible {
         var reason: String
+        /// The index's entries and the records after it break a rule of §10.3 together
+        /// (ItemTable's later checks): the index was written wrongly or the log is damaged; a
+        /// scan from the log's start tells which.
+        var contradictsLog = false
         var description: String { "the index cannot be used: \(reason)" }
     }
 
@@ -29,9 +33,6 @@ final class IndexBase: @unchecked Sendable {
     static let cacheLimit = 4096
     /// Pages read from the file and authenticated for lookups so far.
     private(set) var pagesRead = 0
-    /// Of those, the pages read while the store applied the log's records after the index
-    /// (`discountCatchUp`): they say nothing of how busy the handle is.
-    private var catchUpPagesRead = 0
     private let itemsPerPage = FormatConstants.indexItemsPerPage
     private let uniquesPerPage = FormatConstants.indexUniquesPerPage
     private let itemSize = FormatConstants.indexItemEntrySize
@@ -52,14 +53,7 @@ final class IndexBase: @unchecked Sendable {
     /// `minimum` (64 by default): a single command's lookup touches a few dozen pages, so it
     /// never reads the whole index; a process that goes on pays for the whole at most about
     /// 8 times what it read lazily.
-    func worthMaterializing(minimum: Int) -> Bool { pagesRead - catchUpPagesRead >= max(minimum, cache.count / 8) }
-
-    /// Counts every page read so far as read to catch up with the log, not for lookups. A
-    /// long tail after the index (up to index size / 64 of records, thousands at a million
-    /// items) reads a page or two per record; counted as lookups, those reads made a one-shot
-    /// `latchkey find` read the whole index into memory (0.5 s at 1,000,000 items, with 1,000
-    /// records in the tail) instead of a few dozen pages.
-    func discountCatchUp() { catchUpPagesRead = pagesRead }
+    func worthMaterializing(minimum: Int) -> Bool { pagesRead >= max(minimum, cache.count / 8) }
 
     deinit { fs.close(fd) }
 

@@ -11,6 +11,8 @@ extension KeychainStore {
     /// The state to scan the log from: as of a valid index's covered end, or the start of
     /// the log when there is no valid index; and that covered end (0: none).
     func initialState(fd: Int32, header: FileHeader, headerSize: Int, keys: FileKeys) -> (LogState, UInt64) {
+        // One that failed on this handle is not trusted again until a writer replaces it.
+        if indexDamaged { return (LogState(header: header, headerSize: headerSize), 0) }
         switch IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header, logHeaderSize: headerSize, keys: keys) {
         case .success(let base):
             return (LogState(header: header, index: base), base.header.coveredEnd)
@@ -105,6 +107,8 @@ extension KeychainStore {
     /// and the log is fsynced first so that the index never names a record a power cut could
     /// still take away. Cost: O(items) sequential I/O; memory: the changes since the old index.
     func writeIndex() throws {
+        // Every rule the records after the old index left for later, and an exact item count.
+        try log.items.checkAll()
         try fs.sync(fd)
         let logMAC = try fs.read(fd, offset: UInt64(headerSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
         var tag = [UInt8](repeating: 0, count: FormatConstants.frameTagSize)

@@ -92,7 +92,7 @@ package final class StreamingTransaction {
         let at = offset
         let slot = ItemSlot(offset: at, recordSize: UInt32(putSize), classTag: classTag.readBE(UInt32.self, at: 0),
                             protection: protection, flags: flags, uniqueHash: hash, sequence: lastSequence + 1)
-        try items.put(id, slot)
+        try items.put(id, slot, at: at, ownerChecked: true)
         note(id)
         // The put, then its attribute-hash record (spec §7.6), which the worker makes.
         let hashCount = AttributeHashRecord.hashCount(for: plaintext)
@@ -118,7 +118,7 @@ package final class StreamingTransaction {
 
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
     package func delete(uuid: [UInt8]) throws {
-        guard try items.remove(ID16(uuid)) != nil else {
+        guard try items.remove(ID16(uuid), at: offset) != nil else {
             throw KeychainError(.itemNotFound, "the item to delete no longer exists")
         }
         note(ID16(uuid))
@@ -207,16 +207,16 @@ extension KeychainStore {
     }
 
     /// The live items with this UUID or this unique key (at most two).
-    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) -> [StoredItem] {
+    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) throws -> [StoredItem] {
         var out: [StoredItem] = []
-        if let s = slot(id: ID16(uuid)) { out.append(StoredItem(uuid: uuid, slot: s)) }
-        if let (id, s) = slot(uniqueKey: uniqueKey), id != ID16(uuid) { out.append(StoredItem(uuid: id.bytes, slot: s)) }
+        if let s = try slot(id: ID16(uuid)) { out.append(StoredItem(uuid: uuid, slot: s)) }
+        if let (id, s) = try slot(uniqueKey: uniqueKey), id != ID16(uuid) { out.append(StoredItem(uuid: id.bytes, slot: s)) }
         return out
     }
 
     /// Every live item, in file order (a snapshot: later changes are not seen).
-    package func storedItems() -> [StoredItem] {
-        slots().sorted { $0.1.offset < $1.1.offset }.map { StoredItem(uuid: $0.0.bytes, slot: $0.1) }
+    package func storedItems() throws -> [StoredItem] {
+        try slots().sorted { $0.1.offset < $1.1.offset }.map { StoredItem(uuid: $0.0.bytes, slot: $0.1) }
     }
 
     /// Decrypts a live item found by `storedItems` or `conflicts`.
@@ -232,7 +232,7 @@ extension KeychainStore {
     package var boundDevice: Device { device }
 
     /// The live item count.
-    package var liveItemCount: Int { slots().count }
+    package var liveItemCount: Int { get throws { try slots().count } }
 
     /// The class keys a restore needs for items of `pc` are present.
     package func canWrite(_ pc: ProtectionClass) -> Bool { isAvailable(pc) }

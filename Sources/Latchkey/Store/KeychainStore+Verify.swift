@@ -348,6 +348,11 @@ extension KeychainStore {
         struct Differs: Error { var id: ID16 }
         do {
             _ = try indexed.scan(fs: fs, fd: fd, keys: keys)
+            do {
+                try indexed.items.checkAll()
+            } catch let u as IndexBase.Unusable where u.contradictsLog {
+                return "\(what) (\(u.reason)); \(fix)"
+            }
             guard indexed.items.count == truth.items.count, indexed.end == truth.end else {
                 return "\(what) (\(indexed.items.count) items where the log has \(truth.items.count)); \(fix)"
             }

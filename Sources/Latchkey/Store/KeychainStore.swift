@@ -325,10 +325,7 @@ package final class KeychainStore: @unchecked Sendable {
     /// Scans the records of `state`'s file from where it stopped, mapping damage to errors.
     private func scan(_ state: inout LogState, fd: Int32, keys: FileKeys) throws -> ScanEnd {
         do {
-            let found = try io({ try state.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
-            // The index pages this scan read applied records; they are no sign of a busy handle.
-            state.items.base?.discountCatchUp()
-            return found
+            return try io({ try state.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
         } catch let c as Corruption {
             switch c {
             case .damaged(let offset, let reason):
@@ -588,15 +585,15 @@ package final class KeychainStore: @unchecked Sendable {
     // MARK: Items
 
     /// A snapshot of the live items (after `refresh`). Reads the whole index when one is in
-    /// use; when that fails and the log cannot be read either, the next call reports it
-    /// (`needsReopen`) and this one returns nothing.
-    func slots() -> [(ID16, ItemSlot)] {
+    /// use; when that fails and the log cannot be read either (it is damaged), throws, and
+    /// the next call opens the file again (`needsReopen`): never a shorter list.
+    func slots() throws -> [(ID16, ItemSlot)] {
         mutex.lock(); defer { mutex.unlock() }
         do {
             try materializeItems()
         } catch {
             needsReopen = true
-            return []
+            throw error
         }
         return log.items.map { ($0.key, $0.value) }
     }
@@ -625,9 +622,11 @@ package final class KeychainStore: @unchecked Sendable {
     func classTag(_ c: ItemClass) -> UInt32 { keys.classTag(c).readBE(UInt32.self, at: 0) }
 
     /// The live item with this unique key. With an index in use this reads the O(log N) pages
-    /// its search touches; when one fails the items are rebuilt from the log, and when that
-    /// fails too the answer is nil and the next call reports the error (`needsReopen`).
-    func slot(uniqueKey: UniqueKey) -> (ID16, ItemSlot)? {
+    /// its search touches; when one fails, or the index and the records after it break a rule
+    /// of the log together (ItemTable), the items are rebuilt from the log; when that fails too
+    /// (the log is damaged) the error is thrown, and the next call opens the file again
+    /// (`needsReopen`).
+    func slot(uniqueKey: UniqueKey) throws -> (ID16, ItemSlot)? {
         mutex.lock(); defer { mutex.unlock() }
         let hash = ID16(keys.uniqueKeyHash(uniqueKey))
         promoteIndexIfWorthIt()
@@ -638,19 +637,19 @@ package final class KeychainStore: @unchecked Sendable {
             }
         } catch {
             needsReopen = true
-            return nil
+            throw error
         }
     }
 
     /// The live item with this UUID (as `slot(uniqueKey:)`).
-    func slot(id: ID16) -> ItemSlot? {
+    func slot(id: ID16) throws -> ItemSlot? {
         mutex.lock(); defer { mutex.unlock() }
         promoteIndexIfWorthIt()
         do {
             return try withIndexFallback { try log.items.slot(id) }
         } catch {
             needsReopen = true
-            return nil
+            throw error
         }
     }
 

@@ -157,20 +157,34 @@ extension LogState {
             guard keybag.entry(for: slot.protection) != nil else {
                 throw Corruption.damaged(offset: offset, reason: "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)")
             }
-            if let owner = try items.owner(slot.uniqueHash), owner != id {
-                throw Corruption.damaged(offset: offset, reason: "two live items share a unique key")
+            // The rules that need the index's entries are checked later (ItemTable).
+            do {
+                try items.put(id, slot, at: offset)
+            } catch let broken as ItemTable.RuleBroken {
+                throw brokenRule(broken)
             }
-            try items.put(id, slot)
             if keepsAttributeHashes { attributes.put(id) }
         case .delete(let id):
-            guard try items.remove(id) != nil else {
-                throw Corruption.damaged(offset: offset, reason: "a delete names an item that does not exist")
+            do {
+                try items.delete(id, at: offset)
+            } catch let broken as ItemTable.RuleBroken {
+                throw brokenRule(broken)
             }
             if keepsAttributeHashes { attributes.remove(id) }
         case .hashes(let id, let hashes):
             // Scan and writer produce this only right after the put it is bound to.
             if keepsAttributeHashes { attributes.setHashes(id, hashes) }
         }
+    }
+
+    /// The error for a rule of §10.3 broken by a record. On top of an index, an earlier record
+    /// may break a rule whose check is still pending (ItemTable): the index is given up, and the
+    /// scan from the log's start that follows reports the first broken rule, as without one.
+    private func brokenRule(_ broken: ItemTable.RuleBroken) -> Error {
+        if items.base != nil {
+            return IndexBase.Unusable(reason: "the record at byte \(broken.offset) breaks a rule (\(broken.reason))", contradictsLog: true)
+        }
+        return Corruption.damaged(offset: broken.offset, reason: broken.reason)
     }
 
     /// Pending operations from which a long transaction is applied early (`scan`).

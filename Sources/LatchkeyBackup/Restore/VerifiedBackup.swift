@@ -289,13 +289,13 @@ public final class VerifiedBackup {
     /// place, with that backup author's secret and a migratory class), under either policy;
     /// an item's dates count only up to the archive's creation (`Provenance`).
     static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance, policy: RestoreConflictPolicy,
-                       conflicts: ([UInt8], UniqueKey) -> [StoredItem],
+                       conflicts: ([UInt8], UniqueKey) throws -> [StoredItem],
                        read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
         guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
         if item.record.flags & ItemPutPayload.userPresenceFlag != 0, !hasPasscode {
             return .skip(.userPresenceNeedsPasscode)
         }
-        let found = conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
+        let found = try conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
         if found.isEmpty { return .add }
         if !provenance.sameDevice, found.contains(where: { $0.protection.isThisDeviceOnly }) {
             return .skip(.destinationThisDeviceOnly)
