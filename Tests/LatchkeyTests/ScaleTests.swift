@@ -77,6 +77,18 @@ import LatchkeyTestSupport
     /// 1,000,000 items an open after 3,000 records spent 130 ms there, and the pages it read
     /// made a one-shot `latchkey find` hold the whole index. A find then reads the pages of
     /// its own lookups, and many lookups still promote a busy handle.
+    /// ID16's 16-byte reading is the generic one's, at any slice offset; other lengths take the
+    /// generic path.
+    @Test func id16_fromSixteenBytes_readsAsTheGenericInitializer() {
+        var rng = SplitMix(seed: 3)
+        for n in [0, 1, 8, 15, 16, 17, 32] {
+            let bytes = (0..<(n + 5)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let slice = bytes[5...]
+            #expect(ID16(slice) == ID16(slice.lazy.map { $0 }), "\(n) bytes")
+            #expect(ID16(Array(slice)) == ID16(slice.lazy.map { $0 }), "\(n) bytes")
+        }
+    }
+
     @Test func recordsAfterTheIndex_areAppliedWithoutReadingIt() throws {
         let (disk, writer) = try IndexTests.indexedKeychain(500)
         writer.localStore!.indexTailLimit = .max

@@ -15,6 +15,22 @@ struct ID16: Hashable, Sendable {
         low = l
     }
 
+    /// 16 bytes read as two big-endian words (the generic initializer above, without its loop):
+    /// the scan and the lookups build one per record, where the generic loop cost 40 ns.
+    init(_ bytes: ArraySlice<UInt8>) {
+        guard bytes.count == 16 else {
+            self.init(bytes.lazy.map { $0 })
+            return
+        }
+        let words = bytes.withUnsafeBytes {
+            (UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+             UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
+        self.init(high: words.0, low: words.1)
+    }
+
+    init(_ bytes: [UInt8]) { self.init(bytes[...]) }
+
     var bytes: [UInt8] {
         var w = ByteWriter(capacity: 16)
         w.u64(high)
