@@ -236,20 +236,31 @@ static const uint8_t kw_iv[8] = {0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6}
 /// (perf), and table lookups indexed by key-dependent bytes are the classic cache-timing
 /// concern. AES-ECB through EVP takes AES-NI where the CPU has it: about 1 µs. The output is
 /// the same bytes (KeyWrapTests compare it with kw_crypt_openssl and the RFC's vectors).
+static int kw_crypt_ctx(EVP_CIPHER_CTX *ctx, int enc, const uint8_t *in, size_t in_len, uint8_t *out);
+
 static int kw_crypt(int enc, const uint8_t *kek, size_t kek_len,
                     const uint8_t *in, size_t in_len, uint8_t *out) {
     pthread_once(&fetch_once, fetch_all);
     int idx = key_index(kek_len);
     if (idx < 0 || cipher_ecb[idx] == NULL || in_len % 8 != 0) return 0;
-    const size_t n = enc ? in_len / 8 : in_len / 8 - 1;   // 64-bit blocks of key data
-    if (n < 2) return 0;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     if (ctx == NULL) return 0;
+    int ok = EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, enc, NULL) == 1
+        && EVP_CIPHER_CTX_set_padding(ctx, 0) == 1
+        && kw_crypt_ctx(ctx, enc, in, in_len, out);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+/// The rounds of kw_crypt through `ctx`, an AES-ECB context already keyed with the KEK for
+/// `enc` (no padding); ECB keeps no state between whole blocks, so `ctx` can serve again.
+static int kw_crypt_ctx(EVP_CIPHER_CTX *ctx, int enc, const uint8_t *in, size_t in_len, uint8_t *out) {
+    if (in_len % 8 != 0) return 0;
+    const size_t n = enc ? in_len / 8 : in_len / 8 - 1;   // 64-bit blocks of key data
+    if (n < 2) return 0;
     uint8_t a[8], b[16];
     uint8_t *r;
     int ok = 0, len = 0;
-    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, enc, NULL) != 1) goto done;
-    if (EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) goto done;
     if (enc) {
         memcpy(a, kw_iv, 8);
         r = out + 8;
@@ -285,7 +296,34 @@ static int kw_crypt(int enc, const uint8_t *kek, size_t kek_len,
 done:
     OPENSSL_cleanse(a, sizeof a);
     OPENSSL_cleanse(b, sizeof b);
-    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
+void *lk_kw_unwrap_ctx_new(const uint8_t *kek, size_t kek_len) {
+    pthread_once(&fetch_once, fetch_all);
+    int idx = key_index(kek_len);
+    if (idx < 0 || cipher_ecb[idx] == NULL) return NULL;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return NULL;
+    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 0, NULL) != 1 || EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) {
+        EVP_CIPHER_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    return ctx;
+}
+
+void lk_kw_unwrap_ctx_free(void *ctx) {
+    EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)ctx);   // clears the key schedule (OPENSSL_clear_free)
+}
+
+int lk_aes_kw_unwrap_ctx(void *ctx, const uint8_t *in, size_t in_len, uint8_t *out) {
+    if (ctx == NULL || in_len < 24) return 0;
+    int ok = kw_crypt_ctx((EVP_CIPHER_CTX *)ctx, 0, in, in_len, out);
+    if (!ok) {
+        OPENSSL_cleanse(out, in_len - 8);
+        ERR_clear_error();
+    }
     return ok;
 }
 

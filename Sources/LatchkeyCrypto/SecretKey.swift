@@ -48,6 +48,17 @@ public final class SecretKey: @unchecked Sendable, CustomStringConvertible {
     private var cachedHMAC: HMACContext?
     private let hmacLock = NSLockLite()
 
+    /// This key's AES key schedule for unwrapping keys wrapped under it (RFC 3394), made on
+    /// first use; nil when the key is not an AES key (16, 24 or 32 bytes).
+    var unwrapContext: KeyUnwrapContext? {
+        hmacLock.lock(); defer { hmacLock.unlock() }
+        if let c = cachedUnwrap { return c }
+        let c = withUnsafeBytes { KeyUnwrapContext(kek: $0) }
+        cachedUnwrap = c
+        return c
+    }
+    private var cachedUnwrap: KeyUnwrapContext?
+
     deinit {
         lk_cleanse(storage.baseAddress, storage.count)
         if locked { munlock(storage.baseAddress!, storage.count) }
@@ -80,6 +91,30 @@ public final class HMACContext: @unchecked Sendable {
     }
 
     deinit { lk_hmac_sha256_key_free(handle) }
+}
+
+/// An AES key schedule (OpenSSL EVP_CIPHER_CTX, AES-ECB decryption) for RFC 3394 key unwrap
+/// under one KEK, so that unwrapping an item key does not expand the class key again. Its
+/// lock serializes the threads that share the key; OpenSSL clears the schedule when it goes.
+final class KeyUnwrapContext: @unchecked Sendable {
+    private let handle: UnsafeMutableRawPointer
+    private let lock = NSLockLite()
+
+    init?(kek: UnsafeRawBufferPointer) {
+        guard let h = lk_kw_unwrap_ctx_new(kek.baseAddress?.assumingMemoryBound(to: UInt8.self), kek.count) else { return nil }
+        handle = h
+    }
+
+    deinit { lk_kw_unwrap_ctx_free(handle) }
+
+    /// RFC 3394 unwrap of `wrapped` into `out` (`wrapped.count` − 8 bytes); false when the
+    /// integrity check fails (`out` is then zeroed) or a length is wrong.
+    func unwrap(_ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard wrapped.count >= 24, wrapped.count % 8 == 0, out.count >= wrapped.count - 8 else { return false }
+        lock.lock(); defer { lock.unlock() }
+        return lk_aes_kw_unwrap_ctx(handle, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
+                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+    }
 }
 
 /// An AES-GCM cipher context (OpenSSL EVP_CIPHER_CTX) that one thread reuses message after

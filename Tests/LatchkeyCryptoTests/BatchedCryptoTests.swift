@@ -42,6 +42,65 @@ import Testing
         }
     }
 
+    /// Unwrapping through the KEK's cached key schedule gives what a one-shot unwrap gives, for
+    /// every KEK size and key sizes of 16 to 40 bytes, again and again through one schedule;
+    /// a tampered or foreign key fails with the output zeroed; a bad length or a KEK that is
+    /// not an AES key fails.
+    @Test func unwrapThroughCachedSchedule_equalsOneShotUnwrap() throws {
+        var seed: UInt8 = 3
+        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed = seed &* 29 &+ 71; return seed } }
+        for kekSize in [16, 24, 32] {
+            let kekBytes = bytes(kekSize)
+            let kek = SecretKey(copying: kekBytes)
+            for keySize in [16, 24, 32, 40] {
+                for round in 0..<6 {
+                    var wrapped = try Crypto.aesKeyWrap(kek: round == 4 ? bytes(kekSize) : kekBytes, key: bytes(keySize))
+                    if round == 3 { wrapped[round % wrapped.count] ^= 0x04 }
+                    let single = try? Crypto.aesKeyUnwrap(kek: kekBytes, wrapped: wrapped)
+                    var out = [UInt8](repeating: 0xEE, count: keySize)
+                    let ok = wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                    #expect(ok == (single != nil), "KEK \(kekSize), key \(keySize), round \(round)")
+                    #expect(out == (single ?? [UInt8](repeating: 0, count: keySize)))
+                }
+            }
+            for length in [0, 8, 16, 20, 33] {
+                var out = [UInt8](repeating: 0, count: 64)
+                let ok = bytes(length).withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                #expect(!ok, "\(length) wrapped bytes")
+            }
+            let wrapped = try Crypto.aesKeyWrap(kek: kekBytes, key: bytes(32))
+            var short = [UInt8](repeating: 0, count: 31)
+            #expect(!wrapped.withUnsafeBytes { w in short.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } })
+        }
+        let notAES = SecretKey(copying: bytes(20))
+        let wrapped = try Crypto.aesKeyWrap(kek: bytes(16), key: bytes(16))
+        var out = [UInt8](repeating: 0, count: 16)
+        #expect(!wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: notAES, wrapped: w, into: $0) } })
+    }
+
+    /// Threads sharing one class key share its schedule: each still gets its own key right.
+    @Test func unwrapThroughCachedSchedule_fromManyThreadsAtOnce() async throws {
+        let kekBytes = [UInt8](repeating: 0x5A, count: 32)
+        let kek = SecretKey(copying: kekBytes)
+        let keys = (0..<8).map { t in (0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ t &* 13) } }
+        let wrapped = try keys.map { try Crypto.aesKeyWrap(kek: kekBytes, key: $0) }
+        let failures = await withTaskGroup(of: Int.self) { group in
+            for t in 0..<8 {
+                group.addTask {
+                    var bad = 0
+                    for _ in 0..<500 {
+                        var out = [UInt8](repeating: 0, count: 32)
+                        let ok = wrapped[t].withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                        if !ok || out != keys[t] { bad += 1 }
+                    }
+                    return bad
+                }
+            }
+            return await group.reduce(0, +)
+        }
+        #expect(failures == 0)
+    }
+
     @Test func unwrapMany_refusesMoreThanItsLimitAndShortBuffers() {
         let kek = SecretKey(copying: [UInt8](repeating: 7, count: 32))
         let n = Crypto.keyUnwrapBatch + 1

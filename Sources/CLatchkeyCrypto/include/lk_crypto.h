@@ -62,6 +62,15 @@ int lk_aes_kw_wrap(const uint8_t *kek, size_t kek_len,
 int lk_aes_kw_unwrap(const uint8_t *kek, size_t kek_len,
                      const uint8_t *in, size_t in_len, uint8_t *out);
 
+/// An AES-ECB decryption context keyed with `kek` (16, 24 or 32 bytes) for
+/// lk_aes_kw_unwrap_ctx: the key schedule is made once, not once per unwrapped key. Not for
+/// concurrent use. NULL on failure. lk_kw_unwrap_ctx_free clears and frees it.
+void *lk_kw_unwrap_ctx_new(const uint8_t *kek, size_t kek_len);
+void lk_kw_unwrap_ctx_free(void *ctx);
+/// lk_aes_kw_unwrap through a context from lk_kw_unwrap_ctx_new: the same bytes and the same
+/// answer (0 when the integrity check fails, and `out` zeroed).
+int lk_aes_kw_unwrap_ctx(void *ctx, const uint8_t *in, size_t in_len, uint8_t *out);
+
 /// The most keys lk_aes_kw_unwrap_many takes at once.
 #define LK_KW_MANY_MAX 32
 /// AES key unwrap (RFC 3394) of `count` (at most LK_KW_MANY_MAX) keys wrapped under one KEK:
