@@ -26,7 +26,43 @@ public struct ItemPlaintext: Equatable, Sendable {
         return w.bytes
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> ItemPlaintext {
+    public static func decode(_ bytes: [UInt8]) throws -> ItemPlaintext { try decode(bytes[...]) }
+
+    public static func decode(_ bytes: ArraySlice<UInt8>) throws -> ItemPlaintext {
+        if let p = bytes.withUnsafeBytes({ decodeChecked($0) }) { return p }
+        return try decodeReading(bytes)
+    }
+
+    /// `decode` of a plaintext that `check` accepts, built while `check` walks it (through raw
+    /// pointers: a find decodes one plaintext per call, and the reader's slices cost a
+    /// retain and a release per field); nil when `check` refuses it, and then `decodeReading`
+    /// says why. The values are those `decodeReading` makes: `check` has already validated the
+    /// UTF-8 of every string and the length of every number, and names in strictly ascending
+    /// byte order are distinct Strings.
+    private static func decodeChecked(_ raw: UnsafeRawBufferPointer) -> ItemPlaintext? {
+        guard raw.count >= 7 else { return nil }
+        var attributes = [String: AttributeValue](minimumCapacity: (Int(raw[5]) << 8 | Int(raw[6])) + 1)
+        var end = 7   // where the last attribute read ends: the data length follows
+        let checked = check(raw) { name, type, value in
+            let v: AttributeValue
+            switch type {
+            case 1: v = .string(String(decoding: value, as: UTF8.self))
+            case 2: v = .data(Array(value))
+            default:
+                var bits: UInt64 = 0
+                for b in value { bits = bits << 8 | UInt64(b) }
+                v = type == 3 ? .integer(Int64(bitPattern: bits)) : .date(Double(bitPattern: bits))
+            }
+            attributes[String(decoding: name, as: UTF8.self)] = v
+            if let base = value.baseAddress, let start = raw.baseAddress { end = base - start + value.count }
+        }
+        guard let itemClass = checked, attributes.count == Int(raw[5]) << 8 | Int(raw[6]) else { return nil }
+        return ItemPlaintext(itemClass: itemClass, attributes: attributes, data: Array(raw[(end + 4)...]))
+    }
+
+    /// `decode`, field by field through a `ByteReader`, throwing what is wrong. (Also the
+    /// reference that tests hold `check` and `decode` to.)
+    package static func decodeReading(_ bytes: ArraySlice<UInt8>) throws -> ItemPlaintext {
         var r = ByteReader(bytes)
         let version = try r.u8("item plaintext version")
         guard version == FormatConstants.itemPlaintextVersion else {

@@ -125,6 +125,54 @@ extension ItemPutPayload {
             && payload[s + 21] & ~userPresenceFlag == 0 && payload[s + 22] == 0 && payload[s + 23] == 0
     }
 
+    /// `decode(payload).open(classKey:fileUUID:)` read in place, for the reads of single items
+    /// (a find): the payload is not copied into fields, the item key is unwrapped through the
+    /// class key's cached key schedule onto the stack, the AAD is built on the stack, and the
+    /// plaintext is decrypted through `context` into `scratch` (grown when too small), decoded
+    /// from there, and zeroed. The same plaintext, or the same error from `ItemPlaintext.decode`.
+    /// - Returns: nil when the layout is wrong, the key does not unwrap or the tag does not
+    ///   verify: then `decode(_:)` and `open(classKey:fileUUID:)` throw the error to report.
+    package static func open(_ payload: ArraySlice<UInt8>, classKey: SecretKey, fileUUID: [UInt8],
+                             context: GCMContext, scratch: inout [UInt8]) throws -> ItemPlaintext? {
+        let fixed = FormatConstants.itemPutFixedSize, tagSize = FormatConstants.gcmTagSize
+        let keyStart = 40, keySize = FormatConstants.wrappedKeySize - 8
+        guard isWellFormed(payload) else { return nil }
+        let ctCount = payload.count - fixed - tagSize
+        if scratch.count < ctCount {
+            Crypto.cleanse(&scratch)
+            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
+        }
+        let prefix = FormatConstants.itemAADPrefix
+        let aadCount = prefix.count + fileUUID.count + 40
+        let opened = payload.withUnsafeBytes { p -> Bool in
+            withUnsafeTemporaryAllocation(byteCount: keySize + aadCount, alignment: 16) { tmp -> Bool in
+                let itemKey = UnsafeMutableRawBufferPointer(rebasing: tmp[0..<keySize])
+                defer { Crypto.cleanse(itemKey) }
+                guard Crypto.aesKeyUnwrap(kek: classKey, wrapped: UnsafeRawBufferPointer(rebasing: p[keyStart..<fixed]), into: itemKey) else {
+                    return false
+                }
+                // AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
+                let aad = UnsafeMutableRawBufferPointer(rebasing: tmp[keySize...])
+                aad.copyBytes(from: prefix)
+                UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
+                UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: p[0..<40]))
+                return scratch.withUnsafeMutableBytes { out in
+                    FormatConstants.itemNonce.withUnsafeBytes { nonce in
+                        Crypto.aesGCMOpen(context: context, key: UnsafeRawBufferPointer(itemKey), nonce: nonce,
+                                          aad: UnsafeRawBufferPointer(aad),
+                                          ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
+                                          tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]),
+                                          into: UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount]))
+                    }
+                }
+            }
+        }
+        guard opened else { return nil }
+        defer { scratch.withUnsafeMutableBytes { Crypto.cleanse(UnsafeMutableRawBufferPointer(rebasing: $0[0..<ctCount])) } }
+        return try ItemPlaintext.decode(scratch[0..<ctCount])
+    }
+
     /// The rest of `open` for a well-formed payload whose item key is already unwrapped (for
     /// `verify`, which unwraps many at once): the plaintext is decrypted into `scratch` (grown
     /// when too small) through `context`, `body` called with its bytes, and the plaintext zeroed.

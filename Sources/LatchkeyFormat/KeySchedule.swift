@@ -100,8 +100,19 @@ public struct FileKeys: Sendable {
 
     /// The 16-byte keyed hash of an item's unique key (§7.5).
     public func uniqueKeyHash(_ key: UniqueKey) -> [UInt8] {
+        withUniqueKeyHash(key) { Array($0) }
+    }
+
+    /// Calls `body` with `uniqueKeyHash(key)`, held on the stack (a lookup by unique key makes
+    /// no array of it).
+    public func withUniqueKeyHash<R>(_ key: UniqueKey, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         FormatConstants.uniqueKeyPrefix.withUnsafeBytes { p in
-            key.encoded.withUnsafeBytes { Array(Crypto.hmacSHA256(key: index, p, $0).prefix(16)) }
+            key.encoded.withUnsafeBytes { k in
+                withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { mac in
+                    Crypto.hmacSHA256(key: index, p, k, into: mac)
+                    return body(UnsafeRawBufferPointer(rebasing: mac[0..<16]))
+                }
+            }
         }
     }
 }
@@ -116,20 +127,26 @@ public struct UniqueKey: Hashable, Sendable {
     public enum Kind: Sendable { case bytes, integer, date }
 
     /// The documented unique key of each class plus `agrp` and `sync` (reference §2.1).
+    /// (Made once: queries look them up on every call.)
     public static func attributes(for c: ItemClass) -> [(name: String, kind: Kind)] {
         switch c {
-        case .genericPassword:
-            return [("acct", .bytes), ("svce", .bytes), ("agrp", .bytes), ("sync", .integer)]
-        case .internetPassword:
-            return [("acct", .bytes), ("sdmn", .bytes), ("srvr", .bytes), ("ptcl", .integer), ("atyp", .bytes),
-                    ("port", .integer), ("path", .bytes), ("agrp", .bytes), ("sync", .integer)]
-        case .certificate:
-            return [("ctyp", .integer), ("issr", .bytes), ("slnr", .bytes), ("agrp", .bytes), ("sync", .integer)]
-        case .key:
-            return [("kcls", .integer), ("klbl", .bytes), ("atag", .bytes), ("crtr", .integer), ("type", .integer),
-                    ("bsiz", .integer), ("esiz", .integer), ("sdat", .date), ("edat", .date), ("agrp", .bytes), ("sync", .integer)]
+        case .genericPassword: return genericPasswordKey
+        case .internetPassword: return internetPasswordKey
+        case .certificate: return certificateKey
+        case .key: return keyKey
         }
     }
+
+    private static let genericPasswordKey: [(name: String, kind: Kind)] =
+        [("acct", .bytes), ("svce", .bytes), ("agrp", .bytes), ("sync", .integer)]
+    private static let internetPasswordKey: [(name: String, kind: Kind)] =
+        [("acct", .bytes), ("sdmn", .bytes), ("srvr", .bytes), ("ptcl", .integer), ("atyp", .bytes),
+         ("port", .integer), ("path", .bytes), ("agrp", .bytes), ("sync", .integer)]
+    private static let certificateKey: [(name: String, kind: Kind)] =
+        [("ctyp", .integer), ("issr", .bytes), ("slnr", .bytes), ("agrp", .bytes), ("sync", .integer)]
+    private static let keyKey: [(name: String, kind: Kind)] =
+        [("kcls", .integer), ("klbl", .bytes), ("atag", .bytes), ("crtr", .integer), ("type", .integer),
+         ("bsiz", .integer), ("esiz", .integer), ("sdat", .date), ("edat", .date), ("agrp", .bytes), ("sync", .integer)]
 
     public init(itemClass: ItemClass, attributes: [String: AttributeValue]) {
         self.init(itemClass: itemClass) { attributes[$0] }
@@ -138,12 +155,17 @@ public struct UniqueKey: Hashable, Sendable {
     /// The unique key of an item of class `itemClass` whose attribute `name` is `value(name)`
     /// (nil: absent), for callers that would otherwise copy a dictionary to change one value.
     public init(itemClass: ItemClass, value: (String) -> AttributeValue?) {
+        self.init(itemClass: itemClass, at: { value(UniqueKey.attributes(for: itemClass)[$0].name) })
+    }
+
+    /// The same with the attributes given by their position in `attributes(for: itemClass)`.
+    public init(itemClass: ItemClass, at value: (Int) -> AttributeValue?) {
         var w = ByteWriter(capacity: 96)
-        w.raw(itemClass.code)
-        for (name, kind) in UniqueKey.attributes(for: itemClass) {
+        w.raw(itemClass.rawValue.utf8)
+        for (i, (name, kind)) in UniqueKey.attributes(for: itemClass).enumerated() {
             w.u8(UInt8(name.utf8.count))
             w.raw(name.utf8)
-            switch value(name) {
+            switch value(i) {
             case .string(let s)?:
                 w.u8(0)
                 w.u32(UInt32(s.utf8.count))

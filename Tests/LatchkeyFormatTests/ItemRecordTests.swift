@@ -56,6 +56,63 @@ import Testing
         #expect(throws: (any Error).self) { try put.open(classKey: SecretKey(copying: [UInt8](repeating: 1, count: 32)), fileUUID: Sample.fileUUID) }
     }
 
+    /// The in-place open that a find uses (`open(_:classKey:fileUUID:context:scratch:)`) gives
+    /// what decode-then-open gives, through one reused context and buffer for items of every
+    /// size; it never returns a plaintext for a damaged payload, another file or another class
+    /// key (nil: the caller then reports the error of decode-then-open); and it leaves no
+    /// plaintext byte in the reused buffer, whatever the outcome.
+    @Test func openInPlace_equalsDecodeAndOpen_andLeavesNoPlaintextBehind() throws {
+        let context = GCMContext()
+        var scratch: [UInt8] = []
+        for size in [0, 1, 15, 16, 17, 300, 5000, 3] {
+            var p = Self.plaintext
+            p.data = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+            let bytes = try ItemPutPayload.seal(p, uuid: Self.itemUUID, protectionClass: .afterFirstUnlock, flags: 0, keys: Self.keys,
+                                                classKey: Self.classKey, fileUUID: Sample.fileUUID).encode()
+            let opened = try ItemPutPayload.open(bytes[...], classKey: Self.classKey, fileUUID: Sample.fileUUID, context: context, scratch: &scratch)
+            #expect(opened == p, "\(size) data bytes")
+            #expect(opened == (try ItemPutPayload.decode(bytes[...]).open(classKey: Self.classKey, fileUUID: Sample.fileUUID)))
+            #expect(scratch.count >= bytes.count - 96 && scratch.allSatisfy { $0 == 0 }, "the buffer holds no plaintext after \(size) data bytes")
+        }
+        let bytes = try sealed().encode()
+        for offset in bytes.indices {
+            let damaged = bytes.flipping(offset)
+            let opened = try? ItemPutPayload.open(damaged[...], classKey: Self.classKey, fileUUID: Sample.fileUUID, context: context, scratch: &scratch)
+            #expect(opened == nil, "byte \(offset) flipped, a plaintext came out")
+            #expect(scratch.allSatisfy { $0 == 0 })
+        }
+        for (key, file) in [(Self.classKey, Sample.deviceUUID), (SecretKey(copying: [UInt8](repeating: 1, count: 32)), Sample.fileUUID),
+                            (SecretKey(copying: [UInt8](repeating: 1, count: 20)), Sample.fileUUID)] {
+            #expect(try ItemPutPayload.open(bytes[...], classKey: key, fileUUID: file, context: context, scratch: &scratch) == nil)
+            #expect(scratch.allSatisfy { $0 == 0 })
+        }
+        #expect(try ItemPutPayload.open(bytes.dropLast(bytes.count - 95), classKey: Self.classKey, fileUUID: Sample.fileUUID,
+                                        context: context, scratch: &scratch) == nil)
+    }
+
+    /// A plaintext that decrypts but does not decode (a version this reader does not know)
+    /// throws from the in-place open exactly what decode-then-open throws, and is zeroed too.
+    @Test func openInPlace_undecodablePlaintext_throwsAsDecodeAndOpen() throws {
+        let itemKey = [UInt8](repeating: 0x42, count: 32)
+        var put = try ItemPutPayload.seal(Self.plaintext, uuid: Self.itemUUID, protectionClass: .whenUnlocked, flags: 0, keys: Self.keys,
+                                          classKey: Self.classKey, fileUUID: Sample.fileUUID, itemKey: itemKey)
+        for body in [[FormatConstants.itemPlaintextVersion + 1] + Self.plaintext.encode().dropFirst(), Self.plaintext.encode() + [0]] {
+            let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: put.aad(fileUUID: Sample.fileUUID), plaintext: body)
+            put.ciphertext = sealed.ciphertext
+            put.tag = sealed.tag
+            let bytes = put.encode()
+            var expected = ""
+            do { _ = try ItemPutPayload.decode(bytes[...]).open(classKey: Self.classKey, fileUUID: Sample.fileUUID) } catch { expected = "\(error)" }
+            var scratch: [UInt8] = []
+            var got = ""
+            do { _ = try ItemPutPayload.open(bytes[...], classKey: Self.classKey, fileUUID: Sample.fileUUID, context: GCMContext(), scratch: &scratch) } catch {
+                got = "\(error)"
+            }
+            #expect(!expected.isEmpty && got == expected)
+            #expect(!scratch.isEmpty && scratch.allSatisfy { $0 == 0 })
+        }
+    }
+
     @Test func putPayload_shorterThan96Bytes_isRejected() throws {
         let bytes = try sealed().encode()
         for length in [0, 16, 40, 79, 80, 95] {

@@ -71,6 +71,10 @@ package final class KeychainStore: @unchecked Sendable {
     var indexDamaged = false
     /// Items decrypted by `read` (tests: the query planner decrypts only its candidates).
     package private(set) var itemsDecrypted = 0
+    /// The cipher context and plaintext buffer that `open` reuses under `mutex` (the plaintext
+    /// is zeroed after each item is decoded from it).
+    private let gcm = GCMContext()
+    private var plaintextScratch: [UInt8] = []
     /// A writer writes a new index once the records after the newest one pass this many bytes
     /// (spec §17.6): opening then scans at most that much of the log. Tests lower it.
     package var indexTailLimit: UInt64 = 256 << 10
@@ -628,7 +632,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// (`needsReopen`).
     func slot(uniqueKey: UniqueKey) throws -> (ID16, ItemSlot)? {
         mutex.lock(); defer { mutex.unlock() }
-        let hash = ID16(keys.uniqueKeyHash(uniqueKey))
+        let hash = keys.withUniqueKeyHash(uniqueKey) {
+            ID16(high: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                 low: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
         promoteIndexIfWorthIt()
         do {
             return try withIndexFallback { () throws -> (ID16, ItemSlot)? in
@@ -670,14 +677,27 @@ package final class KeychainStore: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
         itemsDecrypted += 1
-        return try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path)
+        return try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
+                                      context: gcm, scratch: &plaintextScratch)
     }
 
     /// Decrypts an item's put payload with its class key; touches no state of a store, so
     /// `verify` runs it on a second thread.
     static func open(_ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
                      path: String) throws -> ItemPlaintext {
+        var unused: [UInt8] = []
+        return try open(payload, offset: offset, classKey: key, fileUUID: fileUUID, path: path, context: nil, scratch: &unused)
+    }
+
+    /// The same; with `context` (and its `scratch`, used by one thread at a time) the payload
+    /// is opened in place (`ItemPutPayload.open(_:classKey:fileUUID:context:scratch:)`); when
+    /// that fails, decoding and opening it again gives the error to report.
+    static func open(_ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
+                     path: String, context: GCMContext?, scratch: inout [UInt8]) throws -> ItemPlaintext {
         do {
+            if let context, let p = try ItemPutPayload.open(payload, classKey: key, fileUUID: fileUUID, context: context, scratch: &scratch) {
+                return p
+            }
             let put = try ItemPutPayload.decode(payload)
             return try put.open(classKey: key, fileUUID: fileUUID)
         } catch {
