@@ -10,6 +10,9 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
     /// Whether queries on indexed attributes use the attribute hashes (tests turn it off to
     /// compare with the path that reads every item).
     var useAttributeHashes = true
+    /// Whether queries that pin the unique key take the unique-key path (tests turn it off to
+    /// compare with the path that reads every item).
+    var useUniqueKeyPath = true
 
     package init(store: KeychainStore) {
         self.store = store
@@ -93,8 +96,14 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
     func makeItem(_ p: consuming ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
         let pdmn = AttributeValue.string(protection.code)
         if p.attributes["pdmn"] != pdmn { p.attributes["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
+        // Class code ‖ UUID (big-endian halves), made at its size in one allocation.
+        var ref = [UInt8]()
+        ref.reserveCapacity(20)
+        ref.append(contentsOf: p.itemClass.rawValue.utf8)
+        withUnsafeBytes(of: id.high.bigEndian) { ref.append(contentsOf: $0) }
+        withUnsafeBytes(of: id.low.bigEndian) { ref.append(contentsOf: $0) }
         return Item(itemClass: p.itemClass, attributes: p.attributes, data: p.data, protection: protection,
-                    persistentRef: p.itemClass.code + id.bytes,
+                    persistentRef: ref,
                     requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
     }
 
@@ -149,6 +158,9 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
     /// otherwise every match holds the full plaintext, data included.
     func matches(_ query: Query, _ context: CallContext, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
         let policy = try AccessPolicy(caller: context.caller)
+        if useUniqueKeyPath, query.persistentRef == nil, !query.caseInsensitive, let found = try uniqueKeyMatches(query, policy: policy, limit: limit) {
+            return found
+        }
         try Keychain.validateNames(query.attributes, query.itemClass)
         if let ref = query.persistentRef {
             guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
@@ -169,18 +181,6 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         case .any: q.attributes["sync"] = nil
         }
         if let l = limit, l <= 0 { return [] }
-
-        if !q.caseInsensitive, let keys = LocalBackend.uniqueKeyCandidates(q, groups: policy.groups) {
-            var out: [Match] = []
-            for key in keys {
-                guard let (id, slot) = try store.slot(uniqueKey: key) else { continue }
-                if let pc = q.protection, slot.protection != pc { continue }
-                let p = try store.read(slot)
-                if LocalBackend.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
-                if let l = limit, out.count >= l { break }
-            }
-            return out
-        }
         if let found = try attributeHashMatches(q, policy: policy, limit: limit) { return found }
         // Every item of the class: the attribute index answers from the attributes it has
         // decrypted before (and decrypts the others once); file order.
@@ -228,28 +228,75 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         return out
     }
 
-    /// Every unique key the query can match, when it names all of the class's unique-key
-    /// attributes except possibly `agrp` (then: each of the caller's groups) — else nil.
-    static func uniqueKeyCandidates(_ q: Query, groups: [String]?) -> [UniqueKey]? {
-        var agrps: [AttributeValue?] = [q.attributes["agrp"]]
-        if q.attributes["agrp"] == nil {
-            guard let groups, groups.count <= 16 else { return nil }
-            agrps = groups.map { .string($0) }
+    /// The matches of a query that pins the unique key — it names every attribute of the
+    /// class's unique key except possibly `agrp` (then: each of the caller's groups, at most 16)
+    /// and `sync` (then: the values the sync filter allows) — found by hashing each key the
+    /// query can match and looking it up (the answer of spec §7.5's index). Nil for any other
+    /// query, and for a query naming an attribute its class lacks (the general path of
+    /// `matches` then throws errSecNoSuchAttr as for every query).
+    ///
+    /// The common query (find by class, account and service) takes this path on every call, so
+    /// it reads the query in one pass and makes no copy of it: the implicit `sync` filter is
+    /// applied beside the query's attributes (`filter(_:_:sync:)`), never written into them.
+    func uniqueKeyMatches(_ query: Query, policy: AccessPolicy, limit: Int?) throws -> [Match]? {
+        let c = query.itemClass
+        let keyAttributes = UniqueKey.attributes(for: c)
+        var agrpAt = -1, syncAt = -1
+        for (i, a) in keyAttributes.enumerated() {
+            if a.name == "agrp" { agrpAt = i } else if a.name == "sync" { syncAt = i }
         }
-        let syncs: [AttributeValue?] = q.attributes["sync"] != nil ? [q.attributes["sync"]] : [.integer(0), .integer(1)]
-        for (name, _) in UniqueKey.attributes(for: q.itemClass) where name != "agrp" && name != "sync" {
-            if q.attributes[name] == nil { return nil }
+        // The query's value of each unique-key attribute, by position; every other name checked.
+        var given = [AttributeValue?](repeating: nil, count: keyAttributes.count)
+        for (name, value) in query.attributes {
+            if let i = keyAttributes.firstIndex(where: { $0.name == name }) {
+                given[i] = value
+            } else if ItemSchema.kind(name, in: c) == nil {
+                return nil
+            }
         }
-        var out: [UniqueKey] = []
-        out.reserveCapacity(agrps.count * syncs.count)
-        for a in agrps {
+        for i in given.indices where i != agrpAt && i != syncAt && given[i] == nil { return nil }
+        let groups: [AttributeValue?]
+        if let agrp = given[agrpAt] {
+            // A group the caller may not use finds nothing; no need to look.
+            guard policy.permits(group: agrp) else { return [] }
+            groups = [agrp]
+        } else {
+            guard let callerGroups = policy.groups, callerGroups.count <= 16 else { return nil }
+            groups = callerGroups.map { .string($0) }
+        }
+        // The implicit sync filter (reference §5.11): nil matches any value.
+        let sync: AttributeValue?
+        switch query.synchronizable {
+        case .notSynchronizable: sync = given[syncAt] ?? .integer(0)
+        case .synchronizable: sync = .integer(1)
+        case .any: sync = nil
+        }
+        if let l = limit, l <= 0 { return [] }
+        let syncs: [AttributeValue] = sync.map { [$0] } ?? [.integer(0), .integer(1)]
+        var out: [Match] = []
+        for agrp in groups {
             for s in syncs {
-                out.append(UniqueKey(itemClass: q.itemClass) { name in
-                    name == "agrp" ? a : name == "sync" ? s : q.attributes[name]
-                })
+                let key = UniqueKey(itemClass: c, at: { $0 == agrpAt ? agrp : $0 == syncAt ? s : given[$0] })
+                guard let (id, slot) = try store.slot(uniqueKey: key) else { continue }
+                if let pc = query.protection, slot.protection != pc { continue }
+                let p = try store.read(slot)
+                if LocalBackend.filter(p, query, sync: sync) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+                if let l = limit, out.count >= l { return out }
             }
         }
         return out
+    }
+
+    /// `filter(p, q)` for the query `q` with its `sync` attribute replaced by `sync` (nil: none).
+    static func filter(_ p: ItemPlaintext, _ q: Query, sync: AttributeValue?) -> Bool {
+        for (name, want) in q.attributes where name != "sync" {
+            let have = p.attributes[name] ?? ItemSchema.defaultValue(name, p.itemClass)
+            guard let have, have.matches(want, caseInsensitive: foldsCase(name, q)) else { return false }
+        }
+        if let sync {
+            guard (p.attributes["sync"] ?? .integer(0)).matches(sync, caseInsensitive: false) else { return false }
+        }
+        return true
     }
 
     static func filter(_ p: ItemPlaintext, _ q: Query) -> Bool {
