@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A map from `ID16` (an item UUID or a unique-key hash: random 128-bit values) to `Value`,
 /// compact and without per-lookup hashing cost: the entries in one dense array (each key next
 /// to its value, so that a hit costs one cache miss there, not two), and an open-addressing
@@ -31,6 +35,9 @@ struct IDMap<Value>: Sequence {
 
     mutating func reserveCapacity(_ n: Int) {
         entries.reserveCapacity(n)
+        entries.withUnsafeBufferPointer {
+            if let base = $0.baseAddress { adviseHugePages(UnsafeRawPointer(base), byteCount: entries.capacity * MemoryLayout<Entry>.stride) }
+        }
         if n * 2 > buckets.count { rehash(minimumBuckets: n * 2) }
     }
 
@@ -124,7 +131,11 @@ struct IDMap<Value>: Sequence {
     private mutating func rehash(minimumBuckets: Int) {
         var n = 16
         while n < minimumBuckets { n <<= 1 }
-        buckets = [UInt32](repeating: 0, count: n)
+        buckets = [UInt32](unsafeUninitializedCapacity: n) { b, count in
+            adviseHugePages(UnsafeRawPointer(b.baseAddress!), byteCount: n * 4)
+            b.initialize(repeating: 0)
+            count = n
+        }
         mask = n - 1
         for i in entries.indices {
             var b = bucket(entries[i].key)
@@ -159,4 +170,20 @@ extension IDMap.Entry: Sendable where Value: Sendable {}
 /// The process's random seed for `IDMap` buckets.
 private enum IDMapSeed {
     static let value: UInt64 = UInt64.random(in: .min ... .max)
+}
+
+/// Asks the kernel to back the 2 MiB-aligned pages inside a large table with huge pages
+/// (transparent huge pages in `madvise` mode; a hint, without effect elsewhere), before they
+/// are first touched. A million-item table spans tens of megabytes that lookups hit at random:
+/// with 4 KiB pages nearly every lookup also missed the TLB, and in a virtual machine each
+/// such miss walks two sets of page tables.
+private func adviseHugePages(_ start: UnsafeRawPointer, byteCount: Int) {
+    #if os(Linux)
+    let huge = 2 << 20
+    guard byteCount >= 2 * huge else { return }
+    let from = (Int(bitPattern: start) + huge - 1) & ~(huge - 1)
+    let to = (Int(bitPattern: start) + byteCount) & ~(huge - 1)
+    guard to > from, let p = UnsafeMutableRawPointer(bitPattern: from) else { return }
+    _ = madvise(p, to - from, MADV_HUGEPAGE)
+    #endif
 }
