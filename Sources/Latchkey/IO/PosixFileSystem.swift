@@ -56,18 +56,17 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
 
     package func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
         if count == 0 { return [] }
-        var out = [UInt8](repeating: 0, count: count)
-        var done = 0
-        try out.withUnsafeMutableBytes { buf in
+        // Made uninitialized: only the bytes read become the array's.
+        return try [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
+            var done = 0
             while done < count {
                 let n = retrying { pread(fd, buf.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
                 if n < 0 { throw IOFailure("read", "fd \(fd)", errno) }
                 if n == 0 { break }
                 done += n
             }
+            initialized = done
         }
-        if done < count { out.removeSubrange(done...) }
-        return out
     }
 
     package func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws {

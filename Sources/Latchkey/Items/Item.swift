@@ -70,7 +70,10 @@ extension AttributeValue {
         // The same test as `keyKind == other.keyKind && keyBytes == other.keyBytes`, without
         // building byte arrays (this runs once per candidate item in a query).
         switch (self, other) {
-        case (.string(let a), .string(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.string(var a), .string(var b)):
+            // Native strings hold their UTF-8 contiguously: compared as two buffers, not byte
+            // by byte through the UTF-8 views' iterators.
+            return a.utf8.count == b.utf8.count && a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
         case (.data(let a), .data(let b)): return a == b
         case (.string(let a), .data(let b)), (.data(let b), .string(let a)): return a.utf8.elementsEqual(b)
         case (.integer(let a), .integer(let b)): return a == b
