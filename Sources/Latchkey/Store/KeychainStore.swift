@@ -677,6 +677,8 @@ package final class KeychainStore: @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let key = try classKey(slot.protection)
         itemsDecrypted += 1
+        // A buffer grown for a large item is not kept (it was zeroed when the item was decoded).
+        defer { if plaintextScratch.count > 64 << 10 { plaintextScratch = [] } }
         return try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
                                       context: gcm, scratch: &plaintextScratch)
     }
