@@ -280,11 +280,15 @@ final class RecordSealer: @unchecked Sendable {
 
     private func frame(_ record: (type: RecordType, payload: [UInt8]), continues: Bool) throws {
         sequence += 1
-        let bytes = RecordFrame.encode(type: record.type.rawValue, flags: continues ? FrameHeader.continuesFlag : 0,
-                                       sequence: sequence, payload: record.payload, offset: offset,
-                                       macKey: keys.recordMAC)
-        offset += UInt64(bytes.count)
-        batch.append(contentsOf: bytes)
+        // Framed in place at the end of the batch (the bytes `RecordFrame.encode` gives).
+        let header = FrameHeader(payloadLength: UInt32(record.payload.count), type: record.type.rawValue,
+                                 flags: continues ? FrameHeader.continuesFlag : 0, sequence: sequence)
+        let start = batch.count
+        batch.append(contentsOf: header.encode())
+        batch.append(contentsOf: record.payload)
+        let tag = RecordFrame.tag(macKey: keys.recordMAC, offset: offset, headerAndPayload: batch[start...])
+        batch.append(contentsOf: tag)
+        offset += UInt64(batch.count - start)
         if batch.count >= RecordSealer.batchSize { try flush() }
     }
 
