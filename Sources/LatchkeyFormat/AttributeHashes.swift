@@ -42,10 +42,11 @@ public struct AttributeHashRecord: Equatable, Sendable {
     /// How many hashes the record of this plaintext holds (`FileKeys.attributeHashes`), known
     /// without the keys: one per indexed attribute the item has or that has a default.
     public static func hashCount(for plaintext: ItemPlaintext) -> Int {
-        let c = plaintext.itemClass
-        return indexedAttributes(for: c).reduce(0) { n, name in
-            n + (plaintext.attributes[name] != nil || UniqueKey.attributes(for: c).contains { $0.name == name } ? 1 : 0)
-        }
+        // An attribute with a default is exactly one whose absent value has an element.
+        let indexed = IndexedAttributes.of(plaintext.itemClass)
+        var n = 0
+        for k in indexed.strings.indices where indexed.defaults[k] != nil || plaintext.attributes[indexed.strings[k]] != nil { n += 1 }
+        return n
     }
 
     /// The binding of a put payload (its bytes 40–55).

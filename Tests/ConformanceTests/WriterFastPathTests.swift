@@ -69,6 +69,8 @@ import Testing
         for p in Self.plaintexts() {
             let hashes = Self.keys.attributeHashes(for: p)
             #expect(hashes == Self.referenceHashes(p), "\(p.itemClass) \(p.attributes.keys.sorted())")
+            // The transaction places the hash record by this count before the sealer hashes.
+            #expect(AttributeHashRecord.hashCount(for: p) == hashes.count)
             if !hashes.isEmpty { nonEmpty += 1 }
         }
         #expect(nonEmpty > 2000)
