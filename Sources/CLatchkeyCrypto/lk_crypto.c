@@ -392,6 +392,50 @@ done:
     return ok;
 }
 
+int lk_aes_kw_wrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, size_t count,
+                        uint8_t *out) {
+    pthread_once(&fetch_once, fetch_all);
+    int idx = key_index(kek_len);
+    if (idx < 0 || cipher_ecb[idx] == NULL || in_len < 16 || in_len % 8 != 0 || count > LK_KW_MANY_MAX) return 0;
+    if (count == 0) return 1;
+    const size_t n = in_len / 8, out_len = in_len + 8;
+    uint8_t a[LK_KW_MANY_MAX][8], b[LK_KW_MANY_MAX * 16];
+    int ok = 0, len = 0;
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return 0;
+    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 1, NULL) != 1) goto done;
+    if (EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) goto done;
+    // Key k's R blocks are built in place at out + k * out_len + 8; its A block at the end.
+    for (size_t k = 0; k < count; k++) {
+        memcpy(a[k], kw_iv, 8);
+        memmove(out + k * out_len + 8, in + k * in_len, in_len);
+    }
+    for (uint64_t j = 0; j <= 5; j++) {
+        for (size_t i = 1; i <= n; i++) {
+            const uint64_t t = n * j + i;
+            for (size_t k = 0; k < count; k++) {
+                uint8_t *bk = b + 16 * k;
+                memcpy(bk, a[k], 8);
+                memcpy(bk + 8, out + k * out_len + 8 * i, 8);
+            }
+            if (EVP_CipherUpdate(ctx, b, &len, b, (int)(16 * count)) != 1 || len != (int)(16 * count)) goto done;
+            for (size_t k = 0; k < count; k++) {
+                const uint8_t *bk = b + 16 * k;
+                for (int q = 0; q < 8; q++) a[k][7 - q] = bk[7 - q] ^ (uint8_t)(t >> (8 * q));
+                memcpy(out + k * out_len + 8 * i, bk + 8, 8);
+            }
+        }
+    }
+    for (size_t k = 0; k < count; k++) memcpy(out + k * out_len, a[k], 8);
+    ok = 1;
+done:
+    if (!ok) OPENSSL_cleanse(out, count * out_len);
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}
+
 int lk_aes_kw_wrap_openssl(const uint8_t *kek, size_t kek_len,
                            const uint8_t *in, size_t in_len, uint8_t *out) {
     if (in_len < 16) return 0;

@@ -368,6 +368,23 @@ public enum Crypto {
         }
     }
 
+    /// AES key wrap (RFC 3394) of `count` keys (at most `keyUnwrapBatch`) under one KEK, `each`
+    /// bytes apiece one after another in `keys`, into `out` (`each` + 8 bytes apiece): the
+    /// bytes `aesKeyWrap(kek:key:)` gives for each, with AES run over a block of every key at
+    /// each step (a bulk import wraps a fresh item key per item).
+    /// - Returns: false for bad lengths or an OpenSSL failure (`out` is then zeroed).
+    package static func aesKeyWrap(kek: SecretKey, many keys: UnsafeRawBufferPointer, each: Int, count: Int,
+                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard count <= keyUnwrapBatch, each >= 16, each % 8 == 0, keys.count >= each * count,
+              out.count >= (each + 8) * count else { return false }
+        return kek.withUnsafeBytes { k in
+            [16, 24, 32].contains(k.count)
+                && lk_aes_kw_wrap_many(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
+                                       keys.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
+                                       out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+        }
+    }
+
     /// AES-GCM decryption (12-byte nonce) through a context reused by one thread: nothing is
     /// allocated per message. - Returns: false when the tag does not verify or a length is
     /// wrong (`out`, which holds `ciphertext.count` bytes, must then be discarded).

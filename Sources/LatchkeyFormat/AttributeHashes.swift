@@ -42,10 +42,11 @@ public struct AttributeHashRecord: Equatable, Sendable {
     /// How many hashes the record of this plaintext holds (`FileKeys.attributeHashes`), known
     /// without the keys: one per indexed attribute the item has or that has a default.
     public static func hashCount(for plaintext: ItemPlaintext) -> Int {
-        let c = plaintext.itemClass
-        return indexedAttributes(for: c).reduce(0) { n, name in
-            n + (plaintext.attributes[name] != nil || UniqueKey.attributes(for: c).contains { $0.name == name } ? 1 : 0)
-        }
+        // An attribute with a default is exactly one whose absent value has an element.
+        let indexed = IndexedAttributes.of(plaintext.itemClass)
+        var n = 0
+        for k in indexed.strings.indices where indexed.defaults[k] != nil || plaintext.attributes[indexed.strings[k]] != nil { n += 1 }
+        return n
     }
 
     /// The binding of a put payload (its bytes 40–55).
@@ -126,10 +127,36 @@ extension FileKeys {
                             hashes: attributeHashes(for: plaintext))
     }
 
-    /// The hashes a writer puts in the hash record of this plaintext, in the list's order.
+    /// The hashes a writer puts in the hash record of this plaintext, in the list's order:
+    /// `attributeHash(itemClass:name:value:)` of each indexed attribute, computed through the
+    /// index key's keyed context with each element assembled on the stack (a bulk import
+    /// hashes four attributes an item).
     public func attributeHashes(for plaintext: ItemPlaintext) -> [UInt64] {
         let c = plaintext.itemClass
-        return AttributeHashRecord.indexedAttributes(for: c).compactMap { attributeHash(itemClass: c, name: $0, value: plaintext.attributes[$0]) }
+        let indexed = IndexedAttributes.of(c)
+        let context = index.hmacContext
+        var hashes: [UInt64] = []
+        hashes.reserveCapacity(indexed.names.count)
+        for k in indexed.names.indices {
+            guard let value = plaintext.attributes[indexed.strings[k]] else {
+                if let element = indexed.defaults[k] { hashes.append(attributeHash(itemClass: c, element: element)) }
+                continue
+            }
+            let hash: UInt64 = indexed.names[k].withUnsafeBytes { name in
+                switch value {
+                case .string(var s):
+                    return s.withUTF8 { attributeHash(context, itemClass: c, name: name, kind: 0, value: UnsafeRawBufferPointer($0)) }
+                case .data(let d):
+                    return d.withUnsafeBytes { attributeHash(context, itemClass: c, name: name, kind: 0, value: $0) }
+                case .integer(let i):
+                    return withUnsafeBytes(of: UInt64(bitPattern: i).bigEndian) { attributeHash(context, itemClass: c, name: name, kind: 1, value: $0) }
+                case .date(let t):
+                    return withUnsafeBytes(of: t.bitPattern.bigEndian) { attributeHash(context, itemClass: c, name: name, kind: 2, value: $0) }
+                }
+            }
+            hashes.append(hash)
+        }
+        return hashes
     }
 }
 
@@ -183,11 +210,13 @@ extension FileKeys {
 /// Per class, the names of the attributes its hash records cover (as bytes) and, for each, the
 /// canonical element of its absent value (nil when an absent value has no hash), computed once.
 private struct IndexedAttributes: Sendable {
+    var strings: [String]
     var names: [[UInt8]]
     var defaults: [[UInt8]?]
 
     init(_ c: ItemClass) {
         let list = AttributeHashRecord.indexedAttributes(for: c)
+        strings = list
         names = list.map { Array($0.utf8) }
         defaults = list.map { attributeElement($0, nil, itemClass: c) }
         precondition(list.count <= 32, "a presence bit per indexed attribute")

@@ -66,9 +66,10 @@ public struct ItemPutPayload: Equatable, Sendable {
     ///   `keys.uniqueKeyHash` give for this plaintext, computed by the caller beforehand.
     public static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
                             keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
-                            itemKey fixedKey: [UInt8]? = nil,
+                            itemKey fixedKey: [UInt8]? = nil, wrappedItemKey: [UInt8]? = nil,
                             classTag: [UInt8]? = nil, uniqueKeyHash: [UInt8]? = nil) throws -> ItemPutPayload {
-        // `fixedKey` exists for the deterministic fixture generator only; writers use a fresh key.
+        // A given `fixedKey` is either the deterministic fixture generator's, or a fresh key a
+        // bulk writer drew and wrapped (`wrappedItemKey`, under `classKey`) with others at once.
         try checkSize(plaintext)
         var itemKey = try fixedKey ?? Crypto.randomBytes(32)
         defer { Crypto.cleanse(&itemKey) }
@@ -79,7 +80,7 @@ public struct ItemPutPayload: Equatable, Sendable {
                                uniqueKeyHash: uniqueKeyHash
                                    ?? keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
                                wrappedItemKey: [], ciphertext: [], tag: [])
-        p.wrappedItemKey = try Crypto.aesKeyWrap(kek: classKey, key: itemKey)
+        p.wrappedItemKey = try wrappedItemKey ?? Crypto.aesKeyWrap(kek: classKey, key: itemKey)
         let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
         p.ciphertext = sealed.ciphertext
         p.tag = sealed.tag

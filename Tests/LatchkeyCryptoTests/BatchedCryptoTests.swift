@@ -101,6 +101,43 @@ import Testing
         #expect(failures == 0)
     }
 
+    /// Every batch size up to the limit, every KEK size, keys of 16 to 40 bytes: each wrapped key
+    /// equals a single wrap, and unwraps to its key.
+    @Test func wrapMany_equalsWrapOneByOne() throws {
+        var seed: UInt8 = 3
+        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed = seed &* 29 &+ 71; return seed } }
+        for kekSize in [16, 24, 32] {
+            let kek = bytes(kekSize)
+            for keySize in [16, 24, 32, 40] {
+                for count in [0, 1, 2, 3, 7, 8, 9, 16, Crypto.keyUnwrapBatch] {
+                    let keys = (0..<count).map { _ in bytes(keySize) }
+                    let each = keySize + 8
+                    var out = [UInt8](repeating: 0xEE, count: count * each)
+                    let done = keys.flatMap { $0 }.withUnsafeBytes { k in
+                        out.withUnsafeMutableBytes { o in Crypto.aesKeyWrap(kek: SecretKey(copying: kek), many: k, each: keySize, count: count, into: o) }
+                    }
+                    #expect(done)
+                    for k in 0..<count {
+                        let wrapped = Array(out[k * each..<(k + 1) * each])
+                        #expect(wrapped == (try Crypto.aesKeyWrap(kek: kek, key: keys[k])), "KEK \(kekSize), key \(keySize), \(k) of \(count)")
+                        #expect((try? Crypto.aesKeyUnwrap(kek: kek, wrapped: wrapped)) == keys[k])
+                    }
+                }
+            }
+        }
+        // More keys than the limit, or buffers too short, are refused.
+        let kek = SecretKey(copying: bytes(32))
+        let keys = [UInt8](repeating: 1, count: 32 * (Crypto.keyUnwrapBatch + 1))
+        var out = [UInt8](repeating: 0, count: 40 * (Crypto.keyUnwrapBatch + 1))
+        keys.withUnsafeBytes { k in
+            out.withUnsafeMutableBytes { o in
+                #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 32, count: Crypto.keyUnwrapBatch + 1, into: o))
+                #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 32, count: 2, into: UnsafeMutableRawBufferPointer(rebasing: o[0..<79])))
+                #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 12, count: 2, into: o))
+            }
+        }
+    }
+
     @Test func unwrapMany_refusesMoreThanItsLimitAndShortBuffers() {
         let kek = SecretKey(copying: [UInt8](repeating: 7, count: 32))
         let n = Crypto.keyUnwrapBatch + 1

@@ -82,6 +82,14 @@ int lk_aes_kw_unwrap_ctx(void *ctx, const uint8_t *in, size_t in_len, uint8_t *o
 int lk_aes_kw_unwrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, size_t count,
                           uint8_t *out, uint8_t *ok_each);
 
+/// AES key wrap (RFC 3394) of `count` (at most LK_KW_MANY_MAX) keys under one KEK: `in` holds
+/// them one after another (`in_len` bytes each, a multiple of 8, at least 16), `out` receives
+/// the wrapped keys (in_len + 8 each). Each of the 6n steps runs AES over one block of every key
+/// at once, as lk_aes_kw_unwrap_many does. Returns 0 on an OpenSSL failure or a bad length (and
+/// zeroes `out`).
+int lk_aes_kw_wrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, size_t count,
+                        uint8_t *out);
+
 /// The same two through OpenSSL's AES-*-WRAP ciphers (portable AES, no AES-NI): the reference
 /// that tests compare lk_aes_kw_wrap and lk_aes_kw_unwrap with. Not for other use.
 int lk_aes_kw_wrap_openssl(const uint8_t *kek, size_t kek_len,

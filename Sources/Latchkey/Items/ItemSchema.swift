@@ -48,24 +48,30 @@ public enum ItemSchema {
         "snrc": .number, "vyrc": .number, "alis": .blob,
     ]
 
-    private static let tables: [ItemClass: [String: Kind]] = {
-        func merge(_ parts: [String: Kind]...) -> [String: Kind] {
-            parts.reduce(into: [:]) { $0.merge($1) { a, _ in a } }
-        }
-        return [
-            .genericPassword: merge(common, password, genericOnly),
-            .internetPassword: merge(common, password, internetOnly),
-            .certificate: merge(common, certificate),
-            .key: merge(common, key),
-        ]
-    }()
+    private static func merge(_ parts: [String: Kind]...) -> [String: Kind] {
+        parts.reduce(into: [:]) { $0.merge($1) { a, _ in a } }
+    }
+
+    // One table per class, chosen by a switch: a dictionary keyed by class hashed the class's
+    // name on every lookup (a bulk import looks up each attribute of each item).
+    private static let genericPasswordTable = merge(common, password, genericOnly)
+    private static let internetPasswordTable = merge(common, password, internetOnly)
+    private static let certificateTable = merge(common, certificate)
+    private static let keyTable = merge(common, key)
 
     /// The attributes of `c` and their kinds.
-    public static func attributes(of c: ItemClass) -> [String: Kind] { tables[c]! }
+    public static func attributes(of c: ItemClass) -> [String: Kind] {
+        switch c {
+        case .genericPassword: return genericPasswordTable
+        case .internetPassword: return internetPasswordTable
+        case .certificate: return certificateTable
+        case .key: return keyTable
+        }
+    }
 
     /// The kind of attribute `code` in class `c`, or nil when the class has no such attribute
     /// (errSecNoSuchAttr, −25303).
-    public static func kind(_ code: String, in c: ItemClass) -> Kind? { tables[c]![code] }
+    public static func kind(_ code: String, in c: ItemClass) -> Kind? { attributes(of: c)[code] }
 
     /// The protection class a new item gets when none is given (reference §3.2).
     public static func defaultProtection(for c: ItemClass) -> ProtectionClass {

@@ -135,6 +135,14 @@ struct ImportCommand: ParsableCommand {
 
     /// The item of one line. - Throws: errSecParam naming the line.
     static func newItem(_ bytes: [UInt8], line: Int) throws -> NewItem {
+        // The common form without building a JSON value first; every other line (and every
+        // bad one) takes the general path.
+        if let item = ImportLine.item(bytes) { return item }
+        return try parsedItem(bytes, line: line)
+    }
+
+    /// The item of one line through the general JSON parser. - Throws: errSecParam naming the line.
+    static func parsedItem(_ bytes: [UInt8], line: Int) throws -> NewItem {
         let object: JSONValue
         do {
             object = try JSONValue.parse(bytes)
