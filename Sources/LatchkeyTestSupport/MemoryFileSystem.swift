@@ -615,7 +615,7 @@ extension MemoryFileSystem {
     /// returned are the same.
     package func crashStates(_ model: CrashModel) -> [MemoryFileSystem] {
         mutex.lock(); defer { mutex.unlock() }
-        var rng = SplitMix64(seed: model.seed)
+        var rng = SplitMix(seed: model.seed)
         // Each prefix of the pending name changes: the directories and the files it leaves
         // (a file whose directory is not there is gone).
         var nameStates: [[String: Node]] = []
@@ -715,7 +715,7 @@ extension MemoryFileSystem {
         var size: Int
     }
 
-    private static func variants(of node: Node, blockSize b: Int, limit: Int, rng: inout SplitMix64) -> [Variant] {
+    private static func variants(of node: Node, blockSize b: Int, limit: Int, rng: inout SplitMix) -> [Variant] {
         let d = node.durable.count, c = node.current.count
         var blocks = Set<Int>()
         for r in node.dirty where !r.isEmpty {
@@ -772,11 +772,12 @@ extension MemoryFileSystem {
     }
 }
 
-/// A small seeded generator (SplitMix64), so that a sample of states is the same every run.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+/// A small seeded generator (SplitMix64): a test's random steps, and this file's sample of
+/// power-loss states, are the same every run, so a failure repeats.
+public struct SplitMix: RandomNumberGenerator {
+    public var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

@@ -1,6 +1,7 @@
 import Foundation
 import Latchkey
 import LatchkeyFormat
+import LatchkeyTestSupport
 import Testing
 @testable import latchkey
 
@@ -111,18 +112,5 @@ import Testing
         for (i, d) in digests.enumerated() { #expect(seen.line(of: d) == i + 1) }
         let absent = ImportRun.KeyDigest(UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("nobody")]))
         #expect(seen.line(of: absent) == nil)
-    }
-}
-
-/// SplitMix64: a seeded generator, so that every run tests the same texts.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import LatchkeyCrypto
 import LatchkeyFormat
+import LatchkeyTestSupport
 import Testing
 
 /// `verify` checks plaintexts with `ItemPlaintext.check` and `FileKeys.attributeHashes(ofEncoded:)`
@@ -192,18 +193,5 @@ import Testing
             if (try? ItemPlaintext.decode(bytes)) != nil { accepted += 1 }
         }
         #expect(accepted > 5000 && accepted < 15_000, "\(accepted) of 20,000 valid")
-    }
-}
-
-/// SplitMix64: a seeded generator, so that every run tests the same plaintexts.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import LatchkeyCrypto
 import LatchkeyFormat
+import LatchkeyTestSupport
 import Testing
 
 /// A bulk import seals each item through `ItemPlaintext.encode` and hashes its indexed

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import Latchkey
 import LatchkeyFormat
+import LatchkeyTestSupport
 
 /// Queries on non-unique attributes are answered by the attribute index (Items/AttributeIndex),
 /// which follows the store through the log's journal. These tests drive two instances on one
@@ -161,18 +162,5 @@ import LatchkeyFormat
         // As the unique-key path: an item's stored attributes never hold pdmn.
         #expect(try kc.find(Query(.genericPassword, ["svce": .string("s"), "pdmn": .string("ck")])).isEmpty)
         #expect(try kc.find(Query(.genericPassword, ["acct": .string("x"), "svce": .string("s"), "pdmn": .string("ck")])).isEmpty)
-    }
-}
-
-/// A small deterministic generator (the test's steps must repeat exactly).
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

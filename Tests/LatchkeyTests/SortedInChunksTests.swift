@@ -1,5 +1,6 @@
 @testable import Latchkey
 import Testing
+import LatchkeyTestSupport
 
 /// The index writer's chunked sort (SortedInChunks): whatever the chunk size and however the
 /// keys are spread, it delivers exactly the sorted elements, and `peek` does not consume.
@@ -7,7 +8,7 @@ import Testing
     /// (hash, item) pairs as the attribute pages hold them: uniform hashes, one hash shared by
     /// a third of the items (a service every item has), and keys that share their top bits.
     static func entries(_ n: Int, seed: UInt64) -> [(UInt64, ID16)] {
-        var r = SplitMix(seed: seed)  // AttributeIndexTests.swift: seeded, so a failure repeats
+        var r = SplitMix(seed: seed)  // LatchkeyTestSupport: seeded, so a failure repeats
         let shared = r.next()
         return (0..<n).map { i in
             let id = ID16(withUnsafeBytes(of: r.next().bigEndian, Array.init) + withUnsafeBytes(of: r.next().bigEndian, Array.init))
