@@ -135,16 +135,10 @@ extension ItemPutPayload {
     ///   verify: then `decode(_:)` and `open(classKey:fileUUID:)` throw the error to report.
     package static func open(_ payload: ArraySlice<UInt8>, classKey: SecretKey, fileUUID: [UInt8],
                              context: GCMContext, scratch: inout [UInt8]) throws -> ItemPlaintext? {
-        let fixed = FormatConstants.itemPutFixedSize, tagSize = FormatConstants.gcmTagSize
+        let fixed = FormatConstants.itemPutFixedSize
         let keyStart = 40, keySize = FormatConstants.wrappedKeySize - 8
-        guard isWellFormed(payload) else { return nil }
-        let ctCount = payload.count - fixed - tagSize
-        if scratch.count < ctCount {
-            Crypto.cleanse(&scratch)
-            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
-        }
-        let prefix = FormatConstants.itemAADPrefix
-        let aadCount = prefix.count + fileUUID.count + 40
+        guard let ctCount = prepare(payload, &scratch) else { return nil }
+        let aadCount = FormatConstants.itemAADPrefix.count + fileUUID.count + 40
         let opened = payload.withUnsafeBytes { p -> Bool in
             withUnsafeTemporaryAllocation(byteCount: keySize + aadCount, alignment: 16) { tmp -> Bool in
                 let itemKey = UnsafeMutableRawBufferPointer(rebasing: tmp[0..<keySize])
@@ -152,12 +146,8 @@ extension ItemPutPayload {
                 guard Crypto.aesKeyUnwrap(kek: classKey, wrapped: UnsafeRawBufferPointer(rebasing: p[keyStart..<fixed]), into: itemKey) else {
                     return false
                 }
-                // AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
                 let aad = UnsafeMutableRawBufferPointer(rebasing: tmp[keySize...])
-                aad.copyBytes(from: prefix)
-                UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
-                UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...])
-                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: p[0..<40]))
+                writeAAD(aad, fileUUID: fileUUID, clear: UnsafeRawBufferPointer(rebasing: p[0..<40]))
                 return scratch.withUnsafeMutableBytes { out in
                     FormatConstants.itemNonce.withUnsafeBytes { nonce in
                         Crypto.aesGCMOpen(context: context, key: UnsafeRawBufferPointer(itemKey), nonce: nonce,
@@ -174,26 +164,37 @@ extension ItemPutPayload {
         return try ItemPlaintext.decode(scratch[0..<ctCount])
     }
 
+    /// The ciphertext length of a well-formed payload (nil for any other), with `scratch` grown
+    /// to hold its plaintext when too small (the old buffer zeroed first).
+    private static func prepare(_ payload: ArraySlice<UInt8>, _ scratch: inout [UInt8]) -> Int? {
+        guard isWellFormed(payload) else { return nil }
+        let ctCount = payload.count - FormatConstants.itemPutFixedSize - FormatConstants.gcmTagSize
+        if scratch.count < ctCount {
+            Crypto.cleanse(&scratch)
+            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
+        }
+        return ctCount
+    }
+
+    /// The AAD (§7.4) into `aad`: "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
+    private static func writeAAD(_ aad: UnsafeMutableRawBufferPointer, fileUUID: [UInt8], clear: UnsafeRawBufferPointer) {
+        let prefix = FormatConstants.itemAADPrefix
+        aad.copyBytes(from: prefix)
+        UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
+        UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...]).copyMemory(from: clear)
+    }
+
     /// The rest of `open` for a well-formed payload whose item key is already unwrapped (for
     /// `verify`, which unwraps many at once): the plaintext is decrypted into `scratch` (grown
     /// when too small) through `context`, `body` called with its bytes, and the plaintext zeroed.
     /// - Returns: `body`'s answer, or nil when the tag does not verify (`open` would throw).
     package static func withOpened(_ payload: ArraySlice<UInt8>, itemKey: UnsafeRawBufferPointer, fileUUID: [UInt8],
                                    context: GCMContext, scratch: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Bool) -> Bool? {
-        let fixed = FormatConstants.itemPutFixedSize, tagSize = FormatConstants.gcmTagSize
-        guard isWellFormed(payload) else { return nil }
-        let ctCount = payload.count - fixed - tagSize
-        if scratch.count < ctCount {
-            Crypto.cleanse(&scratch)
-            scratch = [UInt8](repeating: 0, count: max(ctCount, 2 * scratch.count))
-        }
-        let prefix = FormatConstants.itemAADPrefix
+        let fixed = FormatConstants.itemPutFixedSize
+        guard let ctCount = prepare(payload, &scratch) else { return nil }
         return payload.withUnsafeBytes { p -> Bool? in
-            // AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
-            withUnsafeTemporaryAllocation(byteCount: prefix.count + fileUUID.count + 40, alignment: 16) { aad -> Bool? in
-                aad.copyBytes(from: prefix)
-                UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
-                UnsafeMutableRawBufferPointer(rebasing: aad[(prefix.count + fileUUID.count)...]).copyMemory(from: UnsafeRawBufferPointer(rebasing: p[0..<40]))
+            withUnsafeTemporaryAllocation(byteCount: FormatConstants.itemAADPrefix.count + fileUUID.count + 40, alignment: 16) { aad -> Bool? in
+                writeAAD(aad, fileUUID: fileUUID, clear: UnsafeRawBufferPointer(rebasing: p[0..<40]))
                 return scratch.withUnsafeMutableBytes { out -> Bool? in
                     let plaintext = UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount])
                     defer { Crypto.cleanse(plaintext) }

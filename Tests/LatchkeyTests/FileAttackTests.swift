@@ -5,6 +5,7 @@ import Testing
 @testable import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
+import LatchkeyTestSupport
 
 /// Attacks by someone who can write the keychain file and holds the device secret (issue 13
 /// §2, §3): forged keybag changes, older records copied over newer ones, older copies renamed
@@ -39,6 +40,17 @@ import LatchkeyFormat
         #expect(disk.keychainBytes == file, "a refused file keeps every byte")
     }
 
+    /// Overwrites the put that `file` ends with (from `firstEnd`) with the one record before it
+    /// (from the end of the header): the item's older, authentic put, of the same size.
+    static func copyOlderPutOverTheNewer(_ disk: MemoryFileSystem, file: [UInt8], firstEnd: Int) throws {
+        let header = try FileHeader.peekLength(Array(file.prefix(16)))
+        let older = Array(file[header..<firstEnd])
+        #expect(older.count == file.count - firstEnd, "both put records have the same size")
+        var attacked = file
+        attacked.replaceSubrange(firstEnd..<file.count, with: older)
+        disk.setContents(TestEnv.keychainPath, attacked)
+    }
+
     /// Issue 13 §3: after a long-lived reader scanned the file, the newest put record of an item
     /// is overwritten in place with that item's older (authentic) put record. The reader must
     /// refuse it, not return the superseded secret.
@@ -52,13 +64,7 @@ import LatchkeyFormat
         let reader = try openKeychain(on: disk)
         #expect(try reader.find(Query(.genericPassword)).map(\.data) == [bytes("secret-TWO")])
 
-        let header = try FileHeader.peekLength(Array(file.prefix(16)))
-        let older = Array(file[header..<firstEnd])
-        #expect(older.count == file.count - firstEnd, "both put records have the same size")
-        var attacked = file
-        attacked.replaceSubrange(firstEnd..<file.count, with: older)
-        disk.setContents(TestEnv.keychainPath, attacked)
-
+        try Self.copyOlderPutOverTheNewer(disk, file: file, firstEnd: firstEnd)
         expectKeychainError(.decode) { _ = try reader.find(Query(.genericPassword)) }
         #expect(!reader.verify().ok)
     }

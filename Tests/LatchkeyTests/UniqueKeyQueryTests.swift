@@ -249,12 +249,7 @@ import LatchkeyTestSupport
         let reader = try openKeychain(on: disk)
         #expect(try reader.find(alice).map(\.data) == [bytes("secret-TWO")])
 
-        let header = try FileHeader.peekLength(Array(file.prefix(16)))
-        let older = Array(file[header..<firstEnd])
-        #expect(older.count == file.count - firstEnd, "both put records have the same size")
-        var attacked = file
-        attacked.replaceSubrange(firstEnd..<file.count, with: older)
-        disk.setContents(TestEnv.keychainPath, attacked)
+        try FileAttackTests.copyOlderPutOverTheNewer(disk, file: file, firstEnd: firstEnd)
         expectKeychainError(.decode) { _ = try reader.find(alice) }
     }
 
