@@ -14,7 +14,7 @@ import LatchkeyFormat
 /// took two index lookups a record (O(log N) pages each): at 1,000,000 items, an open after a
 /// tail of 3,000 records spent 130 ms there. Now a record is checked at once against what the
 /// records after the index did (`changed`, `owners`), and what only the index can answer is
-/// left in `uncheckedIDs` and `uncheckedHashes`; it is checked for a UUID or a hash before
+/// left in `firstTouch` (unchecked entries) and `uncheckedHashes`; it is checked for a UUID or a hash before
 /// any answer about it is given (`slot`, `owner`, `remove`) and for all of them before the
 /// table is enumerated or an index is written (`checkAll`). A rule found broken then throws
 /// `IndexBase.Unusable` (`contradictsLog`): the store drops the index and scans the log from
@@ -26,23 +26,24 @@ struct ItemTable: Sequence, Sendable {
     private var changed = IDMap<ItemSlot?>()
     /// Unique-key hash → item, for the items in `changed` that are live.
     private var owners = IDMap<ID16>()
-    /// With a base: the offset of the first record after the covered end that put or deleted
-    /// each item of `changed`.
-    private var firstTouch = IDMap<UInt64>()
-    /// Items whose liveness at the covered end is not yet known: the first record after the
-    /// covered end that touched each, and whether it is a delete (which needs the item live
-    /// then) or a put (new, or a replacement: `count` assumes new).
-    private var uncheckedIDs = IDMap<FirstTouch>()
+    /// With a base: for each item of `changed`, the first record after the covered end that put
+    /// or deleted it, and whether its liveness at the covered end is known yet (`checked`).
+    private var firstTouch = IDMap<FirstTouch>()
+    /// The entries of `firstTouch` not yet checked.
+    private var uncheckedIDs = 0
     /// Unique-key hashes put, after the covered end, while no item changed since held them:
     /// the earliest such put. The index's owner of the hash, if any, must have been touched
     /// before it (it then no longer held the hash, or it would be in `owners`).
     private var uncheckedHashes = IDMap<UInt64>()
-    /// Live items: exact once `uncheckedIDs` holds no put.
+    /// Live items: exact once every first touch is checked (`isChecked`).
     private(set) var count = 0
 
+    /// A delete first needs the item live at the covered end; a put first is of a new item or
+    /// a replacement (`count` assumes new until checked).
     struct FirstTouch: Sendable {
         var offset: UInt64
         var isDelete: Bool
+        var checked: Bool
     }
 
     init() {}
@@ -56,12 +57,12 @@ struct ItemTable: Sequence, Sendable {
 
     /// True when every rule the records after the index left for later has been checked (and
     /// `count` is exact).
-    var isChecked: Bool { uncheckedIDs.isEmpty && uncheckedHashes.isEmpty }
+    var isChecked: Bool { uncheckedIDs == 0 && uncheckedHashes.isEmpty }
 
     /// The item's slot. Checks first what the records after the index left unchecked for it.
     mutating func slot(_ id: ID16) throws -> ItemSlot? {
         if let c = changed[id] {
-            if uncheckedIDs.contains(id) { try check(id: id) }
+            if uncheckedIDs > 0, firstTouch[id]?.checked == false { try check(id: id) }
             return c
         }
         return try base?.slot(id)
@@ -70,7 +71,7 @@ struct ItemTable: Sequence, Sendable {
     /// The live item whose unique-key hash is `hash`. Checks first what the records after
     /// the index left unchecked for the hash.
     mutating func owner(_ hash: ID16) throws -> ID16? {
-        if uncheckedHashes.contains(hash) { try check(hash: hash) }
+        if !uncheckedHashes.isEmpty, uncheckedHashes.contains(hash) { try check(hash: hash) }
         if let id = owners[hash] { return id }
         guard let base, let id = try base.owner(hash) else { return nil }
         // Changed since the index: had it kept this key, `owners` would name it.
@@ -92,8 +93,8 @@ struct ItemTable: Sequence, Sendable {
                 count += 1
             }
         } else if base != nil {
-            firstTouch.insert(id, offset)
-            uncheckedIDs.insert(id, FirstTouch(offset: offset, isDelete: false))
+            firstTouch.insert(id, FirstTouch(offset: offset, isDelete: false, checked: false))
+            uncheckedIDs += 1
             count += 1
         } else {
             count += 1
@@ -107,14 +108,14 @@ struct ItemTable: Sequence, Sendable {
 
     /// Applies a delete read from the log at `offset`: §10.3's rule that it names a live item
     /// is checked against the records after the index now and against the index later
-    /// (`uncheckedIDs`).
+    /// (`firstTouch`).
     mutating func delete(_ id: ID16, at offset: UInt64) throws {
         if let old = changed[id] {
             guard let old else { throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist") }
             if owners[old.uniqueHash] == id { owners[old.uniqueHash] = nil }
         } else if base != nil {
-            firstTouch.insert(id, offset)
-            uncheckedIDs.insert(id, FirstTouch(offset: offset, isDelete: true))
+            firstTouch.insert(id, FirstTouch(offset: offset, isDelete: true, checked: false))
+            uncheckedIDs += 1
         } else {
             throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist")
         }
@@ -129,7 +130,7 @@ struct ItemTable: Sequence, Sendable {
         guard let old = try slot(id) else { return nil }
         if changed[id] == nil, base != nil {
             // First touched now, and known live at the covered end.
-            firstTouch.insert(id, offset)
+            firstTouch.insert(id, FirstTouch(offset: offset, isDelete: true, checked: true))
         }
         count -= 1
         if owners[old.uniqueHash] == id { owners[old.uniqueHash] = nil }
@@ -147,20 +148,22 @@ struct ItemTable: Sequence, Sendable {
     /// covered end): a delete needs it live; a put of an item live then replaced it (`count`
     /// assumed a new one).
     private mutating func check(id: ID16) throws {
-        guard let first = uncheckedIDs[id], let base else { return }
+        guard var first = firstTouch[id], !first.checked, let base else { return }
         let live = try base.slot(id) != nil
         if first.isDelete, !live {
             throw IndexBase.Unusable(reason: "the record at byte \(first.offset) deletes an item it does not hold", contradictsLog: true)
         }
         if !first.isDelete, live { count -= 1 }
-        _ = uncheckedIDs.removeValue(forKey: id)
+        first.checked = true
+        firstTouch.insert(id, first)
+        uncheckedIDs -= 1
     }
 
     /// Checks the earliest put of `hash` after the index made while no changed item held it:
     /// the index's owner of the hash must have been touched (replaced or deleted) before it.
     private mutating func check(hash: ID16) throws {
         guard let put = uncheckedHashes[hash], let base else { return }
-        if let holder = try base.owner(hash), (firstTouch[holder] ?? .max) > put {
+        if let holder = try base.owner(hash), (firstTouch[holder]?.offset ?? .max) > put {
             throw IndexBase.Unusable(reason: "the record at byte \(put) puts a unique key that an item it holds has", contradictsLog: true)
         }
         _ = uncheckedHashes.removeValue(forKey: hash)
@@ -169,7 +172,9 @@ struct ItemTable: Sequence, Sendable {
     /// Checks everything the records after the index left for later, in key order (pages
     /// touched once each). Before enumerating the table or writing an index.
     mutating func checkAll() throws {
-        for id in uncheckedIDs.keys.sorted() { try check(id: id) }
+        if uncheckedIDs > 0 {
+            for id in firstTouch.compactMap({ $0.value.checked ? nil : $0.key }).sorted() { try check(id: id) }
+        }
         for hash in uncheckedHashes.keys.sorted() { try check(hash: hash) }
     }
 
@@ -196,6 +201,7 @@ struct ItemTable: Sequence, Sendable {
         self.owners = owners
         self.base = nil
         firstTouch = IDMap()
+        uncheckedIDs = 0
     }
 
     /// Whether the item changed since the index (or, without one, is live).
