@@ -110,6 +110,15 @@ import LatchkeyTestSupport
         // The reader dropped the index (it may write the file): a new open reports the damage.
         Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") { _ = try openKeychain(on: disk) }
 
+        // A lookup of that very item, before anything is listed, reports it too (not "no such
+        // item"), without the count check of a listing to lean on.
+        let (disk3, kc3, _, _, _) = try Self.setUp()
+        try Self.append(deleteOfNothing, to: disk3, after: kc3)
+        let lookup = try openKeychain(on: disk3)
+        Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") {
+            _ = try lookup.localStore!.slot(id: ID16([UInt8](repeating: 0xAB, count: 16)))
+        }
+
         // A writer appends after it (checking the whole tail at each write would cost what
         // this design saves), and the index write that follows finds it.
         let (disk2, kc2, _, _, _) = try Self.setUp()
