@@ -238,16 +238,28 @@ static const uint8_t kw_iv[8] = {0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6}
 /// the same bytes (KeyWrapTests compare it with kw_crypt_openssl and the RFC's vectors).
 static int kw_crypt_ctx(EVP_CIPHER_CTX *ctx, int enc, const uint8_t *in, size_t in_len, uint8_t *out);
 
-static int kw_crypt(int enc, const uint8_t *kek, size_t kek_len,
-                    const uint8_t *in, size_t in_len, uint8_t *out) {
+/// An AES-ECB context keyed with `kek` (16, 24 or 32 bytes) for `enc`, without padding: what the
+/// RFC 3394 rounds run through. NULL when the key length is wrong or OpenSSL fails.
+static EVP_CIPHER_CTX *kw_ecb_new(const uint8_t *kek, size_t kek_len, int enc) {
     pthread_once(&fetch_once, fetch_all);
     int idx = key_index(kek_len);
-    if (idx < 0 || cipher_ecb[idx] == NULL || in_len % 8 != 0) return 0;
+    if (idx < 0 || cipher_ecb[idx] == NULL) return NULL;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return NULL;
+    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, enc, NULL) != 1 || EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) {
+        EVP_CIPHER_CTX_free(ctx);
+        ERR_clear_error();
+        return NULL;
+    }
+    return ctx;
+}
+
+static int kw_crypt(int enc, const uint8_t *kek, size_t kek_len,
+                    const uint8_t *in, size_t in_len, uint8_t *out) {
+    if (in_len % 8 != 0) return 0;
+    EVP_CIPHER_CTX *ctx = kw_ecb_new(kek, kek_len, enc);
     if (ctx == NULL) return 0;
-    int ok = EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, enc, NULL) == 1
-        && EVP_CIPHER_CTX_set_padding(ctx, 0) == 1
-        && kw_crypt_ctx(ctx, enc, in, in_len, out);
+    int ok = kw_crypt_ctx(ctx, enc, in, in_len, out);
     EVP_CIPHER_CTX_free(ctx);
     return ok;
 }
@@ -299,19 +311,7 @@ done:
     return ok;
 }
 
-void *lk_kw_unwrap_ctx_new(const uint8_t *kek, size_t kek_len) {
-    pthread_once(&fetch_once, fetch_all);
-    int idx = key_index(kek_len);
-    if (idx < 0 || cipher_ecb[idx] == NULL) return NULL;
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-    if (ctx == NULL) return NULL;
-    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 0, NULL) != 1 || EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) {
-        EVP_CIPHER_CTX_free(ctx);
-        ERR_clear_error();
-        return NULL;
-    }
-    return ctx;
-}
+void *lk_kw_unwrap_ctx_new(const uint8_t *kek, size_t kek_len) { return kw_ecb_new(kek, kek_len, 0); }
 
 void lk_kw_unwrap_ctx_free(void *ctx) {
     EVP_CIPHER_CTX_free((EVP_CIPHER_CTX *)ctx);   // clears the key schedule (OPENSSL_clear_free)
@@ -355,10 +355,8 @@ int lk_aes_kw_unwrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in,
     const size_t n = in_len / 8 - 1, out_len = in_len - 8;
     uint8_t a[LK_KW_MANY_MAX][8], b[LK_KW_MANY_MAX * 16];
     int ok = 0, len = 0;
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = kw_ecb_new(kek, kek_len, 0);
     if (ctx == NULL) return 0;
-    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 0, NULL) != 1) goto done;
-    if (EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) goto done;
     for (size_t k = 0; k < count; k++) {
         memcpy(a[k], in + k * in_len, 8);
         memmove(out + k * out_len, in + k * in_len + 8, out_len);
@@ -401,10 +399,8 @@ int lk_aes_kw_wrap_many(const uint8_t *kek, size_t kek_len, const uint8_t *in, s
     const size_t n = in_len / 8, out_len = in_len + 8;
     uint8_t a[LK_KW_MANY_MAX][8], b[LK_KW_MANY_MAX * 16];
     int ok = 0, len = 0;
-    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    EVP_CIPHER_CTX *ctx = kw_ecb_new(kek, kek_len, 1);
     if (ctx == NULL) return 0;
-    if (EVP_CipherInit_ex2(ctx, cipher_ecb[idx], kek, NULL, 1, NULL) != 1) goto done;
-    if (EVP_CIPHER_CTX_set_padding(ctx, 0) != 1) goto done;
     // Key k's R blocks are built in place at out + k * out_len + 8; its A block at the end.
     for (size_t k = 0; k < count; k++) {
         memcpy(a[k], kw_iv, 8);
