@@ -48,6 +48,54 @@ import LatchkeyTestSupport
         for k in keys { #expect(map[k] == model[k]) }
     }
 
+    /// SlotMap (the changed items, found by UUID and by unique-key hash in one lookup) agrees
+    /// with two dictionaries through sets, replacements with another hash, deletion markers and
+    /// removals (which move the last entry and its hash bucket). Few distinct hash words make
+    /// long probe chains and fingerprint clashes; every answer is checked against the model.
+    @Test func slotMap_agreesWithTwoDictionaries() throws {
+        var rng = SystemRandomNumberGenerator()
+        var map = SlotMap()
+        var model: [ID16: ItemSlot?] = [:]
+        var ids: [ID16] = []
+        func slot(_ hash: ID16, _ n: Int) -> ItemSlot {
+            ItemSlot(offset: UInt64(n), recordSize: 1, classTag: 0, protection: .whenUnlocked, flags: 0, uniqueHash: hash, sequence: UInt64(n))
+        }
+        func holder(_ hash: ID16) -> ID16? { model.first { $0.value?.uniqueHash == hash }?.key }
+        for step in 0..<12_000 {
+            let r = Int.random(in: 0..<10, using: &rng)
+            let hash = ID16(high: UInt64.random(in: 0...7, using: &rng), low: UInt64.random(in: 0...400, using: &rng))
+            if r < 5 || ids.isEmpty {
+                let id = ID16(high: UInt64.random(in: 0...UInt64.max, using: &rng), low: 0)
+                guard holder(hash) == nil else { continue }
+                ids.append(id)
+                map.set(id, slot(hash, step)); model[id] = slot(hash, step)
+            } else if r < 7 {
+                let id = ids.randomElement(using: &rng)!
+                guard holder(hash) == nil || holder(hash) == id else { continue }
+                map.set(id, slot(hash, step)); model[id] = slot(hash, step)
+            } else if r < 8 {
+                let id = ids.randomElement(using: &rng)!
+                map.set(id, nil); model[id] = .some(nil)
+            } else {
+                let id = ids.randomElement(using: &rng)!
+                map.remove(id); model[id] = nil
+            }
+            if step % 499 == 0 {
+                #expect(map.count == model.count)
+                for id in ids { #expect(map[id] == model[id]) }
+                for (id, value) in model {
+                    guard let live = value else { continue }
+                    let found = map.owner(live.uniqueHash)
+                    #expect(found?.id == id && found?.slot == live)
+                }
+                #expect(map.owner(ID16(high: 99, low: 99)) == nil)
+            }
+        }
+        for (id, value) in model {
+            if let live = value { #expect(map.owner(live.uniqueHash)?.id == id) }
+        }
+    }
+
     // MARK: The index held in memory
 
     /// A handle whose lookups have read enough pages holds the whole index in memory, and

@@ -19,7 +19,7 @@ struct IDMap<Value>: Sequence {
     private var buckets: [UInt32] = []
     private var mask = 0
 
-    private static var seed: UInt64 { IDMapSeed.value }
+    static var seed: UInt64 { IDMapSeed.value }
 
     fileprivate struct Entry {
         var key: ID16
@@ -43,7 +43,7 @@ struct IDMap<Value>: Sequence {
 
     /// SplitMix64's finalizer: every input bit moves every output bit.
     @inline(__always)
-    private static func mix(_ z: UInt64) -> UInt64 {
+    static func mix(_ z: UInt64) -> UInt64 {
         var z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
@@ -79,16 +79,45 @@ struct IDMap<Value>: Sequence {
 
     func contains(_ key: ID16) -> Bool { find(key) != nil }
 
-    mutating func insert(_ key: ID16, _ value: Value) {
+    // MARK: Positions (for `SlotMap`, which indexes the entries by a second key)
+
+    /// Where `key`'s entry is in the dense array, or nil. Stable until a removal moves the
+    /// last entry into a hole (`remove(_:)` says which).
+    @inline(__always)
+    func position(of key: ID16) -> Int? { find(key)?.position }
+
+    /// The entry at a position `position(of:)` or `insert` gave.
+    @inline(__always)
+    func entry(at position: Int) -> (key: ID16, value: Value) {
+        let e = entries[position]
+        return (e.key, e.value)
+    }
+
+    /// Replaces the value at a position (its key stays).
+    mutating func setValue(_ value: Value, at position: Int) { entries[position].value = value }
+
+    /// Removes `key`'s entry. Returns its value, and the position the last entry moved to
+    /// fill the hole (`moved`; nil when the removed entry was the last).
+    mutating func remove(_ key: ID16) -> (old: Value, moved: Int?)? {
+        guard let (_, p) = find(key) else { return nil }
+        let movedFrom = entries.count - 1
+        let old = removeValue(forKey: key)!
+        return (old, p != movedFrom ? p : nil)
+    }
+
+    /// Inserts or replaces; returns the entry's position (`position(of:)`).
+    @discardableResult
+    mutating func insert(_ key: ID16, _ value: Value) -> Int {
         if let (_, p) = find(key) {
             entries[p].value = value
-            return
+            return p
         }
         if (entries.count + 1) * 2 > buckets.count { rehash(minimumBuckets: Swift.max(16, (entries.count + 1) * 2)) }
         var b = bucket(key)
         while buckets[b] != 0 { b = (b + 1) & mask }
         entries.append(Entry(key: key, value: value))
         buckets[b] = UInt32(entries.count)
+        return entries.count - 1
     }
 
     @discardableResult
@@ -177,7 +206,7 @@ private enum IDMapSeed {
 /// are first touched. A million-item table spans tens of megabytes that lookups hit at random:
 /// with 4 KiB pages nearly every lookup also missed the TLB, and in a virtual machine each
 /// such miss walks two sets of page tables.
-private func adviseHugePages(_ start: UnsafeRawPointer, byteCount: Int) {
+func adviseHugePages(_ start: UnsafeRawPointer, byteCount: Int) {
     #if os(Linux)
     let huge = 2 << 20
     guard byteCount >= 2 * huge else { return }

@@ -13,7 +13,7 @@ import LatchkeyFormat
 /// by another live item, and a delete must name a live item. Applying them as the records come
 /// took two index lookups a record (O(log N) pages each): at 1,000,000 items, an open after a
 /// tail of 3,000 records spent 130 ms there. Now a record is checked at once against what the
-/// records after the index did (`changed`, `owners`), and what only the index can answer is
+/// records after the index did (`changed`, which also answers who holds a hash), and what only the index can answer is
 /// left in `firstTouch` (unchecked entries) and `uncheckedHashes`; it is checked for a UUID or a hash before
 /// any answer about it is given (`slot`, `owner`, `remove`) and for all of them before the
 /// table is enumerated or an index is written (`checkAll`). A rule found broken then throws
@@ -22,10 +22,9 @@ import LatchkeyFormat
 struct ItemTable: Sequence, Sendable {
     private(set) var base: IndexBase?
     /// With a base: the items changed since its covered end (nil: deleted). Without: every live
-    /// item (never nil).
-    private var changed = IDMap<ItemSlot?>()
-    /// Unique-key hash → item, for the items in `changed` that are live.
-    private var owners = IDMap<ID16>()
+    /// item (never nil). Its live items are also found by unique-key hash (`owner`); no two
+    /// hold the same one (§10.3, checked before every `set`).
+    private var changed = SlotMap()
     /// With a base: for each item of `changed`, the first record after the covered end that put
     /// or deleted it, and whether its liveness at the covered end is known yet (`checked`).
     private var firstTouch = IDMap<FirstTouch>()
@@ -33,7 +32,7 @@ struct ItemTable: Sequence, Sendable {
     private var uncheckedIDs = 0
     /// Unique-key hashes put, after the covered end, while no item changed since held them:
     /// the earliest such put. The index's owner of the hash, if any, must have been touched
-    /// before it (it then no longer held the hash, or it would be in `owners`).
+    /// before it (it then no longer held the hash, or `changed` would hold it under the hash).
     private var uncheckedHashes = IDMap<UInt64>()
     /// Live items: exact once every first touch is checked (`isChecked`).
     private(set) var count = 0
@@ -71,11 +70,21 @@ struct ItemTable: Sequence, Sendable {
     /// The live item whose unique-key hash is `hash`. Checks first what the records after
     /// the index left unchecked for the hash.
     mutating func owner(_ hash: ID16) throws -> ID16? {
+        try item(uniqueHash: hash)?.id
+    }
+
+    /// The live item whose unique-key hash is `hash`, with its slot (`owner` then `slot`, in
+    /// one lookup when the item changed since the index or there is none).
+    mutating func item(uniqueHash hash: ID16) throws -> (id: ID16, slot: ItemSlot)? {
         if !uncheckedHashes.isEmpty, uncheckedHashes.contains(hash) { try check(hash: hash) }
-        if let id = owners[hash] { return id }
+        if let found = changed.owner(hash) {
+            if uncheckedIDs > 0, firstTouch[found.id]?.checked == false { try check(id: found.id) }
+            return found
+        }
         guard let base, let id = try base.owner(hash) else { return nil }
-        // Changed since the index: had it kept this key, `owners` would name it.
-        return changed[id] == nil ? id : nil
+        // Changed since the index: had it kept this key, `changed` would hold it under the hash.
+        guard changed[id] == nil, let slot = try base.slot(id) else { return nil }
+        return (id, slot)
     }
 
     /// Applies a put read from the log (or appended by this process) at `offset`, checking
@@ -85,13 +94,9 @@ struct ItemTable: Sequence, Sendable {
     /// for later.
     mutating func put(_ id: ID16, _ slot: ItemSlot, at offset: UInt64, ownerChecked: Bool = false) throws {
         let hash = slot.uniqueHash
-        if let holder = owners[hash], holder != id { throw ItemTable.RuleBroken(offset: offset, reason: "two live items share a unique key") }
+        if let holder = changed.owner(hash), holder.id != id { throw ItemTable.RuleBroken(offset: offset, reason: "two live items share a unique key") }
         if let old = changed[id] {
-            if let old {
-                if owners[old.uniqueHash] == id { owners[old.uniqueHash] = nil }
-            } else {
-                count += 1
-            }
+            if old == nil { count += 1 }
         } else if base != nil {
             firstTouch.insert(id, FirstTouch(offset: offset, isDelete: false, checked: false))
             uncheckedIDs += 1
@@ -99,11 +104,12 @@ struct ItemTable: Sequence, Sendable {
         } else {
             count += 1
         }
-        if base != nil, !ownerChecked, owners[hash] == nil, uncheckedHashes[hash] == nil {
+        // No other changed item holds the hash now (checked above; this item's own earlier
+        // put of it is replaced): only the index can.
+        if base != nil, !ownerChecked, uncheckedHashes[hash] == nil {
             uncheckedHashes.insert(hash, offset)
         }
-        changed[id] = slot
-        owners[hash] = id
+        changed.set(id, slot)
     }
 
     /// Applies a delete read from the log at `offset`: §10.3's rule that it names a live item
@@ -111,8 +117,7 @@ struct ItemTable: Sequence, Sendable {
     /// (`firstTouch`).
     mutating func delete(_ id: ID16, at offset: UInt64) throws {
         if let old = changed[id] {
-            guard let old else { throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist") }
-            if owners[old.uniqueHash] == id { owners[old.uniqueHash] = nil }
+            guard old != nil else { throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist") }
         } else if base != nil {
             firstTouch.insert(id, FirstTouch(offset: offset, isDelete: true, checked: false))
             uncheckedIDs += 1
@@ -120,7 +125,7 @@ struct ItemTable: Sequence, Sendable {
             throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist")
         }
         count -= 1
-        if base == nil { changed[id] = nil } else { changed[id] = .some(nil) }
+        if base == nil { changed.remove(id) } else { changed.set(id, nil) }
     }
 
     /// Removes a live item (a writer's delete, appended at `offset`): nil, and nothing changes,
@@ -133,8 +138,7 @@ struct ItemTable: Sequence, Sendable {
             firstTouch.insert(id, FirstTouch(offset: offset, isDelete: true, checked: true))
         }
         count -= 1
-        if owners[old.uniqueHash] == id { owners[old.uniqueHash] = nil }
-        if base == nil { changed[id] = nil } else { changed[id] = .some(nil) }
+        if base == nil { changed.remove(id) } else { changed.set(id, nil) }
         return old
     }
 
@@ -182,23 +186,27 @@ struct ItemTable: Sequence, Sendable {
     mutating func materialize() throws {
         guard let base else { return }
         try checkAll()
-        var all = IDMap<ItemSlot?>()
+        var all = SlotMap()
         all.reserveCapacity(count)
-        var owners = self.owners
-        owners.reserveCapacity(count)
+        var shared = false
         try base.forEachItem { id, slot in
             guard !changed.contains(id) else { return }
-            all.insert(id, slot)
-            owners.insert(slot.uniqueHash, id)
+            if all.owner(slot.uniqueHash) != nil { shared = true; return }
+            all.set(id, slot)
         }
         for (id, slot) in changed {
-            if let slot { all.insert(id, slot) }
+            guard let slot else { continue }
+            if all.owner(slot.uniqueHash) != nil { shared = true; continue }
+            all.set(id, slot)
         }
+        // checkAll() found no hash put after the index held by an item of it; two of its own
+        // items holding one is a damaged index (its pages are authenticated: a bug's, not an
+        // attacker's), never a table with one of them silently dropped.
+        if shared { throw IndexBase.Unusable(reason: "two of its items share a unique key") }
         guard all.count == count else {
             throw IndexBase.Unusable(reason: "it holds \(base.header.itemCount) items where its header says otherwise")
         }
         changed = all
-        self.owners = owners
         self.base = nil
         firstTouch = IDMap()
         uncheckedIDs = 0

@@ -639,8 +639,7 @@ package final class KeychainStore: @unchecked Sendable {
         promoteIndexIfWorthIt()
         do {
             return try withIndexFallback { () throws -> (ID16, ItemSlot)? in
-                guard let id = try log.items.owner(hash), let s = try log.items.slot(id) else { return nil }
-                return (id, s)
+                try log.items.item(uniqueHash: hash)
             }
         } catch {
             needsReopen = true
