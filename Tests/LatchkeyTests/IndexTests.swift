@@ -306,6 +306,34 @@ import LatchkeyTestSupport
         #expect(try openKeychain(on: disk).verify().ok)
     }
 
+    /// A forged index (MACs valid: only the device can make one) whose item page gives one
+    /// item another's unique-key hash. When the table is taken into memory (materialize), two
+    /// items holding one hash make the index unusable and the log is read instead: neither
+    /// item is dropped. (The table used to keep the hash's last holder: a find by the other
+    /// item's key then found nothing.)
+    @Test func forgedIndex_twoItemsWithOneUniqueKeyHash_isNotTrusted() throws {
+        let (disk, _) = try Self.indexedKeychain(150)
+        let expected = try Self.truth(disk)
+        var index = try #require(disk.contents(Self.indexPath))
+        let device = try DeviceSecret.decodeFile(TestEnv.deviceFile)
+        let keys = try FileKeys(device: device, fileUUID: try Self.header(disk).fileUUID)
+        let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
+        // The first two entries of item page 1: the second takes the first's hash.
+        var body = Array(index[4096..<4096 + 4064])
+        let first = IndexItemEntry.decode(body, at: 0)
+        var second = IndexItemEntry.decode(body, at: 58)
+        second.uniqueKeyHash = first.uniqueKeyHash
+        var w = ByteWriter()
+        second.encode(into: &w)
+        body.replaceSubrange(58..<116, with: w.bytes)
+        index.replaceSubrange(4096..<8192, with: IndexPage.seal(body: body, page: 1, headerMAC: headerMAC, macKey: keys.indexFileMAC))
+        disk.setContents(Self.indexPath, index)
+
+        let reader = try openKeychain(on: disk)
+        #expect(try reader.snapshot() == expected)
+        for i in 0..<150 { #expect(try ScaleTests.secret(reader, i) == bytes("secret-\(i)"), "user-\(i)") }
+    }
+
     /// The temporary file of an index write that died before its rename (a kill, a power cut)
     /// is removed by the next index write; other names are left alone.
     @Test func abandonedIndexWrite_isRemovedByTheNextOne() throws {
