@@ -15,13 +15,15 @@
 # peak memory, and each target of the issue with its ratio and met/missed.
 #
 # Timing: hyperfine (Debian's package, installed when missing), medians of SCALE_RUNS runs
-# (default 20) after SCALE_WARMUP (default 3), at least 100 after 10 for the commands of about a
-# millisecond; peak memory: GNU time's maximum resident set size (Debian's `time`) of one run.
+# (default 30) taken in SCALE_ROUNDS rounds (default 5; the commands compared alternate from round
+# to round, see `measure`), SCALE_WARMUP warm-up runs a round (default 2); at least 100 runs, 5
+# warm-up runs a round, for the commands of about a millisecond; peak memory: GNU time's maximum
+# resident set size (Debian's `time`) of one run.
 # The bulk of each keychain is one import, never N CLI calls. Duration on the 2-core machine,
 # after the release builds: about 2 minutes; with SCALE_1M=1 about 4 (plus 140 MB of JSON lines
 # and about 900 MB of keychains and indexes in the temporary directory).
 #
-# Environment: SCALE_1M=1, SCALE_SIZES (overrides the sizes), SCALE_RUNS, SCALE_WARMUP,
+# Environment: SCALE_1M=1, SCALE_SIZES (overrides the sizes), SCALE_RUNS, SCALE_ROUNDS, SCALE_WARMUP,
 # SCALE_BUILD=0 (use the release binary already built), SCALE_KEEP=1 (keep the temporary
 # directory), SCALE_OUT (where the table and hyperfine JSON go; default $SCRATCH/bench-scale),
 # SCRATCH (SwiftPM scratch path), SWIFT.
@@ -34,8 +36,8 @@ SIZES=${SCALE_SIZES:-100 10000 100000}
 # before the index, and fewer runs were taken then). Commands of about a millisecond
 # (--version, /bin/true, the agent's find) get at least 100 runs after 10: with 5 runs one
 # scheduling hiccup on the shared machine moved the ratio to /bin/true by half.
-RUNS=${SCALE_RUNS:-20}; WARMUP=${SCALE_WARMUP:-3}
-FAST_RUNS=$(( RUNS > 100 ? RUNS : 100 )); FAST_WARMUP=$(( WARMUP > 10 ? WARMUP : 10 ))
+RUNS=${SCALE_RUNS:-30}; WARMUP=${SCALE_WARMUP:-2}; ROUNDS=${SCALE_ROUNDS:-5}
+FAST_RUNS=$(( RUNS > 100 ? RUNS : 100 )); FAST_WARMUP=$(( WARMUP > 5 ? WARMUP : 5 ))
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SPM_FLAGS=()
 [ -n "${SCRATCH:-}" ] && SPM_FLAGS=(--scratch-path "$SCRATCH")
@@ -99,7 +101,7 @@ gen_jsonl() {
         printf "{\"class\":\"genp\",\"acct\":\"user%d\",\"svce\":\"bench\",\"labl\":\"group %d\",\"v_Data\":\"%s\"}\n", i, int(i / 10), d }'
 }
 
-declare -A RES PEAK
+declare -A RES PEAK ROUND_MEDIANS
 # peak NAME COMMAND...: one run under GNU time; PEAK[NAME] in KiB, RES[NAME] wall seconds.
 peak() {
     local name=$1; shift
@@ -107,8 +109,12 @@ peak() {
         || { say "bench-scale: '$name' failed:"; cat "$W/peak.err" >&2; exit 1; }
     read -r RES[$name] PEAK[$name] < "$W/time"
 }
-# measure NAME... -- COMMAND...: one hyperfine run of the commands side by side; the median
-# of each goes into RES[NAME] (seconds).
+# measure NAME... -- COMMAND...: the commands side by side, in ROUNDS hyperfine runs of
+# RUNS / ROUNDS runs each (after WARMUP warm-up runs each time), the order of the commands
+# turned by one every round: a slow minute of the shared machine then falls on every command
+# instead of on the one being timed. RES[NAME] gets the median of all its runs (seconds) and
+# ROUND_RATIOS[NAME] the medians of each round, to quote the spread of a ratio from round to round.
+median() { sort -g | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 measure() {
     local names=() cmds=() opts=()
     while [ "$1" != -- ]; do names+=("$1"); shift; done; shift
@@ -116,16 +122,34 @@ measure() {
         if [ "$1" = -N ]; then opts+=(-N); shift; else opts+=(--prepare "$2"); shift 2; fi
     done
     cmds=("$@")
-    local json="$OUT/${names[0]}.json" args=() i
-    for i in "${!cmds[@]}"; do args+=(-n "${names[$i]}" "${cmds[$i]}"); done
-    if ! hyperfine --style none --warmup "$WARMUP" --runs "$RUNS" "${opts[@]}" --export-json "$json" "${args[@]}" \
-            > "$W/hyperfine.log" 2>&1; then
-        say "bench-scale: '${names[*]}' failed:"; cat "$W/hyperfine.log" >&2; exit 1
-    fi
-    for i in "${!names[@]}"; do
-        RES[${names[$i]}]=$(jq -r ".results[$i].median" "$json")
-        say "$(awk -v n="${names[$i]}" -v s="${RES[${names[$i]}]}" 'BEGIN { printf "  %-22s %10.3f ms", n, s * 1000 }')"
+    local n=${#cmds[@]} per=$(( (RUNS + ROUNDS - 1) / ROUNDS )) r i j json
+    for i in "${!names[@]}"; do : > "$W/times.${names[$i]}"; ROUND_MEDIANS[${names[$i]}]=""; done
+    for r in $(seq 0 $(( ROUNDS - 1 ))); do
+        local args=()
+        for j in $(seq 0 $(( n - 1 ))); do
+            i=$(( (j + r) % n )); args+=(-n "${names[$i]}" "${cmds[$i]}")
+        done
+        json="$OUT/${names[0]}.r$r.json"
+        if ! hyperfine --style none --warmup "$WARMUP" --runs "$per" "${opts[@]}" --export-json "$json" "${args[@]}" \
+                > "$W/hyperfine.log" 2>&1; then
+            say "bench-scale: '${names[*]}' failed:"; cat "$W/hyperfine.log" >&2; exit 1
+        fi
+        for i in "${!names[@]}"; do
+            jq -r --arg n "${names[$i]}" '.results[] | select(.command == $n) | .times[]' "$json" > "$W/round"
+            cat "$W/round" >> "$W/times.${names[$i]}"
+            ROUND_MEDIANS[${names[$i]}]="${ROUND_MEDIANS[${names[$i]}]} $(median < "$W/round")"
+        done
     done
+    for i in "${!names[@]}"; do
+        RES[${names[$i]}]=$(median < "$W/times.${names[$i]}")
+        say "$(awk -v n="${names[$i]}" -v s="${RES[${names[$i]}]}" -v k="$(wc -l < "$W/times.${names[$i]}")" 'BEGIN { printf "  %-22s %10.3f ms  (%d runs)", n, s * 1000, k }')"
+    done
+}
+# spread A B: the lowest and highest of the per-round ratios A/B ("1.02–1.31×").
+spread() {
+    local a=(${ROUND_MEDIANS[$1]}) b=(${ROUND_MEDIANS[$2]}) k
+    for k in "${!a[@]}"; do awk -v x="${a[$k]}" -v y="${b[$k]}" 'BEGIN { print x / y }'; done \
+        | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END { if (NR) printf "rounds %.2f–%.2f×", lo, hi }'
 }
 counter() { printf '%s\n' "$2" > "$W/$1.ctr"; }
 next() { printf 'read i < %s/%s.ctr; echo $((i+1)) > %s/%s.ctr' "$W" "$1" "$W" "$1"; }
@@ -272,7 +296,7 @@ REPORT=$OUT/report.md
 {
     echo "latchkey $LK_VERSION ($LK_COMMIT, release build: ${RELEASE_FLAGS[*]}); keychains without a passcode, no agent unless said; hyperfine $(hyperfine --version | awk '{print $2}'), GNU time for peak memory"
     echo "$(nproc) cores, $(uname -m), $(. /etc/os-release && echo "$PRETTY_NAME"); $(date -u '+%Y-%m-%d %H:%M UTC'); load average $LOAD_START at start, $LOAD_END at the end; $ELAPSED s in all"
-    echo "Medians of $RUNS runs after $WARMUP warm-up runs, every size side by side in one hyperfine call per command ($FAST_RUNS runs after $FAST_WARMUP for --version, /bin/true, the agent's find and pass show); import and verify: one run each."
+    echo "Medians of $RUNS runs of each command (every size side by side, in $ROUNDS hyperfine rounds of $(( (RUNS + ROUNDS - 1) / ROUNDS )) runs after $WARMUP warm-up runs, the order of the sizes turned every round; $FAST_RUNS runs, $FAST_WARMUP warm-up runs a round, for --version, /bin/true, the agent's find and pass show); a ratio is of the medians, with the lowest and highest of the per-round ratios beside it. Import and verify: one run each."
     echo
     printf '| what |'; for N in $SIZES; do printf ' %s |' "$(commas "$N")"; done; echo
     printf '|---|'; for _ in $SIZES; do printf -- '---|'; done; echo
@@ -300,26 +324,26 @@ REPORT=$OUT/report.md
     at="at $(commas "$LAST") items"
     for op in find add update delete; do
         r=$(awk -v a="${RES[$op.$LAST]}" -v b="${RES[$op.$FIRST]}" 'BEGIN { print a / b }')
-        echo "| CLI $op $at ≤ 1.5× at $(commas "$FIRST") | $(ms "${RES[$op.$LAST]}") vs $(ms "${RES[$op.$FIRST]}") | $(ratio "${RES[$op.$LAST]}" "${RES[$op.$FIRST]}") | $(le "$r" 1.5) |"
+        echo "| CLI $op $at ≤ 1.5× at $(commas "$FIRST") | $(ms "${RES[$op.$LAST]}") vs $(ms "${RES[$op.$FIRST]}") | $(ratio "${RES[$op.$LAST]}" "${RES[$op.$FIRST]}") ($(spread "$op.$LAST" "$op.$FIRST")) | $(le "$r" 1.5) |"
     done
     if [ -n "${RES[tailfull]:-}" ]; then
         r=$(awk -v a="${RES[tailfull]}" -v b="${RES[tailbase]}" 'BEGIN { print a / b }')
-        echo "| worst case: CLI find $at with $(commas "$TAILBYTES") bytes of records after the index (the rewrite limit is $(commas "$TAILLIMIT")), ≤ 1.5× at $(commas "$FIRST") | $(ms "${RES[tailfull]}") vs $(ms "${RES[tailbase]}") | $(ratio "${RES[tailfull]}" "${RES[tailbase]}") | $(le "$r" 1.5) |"
+        echo "| worst case: CLI find $at with $(commas "$TAILBYTES") bytes of records after the index (the rewrite limit is $(commas "$TAILLIMIT")), ≤ 1.5× at $(commas "$FIRST") | $(ms "${RES[tailfull]}") vs $(ms "${RES[tailbase]}") | $(ratio "${RES[tailfull]}" "${RES[tailbase]}") ($(spread tailfull tailbase)) | $(le "$r" 1.5) |"
     fi
     echo "| peak memory of one find $at ≤ 64 MiB | $(mib "${PEAK[findpeak.$LAST]}") | | $(le "${PEAK[findpeak.$LAST]}" 65536) |"
     r=$(awk -v a="${RES[label.$LAST]}" -v b="${RES[find.$LAST]}" 'BEGIN { print a / b }')
-    echo "| find on a non-unique attribute (≤ 10 matches) $at ≤ 2× find by unique key | $(ms "${RES[label.$LAST]}") vs $(ms "${RES[find.$LAST]}") | $(ratio "${RES[label.$LAST]}" "${RES[find.$LAST]}") | $(le "$r" 2) |"
+    echo "| find on a non-unique attribute (≤ 10 matches) $at ≤ 2× find by unique key | $(ms "${RES[label.$LAST]}") vs $(ms "${RES[find.$LAST]}") | $(ratio "${RES[label.$LAST]}" "${RES[find.$LAST]}") (not paired by round: two measurements) | $(le "$r" 2) |"
     rate=$(awk -v s="${RES[import.$LAST]}" -v n="$LAST" 'BEGIN { printf "%.0f", n / s }')
     echo "| import $at: ≥ 100,000 items/s | $(commas "$rate") items/s | | $(ge "$rate" 100000) |"
     echo "| import $at: peak ≤ 256 MiB | $(mib "${PEAK[import.$LAST]}") | | $(le "${PEAK[import.$LAST]}" 262144) |"
     echo "| verify $at ≤ 3 s | $(ms "${RES[verify.$LAST]}") | | $(le "${RES[verify.$LAST]}" 3) |"
     r=$(awk -v a="${RES[version]}" -v b="${RES[true]}" 'BEGIN { print a / b }')
-    echo "| \`latchkey --version\` ≤ 3× /bin/true | $(ms "${RES[version]}") vs $(ms "${RES[true]}") | $(ratio "${RES[version]}" "${RES[true]}") | $(le "$r" 3) |"
+    echo "| \`latchkey --version\` ≤ 3× /bin/true | $(ms "${RES[version]}") vs $(ms "${RES[true]}") | $(ratio "${RES[version]}" "${RES[true]}") ($(spread version true)) | $(le "$r" 3) |"
     if [ "$HAVE_AGENT" = 1 ]; then
-        echo "| CLI find through the agent at 10,000 items ≤ 3 ms | $(ms "${RES[agentfind]}") | | $(le "${RES[agentfind]}" 0.003) |"
+        echo "| CLI find through the agent at 10,000 items ≤ 3 ms | $(ms "${RES[agentfind]}") | $(printf '%s\n' ${ROUND_MEDIANS[agentfind]} | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END { printf "rounds %.2f–%.2f ms", lo * 1000, hi * 1000 }') | $(le "${RES[agentfind]}" 0.003) |"
         if [ "$HAVE_PASS" = 1 ]; then
             r=$(awk -v a="${RES[passshow]}" -v b="${RES[agentfind]}" 'BEGIN { print a / b }')
-            echo "| … ≥ 8× faster than \`pass show\` | $(ms "${RES[passshow]}") | $(ratio "${RES[passshow]}" "${RES[agentfind]}") | $(ge "$r" 8) |"
+            echo "| … ≥ 8× faster than \`pass show\` | $(ms "${RES[passshow]}") | $(ratio "${RES[passshow]}" "${RES[agentfind]}") ($(spread passshow agentfind)) | $(ge "$r" 8) |"
         else
             echo "| … ≥ 8× faster than \`pass show\` | pass or gpg not installed | | not measured |"
         fi
