@@ -453,6 +453,7 @@ REPORT=$OUT/report.md
             each2="$each2 $op $(over "${RES[lk.direct.$op.$N]}"),"
             if [ -z "$worst" ] || ge "$v" "$worst"; then worst=$v; worstop=$op; fi
         done
+        each=${each%,}
         line="$line $(commas "$N") items: most $worstop $(signed "$worst") $(verdict le "$worst" 0.030) (${each# });"
         unpaired="$unpaired $(commas "$N") items:${each2%,};"
         lines="$lines $(commas "$N") items $(ms "${RES[lk.direct.list.$N]}") (KDF $(over "${RES[lk.direct.list.$N]}"));"
