@@ -90,7 +90,7 @@ struct AddCommand: ParsableCommand {
                 Output.progress("latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)")
             }
         }
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         try r.global.retryingUnlocked(keychain) {
             try keychain.add(r.itemClass, attributes: r.attributes, data: data,
                              protection: r.protection, requiresUserPresence: r.requireUserPresence)

@@ -82,7 +82,7 @@ struct DeleteCommand: ParsableCommand {
             throw UsageError("a query without attributes would delete every item of class \(className) that the caller can see; nothing was deleted. Add --all if that is what you mean (--dry-run lists them first), or select items with attributes such as --account and --service",
                              command: "delete", status: .param)
         }
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         if r.yes && !r.dryRun {
             let count = try r.global.retryingUnlocked(keychain) { try keychain.delete(r.query) }
             Output.progress("deleted \(count) item(s)")

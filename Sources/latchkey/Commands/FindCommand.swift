@@ -119,7 +119,7 @@ struct FindCommand: ParsableCommand {
     }
 
     static func execute(_ r: Request) throws {
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         let items = try r.global.retryingUnlocked(keychain) {
             try keychain.find(r.query, limit: r.limit.maximum, includeData: r.returnKind != .attributes)
         }

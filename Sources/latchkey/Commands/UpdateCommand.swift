@@ -82,7 +82,7 @@ struct UpdateCommand: ParsableCommand {
 
     static func execute(_ r: Request) throws {
         let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         let count = try r.global.retryingUnlocked(keychain) {
             try keychain.update(r.query, attributes: r.newValues, data: data, protection: r.protection)
         }

@@ -214,13 +214,18 @@ struct GlobalOptions: ParsableArguments {
     }
 
     /// Opens the keychain, reports a recovered tail, and unlocks as `unlock` says.
+    /// - Parameter deferAgentOpen: for a command that goes on to its requests at once and
+    ///   reads nothing of the keychain before (find, add, update, delete): through the agent
+    ///   and without a passcode, its first request opens the keychain there and fails as
+    ///   opening would, so it makes one round trip instead of two.
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
-    func open(unlock: Unlock, acceptRollback: Bool = false) throws -> Keychain {
+    func open(unlock: Unlock, acceptRollback: Bool = false, deferAgentOpen: Bool = false) throws -> Keychain {
         let given = try givenPasscode()
         // `.eager` commands (verify, and any that must hold every class key in this process,
         // such as a backup) open the file themselves; see AgentRouting.swift for the agent.
         let (keychain, unlocked) = try environment.open(passcode: unlock == .never ? nil : given, useAgent: unlock != .eager,
-                                                        acceptRollback: acceptRollback, unusable: GlobalOptions.agentUnusable)
+                                                        acceptRollback: acceptRollback, unusable: GlobalOptions.agentUnusable,
+                                                        deferAgentOpen: deferAgentOpen && given == nil)
         keychain.caller = try caller()
         // Items that need user presence ask for the passcode again on every read of their data.
         let path = keychainPath
@@ -232,6 +237,10 @@ struct GlobalOptions: ParsableArguments {
         if keychain.recoveredTailBytes > 0 {
             Output.note("recovered: removed \(keychain.recoveredTailBytes) bytes of an incomplete write")
         }
+        // Without a passcode given there is nothing to unlock with here (a command that needs
+        // a locked class asks on the terminal then: `retryingUnlocked`), so whether the keychain
+        // has a passcode is not asked (through the agent, that would be a request of its own).
+        if given == nil && unlock != .eager { return keychain }
         // A given passcode is never ignored: a keychain that has lost its passcode may have
         // been replaced by one whose keys someone else knows (spec/SECURITY.md §2.4).
         if given != nil, !keychain.hasPasscode { throw KeychainError.passcodeForKeychainWithout(keychainPath) }
