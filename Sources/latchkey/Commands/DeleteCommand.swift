@@ -61,7 +61,7 @@ struct DeleteCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "delete"), all: all, yes: yes, dryRun: dryRun, global: global)
+        Request(query: try item.query(command: "delete"), all: all, yes: yes, dryRun: dryRun, global: global.settings)
     }
 
     /// What a `delete` does, whichever parser produced it (see Commands/FastParser.swift).
@@ -70,7 +70,7 @@ struct DeleteCommand: ParsableCommand {
         var all = false
         var yes = false
         var dryRun = false
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     /// At most this many matches are listed before the question.

@@ -16,7 +16,7 @@ import LatchkeyFormat
 /// goes through ArgumentParser as before, so every error message and every rarer form is
 /// ArgumentParser's. Values are converted by the same code (`AttributeOption.value`,
 /// `Limit(argument:)`; the global options are set as ArgumentParser would set them,
-/// `GlobalOptions.given`); FastParserTests compare both parsers on every option of each
+/// `GlobalSettings(given:)`); FastParserTests compare both parsers on every option of each
 /// command.
 struct FastArguments {
     /// The attribute options (`--account`): the query, or the new item's attributes.
@@ -27,7 +27,7 @@ struct FastArguments {
     var flags: Set<String> = []
     /// The command's own options that were given, as text.
     var values: [String: String] = [:]
-    var global: GlobalOptions
+    var global: GlobalSettings
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
 
@@ -96,7 +96,7 @@ struct FastArguments {
             }
         }
         return FastArguments(attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
-                             global: GlobalOptions.given(globalValues))
+                             global: GlobalSettings(given: globalValues))
     }
 
     /// The query of the attribute options, as `ItemOptions.query` makes it for genp.
@@ -162,7 +162,7 @@ extension DeleteCommand {
 
 extension DumpCommand {
     /// `--json` and the global options of `dump ARGUMENTS`; nil for anything else.
-    static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalOptions)? {
+    static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalSettings)? {
         guard let p = FastArguments.parse(arguments, command: "dump", flags: ["json"]), p.attributes.isEmpty else { return nil }
         return (p.flags.contains("json"), p.global)
     }

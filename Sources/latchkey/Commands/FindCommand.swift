@@ -110,12 +110,12 @@ struct FindCommand: ParsableCommand {
         var returnKind: Return
         var json: Bool
         var jsonl = false
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     func request() throws -> Request {
         Request(query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
-                returnKind: returnKind, json: json, jsonl: jsonl, global: global)
+                returnKind: returnKind, json: json, jsonl: jsonl, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {

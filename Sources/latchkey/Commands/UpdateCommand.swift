@@ -72,12 +72,12 @@ struct UpdateCommand: ParsableCommand {
         var protection: ProtectionClass?
         var setData: Bool
         var dataFile: String?
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     func request() throws -> Request {
         Request(query: try item.query(command: "update"), newValues: try set.attributes(for: item.itemClass, command: "update"),
-                protection: set.protection, setData: setData, dataFile: dataFile, global: global)
+                protection: set.protection, setData: setData, dataFile: dataFile, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
