@@ -14,8 +14,9 @@ import Glibc
 /// `latchkey agent`: holds open keychains with their unlocked class keys and serves the
 /// requests of the same user's processes over a Unix socket (spec/AGENT.md, SECURITY.md §5).
 ///
-/// Each connection is served on its own thread; requests on one keychain run one at a time
-/// (each with its own caller and authentication callback, a `CallContext`). A request is read
+/// Each connection is served on its own thread (the one of those waiting in accept that took
+/// it); requests on one keychain run one at a time (each with its own caller and
+/// authentication callback, a `CallContext`). A request is read
 /// whole before the keychain is touched and the answer written after it is released, so a
 /// slow or stalled client holds nothing but its own thread, and only until its frame timeout.
 public final class AgentServer: @unchecked Sendable {
@@ -77,7 +78,6 @@ public final class AgentServer: @unchecked Sendable {
     private var stopping = false
     private let stopped = DispatchSemaphore(value: 0)
     private let idleWake = Condition()
-    private var threadsRunning = 0
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -147,7 +147,10 @@ public final class AgentServer: @unchecked Sendable {
         mutex.lock()
         listenFD = fd
         mutex.unlock()
-        spawn { self.acceptLoop(fd) }
+        guard startAccepter(fd) else {
+            stop()
+            throw KeychainError(.internal, "cannot start the agent's thread")
+        }
         if configuration.idleTimeout > 0 { spawn { self.idleLoop() } }
         log("listening on \(path) (pid \(getpid()); idle lock after \(configuration.idleTimeout > 0 ? "\(Int(configuration.idleTimeout)) s" : "never"))")
     }
@@ -200,13 +203,34 @@ public final class AgentServer: @unchecked Sendable {
 
     // MARK: Accepting
 
+    /// Threads that wait in `accept`, each to serve the connection it takes itself: a client's
+    /// first request is read by a thread that is already there, not by one created for it
+    /// (a thread and its stack made and torn down for every CLI command). A thread that takes
+    /// a connection while no other waits starts another first, so a slow client never delays
+    /// the next; one that finishes its connection goes back to waiting unless
+    /// `spareAccepters` wait already, else it ends.
+    private var accepting = 0
+    static let spareAccepters = 2
+
+    private func startAccepter(_ listener: Int32) -> Bool {
+        mutex.lock()
+        accepting += 1
+        mutex.unlock()
+        if DetachedThread.start(stackSize: 1 << 20, { self.acceptLoop(listener) }) { return true }
+        mutex.lock()
+        accepting -= 1
+        mutex.unlock()
+        return false
+    }
+
+    /// Run with `accepting` counting this thread.
     private func acceptLoop(_ listener: Int32) {
         while !isStopping {
             let fd = accept(listener, nil, nil)
             if fd >= 0 { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                if isStopping { return }
+                if isStopping { break }
                 if errno == EMFILE || errno == ENFILE { usleep(100_000); continue }
                 log("accept failed: \(String(cString: strerror(errno)))")
                 usleep(100_000)
@@ -227,9 +251,25 @@ public final class AgentServer: @unchecked Sendable {
                 continue
             }
             connections.insert(fd)
+            accepting -= 1
+            let alone = accepting == 0
             mutex.unlock()
-            spawn { self.serve(fd) }
+            if alone && !startAccepter(listener) {
+                // Then nobody accepts until this connection ends: connections wait in turn.
+                log("cannot start a thread; new connections wait until this one ends")
+            }
+            serve(fd)
+            mutex.lock()
+            if stopping || accepting >= AgentServer.spareAccepters {
+                mutex.unlock()
+                return
+            }
+            accepting += 1
+            mutex.unlock()
         }
+        mutex.lock()
+        accepting -= 1
+        mutex.unlock()
     }
 
     /// One error answer, then a lingering close on a thread of its own: what the peer had

@@ -20,7 +20,7 @@ import Testing
         attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }.joined(separator: ",")
     }
 
-    static func describe(_ g: GlobalOptions) -> String {
+    static func describe(_ g: GlobalSettings) -> String {
         let values = [g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
                       g.entitlementsOption]
         return "\(values)"
@@ -179,7 +179,7 @@ import Testing
     static let dump = Parsers(name: "dump", fast: { DumpCommand.fastRequest($0).map { "json=\($0.json) \(describe($0.global))" } },
                               slow: { arguments in
         guard let c = try? DumpCommand.parseAsRoot(arguments) as? DumpCommand else { return nil }
-        return "json=\(c.json) \(describe(c.global))"
+        return "json=\(c.json) \(describe(c.global.settings))"
     })
 
     @Test func dump_commonForms_areParsedFast_andMeanTheSame() {
@@ -221,13 +221,18 @@ import Testing
         #expect(answered >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
     }
 
-    /// `GlobalOptions.given` sets every option of the struct (an option added later and not
-    /// set there would crash the fast path when read).
-    @Test func givenGlobalOptions_coverEveryOption() {
+    /// GlobalSettings, which the fast path fills, has a value for every option of
+    /// GlobalOptions, and `settings` carries each (an option added later and not there would be
+    /// lost by both parsers' commands).
+    @Test func globalSettings_coverEveryOption() throws {
         let options = Mirror(reflecting: GlobalOptions()).children.filter { "\(type(of: $0.value))".hasPrefix("Option<") }
-        #expect(options.count == 7, "GlobalOptions has \(options.count) options; set every one in GlobalOptions.given")
-        let g = GlobalOptions.given([:])
-        #expect([g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
-                  g.entitlementsOption].allSatisfy { $0 == nil })
+        let values = Mirror(reflecting: GlobalSettings(given: [:])).children
+        #expect(options.count == 7, "GlobalOptions has \(options.count) options; give GlobalSettings a value for each")
+        #expect(values.count == options.count)
+        let names = ["keychain", "device", "passcode-file", "passcode-command", "new-passcode-file", "app-id", "entitlements"]
+        let given = GlobalSettings(given: Dictionary(uniqueKeysWithValues: names.map { ($0, "v-" + $0) }))
+        let parsed = try GlobalOptions.parse(names.flatMap { ["--" + $0, "v-" + $0] }).settings
+        #expect(FastParserTests.describe(given) == FastParserTests.describe(parsed))
+        #expect(Mirror(reflecting: parsed).children.allSatisfy { ($0.value as? String?)??.hasPrefix("v-") == true })
     }
 }

@@ -439,6 +439,45 @@ extension AgentMessage.Response {
         #expect(added == found, "add through the agent returns the stored item, data included")
     }
 
+    /// Connections are served by the threads waiting in accept, each serving the one it took:
+    /// the limit on connections holds whichever thread takes one, a connection is served while
+    /// others stay open, and threads that finished a connection serve the next ones.
+    @Test func connectionLimit_holds_andThreadsServeConnectionAfterConnection() throws {
+        let box = try AgentSandbox()
+        var configuration = box.configuration()
+        configuration.maxConnections = 3
+        let server = AgentServer(configuration: configuration)
+        try server.start()
+        box.server = server
+        let held = try (0..<3).map { _ in try RawAgentConnection(box.socketPath) }
+        for connection in held { #expect(try connection.status().ok) }
+        let fourth = try RawAgentConnection(box.socketPath)
+        let refused = try fourth.receive()
+        #expect(refused.status == -25291)
+        #expect(refused.message?.contains("3 connections are open") == true)
+        #expect(fourth.isClosedByPeer())
+        fourth.close()
+
+        held[0].close()
+        var served = false
+        for _ in 0..<100 where !served {
+            let next = try RawAgentConnection(box.socketPath)
+            served = try next.status().ok
+            next.close()
+            if !served { usleep(20_000) }
+        }
+        #expect(served, "a connection that ended frees its place")
+        for connection in held.dropFirst() {
+            #expect(try connection.status().ok, "the connections held all along")
+            connection.close()
+        }
+        for _ in 0..<50 {
+            let next = try RawAgentConnection(box.socketPath)
+            #expect(try next.status().ok)
+            next.close()
+        }
+    }
+
     @Test func oversizedRequest_isRefused_connectionClosed_agentKeepsServing() throws {
         let box = try AgentSandbox()
         try box.startAgent()

@@ -15,10 +15,20 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
     let path: String
     let device: String
     private let mutex = Lock()
-    private var passcodeKnown = false
-    /// Whether the keychain has a passcode, as the agent last said.
+    /// nil: the agent has not been asked yet (a keychain opened for the requests of one
+    /// command, `AgentClient.keychain(path:devicePath:asking:)`).
+    private var passcodeKnown: Bool?
+    /// Whether the keychain has a passcode, as the agent last said; asked (an `open` request)
+    /// the first time it is needed. When that request fails the answer is false: every
+    /// request on the keychain fails the same way then.
     var hasPasscode: Bool {
-        get { mutex.lock(); defer { mutex.unlock() }; return passcodeKnown }
+        get {
+            mutex.lock()
+            let known = passcodeKnown
+            mutex.unlock()
+            if let known { return known }
+            return (try? agentState())?.hasPasscode ?? false
+        }
         set { mutex.lock(); passcodeKnown = newValue; mutex.unlock() }
     }
 

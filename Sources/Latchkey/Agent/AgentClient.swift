@@ -216,9 +216,19 @@ public final class AgentClient: @unchecked Sendable {
     /// the agent opens it if it has not yet.
     /// - Throws: the errors of `Keychain.open`, from the agent.
     public func keychain(path: String, devicePath: String) throws -> Keychain {
+        try keychain(path: path, devicePath: devicePath, asking: true)
+    }
+
+    /// `keychain(path:devicePath:)`; with `asking` false, nothing is sent until the keychain's
+    /// first operation. That request opens the keychain in the agent just as `open` would, and
+    /// fails with the errors `open` would have thrown, so a command that makes one request
+    /// (the CLI's `find`) makes one round trip, not two. `hasPasscode` is asked when first read.
+    package func keychain(path: String, devicePath: String, asking: Bool) throws -> Keychain {
         let backend = AgentBackend(client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
-        let state = try backend.open()
-        backend.hasPasscode = state.hasPasscode
+        if asking {
+            let state = try backend.open()
+            backend.hasPasscode = state.hasPasscode
+        }
         return Keychain(backend: backend)
     }
 }
@@ -245,9 +255,11 @@ extension Keychain {
 
     /// `openThroughAgent`, and for an agent the caller asked for (LATCHKEY_AGENT_SOCK, or a
     /// `socketPath`) that cannot be reached: with `unusable`, it is told why and the caller
-    /// opens the file itself (nil); without, the error is thrown.
+    /// opens the file itself (nil); without, the error is thrown. With `asking` false the
+    /// agent is not asked to open the keychain now: its first operation does that and throws
+    /// what opening would have thrown (`AgentClient.keychain(path:devicePath:asking:)`).
     package static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil,
-                                         unusable: ((KeychainError) -> Void)?) throws -> Keychain? {
+                                         unusable: ((KeychainError) -> Void)?, asking: Bool = true) throws -> Keychain? {
         let asked = socketPath != nil || AgentClient.socketOverride != nil || AgentSocket.isExplicit()
         let client: AgentClient?
         do {
@@ -259,7 +271,7 @@ extension Keychain {
             return nil
         }
         guard let client else { return nil }
-        return try client.keychain(path: path, devicePath: devicePath)
+        return try client.keychain(path: path, devicePath: devicePath, asking: asking)
     }
 
     /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).

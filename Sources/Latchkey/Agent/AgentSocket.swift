@@ -23,22 +23,52 @@ public enum AgentSocket {
     /// `LATCHKEY_AGENT_SOCK`, else `$XDG_RUNTIME_DIR/latchkey/agent.sock`, else
     /// `/tmp/latchkey-<uid>/agent.sock` (XDG_RUNTIME_DIR must be absolute to count).
     /// LATCHKEY_AGENT_SOCK=none means the default location here (see `isDisabled`).
-    public static func defaultPath(environment env: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let p = env["LATCHKEY_AGENT_SOCK"], !p.isEmpty, p != "none" { return absolute(p) }
-        if let run = env["XDG_RUNTIME_DIR"], run.hasPrefix("/") { return run + "/latchkey/agent.sock" }
-        return "/tmp/latchkey-\(geteuid())/agent.sock"
+    public static func defaultPath(environment env: [String: String]) -> String {
+        defaultPath { env[$0] }
+    }
+
+    /// `defaultPath(environment:)` of this process's environment.
+    public static func defaultPath() -> String {
+        defaultPath(lookup: variable)
     }
 
     /// LATCHKEY_AGENT_SOCK names the socket: the user asked for that agent (a client that cannot
     /// use it says so; the default location is given up silently).
-    public static func isExplicit(environment env: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
-        guard let p = env["LATCHKEY_AGENT_SOCK"] else { return false }
-        return !p.isEmpty && p != "none"
+    public static func isExplicit(environment env: [String: String]) -> Bool {
+        isExplicit { env[$0] }
+    }
+
+    /// `isExplicit(environment:)` of this process's environment.
+    public static func isExplicit() -> Bool {
+        isExplicit(lookup: variable)
     }
 
     /// LATCHKEY_AGENT_SOCK=none: clients do not look for an agent (they open files themselves).
-    public static func isDisabled(environment env: [String: String] = ProcessInfo.processInfo.environment) -> Bool {
+    public static func isDisabled(environment env: [String: String]) -> Bool {
         env["LATCHKEY_AGENT_SOCK"] == "none"
+    }
+
+    /// `isDisabled(environment:)` of this process's environment.
+    public static func isDisabled() -> Bool {
+        variable("LATCHKEY_AGENT_SOCK") == "none"
+    }
+
+    /// One variable of this process's environment. getenv, not `ProcessInfo`: its
+    /// `environment` copies every variable into a dictionary, which costs a command that only
+    /// talks to the agent more than the request itself.
+    static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    private static func defaultPath(lookup: (String) -> String?) -> String {
+        if let p = lookup("LATCHKEY_AGENT_SOCK"), !p.isEmpty, p != "none" { return absolute(p) }
+        if let run = lookup("XDG_RUNTIME_DIR"), run.hasPrefix("/") { return run + "/latchkey/agent.sock" }
+        return "/tmp/latchkey-\(geteuid())/agent.sock"
+    }
+
+    private static func isExplicit(lookup: (String) -> String?) -> Bool {
+        guard let p = lookup("LATCHKEY_AGENT_SOCK") else { return false }
+        return !p.isEmpty && p != "none"
     }
 
     /// `path` made absolute against the current directory, with `.`/`..` and symlinks of its

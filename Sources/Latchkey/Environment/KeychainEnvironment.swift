@@ -83,12 +83,16 @@ package struct KeychainEnvironment: Sendable {
     /// - Parameters:
     ///   - unusable: told why an agent the user asked for (LATCHKEY_AGENT_SOCK) cannot be used;
     ///     the file is opened instead. nil: that error is thrown.
+    ///   - deferAgentOpen: without a passcode, a keychain the agent serves is opened by its
+    ///     first operation, which then throws what opening throws (one request fewer for a
+    ///     command that makes one).
     /// - Returns: the keychain, and whether `passcode` was used to unlock it.
     /// - Throws: the errors of `Keychain.open` and `unlock`.
     package func open(passcode: [UInt8]?, useAgent: Bool = true, acceptRollback: Bool = false,
-                      unusable: ((KeychainError) -> Void)? = nil) throws -> (keychain: Keychain, unlocked: Bool) {
+                      unusable: ((KeychainError) -> Void)? = nil, deferAgentOpen: Bool = false) throws -> (keychain: Keychain, unlocked: Bool) {
         if useAgent, !acceptRollback,
-           let served = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, unusable: unusable) {
+           let served = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, unusable: unusable,
+                                                      asking: !(deferAgentOpen && passcode == nil)) {
             if let passcode, served.hasPasscode {
                 try served.unlockUnlessAgentIsUnlocked(passcode: passcode)
                 return (served, true)

@@ -66,7 +66,7 @@ struct AddCommand: ParsableCommand {
 
     func request() throws -> Request {
         Request(itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"), protection: item.protection,
-                dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline, global: global)
+                dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline, global: global.settings)
     }
 
     /// What an `add` does, whichever parser produced it (see Commands/FastParser.swift).
@@ -77,7 +77,7 @@ struct AddCommand: ParsableCommand {
         var dataFile: String?
         var requireUserPresence: Bool
         var stripNewline = false
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     static func execute(_ r: Request) throws {
@@ -90,7 +90,7 @@ struct AddCommand: ParsableCommand {
                 Output.progress("latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)")
             }
         }
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         try r.global.retryingUnlocked(keychain) {
             try keychain.add(r.itemClass, attributes: r.attributes, data: data,
                              protection: r.protection, requiresUserPresence: r.requireUserPresence)

@@ -99,7 +99,7 @@ extension BackupCommand {
     static func open(_ global: GlobalOptions) throws -> (Keychain, Bool) {
         if try global.givenPasscode() == nil,
            let served = try Keychain.openThroughAgent(path: global.keychainPath, devicePath: global.devicePath,
-                                                      unusable: GlobalOptions.agentUnusable) {
+                                                      unusable: GlobalSettings.agentUnusable) {
             if !served.hasPasscode || served.isAvailable(.whenUnlocked) {
                 // User presence: asked on the terminal when there is one, else refused before
                 // anything is written (AgentItemSource).

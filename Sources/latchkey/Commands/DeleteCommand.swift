@@ -61,7 +61,7 @@ struct DeleteCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "delete"), all: all, yes: yes, dryRun: dryRun, global: global)
+        Request(query: try item.query(command: "delete"), all: all, yes: yes, dryRun: dryRun, global: global.settings)
     }
 
     /// What a `delete` does, whichever parser produced it (see Commands/FastParser.swift).
@@ -70,7 +70,7 @@ struct DeleteCommand: ParsableCommand {
         var all = false
         var yes = false
         var dryRun = false
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     /// At most this many matches are listed before the question.
@@ -82,7 +82,7 @@ struct DeleteCommand: ParsableCommand {
             throw UsageError("a query without attributes would delete every item of class \(className) that the caller can see; nothing was deleted. Add --all if that is what you mean (--dry-run lists them first), or select items with attributes such as --account and --service",
                              command: "delete", status: .param)
         }
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         if r.yes && !r.dryRun {
             let count = try r.global.retryingUnlocked(keychain) { try keychain.delete(r.query) }
             Output.progress("deleted \(count) item(s)")

@@ -51,13 +51,13 @@ struct DumpCommand: ParsableCommand {
     }
 
     func run() throws {
-        try DumpCommand.execute(json: json, jsonl: jsonl, global: global)
+        try DumpCommand.execute(json: json, jsonl: jsonl, global: global.settings)
     }
 
     /// What a `dump` does, whichever parser read its arguments (see Commands/FastParser.swift).
     /// The output is written as the items are read: memory holds one item at a time and a
     /// sort key per item (Keychain.walkItems), never the list.
-    static func execute(json: Bool, jsonl: Bool = false, global: GlobalOptions) throws {
+    static func execute(json: Bool, jsonl: Bool = false, global: GlobalSettings) throws {
         let keychain = try global.open(unlock: .whenNeeded)
         var shown = 0
         do {

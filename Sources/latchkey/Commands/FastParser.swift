@@ -16,7 +16,7 @@ import LatchkeyFormat
 /// goes through ArgumentParser as before, so every error message and every rarer form is
 /// ArgumentParser's. Values are converted by the same code (`AttributeOption.value`,
 /// `Limit(argument:)`; the global options are set as ArgumentParser would set them,
-/// `GlobalOptions.given`); FastParserTests compare both parsers on every option of each
+/// `GlobalSettings(given:)`); FastParserTests compare both parsers on every option of each
 /// command.
 struct FastArguments {
     /// The attribute options (`--account`): the query, or the new item's attributes.
@@ -27,11 +27,20 @@ struct FastArguments {
     var flags: Set<String> = []
     /// The command's own options that were given, as text.
     var values: [String: String] = [:]
-    var global: GlobalOptions
+    var global: GlobalSettings
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
-    static let attributeOptions: [String: AttributeOption] = Dictionary(
-        (AttributeOption.all + AttributeOption.allBytes).map { ($0.flag, $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The attribute option of that name (`account`, `account-hex`), as a table of
+    /// `AttributeOption.all` and then `allBytes` would give it. No such table is built: each
+    /// hex form consults the item schema, about 100 µs a process for the 50 options a
+    /// command names none of.
+    static func attributeOption(_ name: String) -> AttributeOption? {
+        if let option = AttributeOption.all.first(where: { $0.flag == name }) { return option }
+        guard name.hasSuffix("-hex"), let base = AttributeOption.all.first(where: { $0.flag + "-hex" == name }),
+              let bytes = base.bytesOption, bytes.flag == name else { return nil }
+        return bytes
+    }
 
     /// The arguments after the command's name, or nil when ArgumentParser must parse them.
     /// - Parameters:
@@ -76,18 +85,18 @@ struct FastArguments {
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
-                guard let option = attributeOptions[String(name.dropFirst(4))], !option.derived, newValueAttributes[option.code] == nil,
+                guard let option = attributeOption(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
                       let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
                 newValueAttributes[option.code] = v
             } else {
                 // Two spellings of one attribute (--account and --account-hex): ArgumentParser's path says so.
-                guard let option = attributeOptions[name], !option.derived, attributes[option.code] == nil,
+                guard let option = attributeOption(name), !option.derived, attributes[option.code] == nil,
                       let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
                 attributes[option.code] = v
             }
         }
         return FastArguments(attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
-                             global: GlobalOptions.given(globalValues))
+                             global: GlobalSettings(given: globalValues))
     }
 
     /// The query of the attribute options, as `ItemOptions.query` makes it for genp.
@@ -153,7 +162,7 @@ extension DeleteCommand {
 
 extension DumpCommand {
     /// `--json` and the global options of `dump ARGUMENTS`; nil for anything else.
-    static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalOptions)? {
+    static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalSettings)? {
         guard let p = FastArguments.parse(arguments, command: "dump", flags: ["json"]), p.attributes.isEmpty else { return nil }
         return (p.flags.contains("json"), p.global)
     }

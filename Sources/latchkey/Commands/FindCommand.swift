@@ -110,16 +110,16 @@ struct FindCommand: ParsableCommand {
         var returnKind: Return
         var json: Bool
         var jsonl = false
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     func request() throws -> Request {
         Request(query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
-                returnKind: returnKind, json: json, jsonl: jsonl, global: global)
+                returnKind: returnKind, json: json, jsonl: jsonl, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         let items = try r.global.retryingUnlocked(keychain) {
             try keychain.find(r.query, limit: r.limit.maximum, includeData: r.returnKind != .attributes)
         }

@@ -72,17 +72,17 @@ struct UpdateCommand: ParsableCommand {
         var protection: ProtectionClass?
         var setData: Bool
         var dataFile: String?
-        var global: GlobalOptions
+        var global: GlobalSettings
     }
 
     func request() throws -> Request {
         Request(query: try item.query(command: "update"), newValues: try set.attributes(for: item.itemClass, command: "update"),
-                protection: set.protection, setData: setData, dataFile: dataFile, global: global)
+                protection: set.protection, setData: setData, dataFile: dataFile, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
         let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
-        let keychain = try r.global.open(unlock: .whenNeeded)
+        let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         let count = try r.global.retryingUnlocked(keychain) {
             try keychain.update(r.query, attributes: r.newValues, data: data, protection: r.protection)
         }

@@ -1,6 +1,6 @@
 import Latchkey
 
-extension GlobalOptions {
+extension GlobalSettings {
     /// An agent location that cannot be used never stops a command: the default one (made first
     /// by another user, a symlink, a wrong mode) is given up silently, as when no agent runs
     /// (KeychainEnvironment.open); one the user named in LATCHKEY_AGENT_SOCK is given up with
