@@ -81,4 +81,25 @@ import Testing
         #expect(try BackupSandbox.allItems(fresh) == after)
         #expect(kc.verify().ok)
     }
+
+    /// A restore large enough for its transaction to write an index (past 256 KiB of records)
+    /// wrote it beside the temporary keychain, and left it there under the temporary name when
+    /// the keychain was moved into place: 163 MB at 1,000,000 items, and a restored keychain
+    /// without an index (its first open scanned the whole log).
+    @Test func restoreNew_putsTheIndexBesideTheRestoredKeychain() throws {
+        let s = try BackupSandbox()
+        let kc = try s.makeSource(passcode: nil)
+        try kc.add(contentsOf: (0..<1500).map { NewItem(.genericPassword, attributes: Self.account($0), data: Array("secret-\($0)".utf8)) })
+        try s.backup(kc, password: nil)
+        let report = try s.restoreNew(devicePath: s.devicePath, password: nil, passcode: nil)
+        #expect(report.restored == 1500)
+        let left = try FileManager.default.contentsOfDirectory(atPath: s.directory).filter { $0.contains(".restore-") }
+        #expect(left.isEmpty, "left behind: \(left)")
+        #expect(FileManager.default.fileExists(atPath: s.path("restored.keychain.index")))
+        let restored = try Keychain.open(path: s.path("restored.keychain"), devicePath: s.devicePath)
+        #expect(restored.localStore!.usesIndex, "the restored keychain's open did not use an index")
+        #expect(try restored.find(Self.query(777)).first?.data == Array("secret-777".utf8))
+        #expect(try BackupSandbox.allItems(restored) == BackupSandbox.allItems(kc))
+        #expect(restored.verify().ok)
+    }
 }

@@ -305,6 +305,9 @@ extension KeychainStore {
         return try read(item.slot)
     }
 
+    /// The path of the index file of the keychain at `keychain` (spec/FORMAT.md §17).
+    package static func indexPath(of keychain: String) -> String { IndexBase.path(of: keychain) }
+
     /// The device this keychain is bound to.
     package var boundDevice: Device { device }
 
