@@ -149,4 +149,48 @@ import LatchkeyTestSupport
         #expect(try kc.snapshot() == expected)
         #expect(try openKeychain(on: disk).snapshot() == expected)
     }
+
+    /// The live items listed from the index (backup's source): every item once, the tail's
+    /// changes merged in, the index still in use after.
+    @Test func liveItemSnapshot_listsTheItemsOfTheIndexAndTheTail() throws {
+        let (disk, writer) = try IndexTests.indexedKeychain(700)
+        writer.localStore!.indexTailLimit = .max
+        func q(_ account: String) -> Query { Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"])) }
+        try writer.update(q("user-1"), attributes: [:], data: bytes("new-1"))
+        try writer.delete(q("user-2"))
+        try writer.add(contentsOf: [Self.item("tail", "t")])
+        let kc = try Self.reader(disk)
+        let snapshot = try kc.localStore!.liveItemSnapshot()
+        #expect(snapshot.count == 700)
+        #expect(snapshot.countsByProtection == [.whenUnlocked: 700])
+        var listed: [[UInt8]] = []
+        try snapshot.forEach { listed.append($0.uuid) }
+        #expect(kc.localStore!.usesIndex)
+        let expected = try IndexTests.truth(disk)
+        #expect(listed.count == 700 && Set(listed) == Set(expected.keys.map { Array($0.suffix(16)) }))
+    }
+
+    /// The index changed in place after the snapshot read it whole: the listing stops with an
+    /// error that says what to do, the index is set aside, and the next snapshot lists every
+    /// item from the log.
+    @Test func liveItemSnapshot_indexDamagedAfterItWasMade_failsAndSetsTheIndexAside() throws {
+        let (disk, _) = try IndexTests.indexedKeychain(2000)
+        let kc = try Self.reader(disk)
+        let snapshot = try kc.localStore!.liveItemSnapshot()
+        try Self.spoilIndexPages(disk)
+        var listed = 0
+        do {
+            try snapshot.forEach { _ in listed += 1 }
+            Issue.record("the listing went on over a damaged index")
+        } catch let e as KeychainError {
+            #expect(e.status == .decode)
+            #expect(e.message.contains("run the command again"), "\(e.message)")
+        }
+        #expect(listed < 2000)
+        #expect(!kc.localStore!.usesIndex)
+        let again = try kc.localStore!.liveItemSnapshot()
+        var n = 0
+        try again.forEach { _ in n += 1 }
+        #expect(again.count == 2000 && n == 2000)
+    }
 }

@@ -372,7 +372,7 @@ package struct LiveItemSnapshot {
                 try KeychainStore.forEachLive(items) { id, slot in try body(StoredItem(uuid: id.bytes, slot: slot)) }
             } catch let u as IndexBase.Unusable {
                 _ = try? store.rebuildWithoutIndex()
-                throw KeychainError(.decode, "the index of the keychain \(store.path) failed a check while its items were being read (\(u.reason)); it was set aside and will be rebuilt from the keychain; run the command again", remedy: .repairOrRestore)
+                throw KeychainError(.decode, "the index of the keychain \(store.path) failed a check while its items were being read (\(u.reason)); it was set aside and will be rebuilt from the keychain, whose items are intact; run the command again")
             }
         }
     }
