@@ -151,7 +151,7 @@ package final class StreamingTransaction {
         let id = ID16(uuid)
         let hash = ID16(store.keys.uniqueKeyHash(uniqueKey))
         if let s = try lookup({ try $0.slot(id) }) { out.append(StoredItem(uuid: uuid, slot: unwritten(s))) }
-        if let owner = try lookup({ try $0.owner(hash) }), owner != id, let s = try lookup({ try $0.slot(owner) }) {
+        if let (owner, s) = try lookup({ try $0.item(uniqueHash: hash) }), owner != id {
             out.append(StoredItem(uuid: owner.bytes, slot: unwritten(s)))
         }
         return out
