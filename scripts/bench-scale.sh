@@ -166,6 +166,12 @@ for N in $SIZES; do
     rm -f "$W/items$N.jsonl"
     peak "verify.$N" "$LK" verify
     say "  import $(awk -v s="${RES[import.$N]}" -v n="$N" 'BEGIN { printf "%.2f s (%.0f items/s)", s, n / s }'), peak ${PEAK[import.$N]} KiB; verify ${RES[verify.$N]} s, peak ${PEAK[verify.$N]} KiB"
+    # A backup (no password, so no KDF) and its restore into a new keychain, one run each: peak
+    # memory that does not grow with the items is issue 16 §3's goal (≤ 128 MiB at 1,000,000).
+    peak "backup.$N" "$LK" backup --no-password --output "$W/backup$N.tar"
+    LATCHKEY_KEYCHAIN=$W/kc$N/restored.keychain peak "restore.$N" "$LK" restore --no-passcode "$W/backup$N.tar"
+    rm -f "$W/backup$N.tar" "$W/kc$N/restored.keychain" "$W/kc$N/restored.keychain.index"
+    say "  backup ${RES[backup.$N]} s, peak ${PEAK[backup.$N]} KiB; restore ${RES[restore.$N]} s, peak ${PEAK[restore.$N]} KiB"
     unset LATCHKEY_KEYCHAIN LATCHKEY_DEVICE
 done
 

@@ -20,17 +20,20 @@ protocol BackupItemSource {
                  _ body: (_ uuid: [UInt8], _ protection: ProtectionClass, _ flags: UInt8, _ plaintext: ItemPlaintext) throws -> Void) throws
 }
 
-/// The keychain file opened here: the items in file order, read straight from the store.
+/// The keychain file opened here: the live items of one moment (`LiveItemSnapshot`), read one
+/// at a time from the store. With an index they come in UUID order, and memory holds the
+/// changes since the index, not the items.
 struct StoreItemSource: BackupItemSource {
     let store: KeychainStore
-    let items: [StoredItem]
+    let items: LiveItemSnapshot
 
     init(_ store: KeychainStore) throws {
         self.store = store
         try store.refresh()
-        items = try store.storedItems()
-        for item in items where item.protection != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(item.protection) {
-            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(item.protection.code) items needs the passcode; nothing was written", remedy: .unlock)
+        items = try store.liveItemSnapshot()
+        for pc in items.countsByProtection.keys.sorted(by: { $0.rawValue < $1.rawValue })
+        where pc != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(pc) {
+            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(pc.code) items needs the passcode; nothing was written", remedy: .unlock)
         }
     }
 
@@ -40,10 +43,10 @@ struct StoreItemSource: BackupItemSource {
 
     func forEach(notExported: () -> Void,
                  _ body: ([UInt8], ProtectionClass, UInt8, ItemPlaintext) throws -> Void) throws {
-        for item in items {
+        try items.forEach { item in
             if item.protection == .whenPasscodeSetThisDeviceOnly {
                 notExported()
-                continue
+                return
             }
             try body(item.uuid, item.protection, item.flags, try store.read(item))
         }

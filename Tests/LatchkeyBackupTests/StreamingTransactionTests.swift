@@ -71,7 +71,7 @@ import Testing
         let kc = try s.makeSource(passcode: nil)
         let old = try kc.add(.genericPassword, attributes: ["acct": .string("s7")], data: [1])
         try kc.localStore!.withStreamingTransaction { tx in
-            let c = tx.conflicts(uuid: uuid(7), uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: plaintext(7).attributes))
+            let c = try tx.conflicts(uuid: uuid(7), uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: plaintext(7).attributes))
             #expect(c.count == 1 && c.first?.uuid == Array(old.persistentRef.suffix(16)))
             try tx.delete(uuid: c[0].uuid)
             try tx.put(uuid: uuid(7), plaintext: plaintext(7), protection: .always, flags: 0)

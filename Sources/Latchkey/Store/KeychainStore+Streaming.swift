@@ -22,6 +22,20 @@ package struct StoredItem: Sendable {
 /// record lands); sealing, attribute hashing, framing and writing the records runs on a
 /// worker thread (`RecordSealer`).
 ///
+/// **On top of an index** the item table is not brought into memory: each put looks its
+/// unique key up in the index (O(log N) pages) and the table keeps only the changes. Such a
+/// lookup can find the index unusable (a page that fails its check, a read error, a rule the
+/// index and the log break together) after records of the transaction were written, and the
+/// input cannot be read again. The transaction then falls back instead of failing
+/// (`fallBack`): the store's state is rebuilt from a scan of the log up to where the
+/// transaction began (its unclosed records are ignored, as by any reader), the transaction's
+/// own changes (every entry of its table that differs from the store's state at its start,
+/// all of them placed in this transaction's records) are applied on top, and the lookup runs
+/// again in memory. If the log itself is damaged, or the rebuilt state contradicts an answer
+/// the index gave (a unique key another item holds), the transaction fails and the file is
+/// cut back: nothing of it lands. After a fallback the store takes its state from a scan of
+/// the transaction's records once they are durable, not from the transaction's table.
+///
 /// Use it only inside `KeychainStore.withStreamingTransaction`, and do not write to the
 /// keychain through any other API from its body.
 package final class StreamingTransaction {
@@ -55,6 +69,8 @@ package final class StreamingTransaction {
     static var batchSize: Int { RecordSealer.batchSize }
     /// The class tag of each item class (one per file).
     private var classTags: [ItemClass: [UInt8]] = [:]
+    /// The index failed under a lookup and the table was rebuilt from the log (`fallBack`).
+    private(set) var fellBack = false
 
     init(store: KeychainStore) {
         self.store = store
@@ -83,7 +99,7 @@ package final class StreamingTransaction {
         let keys = store.keys
         let uniqueKeyHash = keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
         let hash = ID16(uniqueKeyHash)
-        if let owner = try items.owner(hash), owner != id {
+        if let owner = try lookup({ try $0.owner(hash) }), owner != id {
             throw KeychainError(.duplicateItem, "an item with the same unique key already exists")
         }
         let classTag = classTags[plaintext.itemClass] ?? keys.classTag(plaintext.itemClass)
@@ -118,7 +134,8 @@ package final class StreamingTransaction {
 
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
     package func delete(uuid: [UInt8]) throws {
-        guard try items.remove(ID16(uuid), at: offset) != nil else {
+        let at = offset
+        guard try lookup({ try $0.remove(ID16(uuid), at: at) }) != nil else {
             throw KeychainError(.itemNotFound, "the item to delete no longer exists")
         }
         note(ID16(uuid))
@@ -128,14 +145,61 @@ package final class StreamingTransaction {
 
     /// The live items, as this transaction has left them so far, that have this UUID or this
     /// unique key (at most two).
-    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) -> [StoredItem] {
+    /// - Throws: errSecDecode / errSecIO when the index fails and the log cannot be read.
+    package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) throws -> [StoredItem] {
         var out: [StoredItem] = []
         let id = ID16(uuid)
-        if let s = items[id] { out.append(StoredItem(uuid: uuid, slot: unwritten(s))) }
-        if let owner = try? items.owner(ID16(store.keys.uniqueKeyHash(uniqueKey))), owner != id, let s = items[owner] {
+        let hash = ID16(store.keys.uniqueKeyHash(uniqueKey))
+        if let s = try lookup({ try $0.slot(id) }) { out.append(StoredItem(uuid: uuid, slot: unwritten(s))) }
+        if let (owner, s) = try lookup({ try $0.item(uniqueHash: hash) }), owner != id {
             out.append(StoredItem(uuid: owner.bytes, slot: unwritten(s)))
         }
         return out
+    }
+
+    /// Runs a lookup on the table; when the index under it fails, falls back to the table in
+    /// memory (`fallBack`) and runs it again there, where it cannot fail that way.
+    private func lookup<R>(_ body: (inout ItemTable) throws -> R) throws -> R {
+        do {
+            return try body(&items)
+        } catch is IndexBase.Unusable {
+            try fallBack()
+            return try body(&items)
+        }
+    }
+
+    /// Replaces the table on top of the failed index with one in memory: the store's state
+    /// rebuilt from the log up to `start` (the scan stops at this transaction's unclosed
+    /// records), with this transaction's changes applied on top. Those changes are the
+    /// entries of the table that differ from the store's state at `start`, which this
+    /// transaction has not changed: a put's slot lies at or after `start`, so it differs from
+    /// any older one; a delete differs from the live slot it removed (a put then a delete of
+    /// the same new item leaves nothing to apply). Every touched item is removed first, then
+    /// the live ones put back, so that a unique key moving between touched items is no
+    /// conflict, and one held by an untouched item is.
+    /// - Throws: the scan's errors (the log is damaged); errSecDuplicateItem when an item the
+    ///   index did not show holds a unique key this transaction put. The caller abandons the
+    ///   transaction then.
+    private func fallBack() throws {
+        guard items.base != nil else { throw KeychainError(.internal, "the item table failed without an index under it") }
+        let before = store.log.items
+        var mine: [(ID16, ItemSlot?)] = []
+        items.forEachChange { id, slot in
+            if let was = before.change(id), was == slot { return }
+            mine.append((id, slot))
+        }
+        try store.rebuildWithoutIndex()
+        var table = store.log.items
+        fellBack = true
+        for (id, _) in mine { _ = try table.remove(id, at: start) }
+        for case let (id, slot?) in mine {
+            do {
+                try table.put(id, slot, at: slot.offset)
+            } catch is ItemTable.RuleBroken {
+                throw KeychainError(.duplicateItem, "an item with the same unique key already exists (found once the keychain's index was set aside after it failed a check); nothing was imported")
+            }
+        }
+        items = table
     }
 
     /// A slot of this transaction's records carries offset and size 0: its bytes may not be
@@ -182,8 +246,8 @@ extension KeychainStore {
     /// the transaction, and nothing changes.
     package func withStreamingTransaction<T>(_ body: (StreamingTransaction) throws -> T) throws -> T {
         try withWriteLock {
-            // The transaction checks every put against the live items in memory.
-            try materializeItems()
+            // The transaction checks every put against the live items: in memory, or through
+            // the index without reading all of it (see StreamingTransaction).
             let tx = StreamingTransaction(store: self)
             let result: T
             do {
@@ -194,6 +258,19 @@ extension KeychainStore {
                 throw error
             }
             guard tx.recordCount > 0 else { return result }
+            if tx.fellBack {
+                // The state was rebuilt from the log up to the transaction's start; its
+                // records, durable now, are applied by reading them (O(transaction)), which
+                // also takes their attribute hashes. Should that fail the next call opens
+                // the file again.
+                do {
+                    _ = try scanMapped()
+                } catch {
+                    needsReopen = true
+                }
+                recordCommit(tx.lastSequence)
+                return result
+            }
             // The records are durable, so the call succeeds whatever follows (spec §11.4).
             // The transaction checked every operation against the live items as a reader
             // applies them (unique keys, deletes of live items) and placed each slot where its
@@ -228,11 +305,29 @@ extension KeychainStore {
         return try read(item.slot)
     }
 
+    /// The path of the index file of the keychain at `keychain` (spec/FORMAT.md §17).
+    package static func indexPath(of keychain: String) -> String { IndexBase.path(of: keychain) }
+
     /// The device this keychain is bound to.
     package var boundDevice: Device { device }
 
-    /// The live item count.
-    package var liveItemCount: Int { get throws { try slots().count } }
+    /// The live item count. With an index, checks what the records after it left for later
+    /// (`ItemTable.checkAll`), which makes the count exact, and reads no more of it.
+    package var liveItemCount: Int {
+        get throws {
+            try withStoreLock {
+                do {
+                    return try withIndexFallback {
+                        try log.items.checkAll()
+                        return log.items.count
+                    }
+                } catch {
+                    needsReopen = true
+                    throw error
+                }
+            }
+        }
+    }
 
     /// The class keys a restore needs for items of `pc` are present.
     package func canWrite(_ pc: ProtectionClass) -> Bool { isAvailable(pc) }
@@ -251,4 +346,78 @@ extension Device {
     /// The state file of a keychain (spec/FORMAT.md §9.1), so a failed restore can remove the
     /// state of the keychain it created.
     package func stateFilePath(fileUUID: [UInt8]) -> String { statePath(fileUUID: fileUUID) }
+}
+
+/// The live items of one moment, listed one at a time without bringing them all into memory
+/// (issue 16 §3): with an index, its item pages in UUID order (every page authenticated as
+/// it is read) with the changes since merged in; without, the table the open built. Made by
+/// `KeychainStore.liveItemSnapshot`, which reads the whole list once first, so that the count
+/// is known and a damaged index is met before any item is handed out.
+package struct LiveItemSnapshot {
+    let store: KeychainStore
+    let items: ItemTable
+    /// The live items.
+    package let count: Int
+    /// The protection classes of the live items, and how many each.
+    package let countsByProtection: [ProtectionClass: Int]
+
+    /// Calls `body` with every live item of the snapshot, holding the store's lock (the index
+    /// pages are read under it), so other threads of this process wait for the whole pass.
+    /// - Throws: errSecDecode when the index fails a check it passed when the snapshot was
+    ///   made (changed in place on disk since); the index is then set aside, and the next
+    ///   snapshot is taken from the log. What `body` throws.
+    package func forEach(_ body: (StoredItem) throws -> Void) throws {
+        try store.withStoreLock {
+            do {
+                try KeychainStore.forEachLive(items) { id, slot in try body(StoredItem(uuid: id.bytes, slot: slot)) }
+            } catch let u as IndexBase.Unusable {
+                _ = try? store.rebuildWithoutIndex()
+                throw KeychainError(.decode, "the index of the keychain \(store.path) failed a check while its items were being read (\(u.reason)); it was set aside and will be rebuilt from the keychain, whose items are intact; run the command again")
+            }
+        }
+    }
+}
+
+extension KeychainStore {
+    /// The live items now, to be listed once or more (`LiveItemSnapshot`). Memory: the changes
+    /// since the index, not the items. Reads the whole item table once (every index page
+    /// authenticated); when the index fails, the items are rebuilt from the log first.
+    /// - Throws: errSecDecode / errSecIO when the index fails and the log cannot be read
+    ///   either (the next call opens the file again).
+    package func liveItemSnapshot() throws -> LiveItemSnapshot {
+        try withStoreLock {
+            do {
+                return try withIndexFallback {
+                    try log.items.checkAll()
+                    let items = log.items
+                    var count = 0
+                    var byProtection: [ProtectionClass: Int] = [:]
+                    try KeychainStore.forEachLive(items) { _, slot in
+                        count += 1
+                        byProtection[slot.protection, default: 0] += 1
+                    }
+                    return LiveItemSnapshot(store: self, items: items, count: count, countsByProtection: byProtection)
+                }
+            } catch {
+                needsReopen = true
+                throw error
+            }
+        }
+    }
+
+    /// Every live item of a checked table (`ItemTable.checkAll`): the index's entries not
+    /// changed since, in UUID order, then the live changed ones in UUID order; or the table in
+    /// memory.
+    static func forEachLive(_ items: ItemTable, _ body: (ID16, ItemSlot) throws -> Void) throws {
+        guard let base = items.base else {
+            for (id, slot) in items { try body(id, slot) }
+            return
+        }
+        try base.forEachItem { id, slot in
+            if !items.hasChanged(id) { try body(id, slot) }
+        }
+        for id in items.changedIDsInOrder() {
+            if let slot = items.change(id) ?? nil { try body(id, slot) }
+        }
+    }
 }

@@ -173,8 +173,15 @@ public final class VerifiedBackup {
             }
         }
         let temp = path + ".restore-" + hexString(try Crypto.randomBytes(4))
+        // The transaction's writer may leave an index beside the temporary keychain (spec
+        // §17); it moves with the keychain, and goes with it on failure.
+        let tempIndex = KeychainStore.indexPath(of: temp)
         let tempToken = InterruptCleanup.register(temp, on: fs)
-        defer { InterruptCleanup.unregister(tempToken) }
+        let tempIndexToken = InterruptCleanup.register(tempIndex, on: fs)
+        defer {
+            InterruptCleanup.unregister(tempToken)
+            InterruptCleanup.unregister(tempIndexToken)
+        }
         var store: KeychainStore?
         var report: RestoreReport
         /// Set when the keychain reached `path` although the move reported a failure.
@@ -193,6 +200,7 @@ public final class VerifiedBackup {
             device.keepNewStateFiles()
             do {
                 try fs.renameNoReplace(temp, path)
+                moveIndex(from: tempIndex, to: KeychainStore.indexPath(of: path), fs: fs)
             } catch let f as IOFailure where f.errno == EEXIST {
                 throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
             } catch let f as IOFailure {
@@ -206,6 +214,7 @@ public final class VerifiedBackup {
         } catch {
             if inPlace { throw error }
             try? fs.remove(temp)
+            try? fs.remove(tempIndex)
             if let s = store { try? fs.remove(device.stateFilePath(fileUUID: s.fileUUID)) }
             if createdDevice {
                 try? fs.remove(devicePath)
@@ -220,6 +229,19 @@ public final class VerifiedBackup {
             throw KeychainError(.io, "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then", underlying: f.description)
         }
         return report
+    }
+
+    /// Puts the index written beside the temporary keychain beside the restored one. The
+    /// index names the keychain by its file UUID and header, not its path, so it stays valid;
+    /// when it cannot be moved it is removed (the keychain then has none until its next
+    /// write, and an open scans the log). Nothing to do when no index was written.
+    private func moveIndex(from tempIndex: String, to index: String, fs: FileSystem) {
+        guard (try? fs.ownership(path: tempIndex)) != nil else { return }
+        do {
+            try fs.rename(tempIndex, index)
+        } catch {
+            try? fs.remove(tempIndex)
+        }
     }
 
     /// The second pass: the same checks again, and every decision applied in one streaming
