@@ -315,6 +315,7 @@ REPORT=$OUT/report.md
         for N in $SIZES; do
             case $fmt in
                 ms) printf ' %s |' "$(ms "${RES[$key.$N]:-}")" ;;
+                s) printf ' %s |' "$(awk -v s="${RES[$key.$N]:-}" 'BEGIN { if (s == "") print "–"; else printf "%.2f s", s }')" ;;
                 mib) printf ' %s |' "$(mib "${PEAK[$key.$N]:-}")" ;;
                 rate) printf ' %s |' "$(awk -v s="${RES[$key.$N]:-}" -v n="$N" 'BEGIN { if (s == "" || s == 0) print "–"; else printf "%s s, %.0f items/s", s, n / s }')" ;;
             esac
@@ -327,11 +328,11 @@ REPORT=$OUT/report.md
     row "peak memory of one find" findpeak mib
     row "import (the whole keychain, one run)" import rate
     row "peak memory of the import" import mib
-    row "verify" verify ms
+    row "verify (GNU time, 10 ms steps)" verify s
     row "peak memory of verify" verify mib
-    row "backup, no password (one run)" backup ms
+    row "backup, no password (one run)" backup s
     row "peak memory of the backup" backup mib
-    row "its restore into a new keychain (one run)" restore ms
+    row "its restore into a new keychain (one run)" restore s
     row "peak memory of the restore" restore mib
     echo
     echo "| target (issue 16) | measured | ratio | result |"
