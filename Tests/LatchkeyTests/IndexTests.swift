@@ -306,6 +306,28 @@ import LatchkeyTestSupport
         #expect(try openKeychain(on: disk).verify().ok)
     }
 
+    /// `info` counts the items from the index's pages and the records after it, one at a time:
+    /// the handle keeps using the index (it used to read every item of it into a table, 160
+    /// MiB at 1,000,000 items), and the counts are those of a keychain read whole.
+    @Test func info_countsThroughTheIndex() throws {
+        let (disk, writer) = try Self.indexedKeychain(300)
+        writer.localStore!.indexTailLimit = .max
+        try writer.delete(Query(.genericPassword, attrs(["acct": "user-7", "svce": "s", "agrp": "g"])))
+        try writer.add(.internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]), data: bytes("x"),
+                       protection: .whenUnlockedThisDeviceOnly)
+        let reader = try openKeychain(on: disk)
+        #expect(reader.localStore!.usesIndex)
+        let info = try reader.info()
+        #expect(reader.localStore!.usesIndex, "info read every item of the index into memory")
+
+        let copy = disk.clone()
+        try copy.remove(Self.indexPath)
+        let whole = try openKeychain(on: copy).info()
+        #expect(info.liveItems == 300 && whole.liveItems == 300)
+        #expect(info.itemsByClass == whole.itemsByClass && info.itemsByClass == ["genp": 299, "inet": 1])
+        #expect(info.itemsByProtection == whole.itemsByProtection)
+    }
+
     /// A forged index (MACs valid: only the device can make one) whose item page gives one
     /// item another's unique-key hash. When the table is taken into memory (materialize), two
     /// items holding one hash make the index unusable and the log is read instead: neither
