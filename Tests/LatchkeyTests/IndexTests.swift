@@ -328,6 +328,37 @@ import LatchkeyTestSupport
         #expect(info.itemsByProtection == whole.itemsByProtection)
     }
 
+    /// `walkItems` (`latchkey dump`) lists the items from the index's pages and the records
+    /// after it: the handle keeps using the index (it used to build a table of every item, 213
+    /// MiB at 1,000,000), and both passes give the items of a keychain read whole, `emit` in
+    /// the same order.
+    @Test func walkItems_listsThroughTheIndex() throws {
+        let (disk, writer) = try Self.indexedKeychain(200)
+        writer.localStore!.indexTailLimit = .max
+        try writer.delete(Query(.genericPassword, attrs(["acct": "user-5", "svce": "s", "agrp": "g"])))
+        _ = try writer.update(Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: ["labl": .string("renamed")], data: nil)
+        try writer.add(.internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]), data: bytes("x"))
+        func walk(_ kc: Keychain) throws -> (surveyed: Set<[UInt8]>, emitted: [[UInt8]], labels: [String]) {
+            var surveyed = Set<[UInt8]>(), emitted: [[UInt8]] = [], labels: [String] = []
+            try kc.walkItems(protections: nil, survey: { surveyed.insert($0.persistentRef) }, emit: {
+                emitted.append($0.persistentRef)
+                if case .string(let l)? = $0.attributes["labl"] { labels.append(l) }
+            })
+            return (surveyed, emitted, labels)
+        }
+        let reader = try openKeychain(on: disk)
+        #expect(reader.localStore!.usesIndex)
+        let got = try walk(reader)
+        #expect(reader.localStore!.usesIndex, "walkItems read every item of the index into memory")
+        let copy = disk.clone()
+        try copy.remove(Self.indexPath)
+        let whole = try walk(openKeychain(on: copy))
+        #expect(got.emitted.count == 200 && Set(got.emitted) == got.surveyed)
+        #expect(got.surveyed == whole.surveyed)
+        #expect(got.emitted == whole.emitted)
+        #expect(got.labels == ["renamed"])
+    }
+
     /// A forged index (MACs valid: only the device can make one) whose item page gives one
     /// item another's unique-key hash. When the table is taken into memory (materialize), two
     /// items holding one hash make the index unusable and the log is read instead: neither

@@ -2,11 +2,13 @@ import LatchkeyFormat
 
 extension Keychain {
     /// Every live item the caller may see, attributes only (never the data), in two passes:
-    /// `survey` meets each item in file order (to size a table, say), then `emit` meets each
-    /// again in class order (genp, inet, cert, keys) and creation order (`cdat`; file order
-    /// among equal dates). Between the passes memory holds a 32-byte sort key per item and at
-    /// most about 8 MiB of items (`LocalBackend.walkBudget`); beyond that each item is decrypted
-    /// again in the second pass instead of being kept. A keychain
+    /// `survey` meets each item in no set order (UUID order when the keychain has an index;
+    /// to size a table, say), then `emit` meets each again in class order (genp, inet, cert,
+    /// keys) and creation order (`cdat`; file order among equal dates). Between the passes
+    /// memory holds about 100 bytes per item (its slot and sort key; the live items are listed
+    /// from the index's pages, never held in a table) and at most about 8 MiB of items
+    /// (`LocalBackend.walkBudget`); beyond that each item is decrypted again in the second pass
+    /// instead of being kept. A keychain
     /// served by the agent answers with its item lists (one reply per class holds them all).
     /// - Parameter protections: only items of these classes (nil: all; then an item whose
     ///   class is locked fails the call with errSecInteractionNotAllowed before `emit` runs).
@@ -40,10 +42,14 @@ extension LocalBackend {
         let policy = try AccessPolicy(caller: context.caller)
         try store.refresh()
         try store.withStoreLock {
-            let slots = try store.slots()
+            // The live items one at a time (from the index's pages when there is one), not a
+            // table of all of them: at 1,000,000 items that table and its copy took 213 MiB.
+            let live = try store.liveItemSnapshot()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
-            // (class rank, position in `slots`, position in `held`, cdat, file offset): 32 bytes an item.
+            // The items listed, and for each (class rank, position in `listed`, position in
+            // `held`, cdat, file offset): about 100 bytes an item listed.
+            var listed: [(id: ID16, slot: ItemSlot)] = []
             var keys: [(rank: UInt8, at: Int32, n: Int32, created: Double, offset: UInt64)] = []
             // The items of the first pass while they fit in `LocalBackend.walkBudget`: then the
             // second pass needs no second decryption. Past the budget they are dropped, and
@@ -51,21 +57,22 @@ extension LocalBackend {
             var held: [Item] = []
             var heldBytes = 0
             var holding = true
-            func item(_ i: Int) throws -> Item? {
-                let (id, slot) = slots[i]
+            func item(_ id: ID16, _ slot: ItemSlot) throws -> Item? {
                 var p = try store.read(slot)
                 guard policy.permits(p) else { return nil }
                 p.data = []
                 return makeItem(p, protection: slot.protection, id: id, flags: slot.flags)
             }
-            for i in slots.indices {
-                let slot = slots[i].1
-                if let wanted, !wanted.contains(slot.protection) { continue }
-                guard let rank = classRank[slot.classTag] else { continue }
+            try live.forEach { stored in
+                let slot = stored.slot
+                if let wanted, !wanted.contains(slot.protection) { return }
+                guard let rank = classRank[slot.classTag] else { return }
                 guard store.isAvailable(slot.protection) else { throw KeychainError.locked(slot.protection) }
-                guard let it = try item(i) else { continue }
+                let id = ID16(stored.uuid)
+                guard let it = try item(id, slot) else { return }
                 try survey(it)
-                keys.append((rank, Int32(i), Int32(keys.count), LocalBackend.creation(it), slot.offset))
+                keys.append((rank, Int32(listed.count), Int32(keys.count), LocalBackend.creation(it), slot.offset))
+                listed.append((id, slot))
                 if holding {
                     heldBytes += LocalBackend.approximateSize(it)
                     if heldBytes <= LocalBackend.walkBudget {
@@ -80,7 +87,7 @@ extension LocalBackend {
             for k in keys {
                 if holding {
                     try emit(held[Int(k.n)])
-                } else if let it = try item(Int(k.at)) {
+                } else if let it = try item(listed[Int(k.at)].id, listed[Int(k.at)].slot) {
                     try emit(it)
                 }
             }
