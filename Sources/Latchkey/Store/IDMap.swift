@@ -96,15 +96,6 @@ struct IDMap<Value>: Sequence {
     /// Replaces the value at a position (its key stays).
     mutating func setValue(_ value: Value, at position: Int) { entries[position].value = value }
 
-    /// Removes `key`'s entry. Returns its value, and the position the last entry moved to
-    /// fill the hole (`moved`; nil when the removed entry was the last).
-    mutating func remove(_ key: ID16) -> (old: Value, moved: Int?)? {
-        guard let (_, p) = find(key) else { return nil }
-        let movedFrom = entries.count - 1
-        let old = removeValue(forKey: key)!
-        return (old, p != movedFrom ? p : nil)
-    }
-
     /// Inserts or replaces; returns the entry's position (`position(of:)`).
     @discardableResult
     mutating func insert(_ key: ID16, _ value: Value) -> Int {

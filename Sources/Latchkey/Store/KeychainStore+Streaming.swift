@@ -360,6 +360,8 @@ package struct LiveItemSnapshot {
     package let count: Int
     /// The protection classes of the live items, and how many each.
     package let countsByProtection: [ProtectionClass: Int]
+    /// How many live items each class tag has (the file's tags, `KeychainStore.itemClass(of:)`).
+    package let countsByClassTag: [UInt32: Int]
 
     /// Calls `body` with every live item of the snapshot, holding the store's lock (the index
     /// pages are read under it), so other threads of this process wait for the whole pass.
@@ -392,11 +394,14 @@ extension KeychainStore {
                     let items = log.items
                     var count = 0
                     var byProtection: [ProtectionClass: Int] = [:]
+                    var byClassTag: [UInt32: Int] = [:]
                     try KeychainStore.forEachLive(items) { _, slot in
                         count += 1
                         byProtection[slot.protection, default: 0] += 1
+                        byClassTag[slot.classTag, default: 0] += 1
                     }
-                    return LiveItemSnapshot(store: self, items: items, count: count, countsByProtection: byProtection)
+                    return LiveItemSnapshot(store: self, items: items, count: count, countsByProtection: byProtection,
+                                            countsByClassTag: byClassTag)
                 }
             } catch {
                 needsReopen = true

@@ -621,7 +621,9 @@ package final class KeychainStore: @unchecked Sendable {
         return try body(log, epoch)
     }
 
-    func itemClass(of slot: ItemSlot) -> ItemClass? { tagToClass[slot.classTag] }
+    func itemClass(of slot: ItemSlot) -> ItemClass? { itemClass(tag: slot.classTag) }
+
+    func itemClass(tag: UInt32) -> ItemClass? { tagToClass[tag] }
 
     func classTag(_ c: ItemClass) -> UInt32 { keys.classTag(c).readBE(UInt32.self, at: 0) }
 

@@ -77,7 +77,7 @@ struct SlotMap: Sequence, Sendable {
         if p != last, let moving = items.entry(at: last).value {
             repointHash(moving.uniqueHash, from: last, to: p)
         }
-        _ = items.remove(id)
+        items.removeValue(forKey: id)
     }
 
     // MARK: The hash buckets
