@@ -3,9 +3,10 @@
 // and every answer a client reads.
 //
 // Each input is a frame's payload (what follows the length prefix), decoded as a request and as
-// an answer. The encoding is canonical, so a request that decodes must re-encode to exactly
-// the input; so must an answer, except an error whose status this Latchkey does not know (it
-// becomes errSecInternal), which must re-encode to bytes that decode to themselves. Decoding
+// an answer. The encoding is canonical, so a request that decodes must re-encode, in the
+// input's version (2 or 3), to exactly the input; so must an answer, except an error whose
+// status this Latchkey does not know (it becomes errSecInternal), which must re-encode to
+// bytes that decode to themselves. Decoding
 // must never allocate more than the input can hold (libFuzzer's -malloc_limit_mb catches that).
 import Latchkey
 import LatchkeyFormat
@@ -17,14 +18,15 @@ public func fuzzAgentMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     w.u32(UInt32(truncatingIfNeeded: size))
     let frame = w.bytes + payload
 
+    let version = payload.first ?? 0
     if let request = try? AgentMessage.Request.decode(payload[...]) {
-        precondition(request.encode() == frame, "a decoded request does not re-encode to its bytes")
+        precondition(request.encode(version: version) == frame, "a decoded request does not re-encode to its bytes")
         var copy = request
         copy.cleanse()
         precondition(copy.type == request.type, "cleansing changed the kind of request")
     }
     if let response = try? AgentMessage.Response.decode(payload[...]) {
-        let again = response.encode()
+        let again = response.encode(version: version)
         if case .error = response, again != frame {
             let status = payload.count >= 6 ? payload.readBE(UInt32.self, at: 2) : 0
             precondition(KeychainStatus(rawValue: Int32(bitPattern: status)) == nil, "a known error status did not round-trip")
@@ -32,7 +34,7 @@ public func fuzzAgentMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
             precondition(again == frame, "a decoded answer does not re-encode to its bytes")
         }
         let third = try? AgentMessage.Response.decode(again[4...])
-        precondition(third?.encode() == again, "a re-encoded answer does not decode to itself")
+        precondition(third?.encode(version: version) == again, "a re-encoded answer does not decode to itself")
     }
     _ = try? AgentMessage.Request.decode(frame: frame)
     return 0

@@ -274,10 +274,11 @@ public final class AgentServer: @unchecked Sendable {
 
     /// One error answer, then a lingering close on a thread of its own: what the peer had
     /// sent is read and dropped (for at most a second), so that the close does not reset the
-    /// connection before the peer has read the answer.
+    /// connection before the peer has read the answer. In version 2, which every client since
+    /// that version reads: no request says which the client speaks (spec/AGENT.md §3).
     private func refuse(_ fd: Int32, _ error: KeychainError) {
         spawn {
-            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(), deadline: .now() + 1)
+            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(version: 2), deadline: .now() + 1)
             AgentServer.finishSending(fd)
             close(fd)
         }
@@ -312,7 +313,7 @@ public final class AgentServer: @unchecked Sendable {
             } catch AgentSocket.FrameError.tooLarge(let n) {
                 log("refused a request of \(n) bytes (limit \(AgentSocket.maxRequestBytes)); connection closed")
                 let e = KeychainError(.param, "the request is \(n) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); nothing was done")
-                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(), deadline: .now() + configuration.frameTimeout)
+                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(version: 2), deadline: .now() + configuration.frameTimeout)
                 AgentServer.finishSending(fd)
                 return
             } catch AgentSocket.FrameError.truncated {
@@ -341,7 +342,7 @@ public final class AgentServer: @unchecked Sendable {
     /// because a client of protocol 1 checks `v` first and would show a message of its own
     /// instead of this one (spec/AGENT.md §3).
     static let protocol1Answer: [UInt8] = {
-        let json = #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocol 2 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
+        let json = #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocols 2 and 3 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
         var w = ByteWriter()
         w.u32(UInt32(json.utf8.count))
         w.raw(json.utf8)
@@ -349,7 +350,8 @@ public final class AgentServer: @unchecked Sendable {
     }()
 
     /// The answer frame to one request frame's payload, and what to do once it is sent (stop).
-    /// Never throws: every failure is an error answer.
+    /// Never throws: every failure is an error answer. In the request's version when this
+    /// agent speaks it (a client of version 2 reads no remedy), else in the newest.
     func answer(_ payload: [UInt8]) -> ([UInt8], (() -> Void)?) {
         if payload.first == AgentMessage.protocol1FirstByte {
             log("refused a request of agent protocol 1 (an older Latchkey)")
@@ -357,7 +359,7 @@ public final class AgentServer: @unchecked Sendable {
         }
         var (response, after) = handle(payload[...])
         defer { response.cleanse() }
-        return (response.encode(), after)
+        return (response.encode(version: AgentMessage.version(of: payload[...]) ?? AgentMessage.version), after)
     }
 
     /// Decodes and runs one request (its secrets are zeroed after). Never throws: every
@@ -397,7 +399,7 @@ public final class AgentServer: @unchecked Sendable {
     static func refusal(_ e: AgentMessage.DecodeError) -> KeychainError {
         switch e {
         case .version(let v):
-            return KeychainError(.param, "the request is of agent protocol version \(v), and this agent speaks version \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
+            return KeychainError(.param, "the request is of agent protocol version \(v), and this agent speaks versions \(AgentMessage.versions.lowerBound) to \(AgentMessage.versions.upperBound); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
         case .unknownType(let t):
             return KeychainError(.param, "unknown agent request type 0x\(hexString([t])) for protocol \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
         case .protocol1, .length, .malformed:

@@ -3,9 +3,9 @@ import LatchkeyFormat
 import Testing
 @testable import Latchkey
 
-/// The binary agent protocol, version 2 (spec/AGENT.md §3–§5), on raw bytes: every message
-/// round-trips, every truncation and every non-canonical byte is refused, the spec's worked
-/// example is what the codec writes.
+/// The binary agent protocol, versions 2 and 3 (spec/AGENT.md §3–§5), on raw bytes: every
+/// message round-trips in both, every truncation and every non-canonical byte is refused, the
+/// spec's worked example is what the codec writes.
 @Suite struct AgentProtocolTests {
     typealias Message = AgentMessage
     typealias Request = AgentMessage.Request
@@ -80,6 +80,8 @@ import Testing
         .needsAuthentication(prompt: "Use «mail»"), .needsAuthentication(prompt: nil),
         .error(KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak")),
         .error(KeychainError(.param, "bad")),
+        .error(KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak", remedy: .unlock)),
+        .error(KeychainError(.param, "a directory", remedy: .giveKeychainFile(example: "/k/é/login.keychain"))),
     ]
 
     // MARK: Round trips
@@ -91,19 +93,59 @@ import Testing
             #expect(back.type == r.type)
             #expect(back.encode() == frame, "\(r.name)")
             #expect(frame.readBE(UInt32.self, at: 0) == UInt32(frame.count - 4))
-            #expect(frame[4] == 2, "version byte")
+            #expect(frame[4] == 3, "version byte")
             #expect(frame[5] == r.type)
+            // Version 2: the same fields after another version byte.
+            let v2 = r.encode(version: 2)
+            #expect(v2[4] == 2 && Array(v2[5...]) == Array(frame[5...]), "\(r.name) in version 2")
+            #expect(try Request.decode(frame: v2).encode(version: 2) == v2)
         }
         #expect(Set(Self.requests.map(\.type)).count == 19, "one type per operation")
     }
 
     @Test func everyResponse_roundTripsToTheSameBytes() throws {
         for r in Self.responses {
-            let frame = r.encode()
-            let back = try Response.decode(frame: frame)
-            #expect(back.type == r.type)
-            #expect(back.encode() == frame, "\(r)")
+            for version: UInt8 in [2, 3] {
+                let frame = r.encode(version: version)
+                #expect(frame[4] == version)
+                let back = try Response.decode(frame: frame)
+                #expect(back.type == r.type)
+                #expect(back.encode(version: version) == frame, "\(r) in version \(version)")
+            }
         }
+    }
+
+    /// Version 3's error carries the remedy (one byte of presence, the code, code 5's example);
+    /// version 2's is the same error without it, byte for byte what Latchkey 0.4 wrote.
+    @Test func errorRemedy_travelsInVersion3_andIsLeftOutOfVersion2() throws {
+        let remedies: [KeychainRemedy] = [
+            .repairOrRestore, .adoptRollback, .createKeychain, .useExistingOrChooseAnother, .giveKeychainFile(example: "/k/login.keychain"),
+            .setPasscode, .unlock, .verifyAndRestore, .compactAgain, .checkForReplacement, .giveCallerIdentity, .giveDeviceSecret,
+            .createOrGiveDeviceSecret, .findKeychainsDeviceSecret, .mergeOrChooseAnotherKeychain, .giveBackupPassword,
+            .chooseBackupPassword, .chooseBackupOutput,
+        ]
+        let withoutRemedy = [0xFF] + Self.u32(UInt32(bitPattern: Int32(-25300))) + Self.string("m") + [1] + Self.string("u")
+        for (i, remedy) in remedies.enumerated() {
+            let e = KeychainError(.itemNotFound, "m", underlying: "u", remedy: remedy)
+            let v3 = Response.error(e).encode(version: 3)
+            var fields = withoutRemedy + [1, UInt8(i + 1)]
+            if case .giveKeychainFile(let example) = remedy { fields += Self.string(example) }
+            #expect(Array(v3[4...]) == [3] + fields, "remedy code \(i + 1)")
+            guard case .error(let back) = try Response.decode(frame: v3) else { Issue.record("not an error"); return }
+            #expect(back == e && back.remedy == remedy)
+            let v2 = Response.error(e).encode(version: 2)
+            #expect(Array(v2[4...]) == [2] + withoutRemedy, "version 2 has no remedy")
+            guard case .error(let old) = try Response.decode(frame: v2) else { Issue.record("not an error"); return }
+            #expect(old.remedy == nil && old.message == "m" && old.underlying == "u")
+        }
+        #expect(Set(remedies.map { AgentMessage.remedyCode($0) }) == Set(1...18), "one code per remedy")
+        // Codes outside the table are refused, as is a remedy field in version 2 (trailing bytes).
+        for code: UInt8 in [0, 19, 0xFF] {
+            Self.expectMalformed([3] + withoutRemedy + [1, code], response: true, "remedy code \(code)")
+        }
+        Self.expectMalformed([3] + withoutRemedy + [2], response: true, "remedy presence 2")
+        Self.expectMalformed([3] + withoutRemedy + [1, 5], response: true, "code 5 without its example")
+        Self.expectMalformed([2] + withoutRemedy + [1, 3], response: true, "a remedy in version 2")
     }
 
     @Test func decodedValues_areTheEncodedOnes() throws {
@@ -147,14 +189,15 @@ import Testing
         var w = ByteWriter()
         w.u32(UInt32(bitPattern: -99999))
         w.u32(3); w.raw(Array("new".utf8))
-        w.u8(0)
+        w.u8(0)   // no underlying cause
+        w.u8(0)   // no remedy
         guard case .error(let e) = try Response.decode(Self.payload(0xFF, w.bytes)[...]) else { Issue.record("not an error"); return }
         #expect(e.status == .internal && e.message == "new")
     }
 
     // MARK: Refusals
 
-    static func payload(_ type: UInt8, _ fields: [UInt8]) -> [UInt8] { [2, type] + fields }
+    static func payload(_ type: UInt8, _ fields: [UInt8]) -> [UInt8] { [3, type] + fields }
 
     static func expectMalformed(_ payload: [UInt8], response: Bool = false, _ comment: String? = nil,
                                 sourceLocation: SourceLocation = #_sourceLocation) {
@@ -235,8 +278,12 @@ import Testing
         #expect(requestTypes.isDisjoint(with: responseTypes), "an answer is never taken for a request")
     }
 
-    @Test func otherVersions_areRefused_andProtocol1IsRecognized() {
-        for v: UInt8 in [0, 1, 3, 0x7A, 0x7C, 0xFF] {
+    @Test func otherVersions_areRefused_andProtocol1IsRecognized() throws {
+        for v: UInt8 in [2, 3] {
+            _ = try Request.decode([v, 0x01][...])
+            _ = try Response.decode([v, 0x80][...])
+        }
+        for v: UInt8 in [0, 1, 4, 0x7A, 0x7C, 0xFF] {
             #expect(throws: Message.DecodeError.version(v)) { _ = try Request.decode([v, 0x01][...]) }
             #expect(throws: Message.DecodeError.version(v)) { _ = try Response.decode([v, 0x80][...]) }
         }
@@ -367,7 +414,7 @@ import Testing
 
     /// `latchkey find --account alice --service mail --limit 1` by app TEAM.app, field by field.
     static let exampleRequest: [Field] = [
-        ("version 2", [2]),
+        ("version 3", [3]),
         ("type 0x21: find", [0x21]),
         ("keychain: string \"/k/login.keychain\"", string("/k/login.keychain")),
         ("device: string \"/k/device\"", string("/k/device")),
@@ -393,7 +440,7 @@ import Testing
     static let exampleDate = 786_000_000.0
 
     static let exampleAnswer: [Field] = [
-        ("version 2", [2]),
+        ("version 3", [3]),
         ("type 0x83: items", [0x83]),
         ("count: 1", u32(1)),
         ("class: genp", Array("genp".utf8)),

@@ -310,10 +310,10 @@ extension AgentMessage.Response {
             ([], "empty message"),
             (Array("not a message".utf8), "protocol version 110"),
             ([1, 0x01], "protocol version 1,"),
-            ([3, 0x01], "protocol version 3,"),
-            ([2, 0x7F], "unknown agent request type 0x7f"),
+            ([4, 0x01], "protocol version 4,"),
+            ([3, 0x7F], "unknown agent request type 0x7f"),
             ([2, 0x80], "unknown agent request type 0x80"),
-            ([2, 0x01, 0x00], "trailing bytes"),
+            ([3, 0x01, 0x00], "trailing bytes"),
             (Array(AgentMessage.Request.find(AgentMessage.Target(keychain: "relative.keychain", device: "d", caller: nil),
                                              Query(.genericPassword), AgentMessage.Read()).encode()[4...]), "absolute keychain and device paths"),
             (Array(AgentMessage.Request.open(AgentMessage.Target(keychain: box.keychainPath + "\u{0}x", device: box.devicePath,
@@ -350,10 +350,104 @@ extension AgentMessage.Response {
             #expect(object["ok"] as? Bool == false)
             #expect(object["status"] as? Int == -25291)
             let message = try #require(object["message"] as? String)
-            #expect(message.contains("agent protocol 2") && message.contains("protocol 1") && message.contains("latchkey agent --stop"), "\(message)")
+            #expect(message.contains("agent protocols 2 and 3") && message.contains("protocol 1") && message.contains("latchkey agent --stop"), "\(message)")
         }
         #expect(try raw.status().ok, "the same connection still works")
         #expect(box.logLines.all.contains { $0.contains("protocol 1") })
+    }
+
+    // MARK: Protocol 2 peers (spec/AGENT.md §3)
+
+    /// A client of protocol 2 (Latchkey 0.4) is answered in protocol 2: its error answers carry
+    /// no remedy, which it could not read; the same request in protocol 3 gets the remedy.
+    @Test func protocol2Request_isAnsweredInProtocol2_protocol3GetsTheRemedy() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let raw = try RawAgentConnection(box.socketPath)
+        defer { raw.close() }
+        let missing = AgentMessage.Target(keychain: box.directory + "/missing.keychain", device: box.devicePath, caller: nil)
+        let request = AgentMessage.Request.find(missing, Query(.genericPassword), AgentMessage.Read())
+        var remedies: [UInt8: KeychainRemedy?] = [:]
+        for version: UInt8 in [2, 3] {
+            try AgentSocket.write(raw.fd, request.encode(version: version), deadline: .now() + 5)
+            let answer = try raw.receiveRaw()
+            #expect(answer.first == version, "answered in the request's version")
+            let e = try #require(try AgentMessage.Response.decode(answer[...]).failure)
+            #expect(e.message.contains("missing.keychain"))
+            remedies[version] = e.remedy
+        }
+        #expect(remedies[2] == .some(nil), "no remedy in protocol 2")
+        #expect(remedies[3] == .some(.createKeychain), "protocol 3 says what to do")
+        try AgentSocket.write(raw.fd, AgentMessage.Request.status.encode(version: 2), deadline: .now() + 5)
+        let status = try raw.receiveRaw()
+        #expect(status.first == 2)
+        guard case .agentStatus(let s) = try AgentMessage.Response.decode(status[...]) else { Issue.record("not a status"); return }
+        #expect(s.protocolVersion == 3, "the newest version the agent speaks")
+    }
+
+    /// An agent of protocol 2 (Latchkey 0.4): refuses a frame of version 3 as 0.4 does (an
+    /// errSecParam answer in version 2, nothing done) and answers version 2; records the
+    /// version byte of each request.
+    final class Protocol2Agent: @unchecked Sendable {
+        let path: String
+        private let fd: Int32
+        private let mutex = NSLock()
+        private var received: [UInt8] = []
+        var versions: [UInt8] { mutex.lock(); defer { mutex.unlock() }; return received }
+
+        init(path: String) throws {
+            self.path = path
+            try AgentSocket.prepareDirectory(for: path, strict: true)
+            fd = try AgentSocket.listen(path)
+            let t = Thread { [self] in serve() }
+            t.start()
+        }
+
+        private func serve() {
+            while true {
+                let c = accept(fd, nil, nil)
+                guard c >= 0 else { return }
+                while let payload = try? AgentSocket.readFrame(c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5) {
+                    mutex.lock(); received.append(payload.first ?? 0); mutex.unlock()
+                    let answer: AgentMessage.Response
+                    if payload.first != 2 {
+                        answer = .error(KeychainError(.param, "the request is of agent protocol version \(payload.first ?? 0), and this agent speaks version 2; use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"))
+                    } else if case .status? = try? AgentMessage.Request.decode(payload[...]) {
+                        answer = .agentStatus(AgentStatus(pid: 7, socket: path, protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: []))
+                    } else {
+                        answer = .error(KeychainError(.itemNotFound, "nothing here", remedy: .createKeychain))
+                    }
+                    try? AgentSocket.write(c, answer.encode(version: 2), deadline: .now() + 5)
+                }
+                Glibc.close(c)
+            }
+        }
+
+        func close() {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+            unlink(path)
+        }
+    }
+
+    /// A client of protocol 3 that meets an agent of protocol 2 sends its request again in
+    /// protocol 2 on the same connection, and keeps to it there: results as before, errors
+    /// without a remedy (version 2 has no room for one).
+    @Test func protocol2Agent_getsTheRequestAgainInProtocol2() throws {
+        let box = try AgentSandbox()
+        let old = try Protocol2Agent(path: box.socketPath)
+        defer { old.close() }
+        AgentClient.closeCachedConnections()
+        defer { AgentClient.closeCachedConnections() }
+        let client = try #require(try AgentClient.connect(socketPath: box.socketPath))
+        #expect(try client.status().protocolVersion == 2)
+        #expect(old.versions == [3, 2], "refused in 3, answered in 2")
+        #expect(try client.status().pid == 7)
+        #expect(old.versions == [3, 2, 2], "the connection keeps to version 2")
+        #expect(throws: KeychainError(.itemNotFound, "nothing here")) {
+            _ = try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath)
+        }
+        #expect(old.versions == [3, 2, 2, 2])
     }
 
     /// An agent of protocol 1: answers every frame as Latchkey 0.2's agent answers a frame it
@@ -412,7 +506,7 @@ extension AgentMessage.Response {
         let client = try #require(try AgentClient.connect(socketPath: box.socketPath))
         try client.stop()
         #expect(old.requests.last == #"{"v":1,"op":"stop"}"#)
-        #expect(old.requests.first.map { Array($0.utf8.prefix(2)) } == [2, 0x10], "the first request was a protocol 2 open")
+        #expect(old.requests.first.map { Array($0.utf8.prefix(2)) } == [3, 0x10], "the first request was a protocol 3 open")
     }
 
     /// `add` answers what the keychain made of each item and never sends the secret back; the
@@ -626,7 +720,12 @@ extension AgentMessage.Response {
         #expect(remote.verify().ok)
         // A caller without groups, and the trusted caller (nil) that sees every group.
         remote.caller = CallerIdentity(applicationIdentifier: nil)
-        #expect(failure { _ = try remote.find(Query(.genericPassword)) }?.status == .missingEntitlement)
+        direct.caller = remote.caller
+        let noGroups = failure { _ = try remote.find(Query(.genericPassword)) }
+        #expect(noGroups?.status == .missingEntitlement)
+        // The whole error, what to do included (protocol 3 carries the remedy).
+        #expect(noGroups != nil && noGroups == failure { _ = try direct.find(Query(.genericPassword)) })
+        #expect(noGroups?.remedy == .giveCallerIdentity)
         remote.caller = nil
         direct.caller = nil
         #expect(try remote.find(Query(.genericPassword), limit: nil) == direct.find(Query(.genericPassword), limit: nil))

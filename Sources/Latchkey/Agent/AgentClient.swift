@@ -22,6 +22,9 @@ public final class AgentClient: @unchecked Sendable {
         return stoppedFlag
     }
     private var stoppedFlag = false
+    /// The protocol version requests go out in on this connection: the newest, until an older
+    /// agent refuses it (spec/AGENT.md §3); set again for each new connection.
+    private var version = AgentMessage.version
 
     /// How long a client waits for an answer (the agent may be waiting for another process's
     /// write lock, or running the passcode KDF).
@@ -99,6 +102,10 @@ public final class AgentClient: @unchecked Sendable {
     /// Sends one request and returns the answer; an error answer is thrown. Reconnects once
     /// when the agent had closed the connection before the request was sent (nothing was done
     /// then). The encoded request and the answer's bytes are zeroed once used.
+    ///
+    /// An agent of an older protocol version refuses the request's version with an
+    /// errSecParam answer in its own version, having done nothing: the request is sent again
+    /// in that version, which the connection then keeps (spec/AGENT.md §3).
     func call(_ request: AgentMessage.Request) throws -> AgentMessage.Response {
         var frame = request.encode()
         defer { Crypto.cleanse(&frame) }
@@ -116,7 +123,23 @@ public final class AgentClient: @unchecked Sendable {
                 throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
             }
             fd = newFD
+            version = AgentMessage.version
         }
+        // The version byte: a request's fields are the same in every version.
+        frame[AgentMessage.lengthBytes] = version
+        var (response, answerVersion) = try exchange(frame)
+        if case .error(let e) = response, e.status == .param, answerVersion < version {
+            version = answerVersion
+            frame[AgentMessage.lengthBytes] = version
+            response = try exchange(frame).response
+        }
+        if case .error(let e) = response { throw e }
+        return response
+    }
+
+    /// Writes one request frame and reads its answer, with the version the answer is in.
+    /// Call with `mutex` held and the connection open.
+    private func exchange(_ frame: [UInt8]) throws -> (response: AgentMessage.Response, version: UInt8) {
         do {
             try AgentSocket.write(fd, frame, deadline: .now() + AgentClient.answerTimeout)
         } catch {
@@ -142,8 +165,7 @@ public final class AgentClient: @unchecked Sendable {
             disconnect()
             throw KeychainError(.decode, "the agent at \(socketPath) answered with a message this Latchkey cannot read; restart the agent with this Latchkey ('latchkey agent --stop', then 'latchkey agent --daemon')", underlying: "\(error)")
         }
-        if case .error(let e) = response { throw e }
-        return response
+        return (response, answer[0])
     }
 
     /// Call with `mutex` held.

@@ -1,9 +1,13 @@
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// The messages of agent protocol version 2 (spec/AGENT.md §3–§5), in binary:
+/// The messages of agent protocol versions 2 and 3 (spec/AGENT.md §3–§5), in binary:
 ///
-///     frame = u32 length (big-endian, of what follows) ‖ u8 version (2) ‖ u8 type ‖ fields
+///     frame = u32 length (big-endian, of what follows) ‖ u8 version (2 or 3) ‖ u8 type ‖ fields
+///
+/// The two versions differ in one field: version 3's `error` answer carries the error's
+/// remedy (what to do), which version 2's has no room for. An agent answers each request in
+/// the request's version; a client sends version 3 and falls back to 2 for an older agent.
 ///
 /// Fields are written with the format's `ByteWriter` and read with its `ByteReader`; attribute
 /// sets are the item plaintext's attribute list (spec/FORMAT.md §8.1, `AttributeList`). Every
@@ -14,8 +18,10 @@ import LatchkeyFormat
 /// `cleanse()`. `encode()` measures the frame first and writes it into a buffer of exactly
 /// that size, so no reallocation leaves a copy of a secret behind.
 package enum AgentMessage {
-    /// The protocol version this Latchkey speaks.
-    package static let version: UInt8 = 2
+    /// The newest protocol version this Latchkey speaks (and sends first).
+    package static let version: UInt8 = 3
+    /// Every version this Latchkey reads and writes.
+    package static let versions: ClosedRange<UInt8> = 2...3
     /// The first byte of a protocol-1 payload: a JSON object.
     package static let protocol1FirstByte = UInt8(ascii: "{")
     /// The length prefix.
@@ -25,9 +31,9 @@ package enum AgentMessage {
     package enum DecodeError: Error, Equatable, CustomStringConvertible {
         /// The payload is a JSON object: the other side speaks protocol 1.
         case protocol1
-        /// Another version byte (not 2, not `{`).
+        /// Another version byte (not 2 or 3, not `{`).
         case version(UInt8)
-        /// A version-2 frame of a type this side does not know (or does not accept: a request
+        /// A frame of a type this side does not know (or does not accept: a request
         /// where an answer is due, or the other way round).
         case unknownType(UInt8)
         /// The length prefix does not match the bytes given (`decode(frame:)` only).
@@ -227,9 +233,10 @@ package enum AgentMessage {
             }
         }
 
-        /// The whole frame, length prefix included.
-        package func encode() -> [UInt8] {
-            AgentMessage.frame(type) { o in
+        /// The whole frame, length prefix included, in protocol `version` (a request's fields
+        /// are the same in versions 2 and 3).
+        package func encode(version: UInt8 = AgentMessage.version) -> [UInt8] {
+            AgentMessage.frame(type, version: version) { o in
                 switch self {
                 case .status, .stop, .lockAll:
                     break
@@ -288,7 +295,7 @@ package enum AgentMessage {
         /// Decodes a payload (the bytes after the length prefix).
         /// - Throws: `DecodeError`.
         package static func decode(_ payload: ArraySlice<UInt8>) throws -> Request {
-            try AgentMessage.decodePayload(payload) { type, i in
+            try AgentMessage.decodePayload(payload) { _, type, i in
                 switch type {
                 case 0x01: return .status
                 case 0x02: return .stop
@@ -446,8 +453,9 @@ package enum AgentMessage {
         package var description: String { "AgentMessage.Response(0x\(hexString([type])))" }
         package var customMirror: Mirror { Mirror(self, children: ["type": type]) }
 
-        package func encode() -> [UInt8] {
-            AgentMessage.frame(type) { o in
+        /// The whole frame in protocol `version`: the version of the request it answers.
+        package func encode(version: UInt8 = AgentMessage.version) -> [UInt8] {
+            AgentMessage.frame(type, version: version) { o in
                 switch self {
                 case .ok:
                     break
@@ -504,6 +512,7 @@ package enum AgentMessage {
                     o.u32(UInt32(bitPattern: e.status.rawValue))
                     o.string(e.message)
                     o.optional(e.underlying) { $0.string($1) }
+                    if version >= 3 { o.optional(e.remedy) { $0.remedy($1) } }
                 }
             }
         }
@@ -511,7 +520,7 @@ package enum AgentMessage {
         /// Decodes a payload (the bytes after the length prefix). A status this Latchkey does
         /// not know becomes errSecInternal. - Throws: `DecodeError`.
         package static func decode(_ payload: ArraySlice<UInt8>) throws -> Response {
-            try AgentMessage.decodePayload(payload) { type, i in
+            try AgentMessage.decodePayload(payload) { version, type, i in
                 switch type {
                 case 0x80: return .ok
                 case 0x81: return .state(try i.state())
@@ -576,7 +585,8 @@ package enum AgentMessage {
                     let status = Int32(bitPattern: try i.u32("status"))
                     let message = try i.string("message")
                     let underlying = try i.optional("underlying") { try $0.string("underlying") }
-                    return .error(KeychainError(KeychainStatus(rawValue: status) ?? .internal, message, underlying: underlying))
+                    let remedy = version >= 3 ? try i.optional("remedy") { try $0.remedy() } : nil
+                    return .error(KeychainError(KeychainStatus(rawValue: status) ?? .internal, message, underlying: underlying, remedy: remedy))
                 default:
                     throw DecodeError.unknownType(type)
                 }
@@ -608,7 +618,67 @@ package enum AgentMessage {
         }
     }
 
+    // MARK: Remedies (version 3)
+
+    /// The code of each remedy in version 3's `error` answer (spec/AGENT.md §5.3): the order
+    /// of `KeychainRemedy`'s cases, from 1. A Latchkey that adds a remedy raises the protocol
+    /// version: a code outside this table is refused, and an agent answering in an older
+    /// version leaves out what that version cannot say.
+    static func remedyCode(_ r: KeychainRemedy) -> UInt8 {
+        switch r {
+        case .repairOrRestore: return 1
+        case .adoptRollback: return 2
+        case .createKeychain: return 3
+        case .useExistingOrChooseAnother: return 4
+        case .giveKeychainFile: return 5
+        case .setPasscode: return 6
+        case .unlock: return 7
+        case .verifyAndRestore: return 8
+        case .compactAgain: return 9
+        case .checkForReplacement: return 10
+        case .giveCallerIdentity: return 11
+        case .giveDeviceSecret: return 12
+        case .createOrGiveDeviceSecret: return 13
+        case .findKeychainsDeviceSecret: return 14
+        case .mergeOrChooseAnotherKeychain: return 15
+        case .giveBackupPassword: return 16
+        case .chooseBackupPassword: return 17
+        case .chooseBackupOutput: return 18
+        }
+    }
+
+    /// The remedy of `code`, nil for a code outside the table (code 5 carries its example
+    /// path, read by the caller).
+    static func remedy(code: UInt8, example: () throws -> String) rethrows -> KeychainRemedy? {
+        switch code {
+        case 1: return .repairOrRestore
+        case 2: return .adoptRollback
+        case 3: return .createKeychain
+        case 4: return .useExistingOrChooseAnother
+        case 5: return .giveKeychainFile(example: try example())
+        case 6: return .setPasscode
+        case 7: return .unlock
+        case 8: return .verifyAndRestore
+        case 9: return .compactAgain
+        case 10: return .checkForReplacement
+        case 11: return .giveCallerIdentity
+        case 12: return .giveDeviceSecret
+        case 13: return .createOrGiveDeviceSecret
+        case 14: return .findKeychainsDeviceSecret
+        case 15: return .mergeOrChooseAnotherKeychain
+        case 16: return .giveBackupPassword
+        case 17: return .chooseBackupPassword
+        case 18: return .chooseBackupOutput
+        default: return nil
+        }
+    }
+
     // MARK: Frames
+
+    /// The version byte of a request or answer payload when it is one this Latchkey speaks.
+    package static func version(of payload: ArraySlice<UInt8>) -> UInt8? {
+        payload.first.flatMap { versions.contains($0) ? $0 : nil }
+    }
 
     /// The payload of a whole frame: checks the length prefix against the bytes given.
     static func payload(of frame: [UInt8]) throws -> ArraySlice<UInt8> {
@@ -619,7 +689,7 @@ package enum AgentMessage {
     }
 
     /// Measures the frame, then writes it into a buffer of exactly its size.
-    static func frame(_ type: UInt8, _ fields: (inout Output) -> Void) -> [UInt8] {
+    static func frame(_ type: UInt8, version: UInt8, _ fields: (inout Output) -> Void) -> [UInt8] {
         var measure = Output(writer: nil)
         fields(&measure)
         let length = 2 + measure.count
@@ -631,15 +701,16 @@ package enum AgentMessage {
         return o.frameBytes
     }
 
-    /// Reads version and type, hands the fields to `body`, and checks that it read them all.
-    static func decodePayload<T>(_ payload: ArraySlice<UInt8>, _ body: (UInt8, inout Input) throws -> T) throws -> T {
+    /// Reads version and type, hands them and the fields to `body`, and checks that it read
+    /// them all.
+    static func decodePayload<T>(_ payload: ArraySlice<UInt8>, _ body: (UInt8, UInt8, inout Input) throws -> T) throws -> T {
         guard let first = payload.first else { throw DecodeError.malformed("empty message (no version byte)") }
         if first == protocol1FirstByte { throw DecodeError.protocol1 }
-        guard first == version else { throw DecodeError.version(first) }
+        guard versions.contains(first) else { throw DecodeError.version(first) }
         var i = Input(ByteReader(payload.dropFirst()))
         do {
             let type = try i.u8("message type")
-            let value = try body(type, &i)
+            let value = try body(first, type, &i)
             try i.reader.expectEnd("message")
             return value
         } catch let e as FormatError {
@@ -696,6 +767,12 @@ package enum AgentMessage {
 
         /// `class`: u8 AKS class number 6–12 (FORMAT.md §4), 0 for none.
         mutating func protection(_ p: ProtectionClass?) { u8(p?.rawValue ?? 0) }
+
+        /// `remedy` (version 3): u8 code, then for code 5 the example path.
+        mutating func remedy(_ r: KeychainRemedy) {
+            u8(AgentMessage.remedyCode(r))
+            if case .giveKeychainFile(let example) = r { string(example) }
+        }
 
         mutating func sync(_ s: SyncFilter) {
             switch s {
@@ -860,6 +937,14 @@ package enum AgentMessage {
                 throw malformed("item class", "not genp, inet, cert or keys")
             }
             return c
+        }
+
+        mutating func remedy() throws -> KeychainRemedy {
+            let code = try reader.u8("remedy")
+            guard let r = try AgentMessage.remedy(code: code, example: { try string("remedy example") }) else {
+                throw malformed("remedy", "\(code) (1 to 18)")
+            }
+            return r
         }
 
         mutating func protection(required: Bool) throws -> ProtectionClass? {
