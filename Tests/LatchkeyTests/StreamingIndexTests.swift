@@ -91,6 +91,96 @@ import LatchkeyTestSupport
         #expect(try Self.reader(disk).snapshot() == expected)
     }
 
+    /// The import on a keychain with an index agrees with the same import on the same keychain
+    /// read from its log alone, whatever came before it and wherever the index fails: random
+    /// tails after the index (data changed, items deleted, re-added, moved to another account),
+    /// random lines (new accounts, accounts only the index holds, ones the tail holds or freed,
+    /// repeats within the import), and the index spoiled before, during or never. Both succeed
+    /// with the same items, or both fail with the same status and leave the file as it was.
+    @Test(arguments: 0..<40) func randomImports_agreeWithTheLogAlone(seed: UInt64) throws {
+        var rng = SplitMix(seed: 0x5EED_1DE0 &+ seed)
+        let (disk, writer) = try IndexTests.indexedKeychain(200)
+        writer.localStore!.indexTailLimit = .max   // the index stays where it is
+        func q(_ account: String) -> Query { Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"])) }
+        var live = Set((0..<200).map { "user-\($0)" }), gone: Set<String> = []
+        for step in 0..<Int.random(in: 0...12, using: &rng) {
+            let account = live.randomElement(using: &rng)!
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: try writer.update(q(account), attributes: [:], data: bytes("tail-\(step)"))
+            case 1: try writer.delete(q(account)); live.remove(account); gone.insert(account)
+            case 2:
+                guard let back = gone.randomElement(using: &rng) else { continue }
+                try writer.add(.genericPassword, attributes: attrs(["acct": back, "svce": "s", "agrp": "g"]), data: bytes("back-\(step)"))
+                gone.remove(back); live.insert(back)
+            default:
+                let to = "moved-\(step)"
+                try writer.update(q(account), attributes: attrs(["acct": to]))
+                live.remove(account); gone.insert(account); live.insert(to)
+            }
+        }
+        // Half the plans may repeat a unique key (a live one, or a line's), the others only
+        // take new accounts and ones the tail freed.
+        let conflicts = Bool.random(using: &rng)
+        var lines: [NewItem] = [], accounts: [String] = []
+        for i in 0..<Int.random(in: 1...30, using: &rng) {
+            let roll = Int.random(in: 0..<100, using: &rng)
+            var account = "fresh-\(seed)-\(i)"
+            if roll >= 80 && roll < 90, let freed = gone.subtracting(accounts).randomElement(using: &rng) { account = freed }
+            if conflicts && roll >= 90 { account = roll < 95 || accounts.isEmpty ? live.randomElement(using: &rng)! : accounts.randomElement(using: &rng)! }
+            accounts.append(account)
+            lines.append(Self.item(account, "line-\(i)"))
+        }
+        let spoilAt: Int? = Bool.random(using: &rng) ? Int.random(in: 0...lines.count, using: &rng) : nil
+
+        let reference = disk.clone()
+        try reference.remove(IndexTests.indexPath)
+        func run(_ kc: Keychain, spoiling: MemoryFileSystem?) -> KeychainStatus? {
+            do {
+                try kc.importItems { importer in
+                    for (i, line) in lines.enumerated() {
+                        if i == spoilAt, let spoiling { try Self.spoilIndexPages(spoiling) }
+                        try importer.add(line)
+                    }
+                    if lines.count == spoilAt, let spoiling { try Self.spoilIndexPages(spoiling) }
+                }
+                return nil
+            } catch let e as KeychainError {
+                return e.status
+            } catch {
+                Issue.record("not a KeychainError: \(error)")
+                return .internal
+            }
+        }
+        func contents(_ kc: Keychain) throws -> [String: [UInt8]] {
+            var out: [String: [UInt8]] = [:]
+            for item in try kc.find(Query(.genericPassword), limit: nil) {
+                guard case .string(let a)? = item.attributes["acct"] else { continue }
+                #expect(out[a] == nil, "two items of account \(a)")
+                out[a] = item.data
+            }
+            return out
+        }
+        let indexedBefore = disk.keychainBytes, referenceBefore = reference.keychainBytes
+        let indexed = try Self.reader(disk)
+        let fromLog = try openKeychain(on: reference)
+        #expect(!fromLog.localStore!.usesIndex)
+        let got = run(indexed, spoiling: disk)
+        let want = run(fromLog, spoiling: nil)
+        let plan = "seed \(seed): \(lines.count) lines, index spoiled at \(spoilAt.map(String.init) ?? "never")"
+        #expect(got == want, "\(plan)")
+        if want != nil {
+            let unchanged = disk.keychainBytes == indexedBefore, referenceUnchanged = reference.keychainBytes == referenceBefore
+            #expect(unchanged, "\(plan): the failed import left records")
+            #expect(referenceUnchanged, "\(plan): the failed import left records in the keychain without an index")
+        }
+        let expected = try contents(fromLog)
+        #expect(try contents(indexed) == expected, "\(plan)")
+        #expect(try contents(openKeychain(on: disk)) == expected, "\(plan): a new handle")
+        #expect(try contents(openKeychain(on: { let c = disk.clone(); try? c.remove(IndexTests.indexPath); return c }())) == expected,
+                "\(plan): the log alone")
+        #expect(indexed.verify().ok, "\(plan): \(indexed.verify().problems)")
+    }
+
     /// Spoils every page of the index after its header, in place (the open handle reads the
     /// same file): the next page the transaction reads fails its check.
     static func spoilIndexPages(_ disk: MemoryFileSystem) throws {
