@@ -145,6 +145,10 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         kc.localStore!.indexTailLimit = 0
         try kc.localStore!.withWriteLock {}
         precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
+        // A writer does not sync the directory after renaming an index into place (a lost
+        // index costs a rebuild): sync it here, as a later write would, so that the copies the
+        // runs start from (`clone`, a reboot) have the index too.
+        try disk.syncDirectory("/keychains")
         return disk
     }
 
@@ -171,10 +175,40 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// A process whose lookups stay on the index however much of it they read (a small
+    /// index is otherwise brought into memory after a few lookups).
+    static let openOnIndex: @Sendable (MemoryFileSystem) throws -> Keychain = { disk in
+        let kc = try openKeychain(on: disk)
+        kc.localStore!.indexPromotionPages = .max
+        try kc.unlock(passcode: TestEnv.passcode)
+        precondition(kc.localStore!.usesIndex, "the keychain was opened without its index")
+        return kc
+    }
+
+    /// `import` into a keychain with an index: a streaming transaction that checks each
+    /// line's unique key through the index's pages (0.4.3), not a table read into memory.
+    static let importWithIndex = WriteOperation("import into an indexed keychain", start: { try indexedDisk() },
+                                                setup: openOnIndex) { _, kc in
+        try kc!.importItems { importer in
+            for i in 0..<20 {
+                try importer.add(NewItem(.genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
+                                         data: bytes("imported-secret-\(i)")))
+            }
+        }
+        return kc
+    }
+
+    /// `restore --merge` into a keychain with an index: the merge looks each archived item up
+    /// through the index (0.4.3), adds one item and replaces another.
+    static let restoreWithIndex = WriteOperation("restore of a backup into an indexed keychain", start: { try indexedDisk() },
+                                                 setup: openOnIndex) { _, kc in
+        try restore.run(MemoryFileSystem(), kc)
+    }
+
     static let all: [WriteOperation] = [
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
         WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
-        firstOpen, wrongPasscode, updateWithIndex, compactWithIndex,
+        firstOpen, wrongPasscode, updateWithIndex, compactWithIndex, importWithIndex, restoreWithIndex,
     ]
 }
 
