@@ -385,57 +385,12 @@ extension AgentMessage.Response {
         #expect(s.protocolVersion == 3, "the newest version the agent speaks")
     }
 
-    /// An agent of protocol 2 (Latchkey 0.4): refuses a frame of version 3 as 0.4 does (an
-    /// errSecParam answer in version 2, nothing done) and answers version 2; records the
-    /// version byte of each request.
-    final class Protocol2Agent: @unchecked Sendable {
-        let path: String
-        private let fd: Int32
-        private let mutex = NSLock()
-        private var received: [UInt8] = []
-        var versions: [UInt8] { mutex.lock(); defer { mutex.unlock() }; return received }
-
-        init(path: String) throws {
-            self.path = path
-            try AgentSocket.prepareDirectory(for: path, strict: true)
-            fd = try AgentSocket.listen(path)
-            let t = Thread { [self] in serve() }
-            t.start()
-        }
-
-        private func serve() {
-            while true {
-                let c = accept(fd, nil, nil)
-                guard c >= 0 else { return }
-                while let payload = try? AgentSocket.readFrame(c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5) {
-                    mutex.lock(); received.append(payload.first ?? 0); mutex.unlock()
-                    let answer: AgentMessage.Response
-                    if payload.first != 2 {
-                        answer = .error(KeychainError(.param, "the request is of agent protocol version \(payload.first ?? 0), and this agent speaks version 2; use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"))
-                    } else if case .status? = try? AgentMessage.Request.decode(payload[...]) {
-                        answer = .agentStatus(AgentStatus(pid: 7, socket: path, protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: []))
-                    } else {
-                        answer = .error(KeychainError(.itemNotFound, "nothing here", remedy: .createKeychain))
-                    }
-                    try? AgentSocket.write(c, answer.encode(version: 2), deadline: .now() + 5)
-                }
-                Glibc.close(c)
-            }
-        }
-
-        func close() {
-            shutdown(fd, Int32(SHUT_RDWR))
-            Glibc.close(fd)
-            unlink(path)
-        }
-    }
-
     /// A client of protocol 3 that meets an agent of protocol 2 sends its request again in
     /// protocol 2 on the same connection, and keeps to it there: results as before, errors
     /// without a remedy (version 2 has no room for one).
     @Test func protocol2Agent_getsTheRequestAgainInProtocol2() throws {
         let box = try AgentSandbox()
-        let old = try Protocol2Agent(path: box.socketPath)
+        let old = try OldAgent.protocol2(path: box.socketPath)
         defer { old.close() }
         AgentClient.closeCachedConnections()
         defer { AgentClient.closeCachedConnections() }
@@ -450,21 +405,52 @@ extension AgentMessage.Response {
         #expect(old.versions == [3, 2, 2, 2])
     }
 
-    /// An agent of protocol 1: answers every frame as Latchkey 0.2's agent answers a frame it
-    /// cannot parse (and `{"v":1,"op":"stop"}` with ok), and records what it was sent.
-    final class Protocol1Agent: @unchecked Sendable {
+    /// An agent of an older Latchkey, played by `answer`: each request frame's payload in, the
+    /// answer's payload out; records the payloads it was sent.
+    final class OldAgent: @unchecked Sendable {
         let path: String
         private let fd: Int32
+        private let answer: @Sendable ([UInt8]) -> [UInt8]
         private let mutex = NSLock()
-        private var received: [String] = []
-        var requests: [String] { mutex.lock(); defer { mutex.unlock() }; return received }
+        private var received: [[UInt8]] = []
+        var payloads: [[UInt8]] { mutex.lock(); defer { mutex.unlock() }; return received }
+        var requests: [String] { payloads.map { String(decoding: $0, as: UTF8.self) } }
+        var versions: [UInt8] { payloads.map { $0.first ?? 0 } }
 
-        init(path: String) throws {
+        init(path: String, answer: @escaping @Sendable ([UInt8]) -> [UInt8]) throws {
             self.path = path
+            self.answer = answer
             try AgentSocket.prepareDirectory(for: path, strict: true)
             fd = try AgentSocket.listen(path)
             let t = Thread { [self] in serve() }
             t.start()
+        }
+
+        /// Latchkey 0.2 (protocol 1): answers every frame as it answers one it cannot parse,
+        /// and `{"v":1,"op":"stop"}` with ok.
+        static func protocol1(path: String) throws -> OldAgent {
+            try OldAgent(path: path) { payload in
+                Array((String(decoding: payload, as: UTF8.self) == #"{"v":1,"op":"stop"}"#
+                    ? #"{"v":1,"ok":true}"#
+                    : #"{"v":1,"ok":false,"status":-50,"message":"malformed agent request: not a protocol 1 JSON object"}"#).utf8)
+            }
+        }
+
+        /// Latchkey 0.4 (protocol 2): refuses a frame of version 3 as 0.4 does (an errSecParam
+        /// answer in version 2, nothing done); answers `status`, and any other request of
+        /// version 2 with an error that has a remedy (which version 2 cannot carry).
+        static func protocol2(path: String) throws -> OldAgent {
+            try OldAgent(path: path) { payload in
+                let answer: AgentMessage.Response
+                if payload.first != 2 {
+                    answer = .error(KeychainError(.param, "the request is of agent protocol version \(payload.first ?? 0), and this agent speaks version 2; use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"))
+                } else if case .status? = try? AgentMessage.Request.decode(payload[...]) {
+                    answer = .agentStatus(AgentStatus(pid: 7, socket: path, protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: []))
+                } else {
+                    answer = .error(KeychainError(.itemNotFound, "nothing here", remedy: .createKeychain))
+                }
+                return Array(answer.encode(version: 2)[AgentMessage.lengthBytes...])
+            }
         }
 
         private func serve() {
@@ -472,12 +458,8 @@ extension AgentMessage.Response {
                 let c = accept(fd, nil, nil)
                 guard c >= 0 else { return }
                 while let payload = try? AgentSocket.readFrame(c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5) {
-                    let text = String(decoding: payload, as: UTF8.self)
-                    mutex.lock(); received.append(text); mutex.unlock()
-                    let answer = text == #"{"v":1,"op":"stop"}"#
-                        ? #"{"v":1,"ok":true}"#
-                        : #"{"v":1,"ok":false,"status":-50,"message":"malformed agent request: not a protocol 1 JSON object"}"#
-                    try? AgentSocket.writeFrame(c, Array(answer.utf8), deadline: .now() + 5)
+                    mutex.lock(); received.append(payload); mutex.unlock()
+                    try? AgentSocket.writeFrame(c, answer(payload), deadline: .now() + 5)
                 }
                 Glibc.close(c)
             }
@@ -495,7 +477,7 @@ extension AgentMessage.Response {
     /// stops such an agent in its own protocol.
     @Test func protocol1Agent_isNamed_andCanBeStopped() throws {
         let box = try AgentSandbox()
-        let old = try Protocol1Agent(path: box.socketPath)
+        let old = try OldAgent.protocol1(path: box.socketPath)
         defer { old.close() }
         AgentClient.closeCachedConnections()
         defer { AgentClient.closeCachedConnections() }
