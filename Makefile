@@ -227,9 +227,9 @@ disk-test: deps
 ## (LeakSanitizer suppressions, each with its reason: .ci/lsan.supp; TSan needs none)
 test-asan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-asan --sanitize=address
-	LSAN_OPTIONS="suppressions=$(CURDIR)/.ci/lsan.supp:print_suppressions=0" \
+	LATCHKEY_SANITIZER=address LSAN_OPTIONS="suppressions=$(CURDIR)/.ci/lsan.supp:print_suppressions=0" \
 	  $(SWIFT) test --skip-build --scratch-path .build-asan --sanitize=address
 
 test-tsan: deps
 	$(SWIFT) build --build-tests --scratch-path .build-tsan --sanitize=thread
-	$(SWIFT) test --skip-build --scratch-path .build-tsan --sanitize=thread
+	LATCHKEY_SANITIZER=thread $(SWIFT) test --skip-build --scratch-path .build-tsan --sanitize=thread

@@ -12,3 +12,29 @@ package enum ProcessMemory {
         _ = lk_malloc_map_blocks_from(256 << 10)
     }
 }
+
+/// Int32 cells that threads and a signal handler may read and write at once: lock-free
+/// atomic loads and stores (async-signal-safe), in memory allocated once and never freed (a
+/// handler may run at any time, so what it reads must outlive every thread). Make them before
+/// the handler is installed: a handler must not run an initializer.
+package struct SignalSafeInt32: @unchecked Sendable {
+    private let cells: UnsafeMutablePointer<Int32>
+    package let count: Int
+
+    package init(count: Int = 1) {
+        precondition(count > 0)
+        self.count = count
+        cells = .allocate(capacity: count)
+        cells.initialize(repeating: 0, count: count)
+    }
+
+    package func load(_ index: Int = 0) -> Int32 {
+        precondition(index >= 0 && index < count)
+        return lk_atomic_load_i32(cells + index)
+    }
+
+    package func store(_ value: Int32, at index: Int = 0) {
+        precondition(index >= 0 && index < count)
+        lk_atomic_store_i32(cells + index, value)
+    }
+}

@@ -9,6 +9,12 @@ import Testing
 @Suite struct BoundedMemoryTests {
     static let mib = 1 << 20
 
+    /// Under a sanitizer (`make test-asan` and `make test-tsan` set LATCHKEY_SANITIZER) a
+    /// process's peak is mostly the sanitizer's own memory (TSan's shadow of every byte, ASan's
+    /// quarantine of freed blocks): the commands run and their results are checked, the bounds
+    /// only where they measure Latchkey (`make test`).
+    static let boundsApply = ProcessInfo.processInfo.environment["LATCHKEY_SANITIZER"] == nil
+
     /// Runs `latchkey args…` in `sandbox`; returns its exit status, stderr and peak RSS.
     static func peak(_ sandbox: CLISandbox, _ args: [String]) throws -> (status: Int32, stderr: String, peak: Int) {
         var env = sandbox.environment
@@ -37,7 +43,7 @@ import Testing
 
         let result = try Self.peak(sandbox, ["import", url.path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.peak < 96 * Self.mib, "import peaked at \(result.peak / Self.mib) MiB for 128 MiB of secrets")
+        #expect(!Self.boundsApply || result.peak < 96 * Self.mib, "import peaked at \(result.peak / Self.mib) MiB for 128 MiB of secrets")
         let found = try sandbox.run(["find", "--account", "big31"], env: ["LATCHKEY_PASSCODE": nil])
         #expect(found.stdout.count == 4 * Self.mib)
     }
@@ -60,26 +66,26 @@ import Testing
         let bound = 72 * Self.mib
         let json = try Self.peak(sandbox, ["dump", "--json"])
         #expect(json.status == 0, "\(json.stderr)")
-        #expect(json.peak < bound, "dump --json peaked at \(json.peak / Self.mib) MiB")
+        #expect(!Self.boundsApply || json.peak < bound, "dump --json peaked at \(json.peak / Self.mib) MiB")
         let table = try Self.peak(sandbox, ["dump"])
         #expect(table.status == 0, "\(table.stderr)")
-        #expect(table.peak < bound, "dump peaked at \(table.peak / Self.mib) MiB")
+        #expect(!Self.boundsApply || table.peak < bound, "dump peaked at \(table.peak / Self.mib) MiB")
         let verify = try Self.peak(sandbox, ["verify"])
         #expect(verify.status == 0, "\(verify.stderr)")
-        #expect(verify.peak < bound, "verify peaked at \(verify.peak / Self.mib) MiB")
+        #expect(!Self.boundsApply || verify.peak < bound, "verify peaked at \(verify.peak / Self.mib) MiB")
         let backupPath = sandbox.directory.appendingPathComponent("kc.backup").path
         let backup = try Self.peak(sandbox, ["backup", "--no-password", "--output", backupPath])
         #expect(backup.status == 0, "\(backup.stderr)")
-        #expect(backup.peak < bound, "backup peaked at \(backup.peak / Self.mib) MiB")
+        #expect(!Self.boundsApply || backup.peak < bound, "backup peaked at \(backup.peak / Self.mib) MiB")
         let restored = sandbox.directory.appendingPathComponent("restored.keychain").path
         let restore = try Self.peak(sandbox, ["restore", "--keychain", restored, "--no-passcode", backupPath])
         #expect(restore.status == 0, "\(restore.stderr)")
-        #expect(restore.peak < bound, "restore peaked at \(restore.peak / Self.mib) MiB")
+        #expect(!Self.boundsApply || restore.peak < bound, "restore peaked at \(restore.peak / Self.mib) MiB")
         // backup-verify and backup-list read the archive as restore does, an entry at a time.
         for args in [["backup-verify", backupPath], ["backup-list", backupPath], ["backup-list", "--jsonl", backupPath]] {
             let run = try Self.peak(sandbox, args)
             #expect(run.status == 0, "\(run.stderr)")
-            #expect(run.peak < bound, "\(args.joined(separator: " ")) peaked at \(run.peak / Self.mib) MiB")
+            #expect(!Self.boundsApply || run.peak < bound, "\(args.joined(separator: " ")) peaked at \(run.peak / Self.mib) MiB")
         }
 
         // What streamed out is every item, in creation order.

@@ -7,6 +7,7 @@ import Darwin
 #endif
 import Dispatch
 import Latchkey
+import LatchkeyCrypto
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -97,32 +98,29 @@ final class Progress: @unchecked Sendable {
         defer { lock.unlock() }
         if drawn && !finished { write("\r\u{1B}[K") }
         finished = true
-        Progress.lineOnScreen.pointee = 0
+        Progress.lineOnScreen.store(0)
     }
 
+    // The two flags a signal handler shares with the drawing thread are atomic
+    // (`SignalSafeInt32`): plain variables written by one thread and read by a handler that
+    // interrupts another are a data race (ThreadSanitizer reported it).
+
     /// 1 while a bar is on stderr, for a signal handler to erase it (see `Terminal.cleanUpOnSignals`).
-    nonisolated(unsafe) private static let lineOnScreen: UnsafeMutablePointer<Int32> = {
-        let p = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
-        p.initialize(to: 0)
-        return p
-    }()
+    private static let lineOnScreen = SignalSafeInt32()
 
     /// Set by a signal handler: no bar is drawn any more (one being drawn may still finish its
     /// write before the handler's erase).
-    nonisolated(unsafe) private static let signalled: UnsafeMutablePointer<Int32> = {
-        let p = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
-        p.initialize(to: 0)
-        return p
-    }()
+    private static let signalled = SignalSafeInt32()
 
-    /// Initializes what `eraseFromSignalHandler` reads, before a handler can run.
+    /// Initializes what `eraseFromSignalHandler` reads, before a handler can run (a static is
+    /// made on first use, which a handler must not be).
     static func prepareForSignals() { _ = lineOnScreen; _ = signalled }
 
     /// Erases the bar, if one is on the screen, and stops further drawing. Async-signal-safe
-    /// (stores and one write(2)).
+    /// (atomic loads and stores, one write(2)).
     static func eraseFromSignalHandler() {
-        signalled.pointee = 1
-        guard lineOnScreen.pointee != 0 else { return }
+        signalled.store(1)
+        guard lineOnScreen.load() != 0 else { return }
         let erase: StaticString = "\r\u{1B}[K"
         writeRaw(STDERR_FILENO, erase.utf8Start, erase.utf8CodeUnitCount)
     }
@@ -152,7 +150,7 @@ final class Progress: @unchecked Sendable {
     }
 
     private func drawLocked(force: Bool) {
-        guard enabled, !finished, Progress.signalled.pointee == 0 else { return }
+        guard enabled, !finished, Progress.signalled.load() == 0 else { return }
         let t = Progress.now()
         guard t - start >= delay, force || t - lastDraw >= 0.1 else { return }
         lastDraw = t
@@ -162,7 +160,7 @@ final class Progress: @unchecked Sendable {
                                    unicode: Progress.unicode, spin: spin)
         // Marked before it is written: a signal that arrives right after the write must find
         // the mark and erase the line.
-        Progress.lineOnScreen.pointee = 1
+        Progress.lineOnScreen.store(1)
         write("\r" + line + "\u{1B}[K")
         drawn = true
     }
