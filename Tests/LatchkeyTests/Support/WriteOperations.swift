@@ -175,6 +175,23 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// The prepared keychain with 600 more items and an index over all of it: enough pages
+    /// that an import's lookups keep reading ones they have not read before (in a small index
+    /// every page is read, and kept, by the first few).
+    enum LargeIndexed {
+        static let disk: MemoryFileSystem = {
+            let disk = Prepared.shared.disk.clone()
+            let kc = try! WriteOperation.openUnlocked(disk)
+            kc.localStore!.indexTailLimit = 0
+            try! kc.add(contentsOf: (0..<600).map {
+                NewItem(.genericPassword, attributes: attrs(["acct": "bulk-\($0)", "svce": "bulk"]), data: bytes("bulk-\($0)"))
+            })
+            precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
+            try! disk.syncDirectory("/keychains")
+            return disk
+        }()
+    }
+
     /// A process whose lookups stay on the index however much of it they read (a small
     /// index is otherwise brought into memory after a few lookups).
     static let openOnIndex: @Sendable (MemoryFileSystem) throws -> Keychain = { disk in
@@ -198,6 +215,27 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// `import` into an indexed keychain whose index is damaged under it: its pages are spoiled
+    /// in place once `spoilAt` lines are in, so the next lookup fails its check and the import
+    /// goes on from the log (the state rebuilt up to where it began, its own lines put back):
+    /// every fault and power cut inside that fallback must leave the keychain before or after.
+    static func importWithIndexFailing(after spoilAt: Int) -> WriteOperation {
+        WriteOperation("import into an indexed keychain whose index fails after \(spoilAt) lines",
+                       start: { LargeIndexed.disk.clone() }, setup: openOnIndex) { disk, kc in
+            try kc!.importItems { importer in
+                for i in 0..<20 {
+                    // (Unless a fault before made the import give the index up already.)
+                    if i == spoilAt, disk.contents(TestEnv.keychainPath + ".index") != nil {
+                        try StreamingIndexTests.spoilIndexPages(disk)
+                    }
+                    try importer.add(NewItem(.genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
+                                             data: bytes("imported-secret-\(i)")))
+                }
+            }
+            return kc
+        }
+    }
+
     /// `restore --merge` into a keychain with an index: the merge looks each archived item up
     /// through the index (0.4.3), adds one item and replaces another.
     static let restoreWithIndex = WriteOperation("restore of a backup into an indexed keychain", start: { try indexedDisk() },
@@ -208,7 +246,8 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     static let all: [WriteOperation] = [
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
         WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
-        firstOpen, wrongPasscode, updateWithIndex, compactWithIndex, importWithIndex, restoreWithIndex,
+        firstOpen, wrongPasscode, updateWithIndex, compactWithIndex, importWithIndex, importWithIndexFailing(after: 5),
+        restoreWithIndex,
     ]
 }
 
