@@ -274,11 +274,12 @@ public final class AgentServer: @unchecked Sendable {
 
     /// One error answer, then a lingering close on a thread of its own: what the peer had
     /// sent is read and dropped (for at most a second), so that the close does not reset the
-    /// connection before the peer has read the answer. In version 2, which every client since
-    /// that version reads: no request says which the client speaks (spec/AGENT.md §3).
+    /// connection before the peer has read the answer. In the oldest version this agent speaks
+    /// (2), which every client since reads: no request says which the client speaks
+    /// (spec/AGENT.md §3). The oversized-request refusal below is sent the same way.
     private func refuse(_ fd: Int32, _ error: KeychainError) {
         spawn {
-            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(version: 2), deadline: .now() + 1)
+            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(version: AgentMessage.versions.lowerBound), deadline: .now() + 1)
             AgentServer.finishSending(fd)
             close(fd)
         }
@@ -313,7 +314,7 @@ public final class AgentServer: @unchecked Sendable {
             } catch AgentSocket.FrameError.tooLarge(let n) {
                 log("refused a request of \(n) bytes (limit \(AgentSocket.maxRequestBytes)); connection closed")
                 let e = KeychainError(.param, "the request is \(n) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); nothing was done")
-                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(version: 2), deadline: .now() + configuration.frameTimeout)
+                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(version: AgentMessage.versions.lowerBound), deadline: .now() + configuration.frameTimeout)
                 AgentServer.finishSending(fd)
                 return
             } catch AgentSocket.FrameError.truncated {

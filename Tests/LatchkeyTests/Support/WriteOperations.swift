@@ -239,8 +239,8 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// `restore --merge` into a keychain with an index: the merge looks each archived item up
     /// through the index (0.4.3), adds one item and replaces another.
     static let restoreWithIndex = WriteOperation("restore of a backup into an indexed keychain", start: { try indexedDisk() },
-                                                 setup: openOnIndex) { _, kc in
-        try restore.run(MemoryFileSystem(), kc)
+                                                 setup: openOnIndex) { disk, kc in
+        try restore.run(disk, kc)
     }
 
     static let all: [WriteOperation] = [
