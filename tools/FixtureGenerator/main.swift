@@ -2,13 +2,14 @@
 //
 //     swift run latchkey-fixtures [ROOT]      (ROOT defaults to "fixtures")
 //
-// Deletes and rewrites ROOT/keychain/ and ROOT/backup/ (nothing else under ROOT is touched).
+// Deletes and rewrites ROOT/keychain/ and ROOT/backup/, and writes ROOT/manifest.json (every
+// fixture's operation and expected outcome, spec/CONFORMANCE.md); nothing else under ROOT is touched.
 // See fixtures/keychain/README.md and fixtures/backup/README.md, which this program writes too.
 import Foundation
 
 let root = CommandLine.arguments.dropFirst().first ?? "fixtures"
 if root == "-h" || root == "--help" {
-    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/ and ROOT/backup/ (default ROOT: fixtures)")
+    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/, ROOT/backup/ and ROOT/manifest.json (default ROOT: fixtures)")
     exit(0)
 }
 do {
@@ -22,6 +23,8 @@ do {
     let example = try BackupFixtureWriter.annotated(try BackupFixtureCatalog.golden("golden_password", password: BackupFixtureCatalog.password))
     try BackupFixtureWriter.writeAll(backups, example: example, to: backupTarget)
     print("wrote \(backups.count) fixtures to \(backupTarget.path)")
+    try ManifestWriter.write(keychains: fixtures, backups: backups, to: URL(fileURLWithPath: root))
+    print("wrote \(URL(fileURLWithPath: root).appendingPathComponent("manifest.json").path)")
 } catch {
     FileHandle.standardError.write(Data("latchkey-fixtures: \(error)\n".utf8))
     exit(1)
