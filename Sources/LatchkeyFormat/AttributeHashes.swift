@@ -236,3 +236,39 @@ private struct IndexedAttributes: Sendable {
         }
     }
 }
+
+extension FileKeys {
+    /// The unique-key hash (§7.5) of an encoded plaintext, computed from its bytes without
+    /// decoding it: what `uniqueKeyHash(UniqueKey(itemClass:attributes:))` gives for the decoded
+    /// plaintext. A full verification compares it with the put's clear part (§8.4).
+    /// - Returns: nil when `ItemPlaintext.check` refuses the plaintext.
+    public func uniqueKeyHash(ofEncoded bytes: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let c = ItemPlaintext.encodedClass(bytes) else { return nil }
+        let key = UniqueKey.attributes(for: c)
+        // Each key attribute's element bytes as stored: kind (from the value type) and value.
+        var found = [(kind: UInt8, value: UnsafeRawBufferPointer)?](repeating: nil, count: key.count)
+        let checked = ItemPlaintext.check(bytes) { name, type, value in
+            guard let k = key.firstIndex(where: { $0.name.utf8.elementsEqual(name) }) else { return }
+            found[k] = (type == 3 ? 1 : type == 4 ? 2 : 0, value)
+        }
+        guard checked == c else { return nil }
+        var w = ByteWriter(capacity: 128)
+        w.raw(c.rawValue.utf8)
+        for (k, (name, kind)) in key.enumerated() {
+            w.u8(UInt8(name.utf8.count))
+            w.raw(name.utf8)
+            if let (elementKind, value) = found[k] {
+                w.u8(elementKind)
+                w.u32(UInt32(value.count))
+                w.raw(value)
+            } else {
+                switch kind {
+                case .bytes: w.u8(0); w.u32(0)
+                case .integer: w.u8(1); w.u32(8); w.u64(0)
+                case .date: w.u8(2); w.u32(8); w.u64(Double(0).bitPattern)
+                }
+            }
+        }
+        return Crypto.hmacSHA256(key: index, parts: [FormatConstants.uniqueKeyPrefix, w.bytes]).prefix(16).map { $0 }
+    }
+}

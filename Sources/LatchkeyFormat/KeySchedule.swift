@@ -76,6 +76,24 @@ public struct FileKeys: Sendable {
         index = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndex)
         deviceWrap = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoDeviceWrap)
         indexFileMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndexFileMAC)
+        let index = self.index
+        classTagWords = [ItemClass.genericPassword, .internetPassword, .certificate, .key].map {
+            Crypto.hmacSHA256(key: index, parts: [FormatConstants.classTagPrefix, $0.code]).prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+        }
+    }
+
+    /// The class tags of genp, inet, cert and keys as big-endian words (made once: a reader
+    /// compares the class tag of every item it decrypts with its plaintext's class, §8.4).
+    private let classTagWords: [UInt32]
+
+    /// `classTag(c)` as a big-endian word.
+    public func classTagWord(_ c: ItemClass) -> UInt32 {
+        switch c {
+        case .genericPassword: return classTagWords[0]
+        case .internetPassword: return classTagWords[1]
+        case .certificate: return classTagWords[2]
+        case .key: return classTagWords[3]
+        }
     }
 
     /// The passcode key (§5.2): scrypt of the passcode, then HKDF with the device key as salt,

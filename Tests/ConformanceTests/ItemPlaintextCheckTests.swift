@@ -3,9 +3,9 @@ import LatchkeyFormat
 import LatchkeyTestSupport
 import Testing
 
-/// `verify` checks plaintexts with `ItemPlaintext.check` and `FileKeys.attributeHashes(ofEncoded:)`
-/// instead of decoding them: both must accept exactly what `ItemPlaintext.decode` accepts and
-/// give the hashes `attributeHashes(for:)` gives for the decoded plaintext. Compared here over
+/// `verify` checks plaintexts with `ItemPlaintext.check`, `FileKeys.attributeHashes(ofEncoded:)`
+/// and `FileKeys.uniqueKeyHash(ofEncoded:)` instead of decoding them: each must accept exactly
+/// what `ItemPlaintext.decode` accepts and give the hashes the decoded plaintext gives. Compared here over
 /// every item of the fixtures, plaintexts written by hand to break each rule of spec §8.3,
 /// every truncation and many byte mutations of them all, and seeded random plaintexts.
 @Suite struct ItemPlaintextCheckTests {
@@ -110,12 +110,14 @@ import Testing
         guard (try? ItemPlaintext.decode(bytes))?.encode() == decoded?.encode() else { return false }
         var seen: [String: (UInt8, [UInt8])] = [:]
         var hashes: [UInt64] = []
-        let (checked, hashed) = bytes.withUnsafeBytes { b in
+        let (checked, hashed, unique) = bytes.withUnsafeBytes { b in
             (ItemPlaintext.check(b) { name, type, value in seen[String(decoding: name, as: UTF8.self)] = (type, Array(value)) },
-             keys.attributeHashes(ofEncoded: b, into: &hashes))
+             keys.attributeHashes(ofEncoded: b, into: &hashes), keys.uniqueKeyHash(ofEncoded: b))
         }
-        guard let decoded else { return checked == nil && hashed == nil }
+        guard let decoded else { return checked == nil && hashed == nil && unique == nil }
         guard checked == decoded.itemClass, hashed == decoded.itemClass, seen.count == decoded.attributes.count else { return false }
+        // spec §8.4: the unique-key hash a verification computes from the bytes is the decoded item's.
+        guard unique == keys.uniqueKeyHash(UniqueKey(itemClass: decoded.itemClass, attributes: decoded.attributes)) else { return false }
         for (name, value) in decoded.attributes {
             guard let (type, raw) = seen[name], type == value.typeCode, raw == value.keyBytes else { return false }
         }

@@ -244,21 +244,29 @@ final class ItemChecker: @unchecked Sendable {
                 guard let key = classKeys[put.protection] else { continue }
                 let payload = put.buffer[put.payload]
                 var checked: Bool?
+                var clearPartAgrees = true
                 if let i = scratch.keyIndex[k] {
                     checked = scratch.itemKeys.withUnsafeBytes { itemKeys in
                         ItemPutPayload.withOpened(payload, itemKey: UnsafeRawBufferPointer(rebasing: itemKeys[i * 32..<i * 32 + 32]),
                                                   fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext) {
-                            keys.attributeHashes(ofEncoded: $0, into: &scratch.hashes) != nil
+                            guard let c = keys.attributeHashes(ofEncoded: $0, into: &scratch.hashes) else { return false }
+                            clearPartAgrees = ItemChecker.clearPart(of: payload, agreesWith: c, uniqueKeyHash: keys.uniqueKeyHash(ofEncoded: $0), keys)
+                            return true
                         }
                     }
                 }
                 if checked == true {
+                    if !clearPartAgrees { scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path) }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) { scratch.mismatched.insert(put.offset) }
                     continue
                 }
                 // Refused: the full decoder says why (and decides, should the two ever disagree).
                 do {
                     let plaintext = try KeychainStore.open(payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
+                    let hash = keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
+                    if !ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: hash, keys) {
+                        scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path)
+                    }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
                         scratch.mismatched.insert(put.offset)
                     }
@@ -267,6 +275,19 @@ final class ItemChecker: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Whether the clear part of a put (its class tag at bytes 16–19 and unique-key hash at
+    /// 24–39) is what its plaintext gives (spec §8.4).
+    static func clearPart(of payload: ArraySlice<UInt8>, agreesWith c: ItemClass, uniqueKeyHash: [UInt8]?, _ keys: FileKeys) -> Bool {
+        let s = payload.startIndex
+        guard payload.count >= 40, let uniqueKeyHash else { return false }
+        return payload[s + 16..<s + 20].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == keys.classTagWord(c)
+            && payload[s + 24..<s + 40].elementsEqual(uniqueKeyHash)
+    }
+
+    static func clearPartProblem(_ offset: UInt64, _ path: String) -> String {
+        "the item record at byte \(offset) of \(path) has a class tag or unique-key hash that its contents do not give (written by a faulty writer, or by someone who held its class key): a find by unique key may miss it or find it twice"
     }
 
     /// Unwraps the item keys of the well-formed puts of `group` into `scratch.itemKeys`, all of

@@ -625,7 +625,7 @@ package final class KeychainStore: @unchecked Sendable {
 
     func itemClass(tag: UInt32) -> ItemClass? { tagToClass[tag] }
 
-    func classTag(_ c: ItemClass) -> UInt32 { keys.classTag(c).readBE(UInt32.self, at: 0) }
+    func classTag(_ c: ItemClass) -> UInt32 { keys.classTagWord(c) }
 
     /// The live item with this unique key. With an index in use this reads the O(log N) pages
     /// its search touches; when one fails, or the index and the records after it break a rule
@@ -680,8 +680,14 @@ package final class KeychainStore: @unchecked Sendable {
         itemsDecrypted += 1
         // A buffer grown for a large item is not kept (it was zeroed when the item was decoded).
         defer { if plaintextScratch.count > 64 << 10 { plaintextScratch = [] } }
-        return try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
-                                      context: gcm, scratch: &plaintextScratch)
+        let plaintext = try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
+                                               context: gcm, scratch: &plaintextScratch)
+        // The class the clear part files the item under must be the one it reports (spec §8.4).
+        guard keys.classTagWord(plaintext.itemClass) == slot.classTag else {
+            throw KeychainError(.decode, "the item at byte \(slot.offset) of \(path) is filed under another class than its contents say (written by a faulty writer, or by someone who held its class key); nothing was returned",
+                                remedy: .verifyAndRestore)
+        }
+        return plaintext
     }
 
     /// Decrypts an item's put payload with its class key; touches no state of a store, so
