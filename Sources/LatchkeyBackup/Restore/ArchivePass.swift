@@ -17,23 +17,29 @@ struct UnlockedKeybag {
     var provenance: Provenance
 }
 
-/// What a restore may believe about an archive beyond its items: where it was made, and how
-/// late its dates may be (spec/BACKUP.md §9.2).
+/// What a restore may believe about an archive beyond its items: which of its records this
+/// device made, and how late its dates may be (spec/BACKUP.md §9.2).
 struct Provenance {
-    /// Made on this device: its ThisDeviceOnly classes unwrapped with this device's secret
-    /// (§4.3), which only the source device can make happen. The source device UUID alone
-    /// proves nothing: a password backup's author writes it.
-    var sameDevice: Bool
+    /// The classes whose backup class key unwrapped with a key derived from this device's
+    /// secret (wrap kind 1 or 3, §4.3): only this device can have made their records. In a
+    /// password backup the migratory classes are not among them even on the source device:
+    /// their keys, and the manifest MAC key, need the password alone, so anyone who knows it
+    /// can keep a genuine keybag, put their own records in those classes and reseal the
+    /// manifest. The source device UUID proves nothing either: the archive's author writes it.
+    var deviceBound: Set<ProtectionClass>
     /// The latest date an item of the archive may carry, as seconds since 2001-01-01 (the
     /// `cdat`/`mdat` scale): the end of the second the archive says it was made in, and never
     /// later than now. The archive's author writes every date in it; a later one is clamped
     /// to this (spec/BACKUP.md §9.2).
     var dateCeiling: Double
 
-    init(sameDevice: Bool, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
-        self.sameDevice = sameDevice
+    init(deviceBound: Set<ProtectionClass>, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
+        self.deviceBound = deviceBound
         dateCeiling = min(Double(createdAt) + 1 - Date.timeIntervalBetween1970AndReferenceDate, now)
     }
+
+    /// A record of class `pc` was made on this device: it may replace a ThisDeviceOnly item.
+    func madeHere(_ pc: ProtectionClass) -> Bool { deviceBound.contains(pc) }
 
     /// `p` with `cdat` and `mdat` no later than `dateCeiling`.
     func trusted(_ p: ItemPlaintext) -> ItemPlaintext {
