@@ -99,6 +99,7 @@ struct ArchivePass {
         } catch let e as FormatError {
             throw formatError(Self.keybagPart, e)
         }
+        try requireCreationTime(first, keybag)
         var seen = [ManifestEntry(name: first.name!, size: UInt64(keybagBytes.count), sha256: Crypto.sha256(keybagBytes))]
         let unlocked = try unlock(keybag, seen[0].sha256)
 
@@ -112,6 +113,7 @@ struct ArchivePass {
                 throw KeychainError(.decode, "\(source.name) ends without its manifest (\(BackupConstants.manifestName)): the archive is truncated or an entry is missing")
             }
             let name = h.name!
+            try requireCreationTime(h, keybag)
             if name == BackupConstants.manifestName {
                 manifestBytes = try data(reader, h, limit: BackupConstants.maxManifestSize)
                 seen.append(ManifestEntry(name: name, size: UInt64(manifestBytes!.count), sha256: []))
@@ -172,7 +174,13 @@ struct ArchivePass {
         // only compared with it, as part of bytes 8–103, so a disagreement is damage whichever
         // version either claims (§6.4).
         let bytes = manifestBytes!
-        guard bytes.count >= BackupConstants.commonSize, Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
+        // §6.4 rule 1: the smallest manifest is its fixed fields (176 bytes) and its MAC (32);
+        // anything shorter has no MAC to check.
+        let smallest = BackupConstants.manifestFixedSize + BackupConstants.macSize
+        guard bytes.count >= smallest else {
+            throw KeychainError(.decode, "\(source.name): its manifest is \(bytes.count) bytes, shorter than the \(smallest) of its fixed fields and MAC: the archive is damaged or was tampered with; nothing was restored")
+        }
+        guard Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
             throw KeychainError(.decode, "\(source.name): its manifest does not begin with the manifest magic number: the archive is damaged or was tampered with; nothing was restored")
         }
         guard bytes[8..<BackupConstants.commonSize].elementsEqual(keybagBytes[8..<BackupConstants.commonSize]) else {
@@ -239,6 +247,15 @@ struct ArchivePass {
         }
         guard h.sizeKnown, h.size >= 0 else { throw damaged("holds an entry without a size (\(name))") }
         return h
+    }
+
+    /// §2.1 rule 6: every header's modification time is the backup's creation time (keybag
+    /// offset 64), which the manifest authenticates; the keybag entry's own header is checked
+    /// as soon as that entry has been decoded.
+    private func requireCreationTime(_ h: ArchiveReader.Header, _ keybag: BackupKeybag) throws {
+        guard h.mtime == Int64(clamping: keybag.common.createdAt) else {
+            throw KeychainError(.decode, "\(source.name): the tar header of \(h.name ?? "an entry") gives the modification time \(h.mtime), not the backup's creation time \(keybag.common.createdAt); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written; nothing was restored")
+        }
     }
 
     /// An entry's bytes, refusing before reading any when it is larger than its kind allows.
