@@ -54,6 +54,22 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: "/nonexistent/k"))
     }
 
+    /// "Made on this device" only where the keys prove it (spec/BACKUP.md §9.2): a password
+    /// backup's keybag may be genuine while its migratory records and manifest are anyone's
+    /// who knows the password, so on the source device it claims only its ThisDeviceOnly items.
+    @Test func verify_claimsOnlyWhatTheKeysProve() throws {
+        let (sb, backup) = try BackupToolsTests.sandbox()
+        let password = try sb.run(["backup-verify", backup])
+        #expect(password.status == 0, "\(password.stderr)")
+        #expect(password.out.contains("its ThisDeviceOnly items made on this device (the password alone vouches for its other items)")
+                && !password.out.contains(", made on this device"), "\(password.out)")
+        let deviceOnly = sb.directory.appendingPathComponent("device-only.backup").path
+        let made = try sb.run(["backup", "--output", deviceOnly, "--no-password"], env: ["LATCHKEY_BACKUP_PASSWORD": nil])
+        #expect(made.status == 0, "\(made.stderr)")
+        let verified = try sb.run(["backup-verify", deviceOnly], env: ["LATCHKEY_BACKUP_PASSWORD": nil])
+        #expect(verified.status == 0 && verified.out.contains("device-only, made on this device"), "\(verified.out)")
+    }
+
     @Test func verify_wrongPassword_exits4_damage_exits5() throws {
         let (sb, backup) = try BackupToolsTests.sandbox()
         let wrong = try sb.run(["backup-verify", backup], env: ["LATCHKEY_BACKUP_PASSWORD": "not it"])

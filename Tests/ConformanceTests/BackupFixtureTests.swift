@@ -87,6 +87,12 @@ struct BackupFixture: Sendable, CustomStringConvertible {
         "tar_header_checksum_mismatch", "tar_end_marker_missing", "tar_end_marker_one_block", "tar_bytes_after_end_marker",
         "tar_end_not_block_aligned", "tar_padding_not_zero", "golden_record_padded",
         "golden_gzip", "golden_zstd", "gzip_trailing_bytes", "gzip_trailing_zeros", "zstd_trailing_bytes",
+        // Fixed header fields (§2.1 rule 6), a leading skippable zstd frame (§2.2)
+        "tar_header_mode", "tar_header_mtime", "tar_header_linkname", "tar_header_name_padding", "tar_header_owner_name",
+        "zstd_skippable_frame",
+        // Short inputs (§2.1 (a), §3.3, §5.4, §6.4) and the date ceiling (§9.2)
+        "archive_short", "keybag_short_version", "keybag_short_unknown_major", "items_entry_short", "manifest_short",
+        "golden_future_dated",
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -213,6 +219,37 @@ struct BackupFixture: Sendable, CustomStringConvertible {
             #expect(item.requiresUserPresence == (w.flags & 0x01 != 0), "\(fixture.name): item \(hexString(w.uuid)) flags \(w.flags)")
         }
         #expect(kc.verify().ok)
+    }
+
+    // MARK: The date ceiling (spec/BACKUP.md §9.2)
+
+    /// golden_future_dated's ak item says it was modified on 2100-01-01. Its date counts only
+    /// up to the ceiling C = creation time + 1 − 978 307 200 (757 468 801, in the items' own
+    /// scale): in a merge it loses to a keychain item modified today, under the same unique
+    /// key, and the keychain keeps its own. A reader that compared the item's date with the
+    /// Unix creation time would let it win.
+    @Test func futureDatedItem_isClampedInAMerge() throws {
+        let fixture = try #require(BackupFixture.all.first { $0.name == "golden_future_dated" })
+        let dir = try fixture.workspace()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let device = dir.appendingPathComponent("source-device.secret").path
+        let kc = try Keychain.create(path: dir.appendingPathComponent("existing.keychain").path, devicePath: device,
+                                     passcode: nil, kdfLogN: 10)
+        let mine = try kc.add(.genericPassword, attributes: ["acct": .string("future-dated"), "svce": .string("backup.latchkey.example/dates")],
+                              data: Array("mine, modified today".utf8))
+        let report = try restore(fixture, dir, device: device, into: .existing(kc))
+        #expect(report.replaced == 0)
+        #expect(report.keptByReason == [RestoreSkipReason.destinationNewer.rawValue: 1], "\(report.keptByReason)")
+        let found = try kc.find(Query(.genericPassword, ["acct": .string("future-dated")]))
+        #expect(found.count == 1 && found.first?.data == mine.data && found.first?.persistentRef == mine.persistentRef)
+
+        // Into a new keychain the item is stored with both dates at the ceiling.
+        let fresh = dir.appendingPathComponent("fresh.keychain").path
+        _ = try restore(fixture, dir, device: device, into: .newKeychain(path: fresh))
+        let restored = try #require(try Keychain.open(path: fresh, devicePath: device)
+            .find(Query(.genericPassword, ["acct": .string("future-dated")])).first)
+        let ceiling = Double(1_735_776_000 + 1) - 978_307_200
+        #expect(restored.attributes["mdat"] == .date(ceiling) && restored.attributes["cdat"] == .date(ceiling))
     }
 
     // MARK: The generator and the spec

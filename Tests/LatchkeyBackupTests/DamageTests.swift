@@ -49,7 +49,7 @@ import Testing
         #expect(fresh?.status == status, "\(what)", sourceLocation: sourceLocation)
         if let saying {
             for e in [merged, fresh] {
-                #expect(e?.message.contains(saying) == true, "\(what): \(e.map(String.init(describing:)) ?? "no error")", sourceLocation: sourceLocation)
+                #expect(e.map { String(describing: $0).contains(saying) } == true, "\(what): \(e.map(String.init(describing:)) ?? "no error")", sourceLocation: sourceLocation)
             }
         }
         #expect(!FileManager.default.fileExists(atPath: s.path("fresh.keychain")), "\(what)", sourceLocation: sourceLocation)
@@ -111,6 +111,60 @@ import Testing
         try expectRefused(s, [], dest, status: .decode, saying: notABackup, "empty file")
         try expectRefused(s, try s.bytes(s.keychainPath), dest, status: .decode, saying: notABackup, "a keychain file")
         try expectRefused(s, [UInt8](repeating: 0, count: 1024), dest, status: .decode, saying: notABackup, "zero blocks")
+    }
+
+    /// Sets `bytes` at `offset` in the header block at `header` and recomputes its checksum,
+    /// as someone who edits a field on purpose would.
+    static func patchHeader(_ tar: inout [UInt8], header: Int, at offset: Int, _ bytes: [UInt8]) {
+        tar.replaceSubrange(header + offset..<header + offset + bytes.count, with: bytes)
+        for i in 148..<156 { tar[header + i] = 0x20 }
+        let digits = Array(String(tar[header..<header + 512].reduce(0) { $0 + Int($1) }, radix: 8).utf8)
+        tar.replaceSubrange(header + 148..<header + 156, with: [UInt8](repeating: 0x30, count: 6 - digits.count) + digits + [0, 0x20])
+    }
+
+    /// spec/BACKUP.md §2.1 rule 6: a header field that no reader needs, given another value
+    /// than the writer's (checksum recomputed), is refused rather than ignored: bytes outside
+    /// the manifest's hashes carry nothing. Latchkey's own archives pass (every other test).
+    @Test func headerFieldsWithOtherValues_areRefused() throws {
+        let (s, archive, dest) = try setUp()
+        let items = Self.entries(archive)[1]
+        let header = items.offset - 512
+        let cases: [(String, Int, [UInt8])] = [
+            ("mode 0644", 100, Array("000644 \0".utf8)), ("mode 4755", 100, Array("004755 \0".utf8)),
+            ("uid 1000", 108, Array("001750 \0".utf8)), ("gid 1000", 116, Array("001750 \0".utf8)),
+            ("mtime 1", 136, Array("00000000001 ".utf8)), ("link name", 157, Array("/etc/passwd".utf8)),
+            ("user name", 265, Array("root".utf8)), ("group name", 297, Array("wheel".utf8)),
+            ("text after the name", items.name.utf8.count + 1, Array("hidden".utf8)),
+            ("device major 1", 329, Array("000001 \0".utf8)), ("byte 500", 500, [1]),
+        ]
+        for (what, offset, bytes) in cases {
+            var bad = archive
+            Self.patchHeader(&bad, header: header, at: offset, bytes)
+            try expectRefused(s, bad, dest, status: .decode, saying: "fixed values", what)
+        }
+        // The keybag entry's own header: its mtime is checked once the entry gives the time.
+        var bad = archive
+        Self.patchHeader(&bad, header: 0, at: 136, Array("00000000001 ".utf8))
+        try expectRefused(s, bad, dest, status: .decode, saying: "not the backup's creation time", "keybag header mtime")
+        // Spelled otherwise, the same values pass: leading spaces, a NUL-terminated 7 digits.
+        var respelled = archive
+        Self.patchHeader(&respelled, header: header, at: 100, Array("    600\0".utf8))
+        Self.patchHeader(&respelled, header: header, at: 108, Array("0000000\0".utf8))
+        Self.patchHeader(&respelled, header: header, at: 329, [UInt8](repeating: 0, count: 16))
+        try s.write(respelled, to: s.path("respelled.backup"))
+        #expect(try s.restoreNew(s.path("respelled.backup"), name: "respelled.keychain", devicePath: s.devicePath).restored > 0)
+    }
+
+    /// Inputs shorter than their fixed part (spec/BACKUP.md §2.1 (a), §6.4 rule 1) say so.
+    @Test func shortInputs_sayWhatIsMissing() throws {
+        let (s, archive, dest) = try setUp()
+        try expectRefused(s, Array(archive.prefix(300)), dest, status: .decode, saying: "shorter than the 512-byte block", "300 bytes")
+        let e = Self.entries(archive)
+        var entries = e.map { (name: $0.name, bytes: Array(archive[$0.offset..<$0.offset + $0.size])) }
+        let createdAt = try BackupKeybag.decode(entries[0].bytes).common.createdAt
+        entries[entries.count - 1].bytes = Array(entries[entries.count - 1].bytes.prefix(207))
+        try expectRefused(s, TestTar.archive(entries, mtime: createdAt), dest, status: .decode,
+                          saying: "its manifest is 207 bytes, shorter than the 208", "manifest of 207 bytes")
     }
 
     @Test func backupToAPipe_withEveryCompression_restoresFromAStream() throws {

@@ -89,6 +89,35 @@ enum BackupFixtureCatalog {
         return out
     }
 
+    /// The date ceiling of spec/BACKUP.md §9.2 for the fixtures' backups, in the scale of
+    /// `cdat` and `mdat` (seconds since 2001-01-01): the end of the creation second,
+    /// 2025-01-02T00:00:01Z = 757 468 801.
+    static let dateCeiling = Double(createdAt) + 1 - 978_307_200
+
+    /// golden_future_dated's source keychain: an ak item dated 2100-01-01T00:00:00Z (its cdat
+    /// and mdat), which a restore stores as the ceiling, and a ck item dated before the backup.
+    static func futureDatedItems(_ rng: inout DeterministicRandom) -> [FixtureItem] {
+        let future = 3_155_760_000.0   // 2100-01-01T00:00:00Z, seconds since 2001-01-01
+        let past = KeychainBuilder.createdAtAbsolute + 60
+        return [(ProtectionClass.whenUnlocked, "future-dated", future), (.afterFirstUnlock, "dated-before-the-backup", past)].map { pc, account, date in
+            FixtureItem(uuid: rng.uuid(),
+                        plaintext: ItemPlaintext(itemClass: .genericPassword,
+                                                 attributes: ["acct": .string(account), "svce": .string("backup.latchkey.example/dates"),
+                                                              "cdat": .date(date), "mdat": .date(date)],
+                                                 data: Array("secret-\(account)".utf8)),
+                        protection: pc)
+        }
+    }
+
+    /// `item` as a restore stores it: `cdat` and `mdat` no later than the date ceiling.
+    static func clamped(_ item: FixtureItem) -> FixtureItem {
+        var out = item
+        for name in ["cdat", "mdat"] {
+            if case .date(let d)? = item.plaintext.attributes[name], d > dateCeiling { out.plaintext.attributes[name] = .date(dateCeiling) }
+        }
+        return out
+    }
+
     struct Golden {
         var entries: [(name: String, bytes: [UInt8])]
         var items: [FixtureItem]
@@ -171,7 +200,7 @@ enum BackupFixtureCatalog {
             } else if item.flags & ItemPutPayload.userPresenceFlag != 0 && !passcode {
                 o.skippedUserPresence += 1
             } else {
-                o.restored.append(item)
+                o.restored.append(clamped(item))
             }
         }
         return o
@@ -207,6 +236,13 @@ enum BackupFixtureCatalog {
                                archive: tar(u.entries), from: u)
         presence.restoresLike(u)
         out.append(presence)
+
+        let f = try BackupFixtureCatalog.golden("golden_future_dated", password: password, items: futureDatedItems)
+        var future = fixture("golden_future_dated", .success,
+                             "operation: restore into a new keychain (and, in the conformance suite, --merge); expect: success. A password backup made 2025-01-02T00:00:00Z holding an ak item whose cdat and mdat are 2100-01-01T00:00:00Z (3155760000 seconds since 2001-01-01) and a ck item dated before the backup. The date ceiling is the end of the creation second in the items' own scale, 1735776000 + 1 - 978307200 = 757468801 seconds since 2001-01-01 (spec/BACKUP.md §9.2): the future-dated item is restored with cdat = mdat = 757468801 (expected-*.json), and in a merge it loses to a keychain item modified after 2025-01-02T00:00:01Z (a comparison with the Unix value 1735776001 would never clamp)",
+                             archive: tar(f.entries), from: f)
+        future.restoresLike(f)
+        out.append(future)
 
         // A newer minor version: extension bytes in the keybag and the manifest and an
         // ancillary entry, which a 1.0 reader skips (spec/BACKUP.md §10).
@@ -260,6 +296,15 @@ enum BackupFixtureCatalog {
                           archive: StoredCompression.zstd(tar(g.entries)))
         zst.restoresLike(g)
         out.append(zst)
+        // pzstd puts a skippable frame first: magic 0x184D2A50, its 4-byte size, then the size
+        // of the frame that follows (RFC 8878 §3.1.2); detection and decoding skip it (§2.2).
+        let frame = StoredCompression.zstd(tar(g.entries))
+        let skippable = StoredCompression.le32(0x184D_2A50) + StoredCompression.le32(4) + StoredCompression.le32(UInt32(frame.count))
+        var skipped = fixture("zstd_skippable_frame", .success,
+                              "operation: restore; expect: success, the same items as golden_zstd. golden_zstd behind a 12-byte skippable frame (magic 50 2A 4D 18, size 4, the size of the frame that follows), as pzstd writes one: a stream whose first four bytes are a skippable frame magic (0x184D2A50-0x184D2A5F) is zstd, and skippable frames are skipped whole (spec/BACKUP.md §2.2)",
+                              archive: skippable + frame)
+        skipped.restoresLike(g)
+        out.append(skipped)
 
         out += try negatives(g, fixture)
         out += try tarSubset(g, fixture)
@@ -313,6 +358,27 @@ enum BackupFixtureCatalog {
             "in latchkey-backup/keybag, " + magicDefect, tar(badMagic))
         add("entry_first_not_keybag", .notALatchkeyFile, "golden_password without its keybag entry, so that latchkey-backup/items-000001 comes first: a backup is identified by its first entry, latchkey-backup/keybag (spec/BACKUP.md §2.1)",
             "the entry latchkey-backup/keybag removed", tar(Array(entries.dropFirst())))
+
+        // Short inputs: shorter than a fixed part (§2.1 (a), §3.3, §5.4, §6.4).
+        add("archive_short", .notALatchkeyFile,
+            "operation: restore; expect: not-a-latchkey-file. The first 300 bytes of golden_password: a stream of 1 to 511 bytes has no complete first block, hence no ustar header to identify it by (spec/BACKUP.md §2.1 (a))",
+            "the archive is cut to its first 300 bytes", Array(plain.prefix(300)))
+        add("keybag_short_version", .integrityError,
+            "operation: restore; expect: integrity-error. golden_password whose keybag entry is only its magic and the major version 00 02 (10 bytes): an entry of 8 to 11 bytes lacks a complete version field, so it is a damaged backup, not an unsupported version (spec/BACKUP.md §3.3 rule 2)",
+            "latchkey-backup/keybag is the 10 bytes \"LKBACKUP\" 00 02",
+            tar([(entries[0].name, Array(entries[0].bytes.prefix(8)) + [0, 2])] + entries.dropFirst()))
+        add("keybag_short_unknown_major", .unsupportedVersion,
+            "operation: restore; expect: unsupported-version. golden_password whose keybag entry is only its magic and the versions 2.0 (12 bytes): once both version fields are there, a major version other than 1 is an unsupported version whatever the entry's length (spec/BACKUP.md §3.3 rule 2)",
+            "latchkey-backup/keybag is the 12 bytes \"LKBACKUP\" 00 02 00 00",
+            tar([(entries[0].name, Array(entries[0].bytes.prefix(8)) + [0, 2, 0, 0])] + entries.dropFirst()))
+        add("items_entry_short", .integrityError,
+            "operation: restore; expect: integrity-error. golden_password whose latchkey-backup/items-000001 is cut to its first 12 bytes, shorter than the 16 fixed bytes of an items entry (spec/BACKUP.md §5.4 rule 1)",
+            "latchkey-backup/items-000001 cut to 12 bytes (its tar size says so; the manifest does not)",
+            tar([entries[0], (entries[1].name, Array(entries[1].bytes.prefix(12)))] + entries.dropFirst(2)))
+        add("manifest_short", .integrityError,
+            "operation: restore; expect: integrity-error. golden_password whose manifest is cut to 207 bytes, one short of the 208 of its fixed part (176) and MAC (32): nothing shorter has a MAC to check (spec/BACKUP.md §6.4 rule 1)",
+            "latchkey-backup/manifest cut to its first 207 bytes",
+            tar(Array(entries.dropLast()) + [(entries.last!.name, Array(entries.last!.bytes.prefix(207)))]))
 
         // The manifest's version fields only repeat the keybag entry's (§6.4, §10).
         add("manifest_major_differs", .integrityError, "golden_password whose manifest claims major version 2 while its keybag entry says 1, under a valid manifest MAC: the backup's version is the keybag entry's, and a manifest that disagrees with it in bytes [8..104) is damage, not a newer version (spec/BACKUP.md §6.4)",
@@ -377,12 +443,12 @@ enum BackupFixtureCatalog {
         let target = 2   // latchkey-backup/items-000002
         /// golden_password's tar, with `before` run before entry `target` and `quirks` on its header.
         func archive(quirks: TarBuilder.Quirks = TarBuilder.Quirks(), kind: TarBuilder.Kind = .regular, name: String? = nil,
-                     before: ((inout TarBuilder) -> Void)? = nil, zeroBlocks: Int = 2) -> [UInt8] {
+                     link: String = "", before: ((inout TarBuilder) -> Void)? = nil, zeroBlocks: Int = 2) -> [UInt8] {
             var t = TarBuilder(mtime: createdAt)
             for (i, e) in entries.enumerated() {
                 if i == target {
                     before?(&t)
-                    t.add(name ?? e.name, e.bytes, kind: kind, quirks: quirks)
+                    t.add(name ?? e.name, e.bytes, kind: kind, linkTarget: link, quirks: quirks)
                 } else {
                     t.add(e.name, e.bytes)
                 }
@@ -465,6 +531,29 @@ enum BackupFixtureCatalog {
         add("tar_end_not_block_aligned",
             "golden_password followed by 100 zero bytes after its end-of-archive marker: a tar stream is whole 512-byte blocks (spec/BACKUP.md §2.1)",
             "100 zero bytes appended after the two zero blocks", partial.bytes)
+        // Fields no reader needs hold fixed values (§2.1 rule 6): nothing outside the
+        // manifest's hashes may carry anything.
+        add("tar_header_mode",
+            "operation: restore; expect: integrity-error. golden_password whose \(itemsName) header gives the mode 4755 (set-user-ID, executable) instead of 0600: every header holds mode 0600, owner and group 0, no names but the entry's own, the backup's creation time (spec/BACKUP.md §2.1 rule 6)",
+            "mode field of the header of \(itemsName) is 0004755 (checksum recomputed)",
+            archive(quirks: TarBuilder.Quirks(mode: 0o4755)))
+        add("tar_header_mtime",
+            "operation: restore; expect: integrity-error. golden_password whose \(itemsName) header gives a modification time one hour after the backup's creation time: every header's mtime is the creation time of the keybag entry (offset 64), which the manifest authenticates (spec/BACKUP.md §2.1 rule 6)",
+            "mtime field of the header of \(itemsName) is \(createdAt + 3600) (the keybag says \(createdAt); checksum recomputed)",
+            archive(quirks: TarBuilder.Quirks(mtime: createdAt + 3600)))
+        add("tar_header_linkname",
+            "operation: restore; expect: integrity-error. golden_password whose \(itemsName) header, a regular file, carries a link name (/etc/passwd) that tar readers ignore for type 0: the link name field is all NUL (spec/BACKUP.md §2.1 rule 6)",
+            "link name field (bytes 157–256) of the header of \(itemsName) is \"/etc/passwd\" (checksum recomputed)",
+            archive(link: "/etc/passwd"))
+        add("tar_header_name_padding",
+            "operation: restore; expect: integrity-error. golden_password whose \(itemsName) header hides text after the NUL that ends the name: every byte of the name field after the name is NUL (spec/BACKUP.md §2.1 rule 6)",
+            "name field of the header of \(itemsName) is \"\(itemsName)\", a NUL, then \"hidden\" (checksum recomputed)",
+            archive(quirks: TarBuilder.Quirks(afterName: Array("hidden".utf8))))
+        add("tar_header_owner_name",
+            "operation: restore; expect: integrity-error. golden_password whose \(itemsName) header names the owner root: the user and group name fields are all NUL (spec/BACKUP.md §2.1 rule 6)",
+            "user name field (bytes 265–296) of the header of \(itemsName) is \"root\" (checksum recomputed)",
+            archive(quirks: TarBuilder.Quirks(userName: "root")))
+
         var pad = TarBuilder(mtime: createdAt)
         for (i, e) in entries.enumerated() {
             pad.add(e.name, e.bytes, quirks: TarBuilder.Quirks(paddingByte: i == entries.count - 1 ? 0x41 : 0))

@@ -29,6 +29,14 @@ struct TarBuilder {
         var gnuMagic = false
         /// Fills the padding after the data with this byte instead of zeros.
         var paddingByte: UInt8 = 0
+        /// Another mode than 0600 (a value no backup header holds, spec/BACKUP.md §2.1 rule 6).
+        var mode: UInt64?
+        /// Another modification time than the builder's.
+        var mtime: UInt64?
+        /// Bytes put after the NUL that ends the name, inside the name field.
+        var afterName: [UInt8] = []
+        /// Puts this in the user name field (bytes 265–296).
+        var userName = ""
     }
 
     private(set) var bytes: [UInt8] = []
@@ -53,9 +61,10 @@ struct TarBuilder {
             let digits = String(value, radix: 8)
             put(offset, String(repeating: "0", count: width - 1 - digits.count) + digits)   // NUL-terminated
         }
-        precondition(name.utf8.count <= 100)
+        precondition(name.utf8.count + (quirks.afterName.isEmpty ? 0 : 1 + quirks.afterName.count) <= 100)
         put(0, name)
-        octal(100, 8, kind == .directory ? 0o700 : 0o600)
+        h.replaceSubrange(name.utf8.count + 1..<name.utf8.count + 1 + quirks.afterName.count, with: quirks.afterName)
+        octal(100, 8, quirks.mode ?? (kind == .directory ? 0o700 : 0o600))
         octal(108, 8, 0)
         octal(116, 8, 0)
         let size = declaredSize ?? UInt64(kind.hasData ? data.count : 0)
@@ -65,7 +74,7 @@ struct TarBuilder {
         } else {
             octal(124, 12, size)
         }
-        octal(136, 12, mtime)
+        octal(136, 12, quirks.mtime ?? mtime)
         h[156] = kind.rawValue
         put(157, linkTarget)
         if quirks.gnuMagic {
@@ -78,6 +87,7 @@ struct TarBuilder {
             octal(329, 8, 1)   // /dev/null: major 1, minor 3
             octal(337, 8, 3)
         }
+        if !quirks.userName.isEmpty { put(265, quirks.userName) }
         if !quirks.prefix.isEmpty { put(345, quirks.prefix) }
         // Checksum: the header's bytes summed with the checksum field taken as spaces.
         for i in 148..<156 { h[i] = 0x20 }

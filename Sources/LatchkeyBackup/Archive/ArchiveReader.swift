@@ -23,6 +23,8 @@ final class ArchiveReader {
         var isHardLink: Bool
         var isSymlink: Bool
         var sizeKnown: Bool
+        /// The modification time its header gives (the tar subset check's reading).
+        var mtime: Int64 = 0
     }
 
     private static let chunkSize = 64 << 10
@@ -81,6 +83,10 @@ final class ArchiveReader {
         guard opened == ARCHIVE_OK else {
             if let failure { throw failure }
             if subset.position == 0 { throw ArchiveError("it is empty", notAnArchive: true) }
+            // §2.1 (a): no complete first block, so no ustar header to identify it by.
+            if subset.position < Int64(TarSubset.block) {
+                throw ArchiveError("it is \(subset.position) bytes long, shorter than the 512-byte block that a tar archive begins with", notAnArchive: true)
+            }
             throw ArchiveError("it is not a tar archive (\(ArchiveWriter.errorText(a)))", notAnArchive: true)
         }
         tarOpen = true
@@ -154,7 +160,7 @@ final class ArchiveReader {
             throw ArchiveError(ArchiveWriter.errorText(archive), damaged: true)
         }
         let name = archive_entry_pathname(e).map { String(cString: $0) }
-        let header = Header(name: name, size: archive_entry_size(e), fileType: UInt32(archive_entry_filetype(e)) & ArchiveFileType.mask,
+        var header = Header(name: name, size: archive_entry_size(e), fileType: UInt32(archive_entry_filetype(e)) & ArchiveFileType.mask,
                             isHardLink: archive_entry_hardlink(e) != nil, isSymlink: archive_entry_symlink(e) != nil,
                             sizeKnown: archive_entry_size_is_set(e) != 0)
         // libarchive and the subset check read the same blocks: they must find the same entry.
@@ -162,6 +168,7 @@ final class ArchiveReader {
               subset.entries[headersRead].size == header.size else {
             throw ArchiveError("libarchive and the tar subset check disagree about entry \(headersRead + 1) (\(name ?? "unnamed"))", damaged: true)
         }
+        header.mtime = subset.entries[headersRead].mtime
         headersRead += 1
         return header
     }

@@ -19,6 +19,9 @@ struct TarSubset {
     struct Entry: Equatable {
         var name: String
         var size: Int64
+        /// The modification time field's value, which must be the backup's creation time:
+        /// checked once the keybag entry has given it (§2.1 rule 6).
+        var mtime: Int64
         /// Offset of its header in the decompressed stream.
         var offset: Int64
     }
@@ -163,7 +166,33 @@ struct TarSubset {
         guard h[124] & 0x80 == 0, let size = octal(h[124..<136]) else {
             throw Problem.damaged("\(which) has a size that is not octal digits (base-256 or damaged)")
         }
-        return Entry(name: String(decoding: nameBytes, as: UTF8.self), size: size, offset: offset)
+        // A first header that names another entry is a foreign file (§2.1 (b)), whatever its
+        // other fields hold: the backup reader says so rather than calling it damaged.
+        if index > 0 || nameBytes.elementsEqual(BackupConstants.keybagName.utf8) { try fixedFields(h, which: which) }
+        guard let mtime = octal(h[136..<148]) else {
+            throw Problem.damaged("\(which) has a modification time that is not octal digits; a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6)")
+        }
+        return Entry(name: String(decoding: nameBytes, as: UTF8.self), size: size, mtime: mtime, offset: offset)
+    }
+
+    /// §2.1 rule 6: every field no reader needs holds the one value a writer writes, so that no
+    /// byte outside the manifest's hashes carries anything (a mode with set-user-ID bits, an
+    /// owner, a link target, text hidden after a name's NUL). The octal fields may be spelled
+    /// as rule 4 allows; their values are fixed.
+    static func fixedFields(_ h: [UInt8], which: String) throws {
+        func refuse(_ what: String) -> Problem {
+            .damaged("\(which) has \(what); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written")
+        }
+        let nameEnd = h[0..<100].firstIndex(of: 0) ?? 100
+        guard h[nameEnd..<100].allSatisfy({ $0 == 0 }) else { throw refuse("bytes that are not NUL after the NUL that ends its name") }
+        guard octal(h[100..<108]) == 0o600 else { throw refuse("a mode other than 0600") }
+        guard octal(h[108..<116]) == 0, octal(h[116..<124]) == 0 else { throw refuse("an owner or group other than 0") }
+        guard h[157..<257].allSatisfy({ $0 == 0 }) else { throw refuse("a link name") }
+        guard h[265..<329].allSatisfy({ $0 == 0 }) else { throw refuse("a user or group name") }
+        for field in [h[329..<337], h[337..<345]] where !field.allSatisfy({ $0 == 0 }) && octal(field) != 0 {
+            throw refuse("a device number other than 0")
+        }
+        guard h[500..<512].allSatisfy({ $0 == 0 }) else { throw refuse("bytes that are not zero after its prefix field (500-511)") }
     }
 
     static let ustarMagic: [UInt8] = Array("ustar".utf8) + [0]

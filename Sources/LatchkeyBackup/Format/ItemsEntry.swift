@@ -34,7 +34,7 @@ package struct BackupItemRecord: Sendable {
         return w.bytes
     }
 
-    func encode(into out: inout [UInt8]) {
+    package func encode(into out: inout [UInt8]) {
         out.append(contentsOf: clearPart())
         out.append(contentsOf: wrappedItemKey)
         out.append(contentsOf: ciphertext)

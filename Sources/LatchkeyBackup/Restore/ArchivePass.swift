@@ -17,23 +17,29 @@ struct UnlockedKeybag {
     var provenance: Provenance
 }
 
-/// What a restore may believe about an archive beyond its items: where it was made, and how
-/// late its dates may be (spec/BACKUP.md §9.2).
+/// What a restore may believe about an archive beyond its items: which of its records this
+/// device made, and how late its dates may be (spec/BACKUP.md §9.2).
 struct Provenance {
-    /// Made on this device: its ThisDeviceOnly classes unwrapped with this device's secret
-    /// (§4.3), which only the source device can make happen. The source device UUID alone
-    /// proves nothing: a password backup's author writes it.
-    var sameDevice: Bool
+    /// The classes whose backup class key unwrapped with a key derived from this device's
+    /// secret (wrap kind 1 or 3, §4.3): only this device can have made their records. In a
+    /// password backup the migratory classes are not among them even on the source device:
+    /// their keys, and the manifest MAC key, need the password alone, so anyone who knows it
+    /// can keep a genuine keybag, put their own records in those classes and reseal the
+    /// manifest. The source device UUID proves nothing either: the archive's author writes it.
+    var deviceBound: Set<ProtectionClass>
     /// The latest date an item of the archive may carry, as seconds since 2001-01-01 (the
     /// `cdat`/`mdat` scale): the end of the second the archive says it was made in, and never
     /// later than now. The archive's author writes every date in it; a later one is clamped
     /// to this (spec/BACKUP.md §9.2).
     var dateCeiling: Double
 
-    init(sameDevice: Bool, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
-        self.sameDevice = sameDevice
+    init(deviceBound: Set<ProtectionClass>, createdAt: UInt64, now: Double = Date().timeIntervalSinceReferenceDate) {
+        self.deviceBound = deviceBound
         dateCeiling = min(Double(createdAt) + 1 - Date.timeIntervalBetween1970AndReferenceDate, now)
     }
+
+    /// A record of class `pc` was made on this device: it may replace a ThisDeviceOnly item.
+    func madeHere(_ pc: ProtectionClass) -> Bool { deviceBound.contains(pc) }
 
     /// `p` with `cdat` and `mdat` no later than `dateCeiling`.
     func trusted(_ p: ItemPlaintext) -> ItemPlaintext {
@@ -93,6 +99,7 @@ struct ArchivePass {
         } catch let e as FormatError {
             throw formatError(Self.keybagPart, e)
         }
+        try requireCreationTime(first, keybag)
         var seen = [ManifestEntry(name: first.name!, size: UInt64(keybagBytes.count), sha256: Crypto.sha256(keybagBytes))]
         let unlocked = try unlock(keybag, seen[0].sha256)
 
@@ -106,6 +113,7 @@ struct ArchivePass {
                 throw KeychainError(.decode, "\(source.name) ends without its manifest (\(BackupConstants.manifestName)): the archive is truncated or an entry is missing")
             }
             let name = h.name!
+            try requireCreationTime(h, keybag)
             if name == BackupConstants.manifestName {
                 manifestBytes = try data(reader, h, limit: BackupConstants.maxManifestSize)
                 seen.append(ManifestEntry(name: name, size: UInt64(manifestBytes!.count), sha256: []))
@@ -166,7 +174,13 @@ struct ArchivePass {
         // only compared with it, as part of bytes 8–103, so a disagreement is damage whichever
         // version either claims (§6.4).
         let bytes = manifestBytes!
-        guard bytes.count >= BackupConstants.commonSize, Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
+        // §6.4 rule 1: the smallest manifest is its fixed fields (176 bytes) and its MAC (32);
+        // anything shorter has no MAC to check.
+        let smallest = BackupConstants.manifestFixedSize + BackupConstants.macSize
+        guard bytes.count >= smallest else {
+            throw KeychainError(.decode, "\(source.name): its manifest is \(bytes.count) bytes, shorter than the \(smallest) of its fixed fields and MAC: the archive is damaged or was tampered with; nothing was restored")
+        }
+        guard Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
             throw KeychainError(.decode, "\(source.name): its manifest does not begin with the manifest magic number: the archive is damaged or was tampered with; nothing was restored")
         }
         guard bytes[8..<BackupConstants.commonSize].elementsEqual(keybagBytes[8..<BackupConstants.commonSize]) else {
@@ -233,6 +247,15 @@ struct ArchivePass {
         }
         guard h.sizeKnown, h.size >= 0 else { throw damaged("holds an entry without a size (\(name))") }
         return h
+    }
+
+    /// §2.1 rule 6: every header's modification time is the backup's creation time (keybag
+    /// offset 64), which the manifest authenticates; the keybag entry's own header is checked
+    /// as soon as that entry has been decoded.
+    private func requireCreationTime(_ h: ArchiveReader.Header, _ keybag: BackupKeybag) throws {
+        guard h.mtime == Int64(clamping: keybag.common.createdAt) else {
+            throw KeychainError(.decode, "\(source.name): the tar header of \(h.name ?? "an entry") gives the modification time \(h.mtime), not the backup's creation time \(keybag.common.createdAt); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written; nothing was restored")
+        }
     }
 
     /// An entry's bytes, refusing before reading any when it is larger than its kind allows.

@@ -12,11 +12,23 @@ public struct BackupInfo: Sendable, Codable, Equatable {
     /// Seconds since 1970-01-01T00:00:00Z.
     public var createdAt: UInt64
     public var passwordProtected: Bool
-    /// The device restoring it made the backup.
+    /// The device restoring it made the backup's keybag: its device-bound classes unwrapped
+    /// with this device's secret (spec/BACKUP.md §9.2). For a device-only backup that covers
+    /// every item and the manifest; for a password backup only its ThisDeviceOnly items, since
+    /// the password alone opens, and reseals, everything else.
     public var sameDevice: Bool
     public var items: Int
     /// akpu items of the source keychain, which no backup carries.
     public var notExported: Int
+
+    /// Where the backup was made, claiming no more than the keys prove: "made on this device"
+    /// only for a device-only backup of this device.
+    public var origin: String {
+        guard sameDevice else { return "made on device \(sourceDeviceUUID)" }
+        return passwordProtected
+            ? "its ThisDeviceOnly items made on this device (the password alone vouches for its other items)"
+            : "made on this device"
+    }
 }
 
 /// Why a restore left an item of the backup out.
@@ -29,9 +41,10 @@ public enum RestoreSkipReason: String, Sendable, Codable, CaseIterable {
     case destinationNewer
     /// The item needs user presence (the passcode), and the keychain restored into has none.
     case userPresenceNeedsPasscode
-    /// `--merge` of a backup made on another device: the keychain's item with the same UUID or
-    /// unique key is ThisDeviceOnly (aku, cku, dku, akpu), and such an item is never replaced
-    /// from another device, whatever the dates say.
+    /// `--merge` or `--replace`: the keychain's item with the same UUID or unique key is
+    /// ThisDeviceOnly (aku, cku, dku, akpu), and the backup's item does not prove it was made on
+    /// this device (its class key needed no secret of this device: another device's backup, or
+    /// a migratory item of a password backup), so it never replaces it, whatever the dates say.
     case destinationThisDeviceOnly
 }
 

@@ -306,10 +306,12 @@ public final class VerifiedBackup {
         case skip(RestoreSkipReason)
     }
 
-    /// spec/BACKUP.md §9.2, in its order. Only this device's own backups may replace a
-    /// ThisDeviceOnly item of the keychain (an item of another device's backup would take its
-    /// place, with that backup author's secret and a migratory class), under either policy;
-    /// an item's dates count only up to the archive's creation (`Provenance`).
+    /// spec/BACKUP.md §9.2, in its order. Only a record this device made may replace a
+    /// ThisDeviceOnly item of the keychain, under either policy: one whose class key needed
+    /// this device's secret (`Provenance.deviceBound`). Any other record, a migratory one of
+    /// this device's own password backup included, could be the work of whoever knows the
+    /// password, and would put their secret in its place, in a migratory class. An item's
+    /// dates count only up to the archive's creation (`Provenance`).
     static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance, policy: RestoreConflictPolicy,
                        conflicts: ([UInt8], UniqueKey) throws -> [StoredItem],
                        read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
@@ -319,7 +321,7 @@ public final class VerifiedBackup {
         }
         let found = try conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
         if found.isEmpty { return .add }
-        if !provenance.sameDevice, found.contains(where: { $0.protection.isThisDeviceOnly }) {
+        if !provenance.madeHere(item.record.protectionClass), found.contains(where: { $0.protection.isThisDeviceOnly }) {
             return .skip(.destinationThisDeviceOnly)
         }
         if policy == .backupWins { return .replace(found) }
@@ -386,10 +388,13 @@ public final class VerifiedBackup {
         }
         let keys = BackupKeys(passwordKey: passwordKey, deviceKey: deviceKey)
         var classKeys: [ProtectionClass: SecretKey] = [:]
+        var deviceBound = Set<ProtectionClass>()
         for e in bag.entries {
             guard let kek = try keys.kek(e.wrap) else { continue }   // ThisDeviceOnly, another device
             do {
                 classKeys[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: kek)
+                // Kinds 1 and 3 need DBK, which only this device's secret gives (§4.3).
+                if e.wrap != .password { deviceBound.insert(e.protectionClass) }
             } catch {
                 if e.wrap == .password {
                     throw KeychainError(.authFailed, "wrong backup password for \(source.name); nothing was restored")
@@ -397,10 +402,8 @@ public final class VerifiedBackup {
                 throw KeychainError(.authFailed, "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored")
             }
         }
-        // sameDevice is proven here: on a claimed source device, every ThisDeviceOnly class
-        // unwrapped with this device's secret (or the restore stopped above).
         return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest,
-                              provenance: Provenance(sameDevice: sameDevice, createdAt: c.createdAt))
+                              provenance: Provenance(deviceBound: deviceBound, createdAt: c.createdAt))
     }
 
     static func info(_ bag: BackupKeybag, manifest: Manifest?, device: Device?) -> BackupInfo {

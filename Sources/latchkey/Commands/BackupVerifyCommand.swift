@@ -95,7 +95,7 @@ struct BackupVerifyCommand: ParsableCommand {
         let created = Date(timeIntervalSince1970: TimeInterval(b.createdAt))
         return "backup \(b.backupUUID) of \(created.formatted(Date.ISO8601FormatStyle())): \(b.items) item(s), "
             + (b.passwordProtected ? "password-protected" : "device-only")
-            + ", made on \(b.sameDevice ? "this device" : "device \(b.sourceDeviceUUID)")"
+            + ", " + b.origin
     }
 
     /// Reads `file` (or stdin for -) once and checks every byte, with this machine's device

@@ -168,7 +168,7 @@ struct RestoreCommand: ParsableCommand {
         let created = Date(timeIntervalSince1970: TimeInterval(b.createdAt))
         lines.append("backup \(b.backupUUID) of \(created.formatted(Date.ISO8601FormatStyle())): \(b.items) item(s), "
                      + (b.passwordProtected ? "password-protected" : "device-only")
-                     + ", made on \(b.sameDevice ? "this device" : "device \(b.sourceDeviceUUID)")")
+                     + ", " + b.origin)
         let verb = r.dryRun ? "would restore" : "restored"
         let into = r.createdKeychain ? "a new keychain at \(r.keychain)" : r.keychain
         let written = r.restored + r.replaced
@@ -202,7 +202,7 @@ struct RestoreCommand: ParsableCommand {
         case .thisDeviceOnlyFromAnotherDevice: return "ThisDeviceOnly, made on another device"
         case .destinationNewer: return "the keychain's copy is as new or newer"
         case .userPresenceNeedsPasscode: return "need user presence, the keychain has no passcode"
-        case .destinationThisDeviceOnly: return "the keychain's copy is ThisDeviceOnly, and the backup was made on another device"
+        case .destinationThisDeviceOnly: return "the keychain's copy is ThisDeviceOnly, and nothing proves the backup's item was made on this device"
         case nil: return reason
         }
     }
