@@ -65,18 +65,27 @@ c-warnings: deps
 check-consumer: deps
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
 
-## docs: the library's DocC documentation (Sources/Latchkey/Latchkey.docc, with the getting-started
-## article) from the public API's symbol graph, into .build-docs/Latchkey.doccarchive; a broken
-## symbol link or an undocumented parameter fails it (docc ships with the Swift toolchain).
-## Built in its own scratch directory, so the symbol-graph flags never invalidate .build.
+## docs: the DocC documentation of both libraries, from their public API's symbol graphs:
+## Latchkey (Sources/Latchkey/Latchkey.docc: getting started, using it in a package) and
+## LatchkeySecurity (Sources/LatchkeySecurity/LatchkeySecurity.docc: porting code from iOS), into
+## .build-docs/<module>.doccarchive; a broken symbol link or an undocumented parameter fails it
+## (docc ships with the Swift toolchain). Built in its own scratch directory, so the symbol-graph
+## flags never invalidate .build. Building LatchkeySecurity builds Latchkey and emits both graphs;
+## each catalog gets only its module's own graph (extensions of other modules' types are not
+## part of its API).
+DOCS_MODULES := Latchkey LatchkeySecurity
 docs: deps
-	$(SWIFT) build --target Latchkey --scratch-path .build-docs \
+	$(SWIFT) build --target LatchkeySecurity --scratch-path .build-docs \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build-docs/symbol-graphs
-	@rm -rf .build-docs/graphs && mkdir -p .build-docs/graphs && cp .build-docs/symbol-graphs/Latchkey.symbols.json .build-docs/graphs/
-	docc convert Sources/Latchkey/Latchkey.docc --additional-symbol-graph-dir .build-docs/graphs \
-	  --fallback-display-name Latchkey --fallback-bundle-identifier org.latchkey.Latchkey \
-	  --warnings-as-errors --output-path .build-docs/Latchkey.doccarchive
-	@echo "make docs: .build-docs/Latchkey.doccarchive (docc preview Sources/Latchkey/Latchkey.docc … to browse)"
+	@set -e; for m in $(DOCS_MODULES); do \
+	  rm -rf .build-docs/graphs/$$m && mkdir -p .build-docs/graphs/$$m; \
+	  cp .build-docs/symbol-graphs/$$m.symbols.json .build-docs/graphs/$$m/; \
+	  echo "docc convert Sources/$$m/$$m.docc"; \
+	  docc convert Sources/$$m/$$m.docc --additional-symbol-graph-dir .build-docs/graphs/$$m \
+	    --fallback-display-name $$m --fallback-bundle-identifier org.latchkey.$$m \
+	    --warnings-as-errors --output-path .build-docs/$$m.doccarchive; \
+	done
+	@echo "make docs: .build-docs/Latchkey.doccarchive and .build-docs/LatchkeySecurity.doccarchive (docc preview Sources/<module>/<module>.docc … to browse)"
 
 ## demo: build, then run the main job end to end in a temporary directory
 demo: deps
