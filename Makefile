@@ -10,7 +10,7 @@ SPM_FLAGS := $(if $(SCRATCH),--scratch-path $(SCRATCH))
 # The released `latchkey` is one static-PIE executable: the Swift runtime, FoundationEssentials,
 # libcrypto, libarchive (with zlib and zstd, from libzstd-dev and zlib1g-dev), libstdc++ and glibc
 # are linked in, so it starts without the dynamic loader, in about twice the time of /bin/true
-# (README "Start-up"; `make bench-startup`). The price: an OpenSSL or libarchive fix reaches it
+# (docs/RESULTS.md, 0.3.0 "Start-up"; `make bench-startup`). The price: an OpenSSL or libarchive fix reaches it
 # only through a rebuild. LINK=shared links only the Swift runtime statically and keeps the
 # system's libraries shared (then it starts in about 5 ms).
 LINK      ?= static
@@ -65,18 +65,27 @@ c-warnings: deps
 check-consumer: deps
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
 
-## docs: the library's DocC documentation (Sources/Latchkey/Latchkey.docc, with the getting-started
-## article) from the public API's symbol graph, into .build-docs/Latchkey.doccarchive; a broken
-## symbol link or an undocumented parameter fails it (docc ships with the Swift toolchain).
-## Built in its own scratch directory, so the symbol-graph flags never invalidate .build.
+## docs: the DocC documentation of both libraries, from their public API's symbol graphs:
+## Latchkey (Sources/Latchkey/Latchkey.docc: getting started, using it in a package) and
+## LatchkeySecurity (Sources/LatchkeySecurity/LatchkeySecurity.docc: porting code from iOS), into
+## .build-docs/<module>.doccarchive; a broken symbol link or an undocumented parameter fails it
+## (docc ships with the Swift toolchain). Built in its own scratch directory, so the symbol-graph
+## flags never invalidate .build. Building LatchkeySecurity builds Latchkey and emits both graphs;
+## each catalog gets only its module's own graph (extensions of other modules' types are not
+## part of its API).
+DOCS_MODULES := Latchkey LatchkeySecurity
 docs: deps
-	$(SWIFT) build --target Latchkey --scratch-path .build-docs \
+	$(SWIFT) build --target LatchkeySecurity --scratch-path .build-docs \
 	  -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc $(CURDIR)/.build-docs/symbol-graphs
-	@rm -rf .build-docs/graphs && mkdir -p .build-docs/graphs && cp .build-docs/symbol-graphs/Latchkey.symbols.json .build-docs/graphs/
-	docc convert Sources/Latchkey/Latchkey.docc --additional-symbol-graph-dir .build-docs/graphs \
-	  --fallback-display-name Latchkey --fallback-bundle-identifier org.latchkey.Latchkey \
-	  --warnings-as-errors --output-path .build-docs/Latchkey.doccarchive
-	@echo "make docs: .build-docs/Latchkey.doccarchive (docc preview Sources/Latchkey/Latchkey.docc … to browse)"
+	@set -e; for m in $(DOCS_MODULES); do \
+	  rm -rf .build-docs/graphs/$$m && mkdir -p .build-docs/graphs/$$m; \
+	  cp .build-docs/symbol-graphs/$$m.symbols.json .build-docs/graphs/$$m/; \
+	  echo "docc convert Sources/$$m/$$m.docc"; \
+	  docc convert Sources/$$m/$$m.docc --additional-symbol-graph-dir .build-docs/graphs/$$m \
+	    --fallback-display-name $$m --fallback-bundle-identifier org.latchkey.$$m \
+	    --warnings-as-errors --output-path .build-docs/$$m.doccarchive; \
+	done
+	@echo "make docs: .build-docs/Latchkey.doccarchive and .build-docs/LatchkeySecurity.doccarchive (docc preview Sources/<module>/<module>.docc … to browse)"
 
 ## demo: build, then run the main job end to end in a temporary directory
 demo: deps
@@ -119,7 +128,7 @@ systemd-unit:
 fixtures: deps
 	$(SWIFT) run latchkey-fixtures fixtures
 
-## bench: the recorded benchmarks (release build; see README "Performance")
+## bench: the recorded benchmarks (release build; results in docs/RESULTS.md)
 bench: deps
 	$(SWIFT) build -c release --product latchkey-bench
 	BENCH="$$($(SWIFT) build -c release --show-bin-path)/latchkey-bench"; \
@@ -128,11 +137,11 @@ bench: deps
 
 ## bench-peers: the same CLI workload on latchkey, keepassxc-cli and pass (installed from Debian's
 ## packages when missing), one table per size with the ratios to latchkey and the goals of issue 8
-## (README "Against keepassxc-cli and pass"); PEERS_SIZES picks the sizes (default 100 1000 10000)
+## (docs/RESULTS.md, "make bench-peers" of each release); PEERS_SIZES picks the sizes (default 100 1000 10000)
 bench-peers: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-peers.sh
 
-## bench-scale: the target table of issue 16 (README "At scale"): keychains of 100, 10k and
+## bench-scale: the target table of issue 16 (docs/RESULTS.md, "make bench-scale"): keychains of 100, 10k and
 ## 100k items (SCALE_1M=1 adds 1M) without passcode or agent; find, add, update, delete by
 ## unique key side by side across the sizes, find on a label 10 items share, import and verify
 ## with their peak memory, --version against /bin/true, find through the agent at 10k against
@@ -143,7 +152,7 @@ bench-scale: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) LATCHKEY_RELEASE_FLAGS="$(STATIC)" ./scripts/bench-scale.sh
 
 ## bench-lib: the library benchmarks with package-benchmark (Benchmarks/Package.swift, a package
-## of its own so that the main build never fetches it; README "Performance"). Each operation at
+## of its own so that the main build never fetches it; docs/RESULTS.md). Each operation at
 ## BENCH_LIB_SIZES items (default 1k 10k 100k; add 1000000 for 1M), on keychains built in a
 ## temporary directory that is removed afterwards. BENCH_LIB_FLAGS passes options to the
 ## plugin, e.g. --filter 'find.*' or --format markdown.
@@ -158,7 +167,7 @@ bench-lib: deps
 ## bench-startup: what a latchkey process costs before it works: `latchkey --version` and a find
 ## on a 1-item keychain beside /bin/true and two Swift hello worlds, one hyperfine run with
 ## STARTUP_RUNS runs each (default 300), the ratios to /bin/true, the binary's size and libraries
-## (scripts/bench-startup.sh; README "Start-up")
+## (scripts/bench-startup.sh; docs/RESULTS.md, 0.3.0 "Start-up")
 bench-startup: deps
 	SWIFT=$(SWIFT) SCRATCH=$(SCRATCH) ./scripts/bench-startup.sh
 
@@ -175,7 +184,7 @@ check-lean: release
 clean:
 	rm -rf .build .build-*
 
-# ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (README "Fuzzing", "Hardening tests") ----
+# ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (docs/TESTING.md) ----
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= keychain keybag secitem backup agent
 KILLS        ?= 400
@@ -204,7 +213,7 @@ concurrency-test: deps
 	$(SWIFT) build --build-tests --scratch-path .build-hard
 	LATCHKEY_CONCURRENCY_OPS=$(CONCURRENCY_OPS) $(SWIFT) test --skip-build --scratch-path .build-hard --filter ConcurrencyTests
 
-## fault-test: the I/O-fault loop (README "Hardening tests"): every file-system call of every writing
+## fault-test: the I/O-fault loop (docs/TESTING.md, "Hardening tests"): every file-system call of every writing
 ## operation failed with EIO, ENOSPC and short writes; here each write is also cut after its first
 ## byte, before its last and at every 512-byte boundary (`make test` cuts it in the middle only)
 fault-test: deps

@@ -2,7 +2,7 @@
 import PackageDescription
 
 // The library benchmarks (issue 8): a package of their own so that building Latchkey never
-// fetches package-benchmark. Run them with `make bench-lib` (README "Performance").
+// fetches package-benchmark. Run them with `make bench-lib` (results in docs/RESULTS.md).
 //
 // Latchkey is the package one directory up. SwiftPM names a path dependency after the last
 // component of its directory, which is whatever the clone is called ("main", "latchkey",

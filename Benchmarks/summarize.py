@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns the text output of `make bench-lib` into the README's tables (p50 of each metric).
+"""Turns the text output of `make bench-lib` into the tables of docs/RESULTS.md (p50 of each metric).
 
     make bench-lib 2>&1 | tee bench.log; python3 Benchmarks/summarize.py bench.log
 """

@@ -1,5 +1,5 @@
 // The library benchmarks of issue 8: every public operation of Latchkey at each size of
-// BENCH_LIB_SIZES (default 1k, 10k, 100k; `make bench-lib`, README "Performance").
+// BENCH_LIB_SIZES (default 1k, 10k, 100k; `make bench-lib`, results in docs/RESULTS.md).
 //
 // Each benchmark runs in a process of its own (package-benchmark's rule), on a keychain of N
 // generic passwords populated once per size (Fixtures.swift). Names are numbered so that the
