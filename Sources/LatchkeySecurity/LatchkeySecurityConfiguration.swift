@@ -291,7 +291,7 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             // Open, then unlock: not open(passcode:), whose KDF thread beside the read saves a
             // one-shot command its wait but left this long-lived keychain's finds slower
             // (SecItemCopyMatching 35 against 21–23 µs in latchkey-bench --agent; cause not yet
-            // found, see the README's "The agent").
+            // found, see the README's "The agent: unlock once").
             kc = try environment.open(passcode: nil).keychain
             if let passcode, kc.hasPasscode { try kc.unlockUnlessAgentIsUnlocked(passcode: passcode) }
         } else {

@@ -115,7 +115,7 @@ extension SecItemRequest {
         return .stored(c)
     }
 
-    /// Reads a dictionary for `call` (Apple's rules for each call, with the deliberate differences the README lists).
+    /// Reads a dictionary for `call` (Apple's rules for each call, with the deliberate differences the LatchkeySecurity documentation lists, "Porting code from iOS").
     /// Keys are examined in sorted order, so the same dictionary always gives the same error.
     /// - Throws: errSecParam, errSecNoSuchAttr, errSecUnimplemented as each key demands.
     init(_ entries: [String: SecValue], itemClass: ItemClass, call: SecItemCall) throws {
@@ -225,7 +225,7 @@ extension SecItemRequest {
         switch call {
         case .add:
             // Apple's daemon returns success without adding anything (reference §5.2 ‡, an iOS
-            // bug); Latchkey returns errSecParam instead, a deliberate fix (README "Deliberate differences").
+            // bug); Latchkey returns errSecParam instead, a deliberate fix (LatchkeySecurity documentation, "Deliberate differences from iOS").
             throw SecFailure.param("SecItemAdd does not take search keys (\(key)); remove kSecMatch… from the attributes")
         case .updateQuery, .delete:
             let name = call == .delete ? "SecItemDelete" : "the query of SecItemUpdate"

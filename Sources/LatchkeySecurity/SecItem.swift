@@ -4,7 +4,7 @@ import Latchkey
 // SecItemAdd, SecItemCopyMatching, SecItemUpdate and SecItemDelete with Apple's signatures
 // (keychain/headers/SecItem.h), on the keychain of `LatchkeySecurityConfiguration.current`.
 // Which keys each call takes, and the status of each mistake, follow reference §5.2 and the
-// deliberate differences the README lists. A failed call changes nothing in the keychain.
+// deliberate differences the LatchkeySecurity documentation lists ("Porting code from iOS"). A failed call changes nothing in the keychain.
 // They are `@discardableResult`, as C functions imported from Apple's headers are, so that a
 // status left unread (as in seed 002's samples) compiles without a warning there and here.
 

@@ -86,6 +86,7 @@ func secError(_ status: OSStatus, _ message: String) -> Unmanaged<CFError> {
 /// Accepted data: Apple's formats — RSA PKCS#1 RSAPrivateKey / RSAPublicKey DER, EC
 /// 04‖X‖Y(‖K) on P-256, P-384, P-521 — and also PKCS#8, SEC1 and SubjectPublicKeyInfo DER.
 /// - Parameters:
+///   - keyData: The key's external representation, in one of the formats above.
 ///   - attributes: kSecAttrKeyType (kSecAttrKeyTypeRSA, …ECSECPrimeRandom) and kSecAttrKeyClass
 ///     (…Public, …Private), each checked against the data when given; kSecAttrKeySizeInBits,
 ///     when given, must match too. Symmetric keys do not exist as SecKey objects on iOS.

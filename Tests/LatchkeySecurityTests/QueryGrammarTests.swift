@@ -4,7 +4,7 @@ import Latchkey
 import LatchkeySecurity
 
 // One test per cell of reference §5.2 ("Which keys each call accepts"), with the decisions of
-// the deliberate differences the README lists. Each failing call is also checked to change nothing.
+// the deliberate differences the LatchkeySecurity documentation lists ("Porting code from iOS"). Each failing call is also checked to change nothing.
 
 @Suite("§5.2 kSecClass")
 struct ClassKeyTests {

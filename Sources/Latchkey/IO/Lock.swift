@@ -8,7 +8,7 @@ import Darwin
 
 /// A mutex over pthread_mutex_t, in place of Foundation's NSLock and NSRecursiveLock: the
 /// library imports FoundationEssentials only, which has neither (a process that links
-/// Foundation pays for ICU at every start; README "Start-up").
+/// Foundation pays for ICU at every start; docs/RESULTS.md, "Start-up").
 package final class Lock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 

@@ -26,7 +26,7 @@ struct DumpCommand: ParsableCommand {
             passwords protocol://server:port/path; for keys type, size and key class; for \
             certificates the serial number), LABEL, GROUP (access group), PDMN (protection \
             class) and MODIFIED (UTC). --json prints every attribute with Apple's 4-character \
-            keys instead (see the README's "JSON output"). When the keychain is locked, items \
+            keys instead (see docs/CLI.md, "JSON output"). When the keychain is locked, items \
             of the locked protection classes cannot be read: they are left out and stderr says \
             how many; give the passcode to see them.
 

@@ -7,7 +7,7 @@ import LatchkeyFormat
 /// ArgumentParser builds its view of a command by reflection, and the Swift runtime's first
 /// look-ups of each type and protocol conformance it touches cost milliseconds per process —
 /// more than the command itself through the agent, and time spent before a command can start
-/// its passcode KDF (README "The agent" has the measurements). These are the commands scripts
+/// its passcode KDF (docs/RESULTS.md has the measurements). These are the commands scripts
 /// run in loops, so their common forms
 /// are parsed here by hand: attribute options of the default class (genp), update's --set-X of
 /// those attributes, the commands' few own options and flags, and the global options. Anything else

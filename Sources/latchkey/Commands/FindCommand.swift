@@ -17,7 +17,7 @@ struct FindCommand: ParsableCommand {
             only items with sync = 0 unless --synchronizable says otherwise. With --return data \
             (the default) the raw secret bytes of the first match go to stdout, nothing added. \
             With attributes or all, JSON with Apple's 4-character keys (class, acct, svce, agrp, \
-            pdmn, labl, cdat, mdat, …; see the README's "JSON output"): an object with --limit \
+            pdmn, labl, cdat, mdat, …; see docs/CLI.md, "JSON output"): an object with --limit \
             one, an array with all or a number. Fails with errSecItemNotFound (exit 1) when \
             nothing matches and errSecInteractionNotAllowed (exit 4) when a candidate item's \
             class is locked and no passcode is given.
