@@ -73,6 +73,19 @@ import LatchkeyTestSupport
         #expect(report.liveItems == 4)
     }
 
+    /// An unfinished write that is still there when nobody can be writing (the second pass
+    /// holds the lock) is named as what it is.
+    @Test func anUnfinishedWriteNobodyIsMaking_isReportedAsLeftBehind() throws {
+        let (disk, _) = try prepared()
+        let verifier = try openKeychain(on: disk)
+        let fd = try disk.open(TestEnv.keychainPath, create: false, exclusive: false, mode: 0o600)
+        let end = try disk.size(fd)
+        try disk.write(fd, offset: end, Array(repeating: 0xA5, count: 64))
+        disk.close(fd)
+        let report = verifier.verify()
+        #expect(report.problems == ["unfinished write at byte \(end) (64 bytes): left by a write that never finished (a killed process, a power cut); it is cut off at the next write"])
+    }
+
     /// Real damage is still reported: the pass that holds the lock finds it too.
     @Test func damageFoundWhileNobodyWrites_isStillReported() throws {
         let (disk, _) = try prepared()

@@ -74,7 +74,9 @@ extension KeychainStore {
                 if let failure = end.failure, seen > fresh.lastSequence {
                     report.problems.append("damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); a repair plan shows what cutting it off would drop")
                 } else if let torn = end.tornAt {
-                    report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): another process may be writing; otherwise it is cut off at the next write")
+                    // Under the lock nobody is writing: a writer stopped in the middle.
+                    let why = locked ? "left by a write that never finished (a killed process, a power cut);" : "another process may be writing; otherwise"
+                    report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): \(why) it is cut off at the next write")
                 }
             } catch Corruption.damaged(let offset, let reason) {
                 report.problems.append("damage at byte \(offset): \(reason); a repair plan shows what cutting it off would drop")
