@@ -232,7 +232,10 @@ public final class Device: @unchecked Sendable {
             try io({ try fs.write(fd, offset: 0, s.encode(macKey: stateKey)) }, "write the device state")
             // A state written over an empty or untrusted one is synced once: later updates are
             // not (spec §9.3), but from here a power cut leaves a state that may lag, never none.
-            if before == nil { try? fs.sync(fd) }
+            // A lowered number (an adopted rollback, a repair) is synced too: after a power cut
+            // the higher one could come back and call the adopted file rolled back, or the
+            // torn tail of a later append damage.
+            if before == nil || s.newestSequence < before!.newestSequence { try? fs.sync(fd) }
         }
         return result
     }
@@ -243,14 +246,17 @@ func io<T>(_ body: () throws -> T, _ what: String) throws -> T {
     do {
         return try body()
     } catch let f as IOFailure {
-        let hint: String
-        switch f.errno {
-        case ENOSPC: hint = "the disk is full; free some space and try again"
-        case EACCES, EPERM: hint = "permission denied; check the file's owner and mode"
-        case EROFS: hint = "the file system is read-only"
-        default: hint = "an I/O error occurred; check the disk"
-        }
-        throw KeychainError(.io, "could not \(what): \(hint)", underlying: f.description)
+        throw KeychainError(.io, "could not \(what): \(ioHint(f))", underlying: f.description)
+    }
+}
+
+/// What a failed file-system call means for the user, and the next step.
+func ioHint(_ error: Error) -> String {
+    switch (error as? IOFailure)?.errno {
+    case ENOSPC: return "the disk is full; free some space and try again"
+    case EACCES, EPERM: return "permission denied; check the file's owner and mode"
+    case EROFS: return "the file system is read-only"
+    default: return "an I/O error occurred; check the disk"
     }
 }
 

@@ -281,7 +281,7 @@ extension KeychainStore {
         let directory = directoryOf(path)
         let fileName = indexPath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? indexPath
         let prefix = fileName + "-"
-        for name in fs.list(directory) where name.hasPrefix(prefix) && name.count == prefix.count + 8 {
+        for name in fs.list(directory) where KeychainStore.isTemporaryName(name, prefix: prefix) {
             try? fs.remove(indexPath.contains("/") ? directory + "/" + name : name)
         }
     }

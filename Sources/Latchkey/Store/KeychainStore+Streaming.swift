@@ -232,10 +232,17 @@ package final class StreamingTransaction {
     }
 
     /// Stops the worker, then cuts the file back to where the transaction began.
-    func abandon() {
+    /// - Returns: whether the file was cut back (and the cut made durable).
+    @discardableResult
+    func abandon() -> Bool {
         sealer.abandon()
-        try? store.fs.truncate(store.fd, to: start)
-        try? store.fs.sync(store.fd)
+        do {
+            try store.fs.truncate(store.fd, to: start)
+            try store.fs.sync(store.fd)
+            return true
+        } catch {
+            return false
+        }
     }
 }
 
@@ -250,11 +257,15 @@ extension KeychainStore {
             // the index without reading all of it (see StreamingTransaction).
             let tx = StreamingTransaction(store: self)
             let result: T
+            var closing = false
             do {
                 result = try body(tx)
+                closing = true
                 try tx.finish()
             } catch {
-                tx.abandon()
+                // Records without their closing one are never committed, whatever stays of
+                // them; once the closing record may have been written, they may be.
+                if !tx.abandon(), closing { throw changeMayHaveLanded(error) }
                 throw error
             }
             guard tx.recordCount > 0 else { return result }

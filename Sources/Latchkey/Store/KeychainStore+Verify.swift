@@ -23,7 +23,21 @@ extension KeychainStore {
     /// just verified, on a second thread while the scan goes on (`ItemChecker`), so the file
     /// is neither read nor authenticated twice. Records a later one superseded are decrypted
     /// too, and their failures ignored: only live items are reported, in file order.
+    ///
+    /// The first pass holds no lock, so writers go on. A change by another process between
+    /// its scan and a later check (an import that writes a new index, a commit that records
+    /// its sequence number in the device state, a compaction) can make a healthy keychain look
+    /// damaged; so a problem is reported only when a second pass finds it holding the
+    /// exclusive lock (spec §11.2), while nobody writes the file, its index or its state.
     func verify() -> VerifyReport {
+        let first = verifyPass(locked: false) ?? VerifyReport()
+        if first.ok { return first }
+        return verifyPass(locked: true) ?? first
+    }
+
+    /// One pass of `verify` over the file now at the path; `locked`: holding the exclusive lock
+    /// on it for the whole pass. Nil only when `locked` and the lock cannot be taken.
+    private func verifyPass(locked: Bool) -> VerifyReport? {
         var report = VerifyReport()
         report.recoveredTailBytes = recoveredTailBytes
         var available: [ProtectionClass: SecretKey] = [:]
@@ -34,8 +48,17 @@ extension KeychainStore {
         var finished = false
         defer { if !finished { _ = checker.finish() } }
         do {
-            let fd = try io({ try fs.openReadOnly(path) }, "open the keychain")
-            defer { fs.close(fd) }
+            let fd: Int32
+            if locked {
+                guard let held = lockedFileAtPath() else { return nil }
+                fd = held
+            } else {
+                fd = try io({ try fs.openReadOnly(path) }, "open the keychain")
+            }
+            defer {
+                if locked { fs.unlock(fd) }
+                fs.close(fd)
+            }
             let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: fd, path: path, device: device)
             checker.start(fileUUID: h.fileUUID, keys: k)
             var fresh = LogState(header: h, headerSize: size)
@@ -51,7 +74,9 @@ extension KeychainStore {
                 if let failure = end.failure, seen > fresh.lastSequence {
                     report.problems.append("damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); a repair plan shows what cutting it off would drop")
                 } else if let torn = end.tornAt {
-                    report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): another process may be writing; otherwise it is cut off at the next write")
+                    // Under the lock nobody is writing: a writer stopped in the middle.
+                    let why = locked ? "left by a write that never finished (a killed process, a power cut);" : "another process may be writing; otherwise"
+                    report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): \(why) it is cut off at the next write")
                 }
             } catch Corruption.damaged(let offset, let reason) {
                 report.problems.append("damage at byte \(offset): \(reason); a repair plan shows what cutting it off would drop")
@@ -84,6 +109,25 @@ extension KeychainStore {
             report.problems.append(String(describing: error))
         }
         return report
+    }
+
+    /// The file at the path, opened read-only and holding its exclusive lock (a file a writer
+    /// replaced while this waited for the lock is let go and the new one taken); nil when the
+    /// lock cannot be had.
+    private func lockedFileAtPath() -> Int32? {
+        for _ in 0..<100 {
+            guard let fd = try? fs.openReadOnly(path) else { return nil }
+            do {
+                try fs.lock(fd)
+                if try fs.identity(path: path) == fs.identity(fd) { return fd }
+                fs.unlock(fd)
+            } catch {
+                fs.close(fd)
+                return nil
+            }
+            fs.close(fd)
+        }
+        return nil
     }
 }
 

@@ -359,8 +359,14 @@ package final class KeychainStore: @unchecked Sendable {
     /// higher (a state deleted or replaced by an older copy). nil when nothing beyond `last`
     /// was acknowledged.
     private func acknowledgedBeyond(_ last: UInt64) throws -> UInt64? {
-        let remembered = max(highestSeen, (try device.state(fileUUID: header.fileUUID))?.newestSequence ?? 0)
+        let remembered = try acknowledgedSequence()
         return remembered > last ? remembered : nil
+    }
+
+    /// The newest sequence number this device acknowledged for this keychain: the device
+    /// state's, or this handle's own memory of the file when that is higher.
+    private func acknowledgedSequence() throws -> UInt64 {
+        max(highestSeen, (try device.state(fileUUID: header.fileUUID))?.newestSequence ?? 0)
     }
 
     private func damagedTail(_ failure: TailFailure, acknowledged: UInt64, last: UInt64) -> KeychainError {
@@ -444,65 +450,58 @@ package final class KeychainStore: @unchecked Sendable {
     /// when the keybag is the same (a compaction); a new keybag (a passcode change, §11.6)
     /// has new class keys, so the store is locked again.
     private func reopen() throws {
-        var attempts = 0
-        while true {
-            attempts += 1
-            let (newFD, writable) = try KeychainStore.openFile(fs: fs, path: path)
-            do {
-                let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
-                guard h.fileUUID == header.fileUUID else {
-                    throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
-                }
-                var (fresh, covered) = initialState(fd: newFD, header: h, headerSize: size, keys: k)
-                var damaged = false
-                func scanOrRebuild() throws -> ScanEnd {
-                    do {
-                        return try scan(&fresh, fd: newFD, keys: k)
-                    } catch is IndexBase.Unusable {
-                        fresh = LogState(header: h, headerSize: size)
-                        (covered, damaged) = (0, true)
-                        return try scan(&fresh, fd: newFD, keys: k)
-                    }
-                }
-                var found = try scanOrRebuild()
-                if let acknowledged = try acknowledgedBeyond(fresh.lastSequence) {
-                    // A commit by another process may have landed, and its state been
-                    // written, after this scan: look at this file, and at the path, again.
-                    found = try scanOrRebuild()
-                    let moved = try io({ try fs.identity(path: path) }, "open the keychain") != io({ try fs.identity(newFD) }, "open the keychain")
-                    if moved && attempts < 3 { fs.close(newFD); continue }
-                    if let still = try acknowledgedBeyond(fresh.lastSequence) {
-                        throw olderThanAcknowledged(max(acknowledged, still), last: fresh.lastSequence, scan: found)
-                    }
-                }
-                let sameKeys = h.keybag == keybagOfKeys
-                fs.close(fd)
-                fd = newFD
-                identity = try io({ try fs.identity(newFD) }, "open the keychain")
-                header = h
-                headerSize = size
-                keys = k
-                log = fresh
-                indexedEnd = covered
-                if damaged { indexDamaged = true }
-                lastScan = found
-                highestSeen = max(highestSeen, log.lastSequence)
-                if !writable, readOnlyReason == nil {
-                    readOnlyReason = KeychainStore.notWritable
-                }
-                epoch += 1
-                verifiedStatus = nil
-                if !sameKeys {
-                    classKeys = [:]
-                    unlockedOnce = false
-                    keybagOfKeys = h.keybag
-                    try unwrapDeviceClasses()
-                }
-                return
-            } catch {
-                fs.close(newFD)
-                throw error
+        // What this device acknowledged is read once, before the file is opened: the state is
+        // written only after the commit it records is durable in the file then at the path
+        // (spec §9.3), and every file later put there by a compaction or a passcode change
+        // continues that file's numbering, so the file opened after this read holds every
+        // commit it records unless an older copy was put back. Read after the scan instead, it
+        // could meet a commit that landed since and take a healthy file for a rolled-back one.
+        let acknowledged = try acknowledgedSequence()
+        let (newFD, writable) = try KeychainStore.openFile(fs: fs, path: path)
+        do {
+            let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: newFD, path: path, device: device)
+            guard h.fileUUID == header.fileUUID else {
+                throw KeychainError(.decode, "the file at \(path) was replaced by a different keychain; open it again")
             }
+            var (fresh, covered) = initialState(fd: newFD, header: h, headerSize: size, keys: k)
+            var damaged = false
+            let found: ScanEnd
+            do {
+                found = try scan(&fresh, fd: newFD, keys: k)
+            } catch is IndexBase.Unusable {
+                fresh = LogState(header: h, headerSize: size)
+                (covered, damaged) = (0, true)
+                found = try scan(&fresh, fd: newFD, keys: k)
+            }
+            if fresh.lastSequence < acknowledged {
+                throw olderThanAcknowledged(acknowledged, last: fresh.lastSequence, scan: found)
+            }
+            let sameKeys = h.keybag == keybagOfKeys
+            fs.close(fd)
+            fd = newFD
+            identity = try io({ try fs.identity(newFD) }, "open the keychain")
+            header = h
+            headerSize = size
+            keys = k
+            log = fresh
+            indexedEnd = covered
+            if damaged { indexDamaged = true }
+            lastScan = found
+            highestSeen = max(highestSeen, log.lastSequence)
+            if !writable, readOnlyReason == nil {
+                readOnlyReason = KeychainStore.notWritable
+            }
+            epoch += 1
+            verifiedStatus = nil
+            if !sameKeys {
+                classKeys = [:]
+                unlockedOnce = false
+                keybagOfKeys = h.keybag
+                try unwrapDeviceClasses()
+            }
+        } catch {
+            fs.close(newFD)
+            throw error
         }
     }
 
@@ -853,8 +852,11 @@ package final class KeychainStore: @unchecked Sendable {
             try fs.sync(fd)
         } catch {
             // Leave the file as it was: cut back whatever part of the write landed.
-            try? fs.truncate(fd, to: start)
-            try? fs.sync(fd)
+            let cutBack = Result { () throws -> Void in
+                try fs.truncate(fd, to: start)
+                try fs.sync(fd)
+            }
+            if case .failure = cutBack { throw changeMayHaveLanded(error) }
             _ = try io({ throw error }, "write to the keychain")
         }
         // Durable from here: the call succeeds whatever follows (spec §11.4). The records are
@@ -872,6 +874,20 @@ package final class KeychainStore: @unchecked Sendable {
             needsReopen = true
         }
         recordCommit(sequence)
+    }
+
+    /// The error for a transaction whose write or fsync failed after its closing record was
+    /// handed to the file, when cutting the file back failed too: the records may be in the
+    /// file whole, or come back whole after a power cut, and every reader then takes them as
+    /// committed (spec §10.4). "Nothing changed" cannot be promised, and trying again blindly
+    /// could make the change twice. The next operation reads the file again.
+    func changeMayHaveLanded(_ error: Error) -> KeychainError {
+        needsReopen = true
+        let what = "what was written could not be cut back either, so the change may be in the keychain: check with 'latchkey find' before trying again"
+        if let e = error as? KeychainError {
+            return KeychainError(.io, "\(e.message); \(what)", underlying: e.underlying)
+        }
+        return KeychainError(.io, "could not write to the keychain \(path): \(ioHint(error)); \(what)", underlying: String(describing: error))
     }
 
     /// Records a durable commit's last sequence number in the device state (spec §9.3): best
@@ -1113,9 +1129,18 @@ package final class KeychainStore: @unchecked Sendable {
         let directory = directoryOf(path)
         let fileName = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
         let prefix = fileName + ".compact-"
-        for name in fs.list(directory) where name.hasPrefix(prefix) && name.count == prefix.count + 8 {
+        for name in fs.list(directory) where KeychainStore.isTemporaryName(name, prefix: prefix) {
             try? fs.remove(path.contains("/") ? directory + "/" + name : name)
         }
+    }
+
+    /// Whether `name` is `prefix` followed by exactly 8 lowercase hexadecimal digits, the form
+    /// of the temporary files Latchkey writes beside a keychain (spec §11.5, §17.1). Cleanup
+    /// removes nothing else: a file of the user's that only begins the same way is theirs.
+    static func isTemporaryName(_ name: String, prefix: String) -> Bool {
+        guard name.utf8.starts(with: prefix.utf8) else { return false }
+        let rest = name.utf8.dropFirst(prefix.utf8.count)
+        return rest.count == 8 && rest.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     // MARK: Facts

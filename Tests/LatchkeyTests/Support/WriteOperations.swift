@@ -108,6 +108,21 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         return kc
     }
 
+    /// An add on a disk where a power cut left the device state far behind the file (it is
+    /// not fsync'd on each commit, spec §9.3): recovery judges torn tails against it, and must
+    /// neither cut an acknowledged commit nor call the file rolled back.
+    static let addWithStateBehind = WriteOperation("add with the device state behind after a power cut", start: {
+        let disk = Prepared.shared.disk.clone()
+        let kc = try WriteOperation.openUnlocked(disk)
+        for i in 0..<3 {
+            try kc.add(.genericPassword, attributes: attrs(["acct": "behind-\(i)", "svce": "behind"]), data: bytes("b\(i)"))
+        }
+        return disk.rebooted(.loseUnsynced)
+    }) { _, kc in
+        try FaultScenario.add.operation(kc!)
+        return kc
+    }
+
     static let create = WriteOperation("create", start: { try makeDisk() }, setup: nil) { disk, _ in
         try createKeychain(on: disk)
     }
@@ -247,7 +262,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
         WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
         firstOpen, wrongPasscode, updateWithIndex, compactWithIndex, importWithIndex, importWithIndexFailing(after: 5),
-        restoreWithIndex,
+        restoreWithIndex, addWithStateBehind,
     ]
 }
 
