@@ -105,9 +105,12 @@ import Testing
             var events: [(String, Int)] = []
             var made = Set<String>()
             for line in try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n") {
+                // "PID  call(arguments) = result", the PID padded with spaces.
                 let fields = line.split(separator: " ", maxSplits: 1)
-                guard fields.count == 2, let paren = fields[1].firstIndex(of: "(") else { continue }
-                let call = String(fields[1][..<paren])
+                guard fields.count == 2 else { continue }
+                let rest = fields[1].drop { $0 == " " }
+                guard let paren = rest.firstIndex(of: "(") else { continue }
+                let call = String(rest[..<paren])
                 guard StraceFaultTests.calls.contains(call) else { continue }
                 let key = "\(fields[0]) \(call)"
                 seen[key, default: 0] += 1
@@ -168,6 +171,7 @@ import Testing
         let events = try bench.events(args, stdin: stdin, prepare: prepare)
         #expect(!events.isEmpty, "\(label): strace saw the calls")
         var points = 0
+        var killed = 0
         for fault in [Fault.kill, .error("ENOSPC"), .error("EIO")] {
             let naming = events.filter { Self.namingCalls.contains($0.call) }
             var chosen = naming
@@ -193,10 +197,12 @@ import Testing
                     Issue.record("\(where_): \(error)")
                 }
                 points += 1
+                if case .kill = fault, faulty.status == SIGKILL { killed += 1 }
                 if !left.isEmpty { return }   // one failure says it; the rest would repeat it
             }
         }
         #expect(points > 0)
+        #expect(killed > 0, "\(label): the injected SIGKILL ended the process (strace injects)")
     }
 
     @Test(.enabled(if: straceWorks, "needs strace(1) allowed to trace a child"))
