@@ -17,11 +17,9 @@
 
 int lk_rename_noreplace(const char *from, const char *to) {
 #if defined(__linux__) && defined(SYS_renameat2)
-    long r;
-    do {
-        r = syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
-    } while (r != 0 && errno == EINTR);
-    return r == 0 ? 0 : errno;
+    // Not retried on EINTR: a rename that took effect before the interruption would then
+    // fail with EEXIST against its own result.
+    return syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0 ? 0 : errno;
 #else
     (void)from;
     (void)to;
