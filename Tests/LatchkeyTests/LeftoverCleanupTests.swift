@@ -45,6 +45,27 @@ import Testing
         #expect(try Keychain.open(path: path, devicePath: dir.path + "/device.secret").verify().ok)
     }
 
+    /// A restore killed after its keychain reached the path but before the index followed left
+    /// the index under the temporary name: the first write adopts it, being valid for the
+    /// keychain (a new handle's single add writes none of its own).
+    @Test func firstWrite_adoptsTheIndexOfARestoreKilledBeforeTheIndexFollowed() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
+        let kc = try Keychain.create(path: path, devicePath: device, passcode: nil)
+        kc.localStore!.indexTailLimit = 0
+        _ = try kc.add(.genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("x".utf8), protection: .always)
+        let index = try #require(FileManager.default.contents(atPath: path + ".index"))
+        #expect(rename(path + ".index", path + ".restore-0badf00d.index") == 0)
+
+        let next = try Keychain.open(path: path, devicePath: device)
+        _ = try next.add(.genericPassword, attributes: ["acct": .string("b"), "svce": .string("s")], data: Array("y".utf8), protection: .always)
+
+        #expect(!FileManager.default.fileExists(atPath: path + ".restore-0badf00d.index"))
+        #expect(FileManager.default.contents(atPath: path + ".index") == index, "the restore's index, moved beside the keychain")
+        #expect(try Keychain.open(path: path, devicePath: device).verify().ok)
+    }
+
     /// `init` over leftovers of a killed `init`: the new keychain's creator removes them once
     /// its file is in place.
     @Test func create_removesTheFilesOfAKilledCreation() throws {
