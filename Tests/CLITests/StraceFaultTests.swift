@@ -82,6 +82,12 @@ import Testing
             try sb.run(executable: bin, args, stdin: stdin, env: env)
         }
 
+        /// `add` of one item with the binary under test; throws unless it succeeds.
+        func add(_ account: String) throws {
+            let r = try run(["add", "--account", account, "--service", "strace"], stdin: Array("x".utf8))
+            guard r.status == 0 else { throw CLITestError("add failed (\(r.status)): \(r.stderr)") }
+        }
+
         /// Runs under strace: with `log`, every call of `StraceFaultTests.calls` is written there
         /// (no string contents: `-s 0`); with `inject`, that fault is injected.
         @discardableResult
@@ -219,7 +225,7 @@ import Testing
         }, rerun: { () throws in
             let again = try b.run(["init", "--no-passcode"])
             #expect(again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)), "init again: \(again.stderr)")
-            try b.sb.add(account: "after", data: Array("x".utf8))
+            try b.add("after")
         }, check: { () throws in
             #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
             #expect(try b.itemCount() == 1)
@@ -244,7 +250,7 @@ import Testing
         }, rerun: { () throws in
             let again = try b.run(restore)
             #expect(again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)), "restore again: \(again.stderr)")
-            try b.sb.add(account: "after", data: Array("x".utf8))
+            try b.add("after")
         }, check: { () throws in
             #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
             #expect(try b.itemCount() == items + 1, "every restored item, and the one added after")
@@ -280,7 +286,7 @@ import Testing
             try b.clear(b.kc)
             #expect(try b.run(["init", "--no-passcode"]).status == 0)
         }, rerun: { () throws in
-            try b.sb.add(account: "after", data: Array("x".utf8))
+            try b.add("after")
         }, check: { () throws in
             #expect(try b.links(b.keychain) == 1)
             let n = try b.itemCount()
