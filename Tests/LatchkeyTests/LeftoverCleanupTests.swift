@@ -18,7 +18,8 @@ import Testing
 
     /// An init or restore killed between link(2) and unlink(2) (the fallback of a rename that
     /// must not replace) left a second name of the keychain; one killed before its rename left
-    /// its own file. The first write under the lock removes both kinds, and nothing else.
+    /// its own file; an index write or a compaction killed before its rename left its
+    /// temporary file. The first write under the lock removes them all, and nothing else.
     @Test func firstWrite_removesSecondNamesAndAbandonedCreations_only() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -27,7 +28,10 @@ import Testing
         for second in [path + ".create-0badf00d", path + ".restore-deadbeef"] { #expect(link(path, second) == 0) }
         let abandoned = [path + ".create-12345678", path + ".restore-1234abcd", path + ".restore-1234abcd.index",
                          path + ".restore-1234abcd.index-89abcdef", path + ".restore-1234abcd.create-00000000",
-                         path + ".restore-a0a0a0a0.index"]
+                         path + ".restore-a0a0a0a0.index",
+                         // A killed index write's or compaction's temporary file (as large as the
+                         // index or the keychain): removed by a write that writes neither.
+                         path + ".index-0badf00d", path + ".compact-0badf00d"]
         let unrelated = [path + ".create-notes123", path + ".restore-ABCDEF12", path + ".create-0badf00d.bak",
                          path + ".restore-1234abcd.notes", dir.path + "/other.keychain.create-12345678"]
         for p in abandoned + unrelated { #expect(FileManager.default.createFile(atPath: p, contents: Data([1, 2, 3]))) }
