@@ -16,9 +16,10 @@ import Testing
 /// itself, the statically linked release included: `make strace-fault-test` builds it and
 /// points LATCHKEY_STRACE_BINARY at it (default: the debug build next to the tests).
 /// LATCHKEY_STRACE_POINTS is how many points each operation gets per fault besides every call
-/// that names a file (rename, link, unlink): a number, spread evenly over the calls in the order
-/// they are made, or `all` (default 6 for kills and 2 for ENOSPC and EIO, which keeps this
-/// suite to about half a minute in `make test`).
+/// that names a file (rename, link, unlink): a number, spread evenly over the calls on the
+/// sandbox's files in the order they are made, or `all` (every call, the dynamic loader's
+/// included). The default, 6 for kills and 2 for ENOSPC and EIO, keeps this suite under 20 s
+/// in `make test`.
 @Suite(.serialized) struct StraceFaultTests {
     static let straceWorks = DataDirectoryDurabilityTests.straceWorks
 
