@@ -2,7 +2,7 @@
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=
@@ -191,7 +191,7 @@ KILLS        ?= 400
 CONCURRENCY_OPS ?= 400
 POWERLOSS_STATES ?= 2000
 
-.PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan fault-test powerloss-test disk-test
+.PHONY: fuzz fuzz-ci kill-test concurrency-test test-asan test-tsan fault-test powerloss-test disk-test strace-fault-test
 
 ## fuzz: the libFuzzer targets of Fuzz/ (keychain file, keybag, SecItem dictionaries, backup
 ## archives, agent messages), each for FUZZ_SECONDS (default 60); corpora seeded from fixtures/ in .build-fuzz
@@ -219,6 +219,18 @@ concurrency-test: deps
 fault-test: deps
 	$(SWIFT) build --build-tests --scratch-path .build-hard
 	LATCHKEY_FAULT_SHORT_WRITES=all $(SWIFT) test --skip-build --scratch-path .build-hard --filter 'IOFaultLoopTests|IOFaultTests'
+
+## strace-fault-test: the released static binary under strace(1) fault injection (README
+## "Hardening tests"): SIGKILL, ENOSPC and EIO at every file-system system call of init, a restore
+## into a new keychain, backup --output and an import that writes an index, each followed by a
+## rerun that must leave nothing behind (StraceFaultTests; `make test` runs it on the debug build
+## at every rename, link and unlink and a few other calls). STRACE_POINTS=N spreads N points
+## over the other calls instead of all of them (default: all)
+STRACE_POINTS ?= all
+strace-fault-test: release
+	$(SWIFT) build --build-tests --scratch-path .build-hard
+	LATCHKEY_STRACE_BINARY="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey" LATCHKEY_STRACE_POINTS=$(STRACE_POINTS) \
+	  $(SWIFT) test --skip-build --scratch-path .build-hard --filter StraceFaultTests
 
 ## powerloss-test: the power-loss replay with up to POWERLOSS_STATES disk states per power cut
 ## (default 2000, at 4 KiB and 512 B blocks; `make test` replays up to 40 a cut)

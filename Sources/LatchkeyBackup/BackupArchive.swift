@@ -91,10 +91,12 @@ public enum BackupArchive {
             let kind = found.kind == .directory ? "a directory" : found.kind == .symlink ? "a symbolic link" : "a FIFO, socket or device"
             throw KeychainError(.io, "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written", remedy: .chooseBackupOutput)
         }
-        let temp = path + ".tmp-" + hexString(try Crypto.randomBytes(4))
-        let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
+        // A backup to `path` that was killed left its temporary file (as large as the backup):
+        // each one's lock tells a live writer's from an abandoned one (spec/BACKUP.md §8).
+        fs.removeAbandonedTemporaryFiles(prefix: path + ".tmp-")
+        let (temp, fd, registered) = try fsCall({ try fs.createLockedTemporaryFile(prefix: path + ".tmp-", mode: 0o600) },
+                                                "create a temporary file beside \(path)")
         defer { InterruptCleanup.unregister(registered) }
-        let fd = try fsCall({ try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600) }, "create \(temp)")
         var open = true
         let summary: BackupSummary
         do {

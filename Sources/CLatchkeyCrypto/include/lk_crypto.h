@@ -11,6 +11,8 @@
 // Certificates and asymmetric keys. Included here so that module caches built before that
 // header existed are invalidated (the module map is an umbrella directory).
 #include "lk_x509.h"
+// System calls Swift cannot make (not cryptography; lk_files.c).
+#include "lk_files.h"
 
 #ifdef __cplusplus
 extern "C" {

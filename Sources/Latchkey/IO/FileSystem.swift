@@ -28,6 +28,8 @@ package protocol FileSystem: AnyObject, Sendable {
     /// Exclusive advisory lock across processes (flock); blocks until granted.
     func lock(_ fd: Int32) throws
     func unlock(_ fd: Int32)
+    /// `lock` without waiting (LOCK_NB): false when another descriptor holds the lock.
+    func tryLock(_ fd: Int32) throws -> Bool
     func remove(_ path: String) throws
     /// Removes an empty directory (rmdir); nothing when it is absent.
     func removeDirectory(_ path: String) throws
@@ -80,6 +82,8 @@ package struct FileOwnership: Equatable, Sendable {
 
 extension FileSystem {
     package func status(_ fd: Int32) throws -> FileStatus? { nil }
+    /// A file system with one process only: no lock is ever held by another.
+    package func tryLock(_ fd: Int32) throws -> Bool { try lock(fd); return true }
 }
 
 /// What `fstat` says about an open file that matters to a reader following it: an append
@@ -187,11 +191,12 @@ extension FileSystem {
     }
 
     /// Writes a small file atomically and durably: temp file, fsync, rename, fsync directory.
+    /// The temporary file is `<path>.tmp-<8 hex digits>`, locked while it is written
+    /// (`createLockedTemporaryFile`); those that a killed writer left are removed first.
     package func writeFileAtomically(_ path: String, _ bytes: [UInt8], mode: UInt32) throws {
-        let temp = path + ".tmp-\(UInt32.random(in: 0...UInt32.max))"
-        let registered = InterruptCleanup.register(temp, on: self)
+        removeAbandonedTemporaryFiles(prefix: path + ".tmp-")
+        let (temp, fd, registered) = try createLockedTemporaryFile(prefix: path + ".tmp-", mode: mode)
         defer { InterruptCleanup.unregister(registered) }
-        let fd = try openNoFollow(temp, writable: true, create: true, mode: mode)
         defer { close(fd) }
         do {
             try write(fd, offset: 0, bytes)

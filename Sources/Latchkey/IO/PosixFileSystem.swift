@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import LatchkeyCrypto
 
 /// The real file system, through POSIX calls. EINTR is retried; short writes are continued.
 package final class PosixFileSystem: FileSystem, @unchecked Sendable {
@@ -93,25 +94,19 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     }
 
     package func renameNoReplace(_ from: String, _ to: String) throws {
-        if let renameat2 = PosixFileSystem.renameat2 {
-            if renameat2(AT_FDCWD, from, AT_FDCWD, to, 1 /* RENAME_NOREPLACE */) == 0 { return }
-            let e = errno
-            // EINVAL: this file system cannot refuse a replacing rename.
-            guard e == EINVAL || e == ENOSYS || e == ENOTSUP else { throw IOFailure("rename", from, e) }
-        }
+        // Through the raw system call: the statically linked release has no dynamic symbol
+        // table to find renameat2 in, and the link-then-unlink fallback leaves the file under
+        // two names if the process dies between the two calls.
+        let e = SystemCalls.renameNoReplace(from, to)
+        if e == 0 { return }
+        // EINVAL: this file system cannot refuse a replacing rename; ENOSYS: nor can the kernel.
+        guard e == EINVAL || e == ENOSYS || e == ENOTSUP else { throw IOFailure("rename", from, e) }
         try moveByLinking(from, to)
     }
 
     package func link(_ from: String, _ to: String) throws {
         guard Glibc.link(from, to) == 0 else { throw IOFailure("link", from, errno) }
     }
-
-    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-    /// glibc 2.28+ has renameat2; Swift's Glibc module does not declare it.
-    private static let renameat2: RenameAt2? = {
-        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
-        return unsafeBitCast(sym, to: RenameAt2.self)
-    }()
 
     package func syncDirectory(_ path: String) throws {
         let fd = retrying { Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
@@ -125,6 +120,12 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     }
 
     package func unlock(_ fd: Int32) { _ = flock(fd, LOCK_UN) }
+
+    package func tryLock(_ fd: Int32) throws -> Bool {
+        if retrying({ flock(fd, LOCK_EX | LOCK_NB) }) == 0 { return true }
+        if errno == EWOULDBLOCK { return false }
+        throw IOFailure("flock", "fd \(fd)", errno)
+    }
 
     package func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw IOFailure("unlink", path, errno) }

@@ -279,9 +279,8 @@ extension KeychainStore {
     /// the write lock held (a live index write holds it from its temporary file to the rename).
     func removeAbandonedIndexWrites() {
         let directory = directoryOf(path)
-        let fileName = indexPath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? indexPath
-        let prefix = fileName + "-"
-        for name in fs.list(directory) where KeychainStore.isTemporaryName(name, prefix: prefix) {
+        let prefix = lastPathComponent(indexPath) + "-"
+        for name in fs.list(directory) where isTemporaryName(name, prefix: prefix) {
             try? fs.remove(indexPath.contains("/") ? directory + "/" + name : name)
         }
     }

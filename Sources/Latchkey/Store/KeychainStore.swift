@@ -69,6 +69,9 @@ package final class KeychainStore: @unchecked Sendable {
     var indexedEnd: UInt64 = 0
     /// The index in use failed a check: the next writer writes a new one whatever the tail.
     var indexDamaged = false
+    /// What killed operations left beside the keychain was removed under this handle's lock
+    /// (`removeLeftoversOnce`).
+    var leftoversRemoved = false
     /// Items decrypted by `read` (tests: the query planner decrypts only its candidates).
     package private(set) var itemsDecrypted = 0
     /// The cipher context and plaintext buffer that `open` reuses under `mutex` (the plaintext
@@ -127,7 +130,7 @@ package final class KeychainStore: @unchecked Sendable {
         let bytes = header.encode(macKey: keys.headerMAC)
         let fd = try io({ () throws -> Int32 in
             try fs.makeDirectory(directoryOf(path), mode: 0o700)
-            let temp = path + ".create-" + hexString(try Crypto.randomBytes(4))
+            let temp = try temporaryName(path + ".create-")
             let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
             defer { InterruptCleanup.unregister(registered) }
             let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
@@ -138,6 +141,9 @@ package final class KeychainStore: @unchecked Sendable {
                 try fs.renameNoReplace(temp, path)
                 named = true
                 try fs.syncDirectory(directoryOf(path))
+                // What an init or a restore to this path left when it was killed: with a
+                // keychain here, each of them would fail now anyway.
+                removeAbandonedCreations(besides: path, fs: fs)
                 return tfd
             } catch {
                 // Until the directory fsync returns, the new name may not survive a power cut:
@@ -149,7 +155,11 @@ package final class KeychainStore: @unchecked Sendable {
                     try? fs.remove(temp)
                 }
                 fs.close(tfd)
-                if let f = error as? IOFailure, f.errno == EEXIST { throw existing(fs: fs, path: path) }
+                // ENOENT: another process created the keychain at `path` and removed this
+                // temporary file as a leftover (`removeAbandonedCreations`).
+                if let f = error as? IOFailure, f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil) {
+                    throw existing(fs: fs, path: path)
+                }
                 throw error
             }
         }, "create the keychain")
@@ -758,6 +768,7 @@ package final class KeychainStore: @unchecked Sendable {
             directoryUnsynced = true
         }
         defer { fs.unlock(fd) }
+        removeLeftoversOnce()
         try catchUpLocked()
         if directoryUnsynced {
             // Another process (or a failed directory fsync of ours) put this file at the path;
@@ -1125,22 +1136,12 @@ package final class KeychainStore: @unchecked Sendable {
     /// process, a power cut). Call with the write lock held: a live compaction holds the lock
     /// from creating its temporary file until the rename, so none of them can be live now
     /// (spec §11.5). Best effort: a file that cannot be removed stays.
-    private func removeAbandonedCompactions() {
+    func removeAbandonedCompactions() {
         let directory = directoryOf(path)
-        let fileName = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? path
-        let prefix = fileName + ".compact-"
-        for name in fs.list(directory) where KeychainStore.isTemporaryName(name, prefix: prefix) {
+        let prefix = lastPathComponent(path) + ".compact-"
+        for name in fs.list(directory) where isTemporaryName(name, prefix: prefix) {
             try? fs.remove(path.contains("/") ? directory + "/" + name : name)
         }
-    }
-
-    /// Whether `name` is `prefix` followed by exactly 8 lowercase hexadecimal digits, the form
-    /// of the temporary files Latchkey writes beside a keychain (spec §11.5, §17.1). Cleanup
-    /// removes nothing else: a file of the user's that only begins the same way is theirs.
-    static func isTemporaryName(_ name: String, prefix: String) -> Bool {
-        guard name.utf8.starts(with: prefix.utf8) else { return false }
-        let rest = name.utf8.dropFirst(prefix.utf8.count)
-        return rest.count == 8 && rest.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     // MARK: Facts

@@ -172,7 +172,7 @@ public final class VerifiedBackup {
                 cleanups = []
             }
         }
-        let temp = path + ".restore-" + hexString(try Crypto.randomBytes(4))
+        let temp = try temporaryName(path + ".restore-")
         // The transaction's writer may leave an index beside the temporary keychain (spec
         // §17); it moves with the keychain, and goes with it on failure.
         let tempIndex = KeychainStore.indexPath(of: temp)
@@ -201,7 +201,11 @@ public final class VerifiedBackup {
             do {
                 try fs.renameNoReplace(temp, path)
                 moveIndex(from: tempIndex, to: KeychainStore.indexPath(of: path), fs: fs)
-            } catch let f as IOFailure where f.errno == EEXIST {
+                // What earlier restores or inits to this path left when they were killed.
+                KeychainStore.removeAbandonedCreations(besides: path, fs: fs)
+            } catch let f as IOFailure where f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil) {
+                // ENOENT: the keychain that appeared at `path` was made by a process that
+                // removed this temporary name as a leftover.
                 throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
             } catch let f as IOFailure {
                 if let there = try? fs.identity(path: path), let ours = try? fs.identity(path: temp), there == ours {
