@@ -48,6 +48,7 @@ extension KeychainStore {
     static func repairPlan(path: String, device: Device, passcode: [UInt8]? = nil) throws -> RepairPlan? {
         let fs = device.fs
         let fd = try io({ try fs.openReadOnly(path) }, "open the keychain")
+        try requireRegularFile(fs: fs, fd: fd, path: path)
         defer { fs.close(fd) }
         let (header, headerSize, keys) = try readHeader(fs: fs, fd: fd, path: path, device: device)
         var classKeys: [ProtectionClass: SecretKey] = [:]
@@ -133,6 +134,7 @@ extension KeychainStore {
     static func repair(_ plan: RepairPlan, device: Device) throws {
         let fs = device.fs
         let fd = try io({ try fs.open(plan.path, create: false, exclusive: false, mode: 0o600) }, "open the keychain")
+        try requireRegularFile(fs: fs, fd: fd, path: plan.path)
         defer { fs.close(fd) }
         try io({ try fs.lock(fd) }, "lock the keychain")
         defer { fs.unlock(fd) }
