@@ -28,6 +28,7 @@ final class IndexBase: @unchecked Sendable {
     /// The keychain file the index was checked against (§17.5): each item entry is checked
     /// against the record it names when it is looked up (`slot(_:)`).
     private let logFD: Int32
+    private let logHeaderSize: Int
     /// Verified pages by page number (nil: not cached), and the numbers of those cached.
     private var cache: [[UInt8]?]
     private var cached: [UInt32] = []
@@ -41,10 +42,12 @@ final class IndexBase: @unchecked Sendable {
     private let itemSize = FormatConstants.indexItemEntrySize
     private let uniqueSize = FormatConstants.indexUniqueEntrySize
 
-    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32) {
+    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32,
+                 logHeaderSize: Int) {
         self.fs = fs
         self.fd = fd
         self.logFD = logFD
+        self.logHeaderSize = logHeaderSize
         self.header = header
         self.headerMAC = headerMAC
         self.macKey = macKey
@@ -92,7 +95,7 @@ final class IndexBase: @unchecked Sendable {
             try check(h, fs: fs, logFD: logFD, logHeader: logHeader, logHeaderSize: logHeaderSize, keys: keys)
             guard try fs.size(fd) == h.fileSize else { throw Unusable(reason: "its size does not match its header") }
             return .success(IndexBase(fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC,
-                                       logFD: logFD))
+                                       logFD: logFD, logHeaderSize: logHeaderSize))
         } catch {
             fs.close(fd)
             return .failure(error as? Unusable ?? Unusable(reason: "reading it failed (\(error))"))
@@ -223,8 +226,8 @@ final class IndexBase: @unchecked Sendable {
         return s
     }
 
-    /// Checks that the record an item entry names is that item's put (§17.5, "Reading through
-    /// the index"): a frame whose CRC matches, of type put, with the entry's size and sequence
+    /// Checks that the record an item entry names is that item's put (§17.5, rule 11): inside
+    /// the covered part, a frame whose CRC matches, of type put, with the entry's size and sequence
     /// number, whose clear part carries the entry's UUID, class tag, protection class, flags
     /// and unique-key hash. The index's pages authenticate only that the device wrote them, and
     /// whoever holds the device secret can sign an index whose entries swap two items' records;
@@ -233,7 +236,10 @@ final class IndexBase: @unchecked Sendable {
     func checkRecord(of id: ID16, _ s: ItemSlot) throws {
         let want = FormatConstants.frameHeaderSize + 40
         let minimum = FormatConstants.frameHeaderSize + FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize + FormatConstants.frameTagSize
-        guard Int(s.recordSize) >= minimum else { throw Unusable(reason: "an entry names a record too short to be a put") }
+        guard Int(s.recordSize) >= minimum, s.offset >= UInt64(logHeaderSize), s.offset <= header.coveredEnd,
+              UInt64(s.recordSize) <= header.coveredEnd - s.offset else {
+            throw Unusable(reason: "an entry names a record outside its covered part, or too short to be a put")
+        }
         let bytes: [UInt8]
         do {
             bytes = try fs.read(logFD, offset: s.offset, count: want)
