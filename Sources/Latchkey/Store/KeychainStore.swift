@@ -396,6 +396,14 @@ package final class KeychainStore: @unchecked Sendable {
                              remedy: .adoptRollback)
     }
 
+    /// A keychain without a passcode whose device state remembers one (spec/SECURITY.md §2.5):
+    /// someone with the device secret but not the passcode can write a header whose keybag has
+    /// no passcode, so that the items added next are readable without it.
+    static func passcodeRemovedBehindYourBack(_ path: String) -> KeychainError {
+        KeychainError(.decode, "the keychain \(path) has no passcode, but this device remembers that it had one at its last change here: its header may have been replaced by someone who has the device secret, so that what is added to it would be readable without your passcode; nothing was read or written. If you did not remove the passcode yourself, do not use this file: restore the keychain from a backup",
+                      remedy: .adoptRollback)
+    }
+
     private func checkRollback(accept: Bool) throws {
         let state = try device.state(fileUUID: header.fileUUID)
         if let s = state, log.lastSequence < s.newestSequence, !accept {
@@ -409,11 +417,14 @@ package final class KeychainStore: @unchecked Sendable {
         if let s = state, log.lastSequence < s.newestSequence, !accept {
             throw olderThanAcknowledged(s.newestSequence, last: log.lastSequence, scan: lastScan)
         }
-        if state == nil || state!.newestSequence != log.lastSequence {
+        if let s = state, s.passcodeSet, !header.keybag.hasPasscode, !accept {
+            throw KeychainStore.passcodeRemovedBehindYourBack(path)
+        }
+        if state == nil || state!.newestSequence != log.lastSequence || (accept && state!.passcodeSet != header.keybag.hasPasscode) {
             var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
             if accept || log.lastSequence > s.newestSequence {
                 s.newestSequence = log.lastSequence
-                try? device.saveState(s, allowLower: accept)
+                try? device.saveState(s, allowLower: accept, passcodeSet: accept ? header.keybag.hasPasscode : nil)
             }
         }
         if accept {
@@ -904,10 +915,14 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Records a durable commit's last sequence number in the device state (spec §9.3): best
     /// effort, after the data is durable, never failing the commit.
-    func recordCommit(_ sequence: UInt64) {
+    /// `hasPasscode`: whether the keychain has a passcode after this commit (default: the
+    /// header's keybag), which the state remembers (spec §9.2) so that a header replaced by
+    /// one without a passcode is refused at the next open.
+    func recordCommit(_ sequence: UInt64, hasPasscode: Bool? = nil) {
         highestSeen = max(highestSeen, sequence)
         // saveState reads the state under its lock and keeps the other fields (attempt counter).
-        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence))
+        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence),
+                              passcodeSet: hasPasscode ?? header.keybag.hasPasscode)
     }
 
     /// Encrypts an item for a put record under a fresh item key. Every writer seals through
@@ -1070,6 +1085,13 @@ package final class KeychainStore: @unchecked Sendable {
             }
             if !batch.isEmpty { try flush() }
             try io({ try fs.sync(tfd) }, "write the new file to \(operation) the keychain")
+            if !keybag.hasPasscode, header.keybag.hasPasscode {
+                // The passcode goes: the device state forgets it first, so that a process killed
+                // between the rename and `recordCommit` leaves no state that refuses the new
+                // file (spec §9.2, §10.5). Killed before the rename, the old file keeps its
+                // passcode and the flag is set again at its next commit.
+                try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: 0), passcodeSet: false)
+            }
             try io({ try fs.rename(temp, path) }, "replace the keychain with the new file")
         } catch {
             fs.close(tfd)
@@ -1096,7 +1118,7 @@ package final class KeychainStore: @unchecked Sendable {
             throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back",
                                 underlying: String(describing: error), remedy: .compactAgain)
         }
-        recordCommit(sequence)
+        recordCommit(sequence, hasPasscode: keybag.hasPasscode)
     }
 
     /// The hash record bound to the put record at `slot` (spec §7.6), read again from the file
