@@ -68,4 +68,21 @@ import Testing
             #expect(r?.err.contains("errSecIO -36") == true, "\(args): \(String(describing: r))")
         }
     }
+
+    /// A FIFO at the keychain's device state file (beside the device secret): refused with a
+    /// message that says what to remove, at once.
+    @Test func aFIFOAtTheDeviceStateFileIsRefusedWithAMessage() throws {
+        let s = try CLISandbox()
+        try s.initKeychain()
+        try s.add(account: "a", data: Array("secret-a".utf8))
+        let header = [UInt8](try Data(contentsOf: URL(fileURLWithPath: s.keychainPath)).prefix(32))
+        let uuid = header[16..<32].map { String(format: "%02x", $0) }.joined()
+        let state = s.environment["LATCHKEY_DEVICE"]! + ".state/" + uuid
+        #expect(unlink(state) == 0)
+        #expect(mkfifo(state, 0o600) == 0)
+        let r = try run(s, ["find", "--account", "a"])
+        #expect(r != nil, "find hung")
+        #expect(r?.status != 0)
+        #expect(r?.err.contains("is not a regular file") == true, "\(String(describing: r))")
+    }
 }
