@@ -9,12 +9,17 @@ public struct DeviceState: Equatable, Sendable {
     public var failedAttempts: UInt32
     /// Unix seconds of the last failed passcode attempt (0 when none).
     public var lastFailureAt: Int64
+    /// The keychain had a passcode at its last commit on this device (flags byte 12, bit 0,
+    /// format 1.1 of the state): a header without one is then refused at open (spec §9.2).
+    public var passcodeSet: Bool
 
-    public init(fileUUID: [UInt8], newestSequence: UInt64, failedAttempts: UInt32 = 0, lastFailureAt: Int64 = 0) {
+    public init(fileUUID: [UInt8], newestSequence: UInt64, failedAttempts: UInt32 = 0, lastFailureAt: Int64 = 0,
+                passcodeSet: Bool = false) {
         self.fileUUID = fileUUID
         self.newestSequence = newestSequence
         self.failedAttempts = failedAttempts
         self.lastFailureAt = lastFailureAt
+        self.passcodeSet = passcodeSet
     }
 
     /// The MAC key: HKDF(device secret, salt = device UUID, "latchkey v1 device state").
@@ -25,9 +30,12 @@ public struct DeviceState: Equatable, Sendable {
     public func encode(macKey: SecretKey) -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.stateFileSize)
         w.raw(FormatConstants.stateMagic)
+        // Minor version 1 only when a flag is set: a state without one is byte for byte what
+        // version 1.0 wrote.
         w.u16(1)
-        w.u16(0)
-        w.zeros(4)
+        w.u16(passcodeSet ? 1 : 0)
+        w.u8(passcodeSet ? 1 : 0)
+        w.zeros(3)
         w.raw(fileUUID)
         w.u64(newestSequence)
         w.u32(failedAttempts)
@@ -46,7 +54,9 @@ public struct DeviceState: Equatable, Sendable {
         let minor = try r.u16("device state minor version")
         guard major == 1 else { throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor) }
         guard bytes.count == FormatConstants.stateFileSize else { throw FormatError.truncated(field: "device state file") }
-        try r.reserved(4, "device state reserved")
+        let flags = try r.u8("device state flags")
+        guard flags & ~1 == 0 else { throw FormatError.invalidField(field: "device state flags", reason: "reserved bits are set") }
+        try r.reserved(3, "device state reserved")
         let uuid = try r.bytes(16, "device state file UUID")
         let seq = try r.u64("device state sequence")
         let failures = try r.u32("device state failed attempts")
@@ -56,6 +66,7 @@ public struct DeviceState: Equatable, Sendable {
         guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: macKey, parts: [Array(bytes[0..<56])]), mac) else {
             throw FormatError.checksumMismatch(what: "device state file")
         }
-        return DeviceState(fileUUID: uuid, newestSequence: seq, failedAttempts: failures, lastFailureAt: last)
+        return DeviceState(fileUUID: uuid, newestSequence: seq, failedAttempts: failures, lastFailureAt: last,
+                           passcodeSet: flags & 1 != 0)
     }
 }

@@ -81,4 +81,44 @@ import Testing
         #expect(uuids == uuids.sorted())
         #expect(Set(uuids) == Set(expected.map { hexString($0.uuid) }))
     }
+
+    /// index_swapped (spec §17.5, reading through the index): its pages all verify and its first
+    /// two item entries name each other's records. Looked up by persistent reference (the
+    /// entry's UUID) and by unique key, each of the two items is found with its own data under
+    /// its own UUID; so is every item when all are listed.
+    @Test func indexSwapped_neverAnswersForTheOtherItem() throws {
+        let fixture = try Self.fixture("index_swapped")
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let keys = try Self.keys(w)
+        let index = [UInt8](try Data(contentsOf: URL(fileURLWithPath: w.keychainPath + ".index")))
+        let log = [UInt8](try Data(contentsOf: URL(fileURLWithPath: w.keychainPath)))
+        let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
+        #expect(IndexPage.verify(Array(index[4096..<8192]), page: 1, headerMAC: headerMAC, macKey: keys.indexFileMAC))
+        let expected = Dictionary(uniqueKeysWithValues: try fixture.expectedItems().map { ($0.uuid, $0) })
+        let passcode = try fixture.passcode()
+        for i in 0..<2 {
+            let e = IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
+            #expect(Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuid, "entry \(i) names its own record")
+            let want = try #require(expected[e.uuid])
+            let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+            if let passcode { try kc.unlock(passcode: passcode) }
+            let found = try kc.find(Query(want.itemClass, persistentRef: want.itemClass.code + e.uuid), includeData: false)
+            #expect(found.count == 1)
+            #expect(found.first.map { Array($0.persistentRef.suffix(16)) } == e.uuid)
+            var attrs = found.first?.attributes ?? [:]
+            attrs["pdmn"] = nil
+            #expect(attrs == want.attributes, "entry \(i): another item's attributes")
+        }
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        if let passcode { try kc.unlock(passcode: passcode) }
+        for c in ItemClass.allCases {
+            for item in try kc.find(Query(c), includeData: false) {
+                let want = try #require(expected[Array(item.persistentRef.suffix(16))])
+                var attrs = item.attributes
+                attrs["pdmn"] = nil
+                #expect(attrs == want.attributes, "\(hexString(item.persistentRef)) is listed with another item's attributes")
+            }
+        }
+    }
 }

@@ -16,6 +16,7 @@ import Testing
         "file_shorter_than_magic", "state_truncated", "akpu_item_without_passcode", "golden_passcode_removed",
         "golden_user_presence", "item_flags_reserved",
         "index_valid", "index_stale", "index_tampered", "index_foreign", "index_longer_log",
+        "index_swapped", "damage_search_max_record",
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {

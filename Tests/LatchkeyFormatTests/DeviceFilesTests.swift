@@ -130,11 +130,30 @@ import Testing
     }
 
     @Test func reservedBytesNonZero_areRejected() {
-        for offset in Array(12..<16) + Array(44..<48) {
+        for offset in Array(13..<16) + Array(44..<48) {
             expectRejection(.invalidField, "byte \(offset)") {
                 try DeviceState.decode(remaced(Self.state.encode(macKey: Self.macKey).flipping(offset)), macKey: Self.macKey)
             }
         }
+        // Byte 12 holds the flags (1.1): bit 0 is "passcode set", bits 1-7 are reserved.
+        for mask in [UInt8](arrayLiteral: 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80) {
+            expectRejection(.invalidField, "byte 12 mask \(mask)") {
+                try DeviceState.decode(remaced(Self.state.encode(macKey: Self.macKey).flipping(12, mask)), macKey: Self.macKey)
+            }
+        }
+    }
+
+    /// The passcode-set flag (spec §9.2): byte 12 bit 0 and minor version 1; a state without
+    /// it is byte for byte a 1.0 state.
+    @Test func passcodeSetFlag_roundTrips_andAStateWithoutItIsVersion10() throws {
+        var flagged = Self.state
+        flagged.passcodeSet = true
+        let bytes = flagged.encode(macKey: Self.macKey)
+        #expect(bytes[12] == 1 && bytes[10] == 0 && bytes[11] == 1)
+        #expect(try DeviceState.decode(bytes, macKey: Self.macKey) == flagged)
+        let plain = Self.state.encode(macKey: Self.macKey)
+        #expect(plain[10..<16].allSatisfy { $0 == 0 })
+        #expect(try DeviceState.decode(plain, macKey: Self.macKey).passcodeSet == false)
     }
 
     @Test func macMismatch_isRejected() {

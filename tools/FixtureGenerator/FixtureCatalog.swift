@@ -388,11 +388,31 @@ enum FixtureCatalog {
             legacyAt = b.records.last
         }
 
+        // golden_small whose last record (sequence `last`) fails its frame CRC, followed by an
+        // ancillary record of the maximum size (L = 2^24, so byte 0 of its frame header is 1),
+        // which closes a transaction, and three bytes of a torn append. The device state
+        // remembers the sequence before the damaged record, so only the search of §10.2 can
+        // tell: it finds the big record, which proves the damaged one was committed.
+        var maxInfo: RecordInfo?
+        let maxRecord = try buildGoldenSmall { b in
+            try b.commit([.raw(type: 0x91, payload: [UInt8](repeating: 0x4D, count: Int(FormatConstants.maxPayloadSize)))])
+            maxInfo = b.records.last
+        }
+        var maxFile = maxRecord.file
+        precondition(maxFile[maxInfo!.offset] == 1, "L = 2^24 has byte 0 equal to 1")
+        let damaged = maxRecord.records[maxRecord.records.count - 2]
+        let maxDefect = flip(&maxFile, at: damaged.offset + 15, what: "low byte of the sequence number of golden_small's last record (sequence \(damaged.sequence)), so that its frame CRC fails")
+        maxFile += [0x07, 0x07, 0x07]
+
         return [
             torn,
             tornGroup,
             zeroTail,
             tornHole,
+            try Fixture(name: "damage_search_max_record", expect: .integrityError,
+                        description: "golden_small whose last record fails its frame CRC, followed by a properly framed and tagged ancillary record (type 0x91) of the maximum size, L = 2^24 (frame header byte 0 is 1), that closes its transaction, and 3 bytes of a torn append; the device state remembers the sequence before the damaged record. The search of spec §10.2 finds the big record, which ends before the end of the file and so shows that a transaction closed after the damaged record: integrity error. A reader that skipped offsets whose byte 0 is not zero would cut the damaged record off as a torn tail",
+                        defect: maxDefect + "; the ancillary record of \(maxInfo!.size) bytes at byte \(maxInfo!.offset), sequence \(maxInfo!.sequence), closes a transaction; 3 bytes 07 07 07 follow it",
+                        builder: maxRecord, keychain: maxFile, stateSequence: damaged.sequence - 1),
             try Fixture(name: "acknowledged_record_damaged", expect: .integrityError,
                         description: "golden_small with one bit flipped in the payload of its last record, which the device state remembers; a failing record that this device acknowledged is damage, not a torn tail, even at the end of the file (spec §10.4)",
                         defect: lastDefect, builder: b, keychain: lastFlipped),
@@ -555,7 +575,13 @@ extension FixtureCatalog {
         longer.items = last.live
         longer.index = full
         longer.notes = [("index", "not used: it covers more than the file holds (§17.5 check 4)")]
-        return [valid, stale, tampered, foreign, longer]
+        var swapped = try Fixture(name: "index_swapped", expect: .success,
+                                  description: "golden_small with an index whose first two item entries (UUIDs \(hexString(Array(full[4096..<4112]))) and \(hexString(Array(full[4096 + 58..<4096 + 74])))) have swapped everything but their UUIDs, and whose unique-key entries name the swapped items, every page MAC recomputed with the device's index key (as someone with the device secret but not the passcode can): each entry's record carries the other item's UUID. A reader must not use those entries (§17.5 rule 11): it finds every item under its own UUID, as golden_small without an index",
+                                  defect: "keychain.index item entries 0 and 1 of page 1 swapped but for their UUIDs; their unique-key entries swapped likewise; pages re-sealed",
+                                  builder: b)
+        swapped.index = try IndexBuilder.swappingFirstTwoItems(full, keys: b.keys)
+        swapped.notes = [("index", "not used for the swapped items: the record each entry names carries another item's UUID (§17.5 rule 11)")]
+        return [valid, stale, tampered, foreign, longer, swapped]
     }
 
     // MARK: Attribute-hash records (spec §7.6)

@@ -117,6 +117,41 @@ enum IndexBuilder {
         return out
     }
 
+    /// `index` with its first two item entries swapped but for their UUIDs, and the UUIDs of
+    /// their unique-key entries swapped to match (each still names an item entry holding its
+    /// hash), every page re-sealed: an index that only the device could sign, each of whose two
+    /// entries names the other item's record (§17.5).
+    static func swappingFirstTwoItems(_ index: [UInt8], keys: FileKeys) throws -> [UInt8] {
+        var out = index
+        let header = try IndexHeader.decode(Array(index.prefix(4096)), macKey: keys.indexFileMAC)
+        let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
+        func reseal(_ page: Int, _ body: [UInt8]) {
+            out.replaceSubrange(page * 4096..<(page + 1) * 4096,
+                                with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
+        }
+        var body = Array(index[4096..<4096 + 4064])
+        var a = IndexItemEntry.decode(body, at: 0), b = IndexItemEntry.decode(body, at: 58)
+        precondition(header.itemCount >= 2)
+        let (uuidA, uuidB) = (a.uuid, b.uuid)
+        (a.uuid, b.uuid) = (uuidB, uuidA)
+        var w = ByteWriter()
+        b.encode(into: &w)
+        a.encode(into: &w)
+        body.replaceSubrange(0..<116, with: w.bytes)
+        reseal(1, body)
+        let first = 1 + Int(header.itemPages)
+        for page in first..<first + Int(header.uniquePages) {
+            var u = Array(index[page * 4096..<page * 4096 + 4064])
+            for i in 0..<FormatConstants.indexUniquesPerPage {
+                let named = Array(u[i * 32 + 16..<i * 32 + 32])
+                if named == uuidA { u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidB) }
+                else if named == uuidB { u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidA) }
+            }
+            reseal(page, u)
+        }
+        return out
+    }
+
     /// The index of `builder`'s file as it stood at snapshot `at` (default: the newest).
     static func build(_ builder: KeychainBuilder, file: [UInt8]? = nil, coveredEnd: Int? = nil, label: String) throws -> [UInt8] {
         var rng = DeterministicRandom(label: label + " index generation")

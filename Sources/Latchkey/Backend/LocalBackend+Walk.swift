@@ -58,7 +58,7 @@ extension LocalBackend {
             var heldBytes = 0
             var holding = true
             func item(_ id: ID16, _ slot: ItemSlot) throws -> Item? {
-                var p = try store.read(slot)
+                var p = try store.read(slot, id: id)
                 guard policy.permits(p) else { return nil }
                 p.data = []
                 return makeItem(p, protection: slot.protection, id: id, flags: slot.flags)

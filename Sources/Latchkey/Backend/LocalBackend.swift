@@ -166,7 +166,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
                   c == query.itemClass, let slot = try store.slot(id: ID16(ref.suffix(16))),
                   store.itemClass(of: slot) == c else { return [] }
-            let p = try store.read(slot)
+            let p = try store.read(slot, id: ID16(ref.suffix(16)))
             // A reference (class and UUID, both readable in the file) names an item; it gives
             // no right to it.
             guard policy.permits(p) else { return [] }
@@ -194,13 +194,13 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         let store = self.store
         var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
                                    available: { store.isAvailable($0) }, predicates: predicates,
-                                   decrypt: { try store.read($0) })
+                                   decrypt: { try store.read($1, id: $0) })
             .filter { policy.permits($0.2) }
             .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
         if let l = limit, out.count > l { out.removeSubrange(l...) }
         if !attributesOnly {
             for i in out.indices where out[i].cached {
-                out[i].plaintext = try store.read(out[i].slot)
+                out[i].plaintext = try store.read(out[i].slot, id: out[i].id)
                 out[i].cached = false
             }
         }
@@ -221,7 +221,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         }
         var out: [Match] = []
         for (id, slot) in found {
-            let p = try store.read(slot)
+            let p = try store.read(slot, id: id)
             if LocalBackend.filter(p, q) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
             if let l = limit, out.count >= l { break }
         }
@@ -279,7 +279,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
                 let key = UniqueKey(itemClass: c, at: { $0 == agrpAt ? agrp : $0 == syncAt ? s : given[$0] })
                 guard let (id, slot) = try store.slot(uniqueKey: key) else { continue }
                 if let pc = query.protection, slot.protection != pc { continue }
-                let p = try store.read(slot)
+                let p = try store.read(slot, id: id)
                 if LocalBackend.filter(p, query, sync: sync) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
                 if let l = limit, out.count >= l { return out }
             }

@@ -175,10 +175,16 @@ public final class Device: @unchecked Sendable {
     /// process never undoes a failed attempt counted by another. The number never goes down
     /// (a process that read the file before another's commit must not undo that commit's
     /// update) unless `allowLower` says so: adopting a rolled-back file (`--accept-rollback`).
-    func saveState(_ state: DeviceState, allowLower: Bool = false) throws {
+    ///
+    /// `passcodeSet`, when given, is whether the keychain has a passcode now: given only by a
+    /// process holding the keychain's exclusive lock with its header current (a commit, a
+    /// passcode change, the adoption of a file), so a process that read an older header never
+    /// records it over a newer one (spec §9.2).
+    func saveState(_ state: DeviceState, allowLower: Bool = false, passcodeSet: Bool? = nil) throws {
         try withLockedState(fileUUID: state.fileUUID) { current in
             var merged = current ?? state
             merged.newestSequence = allowLower ? state.newestSequence : max(state.newestSequence, current?.newestSequence ?? 0)
+            if let passcodeSet { merged.passcodeSet = passcodeSet }
             current = merged
         }
     }

@@ -63,6 +63,12 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
         KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode", remedy: .checkForReplacement)
     }
 
+    /// A keychain path that names a FIFO, socket or device: refused before a byte is read (a
+    /// FIFO planted there would otherwise block every command, spec/SECURITY.md §2.2).
+    package static func pathIsNotRegularFile(_ path: String) -> KeychainError {
+        KeychainError(.io, "the keychain path \(path) is not a regular file (a FIFO, socket or device is there); nothing was read. Check the path; if you did not put it there, someone who can write its directory did: remove it and restore the keychain from a backup")
+    }
+
     /// A keychain path that names a directory (open and create say so, never "damaged" or
     /// "already exists").
     package static func pathIsDirectory(_ path: String) -> KeychainError {

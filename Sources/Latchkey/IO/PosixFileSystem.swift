@@ -6,12 +6,17 @@ import Darwin
 import LatchkeyCrypto
 
 /// The real file system, through POSIX calls. EINTR is retried; short writes are continued.
+///
+/// Every file is opened with O_NONBLOCK: anyone who can create a file in a keychain's directory
+/// could plant a FIFO at a path the store opens (the index, the keychain itself), and a plain
+/// open(2) of a FIFO blocks until a writer comes, for ever. O_NONBLOCK changes nothing for a
+/// regular file; callers check on the descriptor (`ownership(_:)`) that they opened one.
 package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     package static let shared = PosixFileSystem()
     package init() {}
 
     package func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
-        var flags = O_RDWR | O_CLOEXEC
+        var flags = O_RDWR | O_CLOEXEC | O_NONBLOCK
         if create { flags |= O_CREAT }
         if exclusive { flags |= O_EXCL }
         let fd = retrying { Glibc.open(path, flags, mode_t(mode)) }
@@ -20,7 +25,7 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     }
 
     package func openReadOnly(_ path: String) throws -> Int32 {
-        let fd = retrying { Glibc.open(path, O_RDONLY | O_CLOEXEC) }
+        let fd = retrying { Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { throw IOFailure("open", path, errno) }
         return fd
     }
@@ -164,7 +169,7 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     // MARK: Private files (never through a symlink)
 
     package func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
-        var flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC
+        var flags = (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
         if create { flags |= O_CREAT | O_EXCL }
         let fd = retrying { Glibc.open(path, flags, mode_t(mode)) }
         guard fd >= 0 else { throw IOFailure("open", path, errno) }

@@ -104,7 +104,7 @@ final class AttributeIndex: @unchecked Sendable {
     /// then the whole call fails, as on iOS).
     func select(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
                 available: (ProtectionClass) -> Bool, predicates: [Predicate],
-                decrypt: (ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
+                decrypt: (ID16, ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
         // The store's lock first, then the index's: the order `update` and `delete` take them
         // in (they query inside the store's write lock). The other order could deadlock two
         // threads sharing a Keychain.
@@ -117,20 +117,20 @@ final class AttributeIndex: @unchecked Sendable {
 
     private func selectLocked(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
                               available: (ProtectionClass) -> Bool, predicates: [Predicate],
-                              decrypt: (ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
+                              decrypt: (ID16, ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
         try follow(store)
         var open = [Bool](repeating: false, count: 256)
         for pc in ProtectionClass.allCases { open[Int(pc.rawValue)] = available(pc) }
         // Pass 1: the candidate rows; decrypt those not known yet (this may add column values).
         var candidates: [Int] = []
         do {
-            let live = self.live, slots = self.slots, decoded = self.decoded
+            let live = self.live, slots = self.slots, decoded = self.decoded, ids = self.ids
             for r in 0..<slots.count where live[r] && slots[r].classTag == classTag {
                 let pc = slots[r].protection
                 if let protection, pc != protection { continue }
                 candidates.append(r)
                 if decoded[r] && open[Int(pc.rawValue)] { continue }
-                var p = try decrypt(slots[r])
+                var p = try decrypt(ids[r], slots[r])
                 p.data = []
                 p.attributes["pdmn"] = .string(pc.code)
                 remember(row: r, p)

@@ -25,6 +25,10 @@ final class IndexBase: @unchecked Sendable {
     private let fd: Int32
     private let headerMAC: [UInt8]
     private let macKey: SecretKey
+    /// The keychain file the index was checked against (§17.5): each item entry is checked
+    /// against the record it names when it is looked up (`slot(_:)`).
+    private let logFD: Int32
+    private let logHeaderSize: Int
     /// Verified pages by page number (nil: not cached), and the numbers of those cached.
     private var cache: [[UInt8]?]
     private var cached: [UInt32] = []
@@ -38,9 +42,12 @@ final class IndexBase: @unchecked Sendable {
     private let itemSize = FormatConstants.indexItemEntrySize
     private let uniqueSize = FormatConstants.indexUniqueEntrySize
 
-    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey) {
+    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32,
+                 logHeaderSize: Int) {
         self.fs = fs
         self.fd = fd
+        self.logFD = logFD
+        self.logHeaderSize = logHeaderSize
         self.header = header
         self.headerMAC = headerMAC
         self.macKey = macKey
@@ -75,6 +82,9 @@ final class IndexBase: @unchecked Sendable {
             return .failure(Unusable(reason: "no index file (\(error))"))
         }
         do {
+            // A FIFO, socket or device planted at the index path is a bad index like any other
+            // (§17.1): the open did not block (O_NONBLOCK), and nothing is read from it.
+            guard try fs.ownership(fd).kind == .regular else { throw Unusable(reason: "it is not a regular file") }
             let page = try fs.read(fd, offset: 0, count: FormatConstants.indexPageSize)
             let h: IndexHeader
             do {
@@ -84,7 +94,8 @@ final class IndexBase: @unchecked Sendable {
             }
             try check(h, fs: fs, logFD: logFD, logHeader: logHeader, logHeaderSize: logHeaderSize, keys: keys)
             guard try fs.size(fd) == h.fileSize else { throw Unusable(reason: "its size does not match its header") }
-            return .success(IndexBase(fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC))
+            return .success(IndexBase(fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC,
+                                       logFD: logFD, logHeaderSize: logHeaderSize))
         } catch {
             fs.close(fd)
             return .failure(error as? Unusable ?? Unusable(reason: "reading it failed (\(error))"))
@@ -205,10 +216,43 @@ final class IndexBase: @unchecked Sendable {
         return nil
     }
 
-    /// The item's slot as of the covered end, or nil when it was not live then.
+    /// The item's slot as of the covered end, or nil when it was not live then. The record the
+    /// entry names is checked first (`checkRecord`): an entry that names another item's record
+    /// makes the index unusable, never an answer about the wrong item.
     func slot(_ id: ID16) throws -> ItemSlot? {
         guard let (bytes, at) = try find(id, pages: Int(itemPages), firstPage: 1, entries: itemEntries, size: itemSize) else { return nil }
-        return try slot(in: bytes, at: at)
+        let s = try slot(in: bytes, at: at)
+        try checkRecord(of: id, s)
+        return s
+    }
+
+    /// Checks that the record an item entry names is that item's put (§17.5, rule 11): inside
+    /// the covered part, a frame whose CRC matches, of type put, with the entry's size and sequence
+    /// number, whose clear part carries the entry's UUID, class tag, protection class, flags
+    /// and unique-key hash. The index's pages authenticate only that the device wrote them, and
+    /// whoever holds the device secret can sign an index whose entries swap two items' records;
+    /// without this check a lookup of one item would return, or delete, the other. The record's
+    /// tag is verified when its payload is read (`KeychainStore.authenticatedPayload`).
+    func checkRecord(of id: ID16, _ s: ItemSlot) throws {
+        let want = FormatConstants.frameHeaderSize + 40
+        let minimum = FormatConstants.frameHeaderSize + FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize + FormatConstants.frameTagSize
+        guard Int(s.recordSize) >= minimum, s.offset >= UInt64(logHeaderSize), s.offset <= header.coveredEnd,
+              UInt64(s.recordSize) <= header.coveredEnd - s.offset else {
+            throw Unusable(reason: "an entry names a record outside its covered part, or too short to be a put")
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try fs.read(logFD, offset: s.offset, count: want)
+        } catch {
+            throw Unusable(reason: "the record an entry names could not be read (\(error))")
+        }
+        guard bytes.count == want, let frame = try? FrameHeader.decode(bytes[...]),
+              frame.type == RecordType.itemPut.rawValue, frame.sequence == s.sequence, frame.recordSize == Int(s.recordSize),
+              let clear = try? ItemPutPayload.decodeClear(bytes.dropFirst(FormatConstants.frameHeaderSize) + [UInt8](repeating: 0, count: 56)),
+              ID16(clear.uuid) == id, clear.classTag.readBE(UInt32.self, at: 0) == s.classTag,
+              clear.protectionClass == s.protection, clear.flags == s.flags, ID16(clear.uniqueKeyHash) == s.uniqueHash else {
+            throw Unusable(reason: "its entry for an item names a record that is not that item's put (at byte \(s.offset))")
+        }
     }
 
     /// The live item that had unique-key hash `hash` at the covered end.

@@ -191,6 +191,10 @@ struct ItemTable: Sequence, Sendable {
         var shared = false
         try base.forEachItem { id, slot in
             guard !changed.contains(id) else { return }
+            // Each entry names its item's own put (as every lookup checks, `IndexBase.slot`):
+            // an entry naming another item's record makes the index unusable here, never an
+            // item served under another's UUID.
+            try base.checkRecord(of: id, slot)
             if all.owner(slot.uniqueHash) != nil { shared = true; return }
             all.set(id, slot)
         }

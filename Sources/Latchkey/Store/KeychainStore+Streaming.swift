@@ -313,7 +313,7 @@ extension KeychainStore {
         guard item.slot.recordSize > 0 else {
             throw KeychainError(.internal, "an item written by the open transaction cannot be read before it closes")
         }
-        return try read(item.slot)
+        return try read(item.slot, id: ID16(item.uuid))
     }
 
     /// The path of the index file of the keychain at `keychain` (spec/FORMAT.md §17).

@@ -59,6 +59,7 @@ extension KeychainStore {
                 if locked { fs.unlock(fd) }
                 fs.close(fd)
             }
+            try KeychainStore.requireRegularFile(fs: fs, fd: fd, path: path)
             let (h, size, k) = try KeychainStore.readHeader(fs: fs, fd: fd, path: path, device: device)
             checker.start(fileUUID: h.fileUUID, keys: k)
             var fresh = LogState(header: h, headerSize: size)
@@ -409,7 +410,7 @@ extension KeychainStore {
                                                        logHeaderSize: headerSize, keys: keys) else { return nil }
         var indexed = LogState(header: header, index: base)
         let what = "the index file \(indexPath) does not describe the keychain"
-        let fix = "readers check every record they read, so nothing wrong was returned; remove the index file, and the next change writes a new one"
+        let fix = "readers check the record each entry names (its item UUID, sequence number and clear fields) before they use the entry, and use the log instead when one does not match, so no item was returned or changed in the place of another because of it; remove the index file, and the next change writes a new one"
         struct Differs: Error { var id: ID16 }
         do {
             _ = try indexed.scan(fs: fs, fd: fd, keys: keys)

@@ -264,14 +264,34 @@ package final class KeychainStore: @unchecked Sendable {
     /// work and writers say why they cannot (spec §10.4: a reader that may not write never cuts
     /// a torn tail).
     static func openFile(fs: FileSystem, path: String) throws -> (fd: Int32, writable: Bool) {
+        let opened: (fd: Int32, writable: Bool)
         do {
-            return (try fs.open(path, create: false, exclusive: false, mode: 0o600), true)
+            opened = (try fs.open(path, create: false, exclusive: false, mode: 0o600), true)
         } catch let f as IOFailure where f.errno == EROFS || f.errno == EACCES || f.errno == EPERM {
-            return (try io({ try fs.openReadOnly(path) }, "open the keychain"), false)
+            opened = (try io({ try fs.openReadOnly(path) }, "open the keychain"), false)
         } catch let f as IOFailure where f.errno == EISDIR {
             throw KeychainError.pathIsDirectory(path)
         } catch {
             return try io({ throw error }, "open the keychain")
+        }
+        try requireRegularFile(fs: fs, fd: opened.fd, path: path)
+        return opened
+    }
+
+    /// Refuses (and closes) a keychain descriptor that is not a regular file: a FIFO, socket or
+    /// device planted at the keychain's path. The open did not block (the file system opens
+    /// with O_NONBLOCK); reading such a file could, or would fail with a misleading error.
+    static func requireRegularFile(fs: FileSystem, fd: Int32, path: String) throws {
+        let kind: FileOwnership.Kind
+        do {
+            kind = try io({ try fs.ownership(fd) }, "check the keychain").kind
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+        guard kind == .regular else {
+            fs.close(fd)
+            throw kind == .directory ? KeychainError.pathIsDirectory(path) : KeychainError.pathIsNotRegularFile(path)
         }
     }
 
@@ -392,6 +412,14 @@ package final class KeychainStore: @unchecked Sendable {
                              remedy: .adoptRollback)
     }
 
+    /// A keychain without a passcode whose device state remembers one (spec/SECURITY.md §2.5):
+    /// someone with the device secret but not the passcode can write a header whose keybag has
+    /// no passcode, so that the items added next are readable without it.
+    static func passcodeRemovedBehindYourBack(_ path: String) -> KeychainError {
+        KeychainError(.decode, "the keychain \(path) has no passcode, but this device remembers that it had one at its last change here: its header may have been replaced by someone who has the device secret, so that what is added to it would be readable without your passcode; nothing was read or written. If you did not remove the passcode yourself, do not use this file: restore the keychain from a backup",
+                      remedy: .adoptRollback)
+    }
+
     private func checkRollback(accept: Bool) throws {
         let state = try device.state(fileUUID: header.fileUUID)
         if let s = state, log.lastSequence < s.newestSequence, !accept {
@@ -405,11 +433,14 @@ package final class KeychainStore: @unchecked Sendable {
         if let s = state, log.lastSequence < s.newestSequence, !accept {
             throw olderThanAcknowledged(s.newestSequence, last: log.lastSequence, scan: lastScan)
         }
-        if state == nil || state!.newestSequence != log.lastSequence {
+        if let s = state, s.passcodeSet, !header.keybag.hasPasscode, !accept {
+            throw KeychainStore.passcodeRemovedBehindYourBack(path)
+        }
+        if state == nil || state!.newestSequence != log.lastSequence || (accept && state!.passcodeSet != header.keybag.hasPasscode) {
             var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
             if accept || log.lastSequence > s.newestSequence {
                 s.newestSequence = log.lastSequence
-                try? device.saveState(s, allowLower: accept)
+                try? device.saveState(s, allowLower: accept, passcodeSet: accept ? header.keybag.hasPasscode : nil)
             }
         }
         if accept {
@@ -676,10 +707,12 @@ package final class KeychainStore: @unchecked Sendable {
     ///   Latchkey does not know (then the message says to upgrade, spec §12.5).
     /// `descriptor` is the file the slot was found in, when that is not the store's own
     /// (`verify` scans the file now at the path, which a compaction may have replaced).
-    func read(_ slot: ItemSlot, from descriptor: Int32? = nil) throws -> ItemPlaintext {
+    /// `id`, when the caller knows it, is the UUID the slot was found under: the record must
+    /// carry it (`authenticatedPayload`).
+    func read(_ slot: ItemSlot, id: ID16? = nil, from descriptor: Int32? = nil) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
         let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-        return try open(authenticatedPayload(record[...], slot), slot)
+        return try open(authenticatedPayload(record[...], slot, id: id), slot)
     }
 
     /// Decrypts the payload of an item's put record (from `authenticatedPayload`).
@@ -731,7 +764,12 @@ package final class KeychainStore: @unchecked Sendable {
     /// record the scan authenticated: its frame, its tag at the slot's offset and its sequence
     /// number. Bytes overwritten in place after the scan (an older record of the same item
     /// copied over the newer one, say) are refused, never served (spec §10.6).
-    func authenticatedPayload(_ record: ArraySlice<UInt8>, _ slot: ItemSlot) throws -> ArraySlice<UInt8> {
+    ///
+    /// With `id` the record must also be the put of that item: a slot read from an index whose
+    /// entries name other items' records (signed by someone with the device secret, spec
+    /// §17.5) is never served as this item. The index is removed and the next call reads the
+    /// keychain again from its log (`needsReopen`).
+    func authenticatedPayload(_ record: ArraySlice<UInt8>, _ slot: ItemSlot, id: ID16? = nil) throws -> ArraySlice<UInt8> {
         guard record.count == Int(slot.recordSize) else {
             throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey",
                                 remedy: .verifyAndRestore)
@@ -747,7 +785,14 @@ package final class KeychainStore: @unchecked Sendable {
             throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
                                 remedy: .verifyAndRestore)
         }
-        return record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
+        let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
+        if let id, !id.bytes.elementsEqual(payload.prefix(16)) {
+            if readOnlyReason == nil { try? fs.remove(indexPath) }
+            needsReopen = true
+            throw KeychainError(.decode, "the index of \(path) named, for one item, the record of another item (at byte \(slot.offset)); nothing was returned, and the index will not be used again: run the command again (the keychain is then read from its log), then 'verify'",
+                                remedy: .verifyAndRestore)
+        }
+        return payload
     }
 
     // MARK: Writing
@@ -903,10 +948,14 @@ package final class KeychainStore: @unchecked Sendable {
 
     /// Records a durable commit's last sequence number in the device state (spec §9.3): best
     /// effort, after the data is durable, never failing the commit.
-    func recordCommit(_ sequence: UInt64) {
+    /// `hasPasscode`: whether the keychain has a passcode after this commit (default: the
+    /// header's keybag), which the state remembers (spec §9.2) so that a header replaced by
+    /// one without a passcode is refused at the next open.
+    func recordCommit(_ sequence: UInt64, hasPasscode: Bool? = nil) {
         highestSeen = max(highestSeen, sequence)
         // saveState reads the state under its lock and keeps the other fields (attempt counter).
-        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence))
+        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence),
+                              passcodeSet: hasPasscode ?? header.keybag.hasPasscode)
     }
 
     /// Encrypts an item for a put record under a fresh item key. Every writer seals through
@@ -1043,9 +1092,9 @@ package final class KeychainStore: @unchecked Sendable {
                 try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the new file to \(operation) the keychain")
                 batch.removeAll(keepingCapacity: true)
             }
-            for (_, slot) in try liveSlotsInFileOrder() {
+            for (id, slot) in try liveSlotsInFileOrder() {
                 let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
-                var payload = Array(try authenticatedPayload(record[...], slot))
+                var payload = Array(try authenticatedPayload(record[...], slot, id: id))
                 // A put without one (an older writer's) gets its hash record here when its class
                 // key is available (spec §11.5), so compacting makes such items hashed.
                 let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)
@@ -1069,6 +1118,13 @@ package final class KeychainStore: @unchecked Sendable {
             }
             if !batch.isEmpty { try flush() }
             try io({ try fs.sync(tfd) }, "write the new file to \(operation) the keychain")
+            if !keybag.hasPasscode, header.keybag.hasPasscode {
+                // The passcode goes: the device state forgets it first, so that a process killed
+                // between the rename and `recordCommit` leaves no state that refuses the new
+                // file (spec §9.2, §10.5). Killed before the rename, the old file keeps its
+                // passcode and the flag is set again at its next commit.
+                try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: 0), passcodeSet: false)
+            }
             try io({ try fs.rename(temp, path) }, "replace the keychain with the new file")
         } catch {
             fs.close(tfd)
@@ -1095,7 +1151,7 @@ package final class KeychainStore: @unchecked Sendable {
             throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back",
                                 underlying: String(describing: error), remedy: .compactAgain)
         }
-        recordCommit(sequence)
+        recordCommit(sequence, hasPasscode: keybag.hasPasscode)
     }
 
     /// The hash record bound to the put record at `slot` (spec §7.6), read again from the file

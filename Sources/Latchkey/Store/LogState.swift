@@ -404,29 +404,55 @@ private func failedRecord(at offset: UInt64, _ reason: String, frame: FrameHeade
 /// before the end of the file; or, when the failed record's frame header is intact (its CRC
 /// matches: only its payload or tag failed) and says it closes its transaction, any
 /// authenticated record after it.
+/// - Throws: `Corruption.damaged` at `failed` when the search runs out of its budget (§10.2):
+///   bytes that carry that many well-formed frame headers whose tags fail were not written by
+///   a crash.
 func transactionClosedAfter(_ failed: UInt64, failedFrame: FrameHeader?, fileSize: UInt64, fs: FileSystem, fd: Int32,
                             keys: FileKeys) throws -> Bool {
     let closes = failedFrame.map { !$0.continues } ?? false
     let start = failed + UInt64(failedFrame?.recordSize ?? 1)
     var found = false
-    try forEachAuthenticatedRecord(from: start, fileSize: fileSize, fs: fs, fd: fd, keys: keys) { at, frame, _ in
-        if closes || (!frame.continues && at + UInt64(frame.recordSize) < fileSize) { found = true }
-        return !found
+    do {
+        try forEachAuthenticatedRecord(from: start, fileSize: fileSize, fs: fs, fd: fd, keys: keys) { at, frame, _ in
+            if closes || (!frame.continues && at + UInt64(frame.recordSize) < fileSize) { found = true }
+            return !found
+        }
+    } catch let e as SearchBudgetExceeded {
+        throw Corruption.damaged(offset: failed, reason: "a record fails its check, and the \(fileSize - start) bytes after it hold well-formed record headers whose records fail their tags, \(e.spent) bytes of them by byte \(e.offset): not what a crash leaves, so the search for later records stopped there (spec/FORMAT.md §10.2)")
     }
     return found
+}
+
+/// The search for authenticated records (§10.2) gave up: the candidates whose tags failed
+/// would have taken more than its budget of bytes to authenticate.
+struct SearchBudgetExceeded: Error {
+    /// Where the candidate that would have exceeded it starts.
+    var offset: UInt64
+    /// Bytes of candidates authenticated in vain before it.
+    var spent: UInt64
 }
 
 /// Calls `body` for every complete record in [start, fileSize) whose frame CRC matches and
 /// whose tag verifies at its offset, in file order, until `body` returns false. A damaged
 /// length cannot be followed, so every offset is tried, cheapest checks first: the bytes every
-/// frame header has (a length below 16 MiB, so byte 0 is zero; a type other than 0; zero
-/// reserved bytes 6–7), then the CRC, then the tag, which only the device can produce. After a record that verifies, the
-/// search goes on after its end.
+/// frame header has (a length of at most 16 MiB = 2^24, so byte 0 is zero, or one with bytes
+/// 1–3 zero; a type other than 0; zero reserved bytes 6–7), then the CRC, then the tag, which
+/// only the device can produce. After a record that verifies, the search goes on after its end.
+///
+/// **Budget.** The CRC is keyless: anyone who can write the file can fill it with overlapping
+/// frame headers that pass it, each claiming a long payload, and each would cost a tag over up
+/// to 16 MiB — quadratic in what they wrote. The sizes of the candidates whose tag fails are
+/// therefore summed, and when the next one would take the sum past 4 × (fileSize − start) the
+/// search throws `SearchBudgetExceeded` instead (§10.2). A file that Latchkey or a crash made
+/// holds no such candidate but by chance (a CRC-32C match and four fixed bytes), so no file
+/// that should open comes near it.
 func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys,
                                 _ body: (UInt64, FrameHeader, [UInt8]) throws -> Bool) throws {
     let headerSize = FormatConstants.frameHeaderSize
     let minimum = UInt64(headerSize + FormatConstants.frameTagSize)
     let chunk = 8 << 20
+    let budget = fileSize > start ? 4 * (fileSize - start) : 0
+    var spent: UInt64 = 0
     var chunkStart = start
     var next = start
     while chunkStart + minimum <= fileSize {
@@ -436,13 +462,18 @@ func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSy
             let at = chunkStart + UInt64(i)
             // Type 0 is never written (spec §6.3), so an all-zero stretch (a hole) costs one
             // comparison per offset; then the CRC, computed before anything is decoded.
-            guard at >= next, bytes[i] == 0, bytes[i + 4] != 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+            guard at >= next, bytes[i + 4] != 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
+                  bytes[i] == 0 || (bytes[i] == 1 && bytes[i + 1] == 0 && bytes[i + 2] == 0 && bytes[i + 3] == 0),
                   CRC32C.checksum(bytes[i..<i + 16]) == bytes.readBE(UInt32.self, at: i + 16),
                   let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
             let end = at + UInt64(frame.recordSize)
             guard end <= fileSize else { continue }
+            guard spent + UInt64(frame.recordSize) <= budget else { throw SearchBudgetExceeded(offset: at, spent: spent) }
             let record = try fs.read(fd, offset: at, count: frame.recordSize)
-            guard record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) else { continue }
+            guard record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) else {
+                spent += UInt64(frame.recordSize)
+                continue
+            }
             guard try body(at, frame, record) else { return }
             next = end
         }
