@@ -215,22 +215,23 @@ import Glibc
         #expect(try sb.run(["status"]).status == 0)
     }
 
-    /// A keychain whose open never returns (a FIFO at its path) delays only the requests for
-    /// it: status, another keychain, lock --all and agent --stop answer, and SIGTERM stops the
-    /// agent. Every command runs under timeout(1): the agent used to freeze them all.
+    /// A keychain whose open never returns (a FIFO planted as its device secret) delays only
+    /// the requests for it: status, another keychain, lock --all and agent --stop answer, and
+    /// SIGTERM stops the agent. Every command runs under timeout(1): the agent used to freeze
+    /// them all.
     @Test func blockedOpen_doesNotWedgeTheAgent_andSIGTERMStopsIt() throws {
         let sb = try AgentCLITests.sandbox()
         try sb.add(account: "a", data: Array("secret".utf8), ["--accessible", "always"])
-        let fifo = sb.directory.appendingPathComponent("fifo.keychain").path
+        let fifo = sb.directory.appendingPathComponent("fifo.device").path
         #expect(mkfifo(fifo, 0o600) == 0)
         for stopBy in ["agent --stop", "SIGTERM"] {
             let agent = try AgentCLITests.startAgent(sb)
             defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) }; agent.waitUntilExit() }
-            let blocked = try sb.runShell("\"$0\" find --keychain \(fifo) --account a >/dev/null 2>&1 & echo $!", env: AgentCLITests.noPasscode)
+            let blocked = try sb.runShell("\"$0\" find --device \(fifo) --account a >/dev/null 2>&1 & echo $!", env: AgentCLITests.noPasscode)
             let blockedPID = Int32(blocked.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
             defer { if blockedPID > 0 { kill(blockedPID, SIGKILL) } }
             usleep(300_000)
-            #expect(blockedPID > 0 && kill(blockedPID, 0) == 0, "the find on the FIFO keychain is still waiting")
+            #expect(blockedPID > 0 && kill(blockedPID, 0) == 0, "the find with the FIFO device secret is still waiting")
             func bounded(_ command: String) throws -> CLIResult {
                 try sb.runShell("timeout 10 \"$0\" \(command)", env: AgentCLITests.noPasscode)
             }
