@@ -227,11 +227,21 @@ import Glibc
         for stopBy in ["agent --stop", "SIGTERM"] {
             let agent = try AgentCLITests.startAgent(sb)
             defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) }; agent.waitUntilExit() }
-            let blocked = try sb.runShell("\"$0\" find --device \(fifo) --account a >/dev/null 2>&1 & echo $!", env: AgentCLITests.noPasscode)
-            let blockedPID = Int32(blocked.out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-            defer { if blockedPID > 0 { kill(blockedPID, SIGKILL) } }
+            // Started directly, not through a shell's '&': Process waits for every holder of
+            // its child's descriptors.
+            let blocked = Process()
+            blocked.executableURL = try CLISandbox.binary()
+            blocked.arguments = ["find", "--device", fifo, "--account", "a"]
+            var environment = sb.environment
+            environment["LATCHKEY_PASSCODE"] = nil
+            blocked.environment = environment
+            blocked.standardInput = FileHandle.nullDevice
+            blocked.standardOutput = FileHandle.nullDevice
+            blocked.standardError = FileHandle.nullDevice
+            try blocked.run()
+            defer { if blocked.isRunning { kill(blocked.processIdentifier, SIGKILL) }; blocked.waitUntilExit() }
             usleep(300_000)
-            #expect(blockedPID > 0 && kill(blockedPID, 0) == 0, "the find with the FIFO device secret is still waiting")
+            #expect(blocked.isRunning, "the find with the FIFO device secret is still waiting")
             func bounded(_ command: String) throws -> CLIResult {
                 try sb.runShell("timeout 10 \"$0\" \(command)", env: AgentCLITests.noPasscode)
             }
