@@ -36,6 +36,13 @@ public final class AgentServer: @unchecked Sendable {
         public var connectionIdleTimeout: Double = 600
         public var maxConnections = 64
         public var maxKeychains = 64
+        /// How long `stop` waits for requests in progress to end (their keys are zeroed then)
+        /// before it stops anyway; the process's exit drops what they hold.
+        public var stopGrace: Double = 5
+        /// Opens a keychain the agent does not hold yet (tests: an open that blocks).
+        var openKeychain: @Sendable (_ path: String, _ device: String) throws -> Keychain = {
+            try Keychain.open(path: $0, devicePath: $1)
+        }
         /// Where to tell what happens (the foreground agent: stderr); nil: silent.
         public var log: (@Sendable (String) -> Void)?
 
@@ -52,18 +59,125 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
-    /// One keychain the agent holds.
+    /// One keychain the agent holds, or is opening. Its fields are guarded by `state`, which
+    /// is never held across I/O: a request marks the keychain `busy` for its run (others for
+    /// the same keychain wait), and `status`, `lockAll`, the idle lock and `stop` never wait
+    /// for a busy keychain; what they would do to it (`lockPending`) is done as its request
+    /// ends. A keychain whose open blocks therefore delays nothing but requests for itself.
     final class Held: @unchecked Sendable {
         let path: String
         let device: String
-        let keychain: Keychain
-        let mutex = Lock()
+        let state = Condition()
+        /// nil until opened (the opener holds it `busy` meanwhile), and when the open failed.
+        var keychain: Keychain?
+        /// Why the open failed (nil: it did not, or it is still under way).
+        var failure: (any Error)?
+        /// A request (or the open) is using the keychain.
+        var busy: Bool
+        /// Lock the keychain when the request in progress ends (`lockAll`, `stop`).
+        var lockPending = false
+        /// The agent stopped, or holds another keychain at this path now: no more requests.
+        var dropped = false
         var lastUse = DispatchTime.now()
+        /// The state as the last request left it, for `status` while a request runs.
+        var snapshot: AgentKeychainState?
 
+        /// Being opened: `busy` until `opened` or `failed`.
+        init(path: String, device: String) {
+            self.path = path
+            self.device = device
+            self.busy = true
+        }
+
+        /// Opened already (a replacement of a keychain deleted and created again).
         init(path: String, device: String, keychain: Keychain) {
             self.path = path
             self.device = device
             self.keychain = keychain
+            self.busy = false
+            self.snapshot = Held.state(path, device, keychain, idle: 0)
+        }
+
+        /// Call with `state` held.
+        static func state(_ path: String, _ device: String, _ kc: Keychain, idle: Double) -> AgentKeychainState {
+            AgentKeychainState(keychain: path, device: device, hasPasscode: kc.hasPasscode,
+                               unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
+                               unlockedOnce: kc.localStore?.unlockedOnce ?? false || !kc.hasPasscode, idleSeconds: idle)
+        }
+
+        /// Seconds since the last request that used it. Call with `state` held.
+        var idleSeconds: Double {
+            let now = DispatchTime.now().uptimeNanoseconds, last = lastUse.uptimeNanoseconds
+            return now > last ? Double(now - last) / 1e9 : 0
+        }
+
+        /// The keychain for one request, once no other request (or the open) uses it; release
+        /// it with `release`. - Throws: the open's error; errSecNotAvailable once dropped.
+        func acquire() throws -> Keychain {
+            state.lock(); defer { state.unlock() }
+            while busy && !dropped { state.wait(seconds: 1) }
+            if dropped { throw KeychainError(.notAvailable, "the agent is stopping") }
+            guard let keychain else { throw failure ?? KeychainError(.notAvailable, "the agent is stopping") }
+            busy = true
+            return keychain
+        }
+
+        /// Ends a request: a lock asked for meanwhile is done, the snapshot taken.
+        func release() {
+            state.lock(); defer { state.unlock() }
+            if let keychain {
+                if lockPending || dropped { keychain.lock() }
+                snapshot = Held.state(path, device, keychain, idle: idleSeconds)
+            }
+            lockPending = false
+            busy = false
+            state.broadcast()
+        }
+
+        /// The open ended: with the keychain, or with why not.
+        func opened(_ result: Result<Keychain, any Error>) {
+            state.lock()
+            switch result {
+            case .success(let kc): keychain = kc
+            case .failure(let e): failure = e
+            }
+            state.unlock()
+            release()
+        }
+
+        /// Locks the keychain now, or as its request in progress ends. - Returns: whether now.
+        @discardableResult
+        func lockNowOrLater(dropping: Bool = false) -> Bool {
+            state.lock(); defer { state.unlock() }
+            if dropping { dropped = true; state.broadcast() }
+            guard busy else {
+                if let keychain {
+                    keychain.lock()
+                    snapshot = Held.state(path, device, keychain, idle: idleSeconds)
+                }
+                return true
+            }
+            lockPending = true
+            return false
+        }
+
+        /// The state now, or as the request in progress last left it; nil while opening.
+        func currentState() -> AgentKeychainState? {
+            state.lock(); defer { state.unlock() }
+            guard let keychain else { return nil }
+            guard !busy else { return snapshot.map { var s = $0; s.idleSeconds = idleSeconds; return s } }
+            return Held.state(path, device, keychain, idle: idleSeconds)
+        }
+
+        /// Waits until no request uses the keychain, at most until `deadline`. - Returns: whether idle.
+        func waitIdle(until deadline: DispatchTime) -> Bool {
+            state.lock(); defer { state.unlock() }
+            while busy {
+                let left = Double(deadline.uptimeNanoseconds &- DispatchTime.now().uptimeNanoseconds) / 1e9
+                guard deadline > .now(), left > 0 else { return false }
+                state.wait(seconds: min(left, 0.1))
+            }
+            return true
         }
     }
 
@@ -74,7 +188,12 @@ public final class AgentServer: @unchecked Sendable {
     private var held: [String: Held] = [:]
     /// `held` by the paths as requests spelled them (before realpath).
     private var aliases: [String: Held] = [:]
-    private var connections: Set<Int32> = []
+    /// Open connections, each with when it began waiting for its next request (nil: a
+    /// request is being answered).
+    private var connections: [Int32: DispatchTime?] = [:]
+    /// Connections over the limit being read for one agent-wide request (`serveOverflow`).
+    private var overflow = 0
+    static let maxOverflow = 8
     private var stopping = false
     private let stopped = DispatchSemaphore(value: 0)
     private let idleWake = Condition()
@@ -164,7 +283,7 @@ public final class AgentServer: @unchecked Sendable {
         stopping = true
         let fd = listenFD
         listenFD = -1
-        let conns = connections
+        let conns = Array(connections.keys)
         let keychains = Array(held.values)
         held = [:]
         aliases = [:]
@@ -176,13 +295,18 @@ public final class AgentServer: @unchecked Sendable {
         var st = stat()
         if lstat(configuration.socketPath, &st) == 0, st.st_ino == socketInode { unlink(configuration.socketPath) }
         for c in conns { shutdown(c, Int32(SHUT_RDWR)) }
-        for h in keychains {
-            h.mutex.lock()
-            h.keychain.lock()
-            h.mutex.unlock()
-        }
+        // Never waits for a keychain's own lock: a request blocked in I/O (an open that never
+        // returns) must not keep the agent, and the other keychains' keys, alive. Those in use
+        // are locked as their request ends, which is waited for a little.
+        for h in keychains { h.lockNowOrLater(dropping: true) }
         idleWake.lock(); idleWake.broadcast(); idleWake.unlock()
-        log("stopped; every key dropped")
+        let deadline = DispatchTime.now() + configuration.stopGrace
+        let busy = keychains.filter { !$0.waitIdle(until: deadline) }
+        if busy.isEmpty {
+            log("stopped; every key dropped")
+        } else {
+            log("stopped; \(busy.map(\.path).joined(separator: ", ")) still in a request after \(configuration.stopGrace) s, whose keys go with the process")
+        }
         stopped.signal()
     }
 
@@ -243,14 +367,28 @@ public final class AgentServer: @unchecked Sendable {
                 continue
             }
             mutex.lock()
-            if stopping || connections.count >= configuration.maxConnections {
-                let busy = !stopping
+            if stopping {
                 mutex.unlock()
-                if busy { log("refused a connection: \(configuration.maxConnections) connections are open") }
-                refuse(fd, KeychainError(.notAvailable, "the agent is busy (\(configuration.maxConnections) connections are open); try again"))
+                refuse(fd, KeychainError(.notAvailable, "the agent is stopping"))
                 continue
             }
-            connections.insert(fd)
+            if connections.count >= configuration.maxConnections {
+                // The connection that has waited longest for a request makes room: its client
+                // reconnects before its next request, as after the idle timeout. Only when
+                // every connection is in the middle of a request is the new one refused, and
+                // even then its agent-wide request (status, stop, lockAll) is answered.
+                guard let oldest = connections.compactMap({ c in c.value.map { (fd: c.key, since: $0) } })
+                        .min(by: { $0.since < $1.since }) else {
+                    let extra = overflow < AgentServer.maxOverflow
+                    if extra { overflow += 1 }
+                    mutex.unlock()
+                    if extra { serveOverflow(fd) } else { refuse(fd, busy) }
+                    continue
+                }
+                connections[oldest.fd] = nil
+                evict(oldest.fd)
+            }
+            connections[fd] = .some(.now())
             accepting -= 1
             let alone = accepting == 0
             mutex.unlock()
@@ -285,6 +423,57 @@ public final class AgentServer: @unchecked Sendable {
         }
     }
 
+    private var busy: KeychainError {
+        KeychainError(.notAvailable, "the agent is busy (\(configuration.maxConnections) requests are in progress); try again, or set LATCHKEY_AGENT_SOCK=none to open the keychain file directly")
+    }
+
+    /// Closes a connection that waits for a request, to make room for a new one. Only its
+    /// receiving side is shut down, by the accepting thread: a request that had arrived whole
+    /// is still read and answered; one that had not is never acted on, and its client's next
+    /// write fails (EPIPE), so it knows that nothing was done and sends it again on a new
+    /// connection. Its own thread then finds the end of the stream and closes it.
+    private func evict(_ fd: Int32) {
+        shutdown(fd, Int32(SHUT_RD))
+        log("closed the connection idle longest to make room for a new one (\(configuration.maxConnections) connections are open)")
+    }
+
+    /// A connection over the limit while every connection is in the middle of a request: its
+    /// first request is read (within the frame timeout) and answered when it is agent-wide
+    /// (status, stop, lockAll), which never waits for a keychain, so the agent can always be
+    /// asked what it holds, locked and stopped; any other request is refused (errSecNotAvailable,
+    /// nothing done). Then the connection is closed.
+    private func serveOverflow(_ fd: Int32) {
+        let started = DetachedThread.start(stackSize: 1 << 20) { [self] in
+            defer {
+                mutex.lock()
+                overflow -= 1
+                mutex.unlock()
+                close(fd)
+            }
+            let timeout = configuration.frameTimeout
+            guard var payload = try? AgentSocket.readFrame(fd, limit: AgentSocket.maxRequestBytes, idleDeadline: .now() + timeout,
+                                                          frameTimeout: timeout) else { return }
+            defer { Crypto.cleanse(&payload) }
+            let agentWide = payload.count == 2 && [AgentMessage.Request.status, .stop, .lockAll].contains { $0.encode().last == payload.last }
+            var bytes: [UInt8], after: (() -> Void)?
+            if agentWide {
+                (bytes, after) = answer(payload)
+            } else {
+                log("refused a request: \(configuration.maxConnections) connections are in the middle of a request")
+                (bytes, after) = (AgentMessage.Response.error(busy).encode(version: AgentMessage.version(of: payload[...]) ?? AgentMessage.versions.lowerBound), nil)
+            }
+            try? AgentSocket.write(fd, bytes, deadline: .now() + timeout)
+            AgentServer.finishSending(fd)
+            after?()
+        }
+        if !started {
+            mutex.lock()
+            overflow -= 1
+            mutex.unlock()
+            refuse(fd, busy)
+        }
+    }
+
     /// Shuts down the sending side and drops what the peer still sends (for at most a second),
     /// so that closing does not reset the connection before the peer has read the answer.
     static func finishSending(_ fd: Int32) {
@@ -301,11 +490,14 @@ public final class AgentServer: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         defer {
             mutex.lock()
-            connections.remove(fd)
+            connections[fd] = nil
             mutex.unlock()
             close(fd)
         }
         while !isStopping {
+            mutex.lock()
+            if connections[fd] != nil { connections[fd] = .some(.now()) }
+            mutex.unlock()
             var payload: [UInt8]
             do {
                 payload = try AgentSocket.readFrame(fd, limit: AgentSocket.maxRequestBytes,
@@ -325,6 +517,9 @@ public final class AgentServer: @unchecked Sendable {
             } catch {
                 return
             }
+            mutex.lock()
+            if connections[fd] != nil { connections[fd] = .some(nil) }
+            mutex.unlock()
             var (bytes, after) = answer(payload)
             Crypto.cleanse(&payload)
             defer { Crypto.cleanse(&bytes) }
@@ -384,7 +579,8 @@ public final class AgentServer: @unchecked Sendable {
             case .stop:
                 return (.ok, { [self] in stop() })
             case .lockAll:
-                for h in heldKeychains() { lockHeld(h) }
+                // A keychain in use is locked as its request ends, before any other runs.
+                for h in heldKeychains() { h.lockNowOrLater() }
                 return (.ok, nil)
             default:
                 return (try perform(request), nil)
@@ -413,29 +609,12 @@ public final class AgentServer: @unchecked Sendable {
         return Array(held.values)
     }
 
-    private func lockHeld(_ h: Held) {
-        h.mutex.lock()
-        h.keychain.lock()
-        h.mutex.unlock()
-    }
-
+    /// Never waits for a request: a keychain in use is reported as its last request left it,
+    /// one still being opened not at all.
     func status() -> AgentStatus {
-        let keychains = heldKeychains().sorted { $0.path < $1.path }.map { h -> AgentKeychainState in
-            h.mutex.lock(); defer { h.mutex.unlock() }
-            return state(h)
-        }
+        let keychains = heldKeychains().sorted { $0.path < $1.path }.compactMap { $0.currentState() }
         return AgentStatus(pid: getpid(), socket: configuration.socketPath, protocolVersion: Int(AgentMessage.version),
                            idleTimeout: configuration.idleTimeout, dumpable: AgentServer.isDumpable, keychains: keychains)
-    }
-
-    /// Call with `h.mutex` held.
-    private func state(_ h: Held) -> AgentKeychainState {
-        let kc = h.keychain
-        let now = DispatchTime.now().uptimeNanoseconds, last = h.lastUse.uptimeNanoseconds
-        let idle = now > last ? Double(now - last) / 1e9 : 0
-        return AgentKeychainState(keychain: h.path, device: h.device, hasPasscode: kc.hasPasscode,
-                                  unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
-                                  unlockedOnce: kc.localStore?.unlockedOnce ?? false || !kc.hasPasscode, idleSeconds: idle)
     }
 
     /// The held keychain for a request, opened on first use.
@@ -453,23 +632,36 @@ public final class AgentServer: @unchecked Sendable {
         mutex.unlock()
         let path = AgentSocket.absolute(k), device = AgentSocket.absolute(d)
         let key = path + "\u{0}" + device
-        mutex.lock(); defer { mutex.unlock() }
-        if stopping { throw KeychainError(.notAvailable, "the agent is stopping") }
+        mutex.lock()
+        if stopping { mutex.unlock(); throw KeychainError(.notAvailable, "the agent is stopping") }
         if let h = held[key] {
             if aliases.count < 4 * configuration.maxKeychains { aliases[given] = h }
+            mutex.unlock()
             return h
         }
         guard held.count < configuration.maxKeychains else {
+            mutex.unlock()
             throw KeychainError(.notAvailable, "the agent holds \(configuration.maxKeychains) keychains already; stop it to start afresh")
         }
-        // Opening reads the whole log once; other keychains wait meanwhile, as they would for
-        // any first open.
-        let kc = try Keychain.open(path: path, devicePath: device)
-        if kc.recoveredTailBytes > 0 { log("\(path): removed \(kc.recoveredTailBytes) bytes of an incomplete write") }
-        let h = Held(path: path, device: device, keychain: kc)
+        // Held while being opened (busy: requests for it wait), and opened outside `mutex`:
+        // opening reads the whole file, and a file that never answers (a FIFO planted at the
+        // path) delays only the requests for this keychain.
+        let h = Held(path: path, device: device)
         held[key] = h
         aliases[given] = h
-        log("opened \(path)")
+        mutex.unlock()
+        do {
+            let kc = try configuration.openKeychain(path, device)
+            if kc.recoveredTailBytes > 0 { log("\(path): removed \(kc.recoveredTailBytes) bytes of an incomplete write") }
+            h.opened(.success(kc))
+            log("opened \(path)")
+        } catch {
+            mutex.lock()
+            if held[key] === h { held[key] = nil }
+            aliases = aliases.filter { $0.value !== h }
+            mutex.unlock()
+            h.opened(.failure(error))
+        }
         return h
     }
 
@@ -489,8 +681,11 @@ public final class AgentServer: @unchecked Sendable {
     /// - Returns: whether the file now holds another keychain (then it is held instead).
     private func replaceIfDifferentFile(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> Bool {
         let h = try holder(request, target)
-        guard let fresh = try? Keychain.open(path: h.path, devicePath: h.device),
-              fresh.localStore?.fileUUID != h.keychain.localStore?.fileUUID else { return false }
+        guard let fresh = try? configuration.openKeychain(h.path, h.device),
+              let current = try? h.acquire() else { return false }
+        let same = fresh.localStore?.fileUUID == current.localStore?.fileUUID
+        h.release()
+        guard !same else { return false }
         mutex.lock()
         let key = h.path + "\u{0}" + h.device
         if held[key] === h {
@@ -498,7 +693,7 @@ public final class AgentServer: @unchecked Sendable {
             aliases = aliases.filter { $0.value !== h }
         }
         mutex.unlock()
-        lockHeld(h)
+        h.lockNowOrLater()
         log("\(h.path) was replaced by another keychain; holding the new one (locked)")
         return true
     }
@@ -507,9 +702,9 @@ public final class AgentServer: @unchecked Sendable {
     /// asking for user presence (the passcode it carries, or recording that it was asked).
     private func performOnce(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> AgentMessage.Response {
         let h = try holder(request, target)
-        h.mutex.lock()
-        defer { h.mutex.unlock() }
-        if case .lock = request {} else { h.lastUse = .now() }
+        let kc = try h.acquire()
+        defer { h.release() }
+        if case .lock = request {} else { h.state.withLock { h.lastUse = .now() } }
         let asked = AuthenticationRequest()
         var context = CallContext(caller: target.caller)
         switch request {
@@ -523,25 +718,26 @@ public final class AgentServer: @unchecked Sendable {
             break
         }
         do {
-            return try run(request, h, context)
+            return try run(request, h, kc, context)
         } catch let e as KeychainError where e.status == .userCanceled && asked.wasAsked {
             return .needsAuthentication(prompt: asked.prompt)
         }
     }
 
-    private func run(_ request: AgentMessage.Request, _ h: Held, _ context: CallContext) throws -> AgentMessage.Response {
-        let kc = h.keychain
+    /// Call with `h` acquired (its request running).
+    private func run(_ request: AgentMessage.Request, _ h: Held, _ kc: Keychain, _ context: CallContext) throws -> AgentMessage.Response {
+        func state() -> AgentKeychainState { Held.state(h.path, h.device, kc, idle: h.state.withLock { h.idleSeconds }) }
         switch request {
         case .open:
-            return .state(state(h))
+            return .state(state())
         case .unlock(_, let passcode):
             try kc.unlock(passcode: passcode)
             log("unlocked \(h.path)")
-            return .state(state(h))
+            return .state(state())
         case .lock:
             kc.lock()
             log("locked \(h.path)")
-            return .state(state(h))
+            return .state(state())
         case .changePasscode(_, let old, let new, let logN):
             return .count(try kc.changePasscode(old: old, new: new, kdfLogN: logN))
         case .removePasscode(_, let old):
@@ -588,17 +784,16 @@ public final class AgentServer: @unchecked Sendable {
             idleWake.unlock()
             if isStopping { return }
             for h in heldKeychains() {
-                h.mutex.lock()
-                // Read the clock under the keychain's lock: a request may have just used it.
-                let now = DispatchTime.now().uptimeNanoseconds, last = h.lastUse.uptimeNanoseconds
-                let idle = now > last ? Double(now - last) / 1e9 : 0
-                let kc = h.keychain
-                if idle >= timeout, kc.hasPasscode,
+                // Under the keychain's state lock, and only when no request uses it: a request
+                // blocked in I/O never delays the other keychains' idle locks.
+                h.state.lock()
+                if !h.busy, let kc = h.keychain, h.idleSeconds >= timeout, kc.hasPasscode,
                    [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly].contains(where: kc.isAvailable) {
                     kc.lock()
+                    h.snapshot = Held.state(h.path, h.device, kc, idle: h.idleSeconds)
                     log("locked \(h.path) after \(Int(timeout)) s without use")
                 }
-                h.mutex.unlock()
+                h.state.unlock()
             }
         }
     }
@@ -618,4 +813,11 @@ final class AuthenticationRequest: @unchecked Sendable {
 
     var wasAsked: Bool { mutex.lock(); defer { mutex.unlock() }; return asked }
     var prompt: String? { mutex.lock(); defer { mutex.unlock() }; return text }
+}
+
+extension Condition {
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock(); defer { unlock() }
+        return try body()
+    }
 }

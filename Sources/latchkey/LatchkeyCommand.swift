@@ -57,7 +57,9 @@ struct LatchkeyCommand: ParsableCommand {
             try RawInput.check()   // Support/RawInput.swift
             let arguments = try CommandLineForms.normalized(Array(CommandLine.arguments.dropFirst()))
             if try runFast(arguments) { return }   // Commands/FastParser.swift
-            var command = try parseAsRoot(arguments)
+            let (kept, items) = EnvironmentItemOptions.laterItems(arguments)
+            var command = try parseAsRoot(kept)
+            if !items.isEmpty { command = try EnvironmentItemOptions.adding(items, to: command) }
             try command.run()
         } catch let error as KeychainError {
             Output.note(error.cliDescription)

@@ -166,7 +166,7 @@ import Glibc
             if pid > 0 { kill(pid, SIGTERM) }
         }
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.out.hasPrefix("LATCHKEY_AGENT_SOCK=\(sb.environment["LATCHKEY_AGENT_SOCK"]!); export LATCHKEY_AGENT_SOCK;"), "\(r.out)")
+        #expect(r.out.hasPrefix("LATCHKEY_AGENT_SOCK='\(sb.environment["LATCHKEY_AGENT_SOCK"]!)'; export LATCHKEY_AGENT_SOCK;"), "\(r.out)")
         #expect(r.stderr.isEmpty)
         let status = try sb.run(["status", "--json"])
         #expect(status.status == 0)
@@ -191,6 +191,120 @@ import Glibc
         #expect(try sb.run(["agent", "--stop"]).status == 0)
         #expect(try sb.run(["status"]).status == 1)
         pid = 0
+    }
+
+    /// `eval "$(latchkey agent --daemon)"` with a socket path holding a space, a quote and
+    /// `$(…)`: the shell sets the variable to exactly the path and runs nothing of it.
+    @Test func daemon_quotesTheSocketPath_forEval() throws {
+        let sb = try CLISandbox()
+        let directory = sb.directory.appendingPathComponent("a b'$(touch pwned)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let socket = directory + "/agent.sock"
+        sb.environment["LATCHKEY_AGENT_SOCK"] = socket
+        try sb.initKeychain()
+        let r = try sb.run(["agent", "--daemon"])
+        defer { _ = try? sb.run(["agent", "--stop"]) }
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = try sb.writeFile("daemon.sh", r.stdout)
+        let evaluated = try sb.runShell("eval \"$(cat daemon.sh)\"; printf '%s' \"$LATCHKEY_AGENT_SOCK\"; sh -c 'printf \"|%s\" \"$LATCHKEY_AGENT_SOCK\"'",
+                                        env: ["LATCHKEY_AGENT_SOCK": nil])
+        _ = lines
+        #expect(evaluated.status == 0, "\(evaluated.stderr)")
+        #expect(evaluated.out == socket + "|" + socket, "\(evaluated.out) \(evaluated.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sb.directory.appendingPathComponent("pwned").path), "eval ran a command of the path")
+        #expect(try sb.run(["status"]).status == 0)
+    }
+
+    /// A keychain whose open never returns (a FIFO planted as its device secret) delays only
+    /// the requests for it: status, another keychain, lock --all and agent --stop answer, and
+    /// SIGTERM stops the agent. Every command runs under timeout(1): the agent used to freeze
+    /// them all.
+    @Test func blockedOpen_doesNotWedgeTheAgent_andSIGTERMStopsIt() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "a", data: Array("secret".utf8), ["--accessible", "always"])
+        let fifo = sb.directory.appendingPathComponent("fifo.device").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for stopBy in ["agent --stop", "SIGTERM"] {
+            let agent = try AgentCLITests.startAgent(sb)
+            defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) }; agent.waitUntilExit() }
+            // Started directly, not through a shell's '&': Process waits for every holder of
+            // its child's descriptors.
+            let blocked = Process()
+            blocked.executableURL = try CLISandbox.binary()
+            blocked.arguments = ["find", "--device", fifo, "--account", "a"]
+            var environment = sb.environment
+            environment["LATCHKEY_PASSCODE"] = nil
+            blocked.environment = environment
+            blocked.standardInput = FileHandle.nullDevice
+            blocked.standardOutput = FileHandle.nullDevice
+            blocked.standardError = FileHandle.nullDevice
+            try blocked.run()
+            defer { if blocked.isRunning { kill(blocked.processIdentifier, SIGKILL) }; blocked.waitUntilExit() }
+            usleep(300_000)
+            #expect(blocked.isRunning, "the find with the FIFO device secret is still waiting")
+            func bounded(_ command: String) throws -> CLIResult {
+                try sb.runShell("timeout 10 \"$0\" \(command)", env: AgentCLITests.noPasscode)
+            }
+            let status = try bounded("status --json")
+            #expect(status.status == 0, "status: \(status.status) \(status.stderr)")
+            let found = try bounded("find --account a")
+            #expect(found.status == 0 && found.out == "secret", "find: \(found.status) \(found.stderr)")
+            let locked = try bounded("lock --all")
+            #expect(locked.status == 0, "lock --all: \(locked.status) \(locked.stderr)")
+            if stopBy == "SIGTERM" {
+                agent.terminate()
+            } else {
+                let stopped = try bounded("agent --stop")
+                #expect(stopped.status == 0, "agent --stop: \(stopped.status) \(stopped.stderr)")
+            }
+            var exited = false
+            for _ in 0..<200 where !exited {
+                exited = !agent.isRunning
+                if !exited { usleep(50_000) }
+            }
+            #expect(exited, "the agent ends after \(stopBy) while an open blocks")
+        }
+    }
+
+    /// More idle connections than the agent's limit (64) keep nobody out: the one idle longest
+    /// makes room for each new one. A find, lock --all and agent --stop answer at once.
+    @Test func idleConnectionsBeyondTheLimit_keepNobodyOut() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "a", data: Array("secret".utf8), ["--accessible", "always"])
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) }; agent.waitUntilExit() }
+        let path = sb.environment["LATCHKEY_AGENT_SOCK"]!
+        var idle: [Int32] = []
+        defer { for fd in idle { close(fd) } }
+        for _ in 0..<80 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { raw in
+                for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
+            }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            #expect(connected == 0)
+            idle.append(fd)
+        }
+        usleep(300_000)
+        func bounded(_ command: String) throws -> CLIResult {
+            try sb.runShell("timeout 20 \"$0\" \(command)", env: AgentCLITests.noPasscode)
+        }
+        let found = try bounded("find --account a")
+        #expect(found.status == 0 && found.out == "secret", "find: \(found.status) \(found.stderr)")
+        let locked = try bounded("lock --all")
+        #expect(locked.status == 0, "lock --all: \(locked.status) \(locked.stderr)")
+        let stopped = try bounded("agent --stop")
+        #expect(stopped.status == 0, "agent --stop: \(stopped.status) \(stopped.stderr)")
+        var exited = false
+        for _ in 0..<200 where !exited {
+            exited = !agent.isRunning
+            if !exited { usleep(50_000) }
+        }
+        #expect(exited)
     }
 
     @Test func withoutAgent_statusExits1_unlockAndLockExplain() throws {

@@ -36,6 +36,53 @@ import Testing
         #expect(!missing.stderr.contains("tok'en"))
     }
 
+    /// The passcode that unlocked the items, and the other secrets latchkey reads from the
+    /// environment, never reach the command (`agent --daemon` removes the same ones).
+    @Test func exec_childGetsTheItems_notThePasscodeOrOtherSecrets() throws {
+        let sandbox = try sandbox()
+        let secrets = ["LATCHKEY_PASSCODE", "LATCHKEY_NEW_PASSCODE", "LATCHKEY_BACKUP_PASSWORD"]
+        let r = try sandbox.run(["exec", "--item", "TOKEN=https://db.example.com/v1/app", "--", "env"],
+                                env: ["LATCHKEY_NEW_PASSCODE": "new-secret", "LATCHKEY_BACKUP_PASSWORD": "backup-secret"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.out.split(separator: "\n").map(String.init)
+        #expect(lines.contains("TOKEN=pg"), "\(r.out)")
+        for name in secrets {
+            #expect(!lines.contains { $0.hasPrefix(name + "=") }, "\(name) reached the child")
+        }
+        #expect(!r.out.contains(CLISandbox.passcode) && !r.out.contains("new-secret") && !r.out.contains("backup-secret"))
+        #expect(lines.contains { $0.hasPrefix("LATCHKEY_KEYCHAIN=") }, "the rest of the environment is passed on")
+        // An --item of that name is what the user asked for: it is set.
+        let named = try sandbox.run(["exec", "--item", "LATCHKEY_PASSCODE=https://db.example.com/v1/app", "--", "env"])
+        #expect(named.out.split(separator: "\n").contains("LATCHKEY_PASSCODE=pg"), "\(named.out) \(named.stderr)")
+    }
+
+    /// Thousands of --item options: each item is found once, and the run stays linear.
+    @Test func env_thousandsOfItems_allRight_inLinearTime() throws {
+        let sandbox = try sandbox()
+        let n = 6_000
+        var lines = ""
+        for i in 0..<n { lines += "{\"class\":\"genp\",\"svce\":\"s\(i)\",\"acct\":\"a\",\"v_Data\":\"\(Data("v\(i)".utf8).base64EncodedString())\"}\n" }
+        let input = try sandbox.writeFile("items.jsonl", Array(lines.utf8))
+        let imported = try sandbox.run(["import", input])
+        #expect(imported.status == 0, "\(imported.stderr)")
+        let args = ["env"] + (0..<n).flatMap { ["--item", "V\($0)=s\($0)/a"] }
+        let start = Date()
+        let r = try sandbox.run(args)
+        let seconds = Date().timeIntervalSince(start)
+        #expect(r.status == 0, "\(r.stderr)")
+        let expected = (0..<n).map { "export V\($0)='v\($0)'\n" }.joined()
+        #expect(r.out == expected)
+        // A bound the quadratic run (ArgumentParser's, over a minute here) missed by far, with
+        // room for a slow machine.
+        #expect(seconds < 10, "\(n) items took \(seconds) s")
+        // Items are taken only before `--`: what follows is the command's, --item included.
+        let exec = try sandbox.run(["exec", "--item", "A=s1/a", "--item=B=s2/a", "--item", "C=s3/a", "--",
+                                    "sh", "-c", "printf '%s|' \"$A\" \"$B\" \"$C\" \"$@\"", "sh", "--item", "D=s4/a", "--item=E"])
+        #expect(exec.out == "v1|v2|v3|--item|D=s4/a|--item=E|", "\(exec.out) \(exec.stderr)")
+        let twice = try sandbox.run(["env", "--item", "A=s1/a", "--item", "B=s2/a", "--item", "A=s3/a"])
+        #expect(twice.status == 2 && twice.stderr.contains("gives A twice"), "\(twice.stderr)")
+    }
+
     @Test func exec_missingOrAmbiguousItem_runsNothing() throws {
         let sandbox = try sandbox()
         let marker = sandbox.directory.appendingPathComponent("ran").path

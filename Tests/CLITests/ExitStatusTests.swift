@@ -65,6 +65,25 @@ import Testing
         #expect(try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": nil]).stdout == [1])
         let both = try sandbox.run(["init", "--no-passcode", "--keychain", sandbox.directory.appendingPathComponent("other").path])
         #expect(both.status == 2, "--no-passcode with LATCHKEY_PASSCODE set: \(both.stderr)")
+        #expect(both.stderr.contains("--no-passcode and LATCHKEY_PASSCODE contradict each other"), "\(both.stderr)")
+        // restore into a new keychain refuses the same contradiction, in the same words, and
+        // makes nothing (it used to make a keychain without the passcode it was given).
+        let backup = sandbox.directory.appendingPathComponent("kc.backup").path
+        #expect(try sandbox.run(["backup", "--no-password", "--output", backup], env: ["LATCHKEY_PASSCODE": nil]).status == 0)
+        let restored = sandbox.directory.appendingPathComponent("restored").path
+        let restore = try sandbox.run(["restore", "--keychain", restored, "--no-passcode", backup])
+        #expect(restore.status == 2, "--no-passcode with LATCHKEY_PASSCODE set: \(restore.stderr)")
+        #expect(restore.stderr.contains("--no-passcode and LATCHKEY_PASSCODE contradict each other"), "\(restore.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: restored))
+        let passcodeFile = try sandbox.writeFile("passcode", Array("p".utf8))
+        for (name, value) in [("LATCHKEY_PASSCODE_FILE", passcodeFile), ("LATCHKEY_PASSCODE_COMMAND", "echo p")] {
+            for command in [["init", "--no-passcode", "--keychain", restored], ["restore", "--keychain", restored, "--no-passcode", backup]] {
+                let r = try sandbox.run(command, env: ["LATCHKEY_PASSCODE": nil, name: value])
+                #expect(r.status == 2 && r.stderr.contains("--no-passcode and \(name) contradict each other"), "\(command): \(r.stderr)")
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: restored))
+        #expect(try sandbox.run(["restore", "--keychain", restored, "--no-passcode", backup], env: ["LATCHKEY_PASSCODE": nil]).status == 0)
     }
 
     @Test func exit3_duplicateItem() throws {

@@ -100,8 +100,10 @@ public final class AgentClient: @unchecked Sendable {
     }
 
     /// Sends one request and returns the answer; an error answer is thrown. Reconnects once
-    /// when the agent had closed the connection before the request was sent (nothing was done
-    /// then). The encoded request and the answer's bytes are zeroed once used.
+    /// when the agent had closed the connection before the request was sent, or closed it
+    /// while it was being sent (an agent at its connection limit closes the connection idle
+    /// longest): a request not sent whole was not acted on. The encoded request and the
+    /// answer's bytes are zeroed once used.
     ///
     /// An agent of an older protocol version refuses the request's version with an
     /// errSecParam answer in its own version, having done nothing: the request is sent again
@@ -117,34 +119,64 @@ public final class AgentClient: @unchecked Sendable {
             close(fd)
             fd = -1
         }
-        if fd < 0 {
-            guard let newFD = try AgentClient.openConnection(socketPath) else {
-                stoppedFlag = true
-                throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
+        var (response, answerVersion): (AgentMessage.Response, UInt8)
+        do {
+            try connectIfNeeded()
+            // The version byte: a request's fields are the same in every version.
+            frame[AgentMessage.lengthBytes] = version
+            (response, answerVersion) = try exchange(frame)
+        } catch let notSent as NotSent {
+            _ = notSent
+            try connectIfNeeded()
+            frame[AgentMessage.lengthBytes] = version
+            do {
+                (response, answerVersion) = try exchange(frame)
+            } catch let again as NotSent {
+                throw again.error
             }
-            fd = newFD
-            version = AgentMessage.version
         }
-        // The version byte: a request's fields are the same in every version.
-        frame[AgentMessage.lengthBytes] = version
-        var (response, answerVersion) = try exchange(frame)
         if case .error(let e) = response, e.status == .param, answerVersion < version {
             version = answerVersion
             frame[AgentMessage.lengthBytes] = version
-            response = try exchange(frame).response
+            do {
+                response = try exchange(frame).response
+            } catch let notSent as NotSent {
+                throw notSent.error
+            }
         }
         if case .error(let e) = response { throw e }
         return response
     }
 
+    /// Call with `mutex` held.
+    private func connectIfNeeded() throws {
+        guard fd < 0 else { return }
+        guard let newFD = try AgentClient.openConnection(socketPath) else {
+            stoppedFlag = true
+            throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
+        }
+        fd = newFD
+        version = AgentMessage.version
+    }
+
+    /// A request frame could not be sent whole: the agent acts only on whole frames, so
+    /// nothing was done and it may be sent again on a new connection.
+    struct NotSent: Error {
+        var error: KeychainError
+    }
+
     /// Writes one request frame and reads its answer, with the version the answer is in.
     /// Call with `mutex` held and the connection open.
+    /// - Throws: `NotSent` when the frame could not be written whole.
     private func exchange(_ frame: [UInt8]) throws -> (response: AgentMessage.Response, version: UInt8) {
         do {
             try AgentSocket.write(fd, frame, deadline: .now() + AgentClient.answerTimeout)
         } catch {
             disconnect()
-            throw KeychainError(.io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
+            let e = KeychainError(.io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
+            // Closed by the agent: worth a new connection; a stalled agent is not.
+            if case AgentSocket.FrameError.io(let n) = error, n == EPIPE || n == ECONNRESET { throw NotSent(error: e) }
+            throw e
         }
         var answer: [UInt8]
         do {

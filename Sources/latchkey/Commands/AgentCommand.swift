@@ -116,7 +116,7 @@ struct AgentCommand: ParsableCommand {
     func spawnDaemon() throws {
         if let running = try? AgentClient.connect(), (try? running.status()) != nil {
             Output.progress("an agent already answers at \(running.socketPath); using it")
-            Output.line("LATCHKEY_AGENT_SOCK=\(running.socketPath); export LATCHKEY_AGENT_SOCK;")
+            Output.line(AgentCommand.exportLine(running.socketPath))
             return
         }
         var fds: [Int32] = [-1, -1]
@@ -142,7 +142,7 @@ struct AgentCommand: ParsableCommand {
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
         // The agent lives long: it does not need, and must not keep, secrets given to this command.
-        let secrets: Set<String> = ["LATCHKEY_PASSCODE", "LATCHKEY_NEW_PASSCODE", "LATCHKEY_BACKUP_PASSWORD"]
+        let secrets = Set(GlobalSettings.secretVariables)
         var envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment
             .filter { !secrets.contains($0.key) }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in envp { free(p) } }
@@ -161,8 +161,7 @@ struct AgentCommand: ParsableCommand {
         }
         let text = TextEditing.trimming(String(decoding: report, as: UTF8.self), newlines: true)
         if text.hasPrefix("ok") {
-            let path = AgentSocket.defaultPath()
-            Output.line("LATCHKEY_AGENT_SOCK=\(path); export LATCHKEY_AGENT_SOCK;")
+            Output.line(AgentCommand.exportLine(AgentSocket.defaultPath()))
             return
         }
         var status: Int32 = 0
@@ -174,6 +173,13 @@ struct AgentCommand: ParsableCommand {
             throw ExitCode(s.exitCode)
         }
         throw KeychainError(.io, "the agent did not start" + (text.isEmpty ? "" : ": \(text)"))
+    }
+
+    /// The line `eval "$(latchkey agent --daemon)"` runs: the path in single quotes, as
+    /// `latchkey env` quotes values, so that no byte of it (a space, `$(…)`) is the shell's.
+    static func exportLine(_ socketPath: String) -> String {
+        "LATCHKEY_AGENT_SOCK=" + String(decoding: EnvCommand.shellQuoted(Array(socketPath.utf8)), as: UTF8.self)
+            + "; export LATCHKEY_AGENT_SOCK;"
     }
 
     /// Marks every open descriptor but `keep` close-on-exec.

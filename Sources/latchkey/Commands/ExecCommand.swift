@@ -19,7 +19,9 @@ struct ExecCommand: ParsableCommand {
             Every item is found first; when one is missing (exit 1), ambiguous or locked, \
             nothing is run. Then latchkey replaces itself with the command (execvp, searching \
             PATH), so the command's exit status and signals are the caller's to see, as if it \
-            had been run directly; the rest of the environment is passed on unchanged. The \
+            had been run directly; the rest of the environment is passed on unchanged, but for \
+            LATCHKEY_PASSCODE, LATCHKEY_NEW_PASSCODE and LATCHKEY_BACKUP_PASSWORD, which are \
+            removed (an --item may set them). The \
             command comes after '--'. When it cannot be run, exit 127 (not found) or 126 (not \
             executable), as env(1). Core dumps stay off for the command, as for latchkey.
 
@@ -44,6 +46,9 @@ struct ExecCommand: ParsableCommand {
 
     func run() throws {
         var secrets = try EnvironmentItemOptions.secrets(try items.items(), global: global, command: "exec")
+        // The command gets the items asked for, not the passcode that unlocked them (a tool
+        // that prints its environment would print it); an --item of the same name still sets it.
+        for name in GlobalSettings.secretVariables { unsetenv(name) }
         for i in secrets.indices {
             var value = secrets[i].value + [0]
             let name = secrets[i].name

@@ -32,11 +32,20 @@ struct InitCommand: ParsableCommand {
 
     func validate() throws {
         guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }
-        if noPasscode, global.passcodeFile != nil {
+        if noPasscode { try InitCommand.refusePasscode(global) }
+    }
+
+    /// `--no-passcode` (of `init` and `restore`) with a passcode given anyway: the user meant
+    /// one of them, and a keychain made without the passcode they gave would be a surprise.
+    static func refusePasscode(_ global: GlobalOptions) throws {
+        if global.passcodeFile != nil {
             throw ValidationError("--no-passcode and --passcode-file contradict each other; give one")
         }
-        if noPasscode, GlobalOptions.environment("LATCHKEY_PASSCODE") != nil {
-            throw ValidationError("--no-passcode and LATCHKEY_PASSCODE contradict each other; unset LATCHKEY_PASSCODE or drop --no-passcode")
+        if global.passcodeCommand != nil {
+            throw ValidationError("--no-passcode and --passcode-command contradict each other; give one")
+        }
+        for name in ["LATCHKEY_PASSCODE", "LATCHKEY_PASSCODE_FILE", "LATCHKEY_PASSCODE_COMMAND"] where GlobalOptions.environment(name) != nil {
+            throw ValidationError("--no-passcode and \(name) contradict each other; unset \(name) or drop --no-passcode")
         }
     }
 

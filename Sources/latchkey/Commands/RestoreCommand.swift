@@ -75,9 +75,7 @@ struct RestoreCommand: ParsableCommand {
         if noPasscode, merge || replace {
             throw ValidationError("--no-passcode is for a new keychain; it makes no sense with --\(merge ? "merge" : "replace")")
         }
-        if noPasscode, global.passcodeFile != nil {
-            throw ValidationError("--no-passcode and --passcode-file contradict each other; give one")
-        }
+        if noPasscode { try InitCommand.refusePasscode(global) }
     }
 
     func run() throws {

@@ -54,6 +54,53 @@ struct EnvironmentItemOptions: ParsableArguments {
         return out
     }
 
+    /// `env` and `exec` arguments without their second and later `--item NAME=…`, and those
+    /// items' values, in order. ArgumentParser takes time quadratic in the number of arguments
+    /// (it removes each parsed one from an array), which thousands of items made seconds; it
+    /// parses the rest, the first `--item` included, and `adding` puts the others back. Only
+    /// the forms ArgumentParser would read as an item are taken (`--item VALUE` with a VALUE not
+    /// starting with '-', `--item=VALUE`), and none after `--`.
+    static func laterItems(_ arguments: [String]) -> (kept: [String], items: [String]) {
+        guard let command = arguments.first, command == "env" || command == "exec" else { return (arguments, []) }
+        var kept: [String] = [], items: [String] = [], first = true, i = 0
+        kept.reserveCapacity(arguments.count)
+        while i < arguments.count {
+            let a = arguments[i]
+            if a == "--" { kept += arguments[i...]; break }
+            var value: String?, width = 1
+            if a == "--item", i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") {
+                value = arguments[i + 1]
+                width = 2
+            } else if a.hasPrefix("--item="), a.count > "--item=".count {
+                value = String(a.dropFirst("--item=".count))
+            }
+            if let value, !first {
+                items.append(value)
+            } else {
+                if value != nil { first = false }
+                kept += arguments[i..<i + width]
+            }
+            i += width
+        }
+        return (kept, items)
+    }
+
+    /// `command` (env or exec, as ArgumentParser parsed it) with `items` after its own, checked
+    /// again as ArgumentParser's `validate` checks them.
+    static func adding(_ items: [String], to command: ParsableCommand) throws -> ParsableCommand {
+        if var env = command as? EnvCommand {
+            env.items.specs += items
+            try env.validate()
+            return env
+        }
+        if var exec = command as? ExecCommand {
+            exec.items.specs += items
+            try exec.validate()
+            return exec
+        }
+        return command
+    }
+
     static func isValidName(_ name: String) -> Bool {
         guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
         return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)

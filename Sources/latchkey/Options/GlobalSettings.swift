@@ -64,6 +64,10 @@ struct GlobalSettings {
 
     // MARK: Passcodes
 
+    /// The variables that hold a secret itself: a process this one starts for longer, or for
+    /// another program (`agent --daemon`, `exec`), gets none of them.
+    static let secretVariables = ["LATCHKEY_PASSCODE", "LATCHKEY_NEW_PASSCODE", "LATCHKEY_BACKUP_PASSWORD"]
+
     /// The passcode given by --passcode-file, --passcode-command, LATCHKEY_PASSCODE_FILE,
     /// LATCHKEY_PASSCODE_COMMAND or LATCHKEY_PASSCODE, without prompting.
     func givenPasscode() throws -> [UInt8]? {
