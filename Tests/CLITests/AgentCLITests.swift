@@ -215,15 +215,22 @@ import Glibc
         #expect(try sb.run(["status"]).status == 0)
     }
 
-    /// A keychain whose open never returns (a FIFO planted as its device secret) delays only
-    /// the requests for it: status, another keychain, lock --all and agent --stop answer, and
-    /// SIGTERM stops the agent. Every command runs under timeout(1): the agent used to freeze
-    /// them all.
+    /// A keychain whose open blocks delays only the requests for it: status, another keychain,
+    /// lock --all and agent --stop answer, and SIGTERM stops the agent. The open blocks for
+    /// real: the other keychain ends in a torn tail (zeros), which an open cuts under the
+    /// keychain's lock (spec/FORMAT.md §10.4), and the test holds that lock. Every command runs
+    /// under timeout(1): the agent used to freeze them all.
     @Test func blockedOpen_doesNotWedgeTheAgent_andSIGTERMStopsIt() throws {
         let sb = try AgentCLITests.sandbox()
         try sb.add(account: "a", data: Array("secret".utf8), ["--accessible", "always"])
-        let fifo = sb.directory.appendingPathComponent("fifo.device").path
-        #expect(mkfifo(fifo, 0o600) == 0)
+        let other = sb.directory.appendingPathComponent("other.keychain").path
+        let made = try sb.run(["init", "--no-passcode"], env: ["LATCHKEY_KEYCHAIN": other, "LATCHKEY_PASSCODE": nil])
+        #expect(made.status == 0, "\(made.stderr)")
+        let lockFD = open(other, O_RDWR | O_APPEND)
+        #expect(lockFD >= 0)
+        defer { close(lockFD) }
+        #expect(write(lockFD, [UInt8](repeating: 0, count: 64), 64) == 64)
+        #expect(flock(lockFD, LOCK_EX) == 0)
         for stopBy in ["agent --stop", "SIGTERM"] {
             let agent = try AgentCLITests.startAgent(sb)
             defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) }; agent.waitUntilExit() }
@@ -231,7 +238,7 @@ import Glibc
             // its child's descriptors.
             let blocked = Process()
             blocked.executableURL = try CLISandbox.binary()
-            blocked.arguments = ["find", "--device", fifo, "--account", "a"]
+            blocked.arguments = ["find", "--keychain", other, "--account", "a"]
             var environment = sb.environment
             environment["LATCHKEY_PASSCODE"] = nil
             blocked.environment = environment
@@ -241,7 +248,7 @@ import Glibc
             try blocked.run()
             defer { if blocked.isRunning { kill(blocked.processIdentifier, SIGKILL) }; blocked.waitUntilExit() }
             usleep(300_000)
-            #expect(blocked.isRunning, "the find with the FIFO device secret is still waiting")
+            #expect(blocked.isRunning, "the find of the keychain whose lock the test holds is still waiting")
             func bounded(_ command: String) throws -> CLIResult {
                 try sb.runShell("timeout 10 \"$0\" \(command)", env: AgentCLITests.noPasscode)
             }
