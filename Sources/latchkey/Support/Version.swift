@@ -5,7 +5,7 @@
 enum Version {
     /// The release. Raise it together with CHANGELOG.md's heading; the release is tagged
     /// `v<release>`.
-    static let release = "0.5.0"
+    static let release = "0.6.0"
 
     static var description: String {
         BuildInfo.commit.map { "\(release) (commit \($0))" } ?? release
