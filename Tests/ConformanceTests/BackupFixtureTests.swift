@@ -265,15 +265,8 @@ struct BackupFixture: Sendable, CustomStringConvertible {
 
     @Test(.enabled(if: FixtureGeneratorTests.binary != nil, "latchkey-fixtures is not built beside the tests"))
     func committedBackupFixtures_matchAFreshGeneration() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-fixtures-\(UUID().uuidString)")
+        let root = try FixtureGeneratorTests.generateRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let p = Process()
-        p.executableURL = FixtureGeneratorTests.binary
-        p.arguments = [root.path]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
         let fresh = try FixtureGeneratorTests.files(under: root.appendingPathComponent("backup"))
         let committed = try FixtureGeneratorTests.files(under: BackupFixture.root)
         #expect(!fresh.isEmpty)

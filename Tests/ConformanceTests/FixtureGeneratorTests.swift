@@ -20,8 +20,9 @@ import Testing
             .first { FileManager.default.isExecutableFile(atPath: $0.path) }
     }()
 
-    /// Runs the generator into a fresh temporary root; returns ROOT/keychain's files by relative path.
-    static func generate() throws -> (files: [String: [UInt8]], cleanup: () -> Void) {
+    /// Runs the generator into a fresh temporary root (keychain/, backup/, manifest.json); the
+    /// caller removes it.
+    static func generateRoot() throws -> URL {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-fixtures-\(UUID().uuidString)")
         let p = Process()
         guard let exe = binary else { throw GeneratorMissing() }
@@ -31,6 +32,12 @@ import Testing
         try p.run()
         p.waitUntilExit()
         #expect(p.terminationStatus == 0, "latchkey-fixtures failed")
+        return root
+    }
+
+    /// Runs the generator into a fresh temporary root; returns ROOT/keychain's files by relative path.
+    static func generate() throws -> (files: [String: [UInt8]], cleanup: () -> Void) {
+        let root = try generateRoot()
         return (try files(under: root.appendingPathComponent("keychain")), { try? FileManager.default.removeItem(at: root) })
     }
 

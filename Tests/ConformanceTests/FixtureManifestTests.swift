@@ -114,15 +114,8 @@ import Testing
 
     @Test(.enabled(if: FixtureGeneratorTests.binary != nil, "latchkey-fixtures is not built beside the tests"))
     func committedManifest_matchesAFreshGeneration() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-manifest-\(UUID().uuidString)")
+        let root = try FixtureGeneratorTests.generateRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let p = Process()
-        p.executableURL = FixtureGeneratorTests.binary
-        p.arguments = [root.path]
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
         let fresh = try Data(contentsOf: root.appendingPathComponent("manifest.json"))
         let committed = try Data(contentsOf: Self.root.appendingPathComponent("manifest.json"))
         #expect(fresh == committed, "fixtures/manifest.json is stale or hand-edited; run 'make fixtures'")
