@@ -240,35 +240,79 @@ private struct IndexedAttributes: Sendable {
 extension FileKeys {
     /// The unique-key hash (§7.5) of an encoded plaintext, computed from its bytes without
     /// decoding it: what `uniqueKeyHash(UniqueKey(itemClass:attributes:))` gives for the decoded
-    /// plaintext. A full verification compares it with the put's clear part (§8.4).
-    /// - Returns: nil when `ItemPlaintext.check` refuses the plaintext.
-    public func uniqueKeyHash(ofEncoded bytes: UnsafeRawBufferPointer) -> [UInt8]? {
-        guard let c = ItemPlaintext.encodedClass(bytes) else { return nil }
-        let key = UniqueKey.attributes(for: c)
-        // Each key attribute's element bytes as stored: kind (from the value type) and value.
-        var found = [(kind: UInt8, value: UnsafeRawBufferPointer)?](repeating: nil, count: key.count)
-        let checked = ItemPlaintext.check(bytes) { name, type, value in
-            guard let k = key.firstIndex(where: { $0.name.utf8.elementsEqual(name) }) else { return }
-            found[k] = (type == 3 ? 1 : type == 4 ? 2 : 0, value)
-        }
-        guard checked == c else { return nil }
-        var w = ByteWriter(capacity: 128)
-        w.raw(c.rawValue.utf8)
-        for (k, (name, kind)) in key.enumerated() {
-            w.u8(UInt8(name.utf8.count))
-            w.raw(name.utf8)
-            if let (elementKind, value) = found[k] {
-                w.u8(elementKind)
-                w.u32(UInt32(value.count))
-                w.raw(value)
-            } else {
-                switch kind {
-                case .bytes: w.u8(0); w.u32(0)
-                case .integer: w.u8(1); w.u32(8); w.u64(0)
-                case .date: w.u8(2); w.u32(8); w.u64(Double(0).bitPattern)
+    /// plaintext. A full verification compares it with the put's clear part (§8.4), once per
+    /// item: the canonical encoding is assembled in `scratch` (kept between calls, so nothing
+    /// is allocated once it has grown) and the hash is written into `hash` (16 bytes).
+    /// - Returns: false when `ItemPlaintext.check` refuses the plaintext.
+    public func uniqueKeyHash(ofEncoded bytes: UnsafeRawBufferPointer, scratch: inout [UInt8],
+                              into hash: UnsafeMutableRawBufferPointer) -> Bool {
+        precondition(hash.count >= 16)
+        guard let c = ItemPlaintext.encodedClass(bytes), let base = bytes.baseAddress else { return false }
+        let key = UniqueKeyNames.of(c)
+        return withUnsafeTemporaryAllocation(of: (start: Int, count: Int, kind: UInt8).self, capacity: key.names.count) { found in
+            for k in 0..<key.names.count { found[k] = (-1, 0, 0) }
+            let checked = ItemPlaintext.check(bytes) { name, type, value in
+                guard let k = key.names.firstIndex(where: { $0.elementsEqual(name) }) else { return }
+                found[k] = (value.baseAddress.map { $0 - base } ?? 0, value.count, type == 3 ? 1 : type == 4 ? 2 : 0)
+            }
+            guard checked == c else { return false }
+            scratch.removeAll(keepingCapacity: true)
+            scratch.append(contentsOf: c.rawValue.utf8)
+            func u32(_ v: Int) {
+                scratch.append(UInt8(truncatingIfNeeded: v >> 24)); scratch.append(UInt8(truncatingIfNeeded: v >> 16))
+                scratch.append(UInt8(truncatingIfNeeded: v >> 8)); scratch.append(UInt8(truncatingIfNeeded: v))
+            }
+            for k in 0..<key.names.count {
+                scratch.append(UInt8(key.names[k].count))
+                scratch.append(contentsOf: key.names[k])
+                let f = found[k]
+                if f.start >= 0 {
+                    scratch.append(f.kind)
+                    u32(f.count)
+                    scratch.append(contentsOf: UnsafeRawBufferPointer(start: base + f.start, count: f.count))
+                } else {
+                    // The default of an absent attribute: empty bytes, 0, date +0.0 (all zero bytes).
+                    switch key.kinds[k] {
+                    case .bytes: scratch.append(0); u32(0)
+                    case .integer: scratch.append(1); u32(8); scratch.append(contentsOf: repeatElement(0, count: 8))
+                    case .date: scratch.append(2); u32(8); scratch.append(contentsOf: repeatElement(0, count: 8))
+                    }
                 }
             }
+            let context = index.hmacContext
+            withUnsafeTemporaryAllocation(byteCount: 32, alignment: 8) { mac in
+                FormatConstants.uniqueKeyPrefix.withUnsafeBytes { prefix in
+                    scratch.withUnsafeBytes { Crypto.hmacSHA256(context: context, prefix, $0, into: mac) }
+                }
+                hash.copyMemory(from: UnsafeRawBufferPointer(rebasing: mac[0..<16]))
+            }
+            return true
         }
-        return Crypto.hmacSHA256(key: index, parts: [FormatConstants.uniqueKeyPrefix, w.bytes]).prefix(16).map { $0 }
+    }
+}
+
+/// The unique-key attribute names of each class as bytes, with their kinds (`UniqueKey`), made
+/// once for `uniqueKeyHash(ofEncoded:scratch:into:)`.
+private struct UniqueKeyNames: Sendable {
+    var names: [[UInt8]]
+    var kinds: [UniqueKey.Kind]
+
+    init(_ c: ItemClass) {
+        names = UniqueKey.attributes(for: c).map { Array($0.name.utf8) }
+        kinds = UniqueKey.attributes(for: c).map(\.kind)
+    }
+
+    static let genericPassword = UniqueKeyNames(.genericPassword)
+    static let internetPassword = UniqueKeyNames(.internetPassword)
+    static let certificate = UniqueKeyNames(.certificate)
+    static let key = UniqueKeyNames(.key)
+
+    static func of(_ c: ItemClass) -> UniqueKeyNames {
+        switch c {
+        case .genericPassword: return genericPassword
+        case .internetPassword: return internetPassword
+        case .certificate: return certificate
+        case .key: return key
+        }
     }
 }

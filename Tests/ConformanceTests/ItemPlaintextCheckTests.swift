@@ -4,7 +4,7 @@ import LatchkeyTestSupport
 import Testing
 
 /// `verify` checks plaintexts with `ItemPlaintext.check`, `FileKeys.attributeHashes(ofEncoded:)`
-/// and `FileKeys.uniqueKeyHash(ofEncoded:)` instead of decoding them: each must accept exactly
+/// and `FileKeys.uniqueKeyHash(ofEncoded:scratch:into:)` instead of decoding them: each must accept exactly
 /// what `ItemPlaintext.decode` accepts and give the hashes the decoded plaintext gives. Compared here over
 /// every item of the fixtures, plaintexts written by hand to break each rule of spec §8.3,
 /// every truncation and many byte mutations of them all, and seeded random plaintexts.
@@ -110,9 +110,13 @@ import Testing
         guard (try? ItemPlaintext.decode(bytes))?.encode() == decoded?.encode() else { return false }
         var seen: [String: (UInt8, [UInt8])] = [:]
         var hashes: [UInt64] = []
+        var scratch: [UInt8] = []
         let (checked, hashed, unique) = bytes.withUnsafeBytes { b in
             (ItemPlaintext.check(b) { name, type, value in seen[String(decoding: name, as: UTF8.self)] = (type, Array(value)) },
-             keys.attributeHashes(ofEncoded: b, into: &hashes), keys.uniqueKeyHash(ofEncoded: b))
+             keys.attributeHashes(ofEncoded: b, into: &hashes),
+             withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { h in
+                 keys.uniqueKeyHash(ofEncoded: b, scratch: &scratch, into: h) ? Array(UnsafeRawBufferPointer(h)) : nil
+             })
         }
         guard let decoded else { return checked == nil && hashed == nil && unique == nil }
         guard checked == decoded.itemClass, hashed == decoded.itemClass, seen.count == decoded.attributes.count else { return false }

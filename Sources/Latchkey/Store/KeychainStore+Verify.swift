@@ -174,6 +174,8 @@ final class ItemChecker: @unchecked Sendable {
     private struct Scratch {
         var plaintext: [UInt8] = []
         var hashes: [UInt64] = []
+        /// The canonical encoding of the item's unique key (spec §7.5), rebuilt for each item.
+        var uniqueKey: [UInt8] = []
         var found: [UInt64: String] = [:]
         var mismatched = Set<UInt64>()
         let gcm = GCMContext()
@@ -293,9 +295,12 @@ final class ItemChecker: @unchecked Sendable {
                 if let i = scratch.keyIndex[k] {
                     checked = scratch.itemKeys.withUnsafeBytes { itemKeys in
                         ItemPutPayload.withOpened(payload, itemKey: UnsafeRawBufferPointer(rebasing: itemKeys[i * 32..<i * 32 + 32]),
-                                                  fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext) {
-                            guard let c = keys.attributeHashes(ofEncoded: $0, into: &scratch.hashes) else { return false }
-                            clearPartAgrees = ItemChecker.clearPart(of: payload, agreesWith: c, uniqueKeyHash: keys.uniqueKeyHash(ofEncoded: $0), keys)
+                                                  fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext) { plaintext in
+                            guard let c = keys.attributeHashes(ofEncoded: plaintext, into: &scratch.hashes) else { return false }
+                            clearPartAgrees = withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { hash in
+                                keys.uniqueKeyHash(ofEncoded: plaintext, scratch: &scratch.uniqueKey, into: hash)
+                                    && ItemChecker.clearPart(of: payload, agreesWith: c, uniqueKeyHash: UnsafeRawBufferPointer(hash), keys)
+                            }
                             return true
                         }
                     }
@@ -309,7 +314,7 @@ final class ItemChecker: @unchecked Sendable {
                 do {
                     let plaintext = try KeychainStore.open(payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
                     let hash = keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
-                    if !ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: hash, keys) {
+                    if !hash.withUnsafeBytes({ ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: $0, keys) }) {
                         scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path)
                     }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
@@ -324,9 +329,10 @@ final class ItemChecker: @unchecked Sendable {
 
     /// Whether the clear part of a put (its class tag at bytes 16–19 and unique-key hash at
     /// 24–39) is what its plaintext gives (spec §8.4).
-    static func clearPart(of payload: ArraySlice<UInt8>, agreesWith c: ItemClass, uniqueKeyHash: [UInt8]?, _ keys: FileKeys) -> Bool {
+    static func clearPart(of payload: ArraySlice<UInt8>, agreesWith c: ItemClass, uniqueKeyHash: UnsafeRawBufferPointer,
+                          _ keys: FileKeys) -> Bool {
         let s = payload.startIndex
-        guard payload.count >= 40, let uniqueKeyHash else { return false }
+        guard payload.count >= 40, uniqueKeyHash.count == 16 else { return false }
         return payload[s + 16..<s + 20].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == keys.classTagWord(c)
             && payload[s + 24..<s + 40].elementsEqual(uniqueKeyHash)
     }
