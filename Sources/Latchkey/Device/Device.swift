@@ -214,10 +214,8 @@ public final class Device: @unchecked Sendable {
                 }
                 guard let fd = try openStateFile(path, writable: true) else { continue }
                 do {
-                    try fs.lock(fd)
                     // The file may have been replaced or removed between open and lock.
-                    if try fs.identity(path: path) == fs.identity(fd) { return fd }
-                    fs.unlock(fd)
+                    if try fs.lock(fd, stillAt: path) { return fd }
                 } catch {
                     fs.close(fd)
                     throw error

@@ -137,6 +137,22 @@ func errnoText(_ e: Int32) -> String {
 }
 
 extension FileSystem {
+    /// Takes the exclusive lock on `fd`, opened from `path`, and says whether `path` still
+    /// names that file: another process may have renamed a new file over it, or removed it,
+    /// between the open and the lock. When it does not, the lock is let go again; the caller
+    /// closes `fd` and opens the path anew.
+    package func lock(_ fd: Int32, stillAt path: String) throws -> Bool {
+        try lock(fd)
+        do {
+            if try identity(path: path) == identity(fd) { return true }
+        } catch {
+            unlock(fd)
+            throw error
+        }
+        unlock(fd)
+        return false
+    }
+
     /// A file system that cannot list directories lists nothing (clean-ups then do nothing).
     package func list(_ directory: String) -> [String] { [] }
 

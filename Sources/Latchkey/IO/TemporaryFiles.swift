@@ -43,10 +43,9 @@ extension FileSystem {
                 throw error
             }
             do {
-                try lock(fd)
                 // A clean-up that took the lock between the create and ours has removed the
                 // name: start again under another one.
-                if try identity(path: path) == identity(fd) { return (path, fd, token) }
+                if try lock(fd, stillAt: path) { return (path, fd, token) }
             } catch {
                 close(fd)
                 try? remove(path)

@@ -119,9 +119,7 @@ extension KeychainStore {
         for _ in 0..<100 {
             guard let fd = try? fs.openReadOnly(path) else { return nil }
             do {
-                try fs.lock(fd)
-                if try fs.identity(path: path) == fs.identity(fd) { return fd }
-                fs.unlock(fd)
+                if try fs.lock(fd, stillAt: path) { return fd }
             } catch {
                 fs.close(fd)
                 return nil
