@@ -25,7 +25,11 @@
 #
 # Environment: SCALE_1M=1, SCALE_SIZES (overrides the sizes), SCALE_RUNS, SCALE_ROUNDS, SCALE_WARMUP,
 # SCALE_BUILD=0 (use the release binary already built), SCALE_KEEP=1 (keep the temporary
-# directory), SCALE_OUT (where the table and hyperfine JSON go; default $SCRATCH/bench-scale),
+# directory), SCALE_BASELINE=DIR (a checkout of an earlier commit with its release builds of
+# latchkey and latchkey-bench, e.g. a `git worktree`: every timed command and the library's find
+# run for both builds side by side in the same hyperfine rounds, on the same keychains, and the
+# report ends with a before/after table; the keychains are made by this build), SCALE_OUT
+# (where the table and hyperfine JSON go; default $SCRATCH/bench-scale),
 # SCRATCH (SwiftPM scratch path), SWIFT.
 set -euo pipefail
 
@@ -67,6 +71,14 @@ if [ "${SCALE_BUILD:-1}" != 0 ]; then
 fi
 LK=$("$SWIFT" build -c release "${SPM_FLAGS[@]}" --show-bin-path)/latchkey
 LKBENCH=$("$SWIFT" build -c release "${SPM_FLAGS[@]}" --show-bin-path)/latchkey-bench
+BASE=""; BASEBENCH=""; BASE_COMMIT=""
+if [ -n "${SCALE_BASELINE:-}" ]; then
+    BASEBIN=$(cd "$SCALE_BASELINE" && "$SWIFT" build -c release --show-bin-path)
+    BASE=$BASEBIN/latchkey; BASEBENCH=$BASEBIN/latchkey-bench
+    [ -x "$BASE" ] && [ -x "$BASEBENCH" ] \
+        || { say "bench-scale: no release latchkey and latchkey-bench in $BASEBIN: build them there first (swift build -c release --product latchkey ...)"; exit 2; }
+    BASE_COMMIT=$(git -C "$SCALE_BASELINE" rev-parse --short HEAD 2>/dev/null || echo unknown)
+fi
 LK_VERSION=$("$LK" --version 2>/dev/null | head -1)
 LK_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 [ -n "$(git -C "$ROOT" status --porcelain -- Sources Package.swift 2>/dev/null)" ] && LK_COMMIT="$LK_COMMIT + uncommitted changes"
@@ -165,6 +177,7 @@ for N in $SIZES; do
     peak "import.$N" "$LK" import "$W/items$N.jsonl"
     rm -f "$W/items$N.jsonl"
     peak "verify.$N" "$LK" verify
+    [ -n "$BASE" ] && peak "verify.$N.base" "$BASE" verify
     say "  import $(awk -v s="${RES[import.$N]}" -v n="$N" 'BEGIN { printf "%.2f s (%.0f items/s)", s, n / s }'), peak ${PEAK[import.$N]} KiB; verify ${RES[verify.$N]} s, peak ${PEAK[verify.$N]} KiB"
     # A backup (no password, so no KDF) and its restore into a new keychain, one run each: peak
     # memory that does not grow with the items is issue 16 §3's goal (≤ 128 MiB at 1,000,000).
@@ -177,7 +190,8 @@ done
 
 # ---- single-item commands, every size side by side ----
 say "bench-scale: single-item commands ($RUNS runs each, sizes side by side)"
-names() { local op=$1 N; for N in $SIZES; do printf '%s.%s ' "$op" "$N"; done; }
+names() { local op=$1 N; for N in $SIZES; do printf '%s.%s ' "$op" "$N"; done
+    if [ -n "$BASE" ]; then for N in $SIZES; do printf '%s.%s.base ' "$op" "$N"; done; fi; }
 cmds_find=(); cmds_label=(); cmds_add=(); cmds_update=(); cmds_delete=()
 for N in $SIZES; do
     K=$((N / 2)); G=$((N / 20))
@@ -188,6 +202,18 @@ for N in $SIZES; do
     cmds_update+=("$(kc "$N") $LK update --account user$K --service bench --set-data < $W/newsecret")
     cmds_delete+=("$(next "del$N"); $(kc "$N") $LK delete --account user\$i --service bench")
 done
+# With a baseline, the same commands through the earlier build, after this build's (names.base).
+if [ -n "$BASE" ]; then
+    for N in $SIZES; do
+        K=$((N / 2)); G=$((N / 20))
+        counter "baseadd$N" 0; counter "basedel$N" $((N / 2 + 1))   # past user$K, which find and update use
+        cmds_find+=("$(kc "$N") $BASE find --account user$K --service bench")
+        cmds_label+=("$(kc "$N") $BASE find --label 'group $G' --limit all --return attributes")
+        cmds_add+=("$(next "baseadd$N"); $(kc "$N") $BASE add --account baseadd\$i --service bench < $W/secret")
+        cmds_update+=("$(kc "$N") $BASE update --account user$K --service bench --set-data < $W/newsecret")
+        cmds_delete+=("$(next "basedel$N"); $(kc "$N") $BASE delete --account user\$i --service bench")
+    done
+fi
 # shellcheck disable=SC2046
 measure $(names find) -- "${cmds_find[@]}"
 # shellcheck disable=SC2046
@@ -233,7 +259,11 @@ fi
 
 # ---- the process floor ----
 say "bench-scale: latchkey --version against /bin/true"
-RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure version true -- -N "$LK --version" "/bin/true"
+if [ -n "$BASE" ]; then
+    RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure version true version.base -- -N "$LK --version" "/bin/true" "$BASE --version"
+else
+    RUNS=$FAST_RUNS WARMUP=$FAST_WARMUP measure version true -- -N "$LK --version" "/bin/true"
+fi
 
 # ---- the agent at 10,000 items, against pass show ----
 # Both in one hyperfine invocation, side by side, each process run directly (-N, no shell): the
@@ -278,17 +308,28 @@ fi
 # 200,000 finds by unique key at random (the median, in µs). Measured in the process that had
 # just added the million items, the same finds took 7.6–11.3 µs from run to run.
 libfind() {
-    local n=$1 line
+    local n=$1 line bench=${2:-$LKBENCH} key=libfind.$1${3:-}
     mkdir -p "$W/lib$n"
-    line=$(LK_HOT_DIR=$W/lib$n "$LKBENCH" --index --items "$n" 2>&1) || { say "bench-scale: latchkey-bench --index failed:"; say "$line"; exit 1; }
-    line=$(LK_HOT_DIR=$W/lib$n "$LKBENCH" --index --items "$n" 2>&1) || { say "bench-scale: latchkey-bench --index failed:"; say "$line"; exit 1; }
-    RES[libfind.$n]=$(printf '%s\n' "$line" | sed -n 's/^hot find=\([0-9.]*\)us.*/\1/p')
+    line=$(LK_HOT_DIR=$W/lib$n "$bench" --index --items "$n" 2>&1) || { say "bench-scale: latchkey-bench --index failed:"; say "$line"; exit 1; }
+    line=$(LK_HOT_DIR=$W/lib$n "$bench" --index --items "$n" 2>&1) || { say "bench-scale: latchkey-bench --index failed:"; say "$line"; exit 1; }
+    RES[$key]=$(printf '%s\n' "$line" | sed -n 's/^hot find=\([0-9.]*\)us.*/\1/p')
     rm -rf "$W/lib$n"
-    say "  library find at $n items: ${RES[libfind.$n]} µs"
+    say "  library find at $n items${3:+ (baseline)}: ${RES[$key]} µs"
 }
 say "bench-scale: the library's find by unique key in an open keychain"
+# With a baseline, the two builds alternate, twice each, at the largest size.
 libfind "${SIZES%% *}"
-[ "${SIZES##* }" != "${SIZES%% *}" ] && libfind "${SIZES##* }"
+if [ "${SIZES##* }" != "${SIZES%% *}" ]; then
+    if [ -n "$BASE" ]; then
+        libfind "${SIZES##* }" "$BASEBENCH" .base; BASE1=${RES[libfind.${SIZES##* }.base]}
+        libfind "${SIZES##* }"; AFTER1=${RES[libfind.${SIZES##* }]}
+        libfind "${SIZES##* }" "$BASEBENCH" .base; BASE2=${RES[libfind.${SIZES##* }.base]}
+        libfind "${SIZES##* }"; AFTER2=${RES[libfind.${SIZES##* }]}
+        LIBFIND_PAIRS="before $BASE1, $BASE2 µs; after $AFTER1, $AFTER2 µs"
+    else
+        libfind "${SIZES##* }"
+    fi
+fi
 
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 ELAPSED=$(( $(date +%s) - T_START ))
@@ -369,6 +410,23 @@ REPORT=$OUT/report.md
     echo "| library find by unique key $at ≤ 5 µs | ${RES[libfind.$LAST]:-–} µs (${RES[libfind.$FIRST]:-–} µs at $(commas "$FIRST")) | | $(le "${RES[libfind.$LAST]:-}" 5) |"
     echo "| with a passcode: KDF + 30 ms per single-item command | \`make bench-peers\` | | not measured here |"
     [ "$LAST" != 1000000 ] && echo && echo "The targets are stated at 1,000,000 items; this run stops at $(commas "$LAST") (SCALE_1M=1 adds 1M)."
+    if [ -n "$BASE" ]; then
+        echo
+        echo "Before and after, side by side in the same rounds on the same keychains: before = $BASE_COMMIT ($("$BASE" --version 2>/dev/null | head -1)), after = $LK_COMMIT. Ratio after/before of the medians, per-round ratios beside it."
+        echo
+        echo "| what | items | before | after | after/before |"
+        echo "|---|---|---|---|---|"
+        for op in find add update delete label; do
+            for N in $SIZES; do
+                echo "| $op | $(commas "$N") | $(ms "${RES[$op.$N.base]}") | $(ms "${RES[$op.$N]}") | $(ratio "${RES[$op.$N]}" "${RES[$op.$N.base]}") ($(spread "$op.$N" "$op.$N.base")) |"
+            done
+        done
+        for N in $SIZES; do
+            echo "| verify (one run each) | $(commas "$N") | $(ms "${RES[verify.$N.base]}") | $(ms "${RES[verify.$N]}") | $(ratio "${RES[verify.$N]}" "${RES[verify.$N.base]}") |"
+        done
+        echo "| --version | | $(ms "${RES[version.base]}") | $(ms "${RES[version]}") | $(ratio "${RES[version]}" "${RES[version.base]}") ($(spread version version.base)) |"
+        [ -n "${LIBFIND_PAIRS:-}" ] && echo "| library find by unique key (200,000 finds, median; two alternating runs each) | $(commas "$LAST") | $LIBFIND_PAIRS | | |"
+    fi
     true
 } > "$REPORT"
 cat "$REPORT"
