@@ -19,7 +19,10 @@
 # (keepassxc-cli and other commands that take ≥ 0.1 s, default 10), PEERS_WARMUP (default 2),
 # PEERS_ROUNDS (rounds of latchkey's single-item commands across the sizes, default 3),
 # PEERS_KEEP=1 keeps the temporary directory, PEERS_BUILD=0 uses the binaries already built,
-# PEERS_STATIC=0 links latchkey's Swift runtime dynamically, PEERS_OUT (where the hyperfine JSON and the
+# PEERS_STATIC=0 links latchkey's Swift runtime dynamically, PEERS_BASELINE=DIR (a checkout of
+# an earlier commit with its release latchkey built: latchkey's single-item commands and list all
+# also run through that build, with and without its own agent, on a copy of each keychain, in the
+# same rounds; the report ends with a before/after table), PEERS_OUT (where the hyperfine JSON and the
 # table go; default $SCRATCH/bench-peers), SCRATCH (SwiftPM scratch path), SWIFT.
 set -euo pipefail
 
@@ -63,6 +66,12 @@ fi
 BIN=$("$SWIFT" build -c release "${SPM_FLAGS[@]}" --show-bin-path)
 LK=$BIN/latchkey
 LKBENCH=$BIN/latchkey-bench
+BASE=""; BASE_COMMIT=""
+if [ -n "${PEERS_BASELINE:-}" ]; then
+    BASE=$(cd "$PEERS_BASELINE" && "$SWIFT" build -c release --show-bin-path)/latchkey
+    [ -x "$BASE" ] || { say "bench-peers: no release latchkey in $PEERS_BASELINE: build it there first"; exit 2; }
+    BASE_COMMIT=$(git -C "$PEERS_BASELINE" rev-parse --short HEAD 2>/dev/null || echo unknown)
+fi
 
 # ---- 3. a private world in a temporary directory ----
 umask 077
@@ -77,6 +86,7 @@ unset LATCHKEY_KEYCHAIN LATCHKEY_DEVICE LATCHKEY_PASSCODE LATCHKEY_ENTITLEMENTS 
 cleanup() {
     set +e
     env -u LATCHKEY_PASSCODE "$LK" agent --stop >/dev/null 2>&1
+    [ -n "$BASE" ] && env -u LATCHKEY_PASSCODE LATCHKEY_AGENT_SOCK="$W/run/base-agent.sock" "$BASE" agent --stop >/dev/null 2>&1
     gpgconf --kill all >/dev/null 2>&1
     if [ "${PEERS_KEEP:-0}" = 1 ]; then say "bench-peers: kept $W"; else rm -rf "$W"; fi
 }
@@ -282,10 +292,21 @@ PER_ROUND=$(( (RUNS + ROUNDS - 1) / ROUNDS ))
 DIRECT="LATCHKEY_PASSCODE=\$LK_PC LATCHKEY_AGENT_SOCK=none"
 for N in $SIZES; do counter "lkadd$N" 0; counter "lkdel$N" 0; counter "passadd$N" 0; counter "passdel$N" 0; done
 lk_key() { if [ "$1" = pass ]; then echo "pass.$2.$3"; else echo "lk.$1.$2.$3"; fi; }
+MODES="agent pass direct"
+# The baseline: its own agent and a copy of each keychain (same items, same passcode), so that
+# neither build's agent or caches serve the other's commands.
+if [ -n "$BASE" ]; then
+    MODES="agent agentbase pass direct directbase"
+    env -u LATCHKEY_PASSCODE LATCHKEY_AGENT_SOCK="$W/run/base-agent.sock" "$BASE" agent --daemon >/dev/null
+    for N in $SIZES; do
+        cp -a "$W/lk$N" "$W/lkb$N"; counter "lkbadd$N" 0; counter "lkbdel$N" "$((N / 2 + 1))"
+    done
+fi
 lk_op() { # mode op N → the command
-    local mode=$1 op=$2 N=$3 pre=""
-    local K=$((N / 2)) env="LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret"
-    [ "$mode" = direct ] && env="$env $DIRECT"
+    local mode=$1 op=$2 N=$3 pre="" lk=$LK kc=lk ctr=lk
+    case $mode in *base) lk=$BASE; kc=lkb; ctr=lkb ;; esac
+    local K=$((N / 2)) env="LATCHKEY_KEYCHAIN=$W/$kc$N/login.keychain LATCHKEY_DEVICE=$W/$kc$N/device.secret"
+    case $mode in direct*) env="$env $DIRECT" ;; agentbase) env="$env LATCHKEY_AGENT_SOCK=$W/run/base-agent.sock" ;; esac
     if [ "$mode" = pass ]; then
         env="PASSWORD_STORE_DIR=$W/pass$N"
         case $op in
@@ -298,11 +319,11 @@ lk_op() { # mode op N → the command
         return
     fi
     case $op in
-        add) printf '%s; %s %s add --account add$i --service bench < %s' "$(next "lkadd$N")" "$env" "$LK" "$W/secret" ;;
-        find) printf '%s %s find --account user%d --service bench' "$env" "$LK" "$K" ;;
-        list) printf '%s %s dump' "$env" "$LK" ;;
-        update) printf '%s %s update --account user%d --service bench --set-data < %s' "$env" "$LK" "$K" "$W/newsecret" ;;
-        delete) printf '%s; %s %s delete --account user$i --service bench' "$(next "lkdel$N")" "$env" "$LK" ;;
+        add) printf '%s; %s %s add --account add$i --service bench < %s' "$(next "${ctr}add$N")" "$env" "$lk" "$W/secret" ;;
+        find) printf '%s %s find --account user%d --service bench' "$env" "$lk" "$K" ;;
+        list) printf '%s %s dump' "$env" "$lk" ;;
+        update) printf '%s %s update --account user%d --service bench --set-data < %s' "$env" "$lk" "$K" "$W/newsecret" ;;
+        delete) printf '%s; %s %s delete --account user$i --service bench' "$(next "${ctr}del$N")" "$env" "$lk" ;;
     esac
 }
 # "The KDF" of the goal KDF + 30 ms is sampled right before each run of a command without the
@@ -317,12 +338,14 @@ for r in $(seq 1 "$ROUNDS"); do
     for N in $SIZES; do
         LATCHKEY_KEYCHAIN=$W/lk$N/login.keychain LATCHKEY_DEVICE=$W/lk$N/device.secret LATCHKEY_PASSCODE=$PASSCODE \
             "$LK" unlock >/dev/null
+        [ -n "$BASE" ] && LATCHKEY_KEYCHAIN=$W/lkb$N/login.keychain LATCHKEY_DEVICE=$W/lkb$N/device.secret LATCHKEY_PASSCODE=$PASSCODE \
+            LATCHKEY_AGENT_SOCK=$W/run/base-agent.sock "$BASE" unlock >/dev/null
     done
-    for mode in agent pass direct; do
+    for mode in $MODES; do
         for op in add find update delete list; do
             for N in $SIZES; do
                 key=$(lk_key "$mode" "$op" "$N").r$r
-                if [ "$mode" = direct ]; then
+                if [ "${mode#direct}" != "$mode" ]; then
                     : > "$OUT/$key.kdf"
                     measure "$key" "$PER_ROUND" --prepare "$LKBENCH --kdf-only >> $OUT/$key.kdf" -- "$(lk_op "$mode" "$op" "$N")"
                 else
@@ -332,19 +355,19 @@ for r in $(seq 1 "$ROUNDS"); do
         done
     done
 done
-cat "$OUT"/lk.direct.*.kdf | sed -n 's/^kdf-only \([0-9.]*\)$/\1/p' > "$OUT/kdf.samples"
+cat "$OUT"/lk.direct.*.kdf "$OUT"/lk.directbase.*.kdf 2>/dev/null | sed -n 's/^kdf-only \([0-9.]*\)$/\1/p' > "$OUT/kdf.samples"
 KDF_N=$(wc -l < "$OUT/kdf.samples")
 [ "$KDF_N" -gt 0 ] || { say "bench-peers: no KDF samples (latchkey-bench --kdf-only printed nothing usable)"; exit 1; }
 KDF_ROUNDS_MS=$(sort -n "$OUT/kdf.samples" | awk '{a[NR] = $1} END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
 KDF_RANGE=$(sort -n "$OUT/kdf.samples" | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f–%.0f", lo, hi}')
 say "  KDF sampled in the rounds: median $KDF_ROUNDS_MS ms of $KDF_N ($KDF_RANGE ms)"
-for mode in agent pass direct; do
+for mode in $MODES; do
     for op in add find update delete list; do
         for N in $SIZES; do
             key=$(lk_key "$mode" "$op" "$N"); files=()
             for r in $(seq 1 "$ROUNDS"); do files+=("$OUT/$key.r$r.json"); done
             RES[$key]=$(jq -s '[.[].results[0].times[]] | sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end' "${files[@]}")
-            if [ "$mode" = direct ]; then
+            if [ "${mode#direct}" != "$mode" ]; then
                 # Each run's time minus the KDF sampled just before it (the last lines of the
                 # .kdf file: the first ones preceded the warm-up runs), in seconds.
                 : > "$W/pairs"
@@ -463,6 +486,20 @@ REPORT=$OUT/report.md
     per=$(awk -v a="${RES[lk.direct.list.$BIG]}" -v b="${RES[lk.direct.list.$SMALL]}" -v n="$BIG" -v m="$SMALL" 'BEGIN{printf "%.1f", (a - b) * 1e6 / (n - m)}')
     echo "- List all without the agent (stated, no bound: it decrypts and prints every item, so it grows with N):${lines%;}; $per µs per item from $(commas "$SMALL") to $(commas "$BIG")"
     echo "- Process start-up floor (\`latchkey --version\`): $(ms "${RES[version]}") (stated, no goal)"
+    if [ -n "$BASE" ]; then
+        echo
+        echo "#### Before and after"
+        echo
+        echo "Before = $BASE_COMMIT ($("$BASE" --version 2>/dev/null | head -1)), after = $LK_COMMIT: the same commands in the same rounds, each build on its own copy of each keychain and with its own agent; without the agent, each run minus the KDF sampled just before it."
+        echo
+        echo "| operation | items | agent: before | after | after/before | no agent, over the KDF: before | after |"
+        echo "|---|---|---|---|---|---|---|"
+        for op in find add update delete list; do
+            for N in $SIZES; do
+                echo "| $op | $(commas "$N") | $(ms "${RES[lk.agentbase.$op.$N]}") | $(ms "${RES[lk.agent.$op.$N]}") | $(ratio "${RES[lk.agent.$op.$N]}" "${RES[lk.agentbase.$op.$N]}") | $(signed "${RES[over.lk.directbase.$op.$N]}") | $(signed "${RES[over.lk.direct.$op.$N]}") |"
+            done
+        done
+    fi
 } > "$REPORT"
 missed=$({ grep -o 'missed\*\*' "$REPORT" || true; } | wc -l)   # grep finds nothing when all are met
 { echo; if [ "$missed" = 0 ]; then echo "All goals met."; else echo "$missed of the goal checks above missed."; fi; } >> "$REPORT"
