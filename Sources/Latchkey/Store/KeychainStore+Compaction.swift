@@ -22,7 +22,7 @@ extension KeychainStore {
     @discardableResult
     package func changePasscode(old: [UInt8]?, new: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
         if let new, new.isEmpty { throw KeychainError(.param, "the new passcode is empty; choose a non-empty passcode, or remove the passcode instead") }
-        return try withWriteLock {
+        return try write { tx in
             let bag = log.keybag
             var current: [ProtectionClass: SecretKey] = [:]
             if bag.hasPasscode {
@@ -54,7 +54,7 @@ extension KeychainStore {
             // dk and dku keep their keys and their entries, byte for byte.
             newBag.entries = newBag.entries.map { e in e.wrap == .device && e.protectionClass.isAlwaysAvailable ? (bag.entry(for: e.protectionClass) ?? e) : e }
             var dropped = 0
-            try rewrite(keybag: newBag, keys: fresh, operation: "change the passcode of") { payload in
+            try rewrite(tx, keybag: newBag, keys: fresh, operation: "change the passcode of") { payload in
                 let pc = ProtectionClass(rawValue: payload[20])!
                 guard let newClassKey = fresh[pc] else { dropped += 1; return false }
                 if pc.isAlwaysAvailable { return true }
@@ -83,9 +83,9 @@ extension KeychainStore {
     /// - Returns: bytes before and after.
     @discardableResult
     package func compact() throws -> (before: UInt64, after: UInt64) {
-        try withWriteLock {
+        try write { tx in
             let before = log.end
-            try rewrite(keybag: log.keybag, keys: nil, operation: "compact") { _ in true }
+            try rewrite(tx, keybag: log.keybag, keys: nil, operation: "compact") { _ in true }
             return (before, log.end)
         }
     }
@@ -96,12 +96,14 @@ extension KeychainStore {
     /// record is read, authenticated again, and passed to `transform`, which may change its
     /// wrapped item key (bytes 40–79) and returns false to leave the item out; the frames and
     /// tags are recomputed. `newKeys` are the class keys of `keybag` when it has other keys
-    /// than the file's (a passcode change). Call inside `withWriteLock`. On any failure before
+    /// than the file's (a passcode change). It takes the write transaction it runs in: the lock
+    /// is held from the temporary file to the rename. On any failure before
     /// the rename the keychain is untouched and the temporary file removed; once the new file
     /// is renamed into place it is the keychain, and the call succeeds only when the directory
     /// fsync that makes the rename durable returns.
-    func rewrite(keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
+    private func rewrite(_ tx: WriteTransaction, keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
                          _ transform: (inout [UInt8]) throws -> Bool) throws {
+        tx.requireOpen()
         // The new file takes a sequence number of its own: it is newer than every copy of the
         // old one even with no live item, so putting an old copy back is a rollback (§11.5).
         var newHeader = header
@@ -110,7 +112,7 @@ extension KeychainStore {
         newHeader.minor = FormatConstants.fileMinor
         newHeader.extensionBytes = []
         let headerBytes = newHeader.encode(macKey: keys.headerMAC)
-        removeAbandonedCompactions()
+        tx.removeAbandonedCompactions()
         let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
         var offset = UInt64(headerBytes.count)
         var sequence = newHeader.baseSequence
@@ -218,12 +220,16 @@ extension KeychainStore {
         try materializeItems()
         return log.items.map { ($0.key, $0.value) }.sorted { $0.1.offset < $1.1.offset }
     }
+}
 
+extension WriteTransaction {
     /// Removes the temporary files of compactions that died before their rename (a killed
-    /// process, a power cut). Call with the write lock held: a live compaction holds the lock
-    /// from creating its temporary file until the rename, so none of them can be live now
+    /// process, a power cut). A method of the write transaction: a live compaction holds the
+    /// lock from creating its temporary file until the rename, so none of them can be live now
     /// (spec §11.5). Best effort: a file that cannot be removed stays.
     func removeAbandonedCompactions() {
+        requireOpen()
+        let (path, fs) = (store.path, store.fs)
         let directory = directoryOf(path)
         let prefix = lastPathComponent(path) + ".compact-"
         for name in fs.list(directory) where isTemporaryName(name, prefix: prefix) {

@@ -20,7 +20,7 @@ extension KeychainStore {
 
     /// Runs `body` holding the store's (recursive) lock, so that what it reads and decrypts is
     /// one consistent state. Locks taken inside `body` come after the store's: the attribute
-    /// index takes its own there, as `update` and `delete` do (withWriteLock → matches → index),
+    /// index takes its own there, as `update` and `delete` do (write → matches → index),
     /// so the two orders never meet.
     func withStoreLock<T>(_ body: () throws -> T) rethrows -> T {
         mutex.lock(); defer { mutex.unlock() }

@@ -1,18 +1,26 @@
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// One change inside a transaction.
+/// One change of a batched transaction (`WriteTransaction.commit`).
 enum Mutation {
     case put(id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8)
     case delete(ID16)
 }
 
 extension KeychainStore {
-    // MARK: Writing
-
-    /// Runs `body` with the exclusive file lock held and the log caught up: the place for
-    /// read-check-write sequences such as "fail if the unique key exists, else add".
-    func withWriteLock<T>(_ body: () throws -> T) throws -> T {
+    /// Runs `body` holding the keychain's write lock, with the only value that can change the
+    /// keychain: the place for read-check-write sequences such as "fail if the unique key
+    /// exists, else add".
+    ///
+    /// Before `body`: the exclusive `flock` is taken and the path checked to still name the
+    /// open file (a compaction elsewhere renames a new one into place: then it is opened), the
+    /// log caught up with what other processes appended (an interrupted write is cut off,
+    /// spec/FORMAT.md §10.4), and the directory synced when the file is new at its name
+    /// (§11.4). After it, a new index is written when one is due (§17.6). The transaction is
+    /// closed when this returns: one kept past it traps rather than write without the lock.
+    /// - Throws: errSecReadOnly for a keychain that may only be read; errSecIO; what `body`
+    ///   throws.
+    func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
         mutex.lock(); defer { mutex.unlock() }
         if let readOnlyReason {
             throw KeychainError(.readOnly, "the keychain \(path) can be read but not changed: \(readOnlyReason)")
@@ -26,123 +34,19 @@ extension KeychainStore {
             directoryUnsynced = true
         }
         defer { fs.unlock(fd) }
-        removeLeftoversOnce()
-        try catchUpLocked()
+        let tx = WriteTransaction(store: self)
+        defer { tx.close() }
+        tx.removeLeftoversOnce()
+        try cutTornTail(try scanMapped())
         if directoryUnsynced {
             // Another process (or a failed directory fsync of ours) put this file at the path;
             // an append to it is durable only once that name is (spec §11.4).
             try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
             directoryUnsynced = false
         }
-        let result = try body()
+        let result = try body(tx)
         maybeWriteIndex()
         return result
-    }
-
-    private func catchUpLocked() throws {
-        try cutTornTail(try scanMapped())
-    }
-
-    /// Appends one transaction: every record in one write, then one fsync. Call inside
-    /// `withWriteLock`. Checks unique keys first; on any failure nothing changes.
-    /// - Throws: errSecDuplicateItem, errSecItemNotFound (delete of a missing item), class-key
-    ///   errors, errSecIO.
-    func commit(_ mutations: [Mutation]) throws {
-        guard !mutations.isEmpty else { return }
-        let planned = try withIndexFallback { try plan(mutations) }
-        try append(planned)
-    }
-
-    /// Seals and checks the records of a transaction against the live items (read, not
-    /// changed).
-    func plan(_ mutations: [Mutation]) throws -> [(type: RecordType, payload: [UInt8], op: PendingOp)] {
-        // Validate against small overlays on the live indexes (copying the indexes would
-        // cost O(items) per commit): nil in an overlay means "removed by this transaction".
-        var owners: [ID16: ID16?] = [:]
-        var slots: [ID16: ItemSlot?] = [:]
-        func owner(_ hash: ID16) throws -> ID16? { if let o = owners[hash] { return o }; return try log.items.owner(hash) }
-        func slot(_ id: ID16) throws -> ItemSlot? { if let s = slots[id] { return s }; return try log.items.slot(id) }
-        var planned: [(type: RecordType, payload: [UInt8], op: PendingOp)] = []
-        for m in mutations {
-            switch m {
-            case .put(let id, let plaintext, let pc, let flags):
-                let sealed = try seal(plaintext, uuid: id.bytes, protection: pc, flags: flags)
-                let hash = ID16(sealed.uniqueKeyHash)
-                if let o = try owner(hash), o != id {
-                    throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
-                }
-                if let old = try slot(id) { owners[old.uniqueHash] = .some(nil) }
-                owners[hash] = id
-                let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
-                                 protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
-                slots[id] = s
-                let encoded = sealed.encode()
-                planned.append((.itemPut, encoded, .put(id, s)))
-                // Right after its put, in the same transaction (spec §7.6).
-                let hashes = keys.attributeHashRecord(for: plaintext, putPayload: encoded)
-                planned.append((.attributeHashes, hashes.encode(), .hashes(id, hashes.hashes)))
-            case .delete(let id):
-                guard let old = try slot(id) else {
-                    throw KeychainError(.itemNotFound, "the item to delete no longer exists")
-                }
-                slots[id] = .some(nil)
-                owners[old.uniqueHash] = .some(nil)
-                planned.append((.itemDelete, ItemDeletePayload(uuid: id.bytes).encode(), .delete(id)))
-            }
-        }
-        return planned
-    }
-
-    /// Appends planned records as one transaction (see `commit`).
-    func append(_ planned: [(type: RecordType, payload: [UInt8], op: PendingOp)]) throws {
-        let start = log.end
-        var offset = start
-        var sequence = log.lastSequence
-        var records: [UInt8] = []
-        var applied: [(PendingOp, UInt64)] = []
-        var lastOffset = start
-        for (i, p) in planned.enumerated() {
-            sequence += 1
-            let flags = i < planned.count - 1 ? FrameHeader.continuesFlag : 0
-            let record = RecordFrame.encode(type: p.type.rawValue, flags: flags, sequence: sequence, payload: p.payload,
-                                            offset: offset, macKey: keys.recordMAC)
-            if case .put(let id, var s) = p.op {
-                (s.offset, s.recordSize, s.sequence) = (offset, UInt32(record.count), sequence)
-                applied.append((.put(id, s), offset))
-            } else {
-                applied.append((p.op, offset))
-            }
-            lastOffset = offset
-            offset += UInt64(record.count)
-            records.append(contentsOf: record)
-        }
-        do {
-            try fs.write(fd, offset: start, records)
-            try fs.sync(fd)
-        } catch {
-            // Leave the file as it was: cut back whatever part of the write landed.
-            let cutBack = Result { () throws -> Void in
-                try fs.truncate(fd, to: start)
-                try fs.sync(fd)
-            }
-            if case .failure = cutBack { throw changeMayHaveLanded(error) }
-            _ = try io({ throw error }, "write to the keychain")
-        }
-        // Durable from here: the call succeeds whatever follows (spec §11.4). The records are
-        // applied as a reader would apply them, from what was written rather than by reading
-        // it back, so a failing read cannot turn a commit into a reported failure.
-        do {
-            for (op, at) in applied { try log.apply(op, at: at) }
-            log.lastRecordOffset = lastOffset
-            log.end = offset
-            log.lastSequence = sequence
-            log.recordCount += planned.count
-            log.skippedAncillary += planned.filter { RecordType.isAncillary($0.type.rawValue) }.count
-            highestSeen = max(highestSeen, sequence)
-        } catch {
-            needsReopen = true
-        }
-        recordCommit(sequence)
     }
 
     /// The error for a transaction whose write or fsync failed after its closing record was
@@ -170,17 +74,136 @@ extension KeychainStore {
         try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence),
                               passcodeSet: hasPasscode ?? header.keybag.hasPasscode)
     }
+}
 
-    /// Encrypts an item for a put record under a fresh item key. Every writer seals through
-    /// here, so the size limit of spec §6.4 is checked before any byte is written.
-    /// - Throws: errSecParam for an item over the limit; class-key errors.
-    func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protection: ProtectionClass, flags: UInt8) throws -> ItemPutPayload {
-        let key = try classKey(protection)
+/// The right to change the keychain, for the length of one `KeychainStore.write` call: made
+/// only there, once the write lock is held and the log caught up, and closed when the call
+/// returns. Every change to the file is a method of it, or takes it: a batched commit
+/// (`commit`), a streaming transaction (`stream`), a rewrite (compaction and passcode change)
+/// and the removal of what killed writers left. So none of them can run without the lock; a
+/// transaction kept past its call traps when used.
+///
+/// Both kinds of commit check and place their records the same way (`check(put:…)`,
+/// `CheckedPut.requireUnique`, `TransactionLayout`), make them with the same sealer
+/// (`RecordSealer`), and leave the state in memory as a scan of their records would
+/// (`ItemTable.put`/`delete`, `LogState.close`). They differ in where they look the live
+/// items up while they run, and in when the records are written: a batched commit writes
+/// nothing until every check has passed, then the whole transaction with one write and one
+/// fsync; a streaming one writes as it goes and closes with one fsync.
+final class WriteTransaction {
+    let store: KeychainStore
+    private var isOpen = true
+
+    fileprivate init(store: KeychainStore) { self.store = store }
+
+    fileprivate func close() { isOpen = false }
+
+    /// Traps when the transaction is used after the `write` call that made it returned.
+    func requireOpen() {
+        precondition(isOpen, "a WriteTransaction is used only inside the KeychainStore.write call that made it")
+    }
+
+    /// Checks a put as every writer does before placing it (`CheckedPut`): its class key, then
+    /// its size; its unique-key hash and class tag come with it.
+    /// - Throws: class-key errors (errSecInteractionNotAllowed, errSecNotAvailable);
+    ///   errSecParam for an item over the size limit.
+    func check(put id: ID16, uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws -> CheckedPut {
+        let classKey = try store.classKey(protection)
+        let size: Int
         do {
-            return try ItemPutPayload.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags,
-                                           keys: keys, classKey: key, fileUUID: header.fileUUID)
+            size = try ItemPutPayload.checkSize(plaintext)
         } catch let e as FormatError {
             throw KeychainError.fromFormat("the item", e)
         }
+        let uniqueKeyHash = store.keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
+        return CheckedPut(id: id, uuid: uuid, plaintext: plaintext, protection: protection, flags: flags, classKey: classKey,
+                          plaintextSize: size, uniqueKeyHash: uniqueKeyHash, hash: ID16(uniqueKeyHash),
+                          classTag: store.classTags[plaintext.itemClass]!)
+    }
+
+    /// Appends one transaction of `mutations`. Every check passes before any byte is written
+    /// (on any failure nothing changes); then every record goes in one write, followed by one
+    /// fsync. On a failed write or fsync the file is cut back to where the transaction began.
+    /// - Throws: errSecDuplicateItem, errSecItemNotFound (delete of a missing item), class-key
+    ///   errors, errSecParam (an item over the size limit), errSecIO.
+    func commit(_ mutations: [Mutation]) throws {
+        requireOpen()
+        guard !mutations.isEmpty else { return }
+        let store = self.store
+        let (layout, jobs, changes) = try store.withIndexFallback { try place(mutations) }
+        let sealer = RecordSealer(.batched(bytes: Int(layout.end - layout.start)), fs: store.fs, fd: store.fd, keys: store.keys,
+                                  fileUUID: store.header.fileUUID, offset: layout.start, sequence: layout.startSequence)
+        do {
+            for job in jobs { try sealer.submit(job) }
+            try sealer.finish()
+        } catch {
+            if sealer.hasWritten {
+                // Leave the file as it was: cut back whatever part of the write landed.
+                let cutBack = Result { () throws -> Void in
+                    try store.fs.truncate(store.fd, to: layout.start)
+                    try store.fs.sync(store.fd)
+                }
+                if case .failure = cutBack { throw store.changeMayHaveLanded(error) }
+            }
+            throw error
+        }
+        // Durable from here: the call succeeds whatever follows (spec §11.4). The records are
+        // applied as a reader would apply them, from what was written rather than by reading
+        // it back, so a failing read cannot turn a commit into a reported failure.
+        do {
+            for change in changes {
+                if let slot = change.slot {
+                    try store.log.items.put(change.id, slot, at: change.at, ownerChecked: true)
+                } else {
+                    try store.log.items.delete(change.id, at: change.at)
+                }
+            }
+            if store.log.keepsAttributeHashes {
+                for (id, hashes) in sealer.sealedHashes {
+                    if let hashes { store.log.attributes.setHashes(id, hashes) } else { store.log.attributes.remove(id) }
+                }
+            }
+            store.log.close(layout)
+        } catch {
+            store.needsReopen = true
+        }
+        store.recordCommit(layout.lastSequence)
+    }
+
+    /// Checks and places the records of a batched transaction against the live items (read,
+    /// not changed), through small overlays: copying the item table would cost O(items) per
+    /// commit. nil in an overlay means "removed by this transaction".
+    private func place(_ mutations: [Mutation]) throws
+        -> (TransactionLayout, [RecordSealer.Job], [(id: ID16, slot: ItemSlot?, at: UInt64)]) {
+        let store = self.store
+        var holders: [ID16: ID16?] = [:]
+        var slots: [ID16: ItemSlot?] = [:]
+        func holder(_ hash: ID16) throws -> ID16? { if let o = holders[hash] { return o }; return try store.log.items.owner(hash) }
+        func slot(_ id: ID16) throws -> ItemSlot? { if let s = slots[id] { return s }; return try store.log.items.slot(id) }
+        var layout = TransactionLayout(start: store.log.end, sequence: store.log.lastSequence)
+        var jobs: [RecordSealer.Job] = []
+        var changes: [(id: ID16, slot: ItemSlot?, at: UInt64)] = []
+        jobs.reserveCapacity(mutations.count)
+        changes.reserveCapacity(mutations.count)
+        for m in mutations {
+            switch m {
+            case .put(let id, let plaintext, let pc, let flags):
+                let put = try check(put: id, uuid: id.bytes, plaintext: plaintext, protection: pc, flags: flags)
+                try put.requireUnique(holder: holder(put.hash))
+                if let old = try slot(id) { holders[old.uniqueHash] = .some(nil) }
+                let s = layout.slot(for: put)
+                holders[put.hash] = id
+                slots[id] = s
+                changes.append((id, s, s.offset))
+                jobs.append(layout.place(put, at: s))
+            case .delete(let id):
+                guard let old = try slot(id) else { throw CheckedPut.noSuchItem }
+                slots[id] = .some(nil)
+                holders[old.uniqueHash] = .some(nil)
+                changes.append((id, nil, layout.end))
+                jobs.append(layout.placeDelete(id.bytes))
+            }
+        }
+        return (layout, jobs, changes)
     }
 }

@@ -33,6 +33,8 @@ package final class KeychainStore: @unchecked Sendable {
     var verifiedStatus: FileStatus?
     var classKeys: [ProtectionClass: SecretKey] = [:]
     var tagToClass: [UInt32: ItemClass] = [:]
+    /// The class tag of each item class (spec §7.5), as a put record carries it.
+    var classTags: [ItemClass: [UInt8]] = [:]
     /// True once the passcode has been given since open (ck/cku then stay available).
     package internal(set) var unlockedOnce = false
     /// Why this keychain can be read but not changed, nil when it can be: a newer minor
@@ -93,7 +95,11 @@ package final class KeychainStore: @unchecked Sendable {
         self.keys = keys
         self.log = LogState(header: header, headerSize: headerSize)
         self.keybagOfKeys = header.keybag
-        for c in ItemClass.allCases { tagToClass[keys.classTag(c).readBE(UInt32.self, at: 0)] = c }
+        for c in ItemClass.allCases {
+            let tag = keys.classTag(c)
+            classTags[c] = tag
+            tagToClass[tag.readBE(UInt32.self, at: 0)] = c
+        }
     }
 
     deinit {
