@@ -117,3 +117,21 @@ import LatchkeyTestSupport
         #expect(batchedDisk.keychainBytes.count == streamingDisk.keychainBytes.count)
     }
 }
+
+/// The attribute-hash table both writers keep: hashes set over hashes (a put without a
+/// `put(_:)` before it) survive the pool's compaction.
+@Suite struct AttributeHashTableReplaceTests {
+    @Test func hashesReplacedInPlace_stayWhereTheirEntriesSay() {
+        var table = AttributeHashTable()
+        let ids = (0..<600).map { ID16(high: 7, low: UInt64($0)) }
+        func hashes(_ round: Int, _ i: Int) -> [UInt64] { (0..<4).map { UInt64(round * 1_000_000 + i * 10 + $0) } }
+        for round in 0..<8 {
+            for (i, id) in ids.enumerated() { table.setHashes(id, hashes(round, i)) }
+        }
+        for (i, id) in ids.enumerated() { #expect(table.state(id) == .hashed(hashes(7, i))) }
+        var entries = table.sortedFreshEntries()
+        var count = 0
+        while entries.next() != nil { count += 1 }
+        #expect(count == ids.count * 4)
+    }
+}

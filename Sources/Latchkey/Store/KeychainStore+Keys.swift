@@ -120,9 +120,9 @@ extension KeychainStore {
 /// `KeychainStore.open(path:device:acceptRollback:unlockingWith:)`).
 ///
 /// The thread is a joined pthread, not a detached one: `key()` returns only once it has ended,
-/// its OpenSSL state freed (`Crypto.releaseThreadState`). A process that exited while a
-/// detached thread was still ending had OpenSSL's exit-time cleanup free that state a second
-/// time (AddressSanitizer: double free; LeakSanitizer: its 904 bytes leaked).
+/// its OpenSSL state freed (`Crypto.releaseThreadState`). A process exiting while a detached
+/// thread is still ending has OpenSSL's exit-time cleanup free that state a second time (a
+/// double free), or leaks it.
 final class PrefetchedPasscodeKey: @unchecked Sendable {
     let kdf: KDFParameters
     let lock = Lock()

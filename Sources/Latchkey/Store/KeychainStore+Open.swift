@@ -114,8 +114,8 @@ extension KeychainStore {
 
     /// Opens and, with a passcode, unlocks. The scrypt KDF for the passcode starts on another
     /// thread as soon as the header is read and runs while this one checks every record of
-    /// the file (issue 8: a CLI command without the agent costs at most the KDF + 30 ms; at
-    /// 10,000 items the scan alone is about 30 ms). The derived key is used only if the
+    /// the file, so that a command run without the agent costs the longer of the two rather
+    /// than their sum. The derived key is used only if the
     /// current keybag (a later keybag record may replace the header's, spec §4) has the same
     /// KDF parameters, and only inside the throttled attempt; while a delay after wrong
     /// passcodes runs, no KDF is started at all.
@@ -140,8 +140,8 @@ extension KeychainStore {
             prefetched = PrefetchedPasscodeKey(keys: parts.2, passcode: passcode, kdf: parts.0.keybag.kdf)
         }
         // The thread is always waited for, whatever is thrown: a process that exits while it runs
-        // scrypt would have OpenSSL's atexit cleanup free what the thread uses (KillTests saw
-        // SIGSEGV in a `verify` that exited with "wrong passcode").
+        // scrypt would have OpenSSL's atexit cleanup free what the thread uses (a crash in a
+        // command that exits with "wrong passcode").
         defer { _ = try? prefetched?.key() }
         // From here the store owns fd and closes it in deinit.
         let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,

@@ -268,9 +268,9 @@ final class RecordSealer: @unchecked Sendable {
 
     private func run(_ jobs: [Job]) throws {
         // A fresh key for each put, all drawn at once and wrapped under their class keys a run
-        // at a time (`Crypto.aesKeyWrap(kek:many:)`): one key wrap a put cost 24 separate AES
-        // calls, a tenth of sealing an item. The keys are used in the order the puts come, and
-        // every copy is zeroed.
+        // at a time (`Crypto.aesKeyWrap(kek:many:)`): wrapped one at a time, each key costs 24
+        // separate AES calls, a large share of sealing a small item. The keys are used in the
+        // order the puts come, and every copy is zeroed.
         var puts = 0
         for job in jobs { if case .put = job { puts += 1 } }
         var itemKeys = puts > 0 ? try Crypto.randomBytes(puts * RecordSealer.itemKeySize) : []
