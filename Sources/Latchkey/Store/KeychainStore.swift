@@ -11,9 +11,17 @@ import LatchkeyFormat
 
 /// The storage engine: one open keychain file (spec/FORMAT.md §10–§13).
 ///
-/// Readers see records appended by other processes (`refresh`); writers take an exclusive
-/// `flock`, catch up, append one transaction with one write and one fsync, then update the
-/// device state. All file access goes through `FileSystem`.
+/// Readers see records appended by other processes (`refresh`); every change goes through
+/// `write`, which takes the exclusive `flock`, catches up and hands out the `WriteTransaction`
+/// that appends (one transaction, one fsync) and then updates the device state. All file
+/// access goes through `FileSystem`; `mutex` (recursive) makes each call one consistent state
+/// for the threads of this process.
+///
+/// This file holds the state; each aspect has its own file: `+Open` (create and open),
+/// `+Refresh` (scan, reopen, rollback), `+Keys` (unlock, lock, passcode check), `+Read`,
+/// `+Write` (`write`, `WriteTransaction`, the batched commit), `+Streaming`, `+Compaction`
+/// (and passcode change), `+Items` (the listing other modules use), `+Index`, `+Verify`,
+/// `+Repair`, `+Leftovers`.
 package final class KeychainStore: @unchecked Sendable {
     package let path: String
     let device: Device
