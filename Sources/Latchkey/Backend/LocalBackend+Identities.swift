@@ -142,7 +142,7 @@ extension LocalBackend {
         try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
         let certChanges = split.certificate.filter { !Keychain.keychainOwned.contains($0.key) }
         let keyChanges = split.key.filter { !Keychain.keychainOwned.contains($0.key) }
-        return try store.withWriteLock {
+        return try store.write { tx in
             let found = try identityMatches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
             let t = Keychain.now()
@@ -159,13 +159,13 @@ extension LocalBackend {
                 put(m.certificate, certChanges)
                 put(m.key, keyChanges)
             }
-            try store.commit(mutations)
+            try tx.commit(mutations)
             return found.count
         }
     }
 
     package func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int {
-        try store.withWriteLock {
+        try store.write { tx in
             let found = try identityMatches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
             var seen = Set<ID16>()
@@ -175,7 +175,7 @@ extension LocalBackend {
                     mutations.append(.delete(id))
                 }
             }
-            try store.commit(mutations)
+            try tx.commit(mutations)
             return found.count
         }
     }

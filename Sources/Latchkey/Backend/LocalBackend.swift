@@ -57,7 +57,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
             mutations.append(.put(id: p.id, plaintext: p.plaintext, protection: p.protection, flags: p.flags))
             added.append(makeItem(p.plaintext, protection: p.protection, id: p.id, flags: p.flags))
         }
-        try store.withWriteLock { try store.commit(mutations) }
+        try store.write { try $0.commit(mutations) }
         return added
     }
 
@@ -317,7 +317,7 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
         try Keychain.validateNames(attributes, query.itemClass)
         try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
         let changes = attributes.filter { !Keychain.keychainOwned.contains($0.key) }
-        return try store.withWriteLock {
+        return try store.write { tx in
             let found = try matches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
             let t = Keychain.now()
@@ -329,16 +329,16 @@ package final class LocalBackend: KeychainBackend, @unchecked Sendable {
                 try Keychain.rederivingAttributes(&p)   // certificates: Keychain+Certificates.swift
                 return .put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags)
             }
-            try store.commit(mutations)
+            try tx.commit(mutations)
             return found.count
         }
     }
 
     package func delete(_ query: Query, _ context: CallContext) throws -> Int {
-        try store.withWriteLock {
+        try store.write { tx in
             let found = try matches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
-            try store.commit(found.map { .delete($0.id) })
+            try tx.commit(found.map { .delete($0.id) })
             return found.count
         }
     }

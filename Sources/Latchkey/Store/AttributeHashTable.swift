@@ -55,6 +55,10 @@ struct AttributeHashTable: Sendable {
     mutating func setHashes(_ id: ID16, _ hashes: [UInt64]) {
         precondition(hashes.count <= AttributeHashRecord.maxHashes, "a hash record holds at most \(AttributeHashRecord.maxHashes) hashes")
         precondition(pool.count + hashes.count <= Int(UInt32.max), "the attribute hash pool is full")
+        // Hashes that replace hashes (a writer's put, which no `put(_:)` precedes): the old
+        // ones are dropped first, since dropping them may compact the pool, which moves every
+        // entry but one not yet inserted.
+        if let old = changed[id], old.isHashed { replace(id, with: .unhashed) }
         let entry = Entry(start: UInt32(pool.count), count: UInt8(hashes.count))
         pool.append(contentsOf: hashes)
         replace(id, with: entry)

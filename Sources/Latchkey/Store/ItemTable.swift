@@ -10,9 +10,9 @@ import LatchkeyFormat
 ///
 /// **The records after the index are applied without reading it** (spec/FORMAT.md §17.5). Two
 /// rules of §10.3 need the state at the covered end: a put's unique-key hash must not be held
-/// by another live item, and a delete must name a live item. Applying them as the records come
-/// took two index lookups a record (O(log N) pages each): at 1,000,000 items, an open after a
-/// tail of 3,000 records spent 130 ms there. Now a record is checked at once against what the
+/// by another live item, and a delete must name a live item. Checking them as the records come
+/// would cost two index lookups a record (O(log N) pages each), which dominates an open at a
+/// million items. So a record is checked at once against what the
 /// records after the index did (`changed`, which also answers who holds a hash), and what only the index can answer is
 /// left in `firstTouch` (unchecked entries) and `uncheckedHashes`; it is checked for a UUID or a hash before
 /// any answer about it is given (`slot`, `owner`, `remove`) and for all of them before the

@@ -1,21 +1,26 @@
 /// What killed work leaves beside a keychain, and its removal (spec/FORMAT.md §11.1, §11.5,
 /// §17.1; spec/BACKUP.md §9.3). Every name is matched exactly (`isTemporaryName`): the
 /// keychain's name, the operation's infix and 8 lowercase hex digits.
-extension KeychainStore {
-    /// Once per handle, with the write lock held (`withWriteLock`): removes the temporary files
-    /// of compactions and index writes that died before their rename (only a writer holding
-    /// the lock makes them, so none is live now), and what `removeAbandonedCreations` removes.
+extension WriteTransaction {
+    /// Once per handle, as the first write transaction begins: removes the temporary files of
+    /// compactions and index writes that died before their rename (only a writer holding the
+    /// lock makes them, so none is live now), and what `removeAbandonedCreations` removes.
     func removeLeftoversOnce() {
-        guard !leftoversRemoved else { return }
-        leftoversRemoved = true
+        requireOpen()
+        let store = self.store
+        guard !store.leftoversRemoved else { return }
+        store.leftoversRemoved = true
         removeAbandonedCompactions()
-        removeAbandonedIndexWrites()
-        Self.removeAbandonedCreations(besides: path, fs: fs) { candidate in
-            guard case .success = IndexBase.load(indexPath: candidate, fs: fs, logFD: fd, logHeader: header,
-                                                 logHeaderSize: headerSize, keys: keys) else { return false }
+        store.removeAbandonedIndexWrites()
+        KeychainStore.removeAbandonedCreations(besides: store.path, fs: store.fs) { candidate in
+            guard case .success = IndexBase.load(indexPath: candidate, fs: store.fs, logFD: store.fd, logHeader: store.header,
+                                                 logHeaderSize: store.headerSize, keys: store.keys) else { return false }
             return true
         }
     }
+}
+
+extension KeychainStore {
 
     /// Removes the names that an `init` or a restore into a new keychain at `path` left when
     /// it died; call once a keychain is at `path` (every such operation still running then

@@ -158,11 +158,7 @@ extension LogState {
     mutating func apply(_ op: PendingOp, at offset: UInt64) throws {
         switch op {
         case .put(let id, _), .delete(let id):
-            if journal.count >= LogState.journalLimit {
-                journalBase += UInt64(journal.count)
-                journal.removeAll(keepingCapacity: true)
-            }
-            journal.append(id)
+            noteTouched(id)
         case .hashes:
             break
         }
@@ -215,25 +211,14 @@ extension LogState {
         journalBase = other.journalBase
     }
 
-    /// Takes over the state a streaming transaction built while it appended records from
-    /// `end` (KeychainStore+Streaming.swift), as `apply` would have left it: the items and
-    /// their attribute hashes, the end and sequence, and the journal (the items touched when they fit it; otherwise it
-    /// moves past them, so a follower compares every item).
-    mutating func adoptTransaction(items: ItemTable, attributes: AttributeHashTable, end: UInt64, lastSequence: UInt64,
-                                   lastRecordOffset: UInt64, records: Int, ancillary: Int, touched: [ID16], touchedCount: Int) {
-        self.items = items
-        self.attributes = attributes
-        self.end = end
-        self.lastSequence = lastSequence
-        self.lastRecordOffset = lastRecordOffset
-        recordCount += records
-        skippedAncillary += ancillary
-        if touched.count == touchedCount, journal.count + touchedCount <= LogState.journalLimit {
-            journal += touched
-        } else {
-            journalBase += UInt64(journal.count + touchedCount)
+    /// Adds an item put or deleted by a committed operation to the journal, emptying it first
+    /// when it is full.
+    mutating func noteTouched(_ id: ID16) {
+        if journal.count >= LogState.journalLimit {
+            journalBase += UInt64(journal.count)
             journal.removeAll(keepingCapacity: true)
         }
+        journal.append(id)
     }
 
     /// Reads records from `end` to the end of the file and applies every closed transaction.

@@ -8,12 +8,17 @@ import Darwin
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// The second stage of a streaming transaction (KeychainStore+Streaming.swift): it seals each
-/// item (a fresh item key, AES key wrap, AES-GCM), computes its attribute hashes and makes its
-/// hash record (and keeps the transaction's attribute-hash table), frames the records (their
-/// MACs) and writes them in batches of about 1 MiB, on a worker thread while
-/// the transaction's thread parses, checks and indexes the next items. On two cores a bulk
-/// import then runs both halves at once.
+/// The one place where records are made: it seals each item (a fresh item key, AES key wrap,
+/// AES-GCM), computes its attribute hashes and makes its hash record, frames the records (their
+/// MACs) and writes them. Both writers use it (`Mode`):
+///
+/// - **streaming** (KeychainStore+Streaming.swift): the records are written in batches of about
+///   1 MiB, on a worker thread while the transaction's thread parses, checks and indexes the
+///   next items (on two cores a bulk import runs both halves at once), and the sealer keeps the
+///   transaction's attribute-hash table;
+/// - **batched** (`WriteTransaction.commit`): every job is held until `finish`, which seals
+///   them on the caller's thread and writes the whole transaction with one write and one
+///   fsync; the hashes are handed back (`sealedHashes`) for the store to apply once durable.
 ///
 /// Everything that decides what the records are is decided by the transaction before a job is
 /// submitted: the record's offset and sequence number (the sealed size follows from the
@@ -44,6 +49,13 @@ final class RecordSealer: @unchecked Sendable {
         case delete(uuid: [UInt8])
     }
 
+    enum Mode {
+        case streaming
+        /// A transaction of `bytes` bytes (its layout's), written at once by `finish`.
+        case batched(bytes: Int)
+    }
+
+    private let mode: Mode
     private let fs: FileSystem
     private let fd: Int32
     private let keys: FileKeys
@@ -52,7 +64,12 @@ final class RecordSealer: @unchecked Sendable {
     // The writer state (see the type's comment for which thread owns it).
     /// The attribute hashes of the live items as the jobs so far have left them (spec §7.6):
     /// the worker computes each item's hashes for its hash record, and so keeps the table.
+    /// Streaming only; a batched sealer leaves it empty and lists the hashes in `sealedHashes`.
     private(set) var attributes: AttributeHashTable
+    /// Batched only: the hashes of each put (nil for a delete), in the order of the jobs.
+    private(set) var sealedHashes: [(id: ID16, hashes: [UInt64]?)] = []
+    /// A write of this transaction's records was attempted: the file may have to be cut back.
+    private(set) var hasWritten = false
     private var offset: UInt64
     private var sequence: UInt64
     /// The newest record, not yet framed: whether it closes the transaction is known only
@@ -85,8 +102,11 @@ final class RecordSealer: @unchecked Sendable {
     static let maxQueued = 8
     static let maxQueuedBytes = 4 << 20
 
-    /// A sealer that appends after `offset`, the records numbered from `sequence` + 1.
-    init(fs: FileSystem, fd: Int32, keys: FileKeys, fileUUID: [UInt8], attributes: AttributeHashTable, offset: UInt64, sequence: UInt64) {
+    /// A sealer that appends after `offset`, the records numbered from `sequence` + 1;
+    /// `attributes` is the table a streaming sealer keeps up to date.
+    init(_ mode: Mode, fs: FileSystem, fd: Int32, keys: FileKeys, fileUUID: [UInt8], attributes: AttributeHashTable = AttributeHashTable(),
+         offset: UInt64, sequence: UInt64) {
+        self.mode = mode
         self.attributes = attributes
         self.fs = fs
         self.fd = fd
@@ -94,7 +114,7 @@ final class RecordSealer: @unchecked Sendable {
         self.fileUUID = fileUUID
         self.offset = offset
         self.sequence = sequence
-        outgoing.reserveCapacity(RecordSealer.jobsPerBatch)
+        if case .streaming = mode { outgoing.reserveCapacity(RecordSealer.jobsPerBatch) }
     }
 
     /// Queues a job. - Throws: the worker's failure, once it has failed.
@@ -104,6 +124,7 @@ final class RecordSealer: @unchecked Sendable {
         case .put(_, _, _, _, _, _, _, _, let size, _): outgoingBytes += size
         case .delete: outgoingBytes += 16
         }
+        guard case .streaming = mode else { return }
         if outgoing.count >= RecordSealer.jobsPerBatch || outgoingBytes >= RecordSealer.bytesPerBatch { try handOff() }
     }
 
@@ -147,7 +168,12 @@ final class RecordSealer: @unchecked Sendable {
     }
 
     private func reserveBatch() {
-        if batch.capacity < RecordSealer.batchSize { batch.reserveCapacity(RecordSealer.batchSize + (64 << 10)) }
+        switch mode {
+        case .streaming:
+            if batch.capacity < RecordSealer.batchSize { batch.reserveCapacity(RecordSealer.batchSize + (64 << 10)) }
+        case .batched(let bytes):
+            batch.reserveCapacity(bytes)
+        }
     }
 
     /// Waits until the jobs submitted so far have been run, their records framed and every
@@ -242,9 +268,9 @@ final class RecordSealer: @unchecked Sendable {
 
     private func run(_ jobs: [Job]) throws {
         // A fresh key for each put, all drawn at once and wrapped under their class keys a run
-        // at a time (`Crypto.aesKeyWrap(kek:many:)`): one key wrap a put cost 24 separate AES
-        // calls, a tenth of sealing an item. The keys are used in the order the puts come, and
-        // every copy is zeroed.
+        // at a time (`Crypto.aesKeyWrap(kek:many:)`): wrapped one at a time, each key costs 24
+        // separate AES calls, a large share of sealing a small item. The keys are used in the
+        // order the puts come, and every copy is zeroed.
         var puts = 0
         for job in jobs { if case .put = job { puts += 1 } }
         var itemKeys = puts > 0 ? try Crypto.randomBytes(puts * RecordSealer.itemKeySize) : []
@@ -277,9 +303,9 @@ final class RecordSealer: @unchecked Sendable {
                 // hashes as a reader's scan would from that record.
                 let record = AttributeHashRecord(uuid: uuid, binding: Array(payload[AttributeHashRecord.bindingRange]), hashes: hashes)
                 try append(.attributeHashes, record.encode())
-                attributes.setHashes(ID16(uuid), hashes)
+                if case .streaming = mode { attributes.setHashes(ID16(uuid), hashes) } else { sealedHashes.append((ID16(uuid), hashes)) }
             case .delete(let uuid):
-                attributes.remove(ID16(uuid))
+                if case .streaming = mode { attributes.remove(ID16(uuid)) } else { sealedHashes.append((ID16(uuid), nil)) }
                 try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
             }
         }
@@ -337,12 +363,13 @@ final class RecordSealer: @unchecked Sendable {
         let tag = RecordFrame.tag(macKey: keys.recordMAC, offset: offset, headerAndPayload: batch[start...])
         batch.append(contentsOf: tag)
         offset += UInt64(batch.count - start)
-        if batch.count >= RecordSealer.batchSize { try flush() }
+        if case .streaming = mode, batch.count >= RecordSealer.batchSize { try flush() }
     }
 
     private func flush() throws {
         guard !batch.isEmpty else { return }
         let at = offset - UInt64(batch.count)
+        hasWritten = true
         try io({ try fs.write(fd, offset: at, batch) }, "write to the keychain")
         batch.removeAll(keepingCapacity: true)
     }

@@ -158,7 +158,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         let disk = Prepared.shared.disk.clone()
         let kc = try openKeychain(on: disk)
         kc.localStore!.indexTailLimit = 0
-        try kc.localStore!.withWriteLock {}
+        try kc.localStore!.write { _ in }
         precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
         // A writer does not sync the directory after renaming an index into place (a lost
         // index costs a rebuild): sync it here, as a later write would, so that the copies the
