@@ -329,7 +329,7 @@ extension Keychain {
     }
 
     /// Whether `latchkey agent` serves this keychain (see `openThroughAgent`).
-    public var isServedByAgent: Bool { backend.isServedByAgent }
+    public var isServedByAgent: Bool { backend is AgentBackend }
 
     /// Unlocks with a passcode the caller was given (LATCHKEY_PASSCODE, a passcode file),
     /// unless an agent serves this keychain and holds its WhenUnlocked keys already: then the
@@ -345,8 +345,9 @@ extension Keychain {
     /// Served by an agent that has stopped since: every operation fails with
     /// errSecNotAvailable, and the keychain should be opened again (directly, or through a new
     /// agent) — all keys are gone, as after a reboot.
-    public var agentStopped: Bool { backend.agentStopped }
+    public var agentStopped: Bool { (backend as? AgentBackend)?.stopped ?? false }
 
     /// The agent's view of this keychain (nil for a keychain this process opened itself).
-    public func agentState() throws -> AgentKeychainState? { try backend.agentState() }
+    /// - Throws: errSecNotAvailable once the keychain was closed; the agent's errors.
+    public func agentState() throws -> AgentKeychainState? { try (openBackend() as? AgentBackend)?.agentState() }
 }

@@ -23,7 +23,7 @@ extension LocalBackend {
 
     package func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
                              protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity {
-        let cert = try Keychain.parseCertificate(certificate)
+        let cert = try DerivedAttributes.parseCertificate(certificate)
         let key: KeyInfo
         do {
             key = try KeyInfo(data: privateKey)
@@ -56,7 +56,7 @@ extension LocalBackend {
     /// The stored certificate with the unique key `info` and `attributes` would give a new one.
     private func existingCertificate(_ info: CertificateInfo, attributes: [String: AttributeValue],
                                      _ context: CallContext) throws -> Item? {
-        var unique = Keychain.certificateAttributes(info).filter { ["ctyp", "issr", "slnr"].contains($0.key) }
+        var unique = DerivedAttributes.certificateAttributes(info).filter { ["ctyp", "issr", "slnr"].contains($0.key) }
         let defaultGroup = try AccessPolicy(caller: context.caller).defaultGroup
         unique["agrp"] = attributes["agrp"] ?? defaultGroup.map { .string($0) } ?? .data([])
         unique["sync"] = attributes["sync"] ?? .integer(0)
@@ -84,14 +84,14 @@ extension LocalBackend {
         }
         let split = try LocalBackend.splitIdentityAttributes(attributes, common: false)
         var keyAttributes = split.key
-        if let kcls = keyAttributes["kcls"], Keychain.givenKeyClass(kcls) != 1 { return [] }
+        if let kcls = keyAttributes["kcls"], DerivedAttributes.givenKeyClass(kcls) != 1 { return [] }
         keyAttributes["kcls"] = .integer(1)
         let sync = query.persistentRef == nil ? query.synchronizable : .any
 
-        let certs = try matches(Query(.certificate, split.certificate, protection: protection,
+        let certs = try planner.matches(Query(.certificate, split.certificate, protection: protection,
                                       caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
         guard !certs.isEmpty else { return [] }
-        let keys = try matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
+        let keys = try planner.matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
         var byLabel: [[UInt8]: [Match]] = [:]
         for k in keys {
             guard let klbl = k.plaintext.attributes["klbl"]?.keyBytes, !klbl.isEmpty else { continue }
@@ -133,19 +133,19 @@ extension LocalBackend {
     package func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
                                   _ context: CallContext) throws -> Int {
         let split = try LocalBackend.splitIdentityAttributes(attributes, common: true)
-        for name in split.certificate.keys where Keychain.derivedCertificateAttributes.contains(name) {
+        for name in split.certificate.keys where DerivedAttributes.certificateNames.contains(name) {
             throw KeychainError(.param, "'\(name)' of a certificate is derived from its data and cannot be changed")
         }
         for name in ["kcls", "klbl"] where split.key[name] != nil {
             throw KeychainError(.param, "'\(name)' joins the private key to its certificate and cannot be changed through the identity")
         }
         try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
-        let certChanges = split.certificate.filter { !Keychain.keychainOwned.contains($0.key) }
-        let keyChanges = split.key.filter { !Keychain.keychainOwned.contains($0.key) }
+        let certChanges = split.certificate.filter { !ItemRules.keychainOwned.contains($0.key) }
+        let keyChanges = split.key.filter { !ItemRules.keychainOwned.contains($0.key) }
         return try store.withWriteLock {
             let found = try identityMatches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
-            let t = Keychain.now()
+            let t = ItemRules.now()
             var seen = Set<ID16>()
             var mutations: [Mutation] = []
             func put(_ m: Match, _ changes: [String: AttributeValue]) {

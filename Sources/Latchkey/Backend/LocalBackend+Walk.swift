@@ -15,7 +15,7 @@ extension Keychain {
     /// - Throws: errSecInteractionNotAllowed; errSecMissingEntitlement; errSecDecode for a
     ///   damaged item; what `survey` or `emit` throw.
     package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
-        try backend.walkItems(protections: protections, context, survey: survey, emit: emit)
+        try openBackend().walkItems(protections: protections, context, survey: survey, emit: emit)
     }
 }
 
