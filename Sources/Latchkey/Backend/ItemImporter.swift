@@ -65,18 +65,6 @@ package final class ItemImporter {
     func closed() { landed = accepted }
 }
 
-extension Keychain {
-    /// Runs `body` with an importer (see `ItemImporter`); when `body` returns, the import is
-    /// committed. When `body` or the commit throws, nothing of it lands on a keychain this
-    /// process opened; through the agent, the batches before the failing one stay.
-    /// The keychain's write lock is held for the whole call when this process opened it.
-    /// - Throws: errSecMissingEntitlement for a caller without groups; what `body` throws;
-    ///   errSecIO from the commit.
-    package func importItems<T>(_ body: (ItemImporter) throws -> T) throws -> T {
-        try openBackend().importItems(context, body)
-    }
-}
-
 extension LocalBackend {
     /// One streaming transaction for the whole import.
     package func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {

@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-import LatchkeyCrypto
 import LatchkeyFormat
 
 /// An open keychain: the typed Swift API. A facade over where the keys live — this process
