@@ -51,4 +51,23 @@ package enum ItemRules {
         }
         return ""
     }
+
+    /// Splits identity attributes: the certificate gets those of the cert schema, the key those
+    /// of the keys schema that the cert schema does not have; with `common`, attributes of both
+    /// schemas (agrp, labl, sync, …) go to both. - Throws: errSecNoSuchAttr for any other name.
+    static func splitIdentityAttributes(_ attributes: [String: AttributeValue], common: Bool) throws
+        -> (certificate: [String: AttributeValue], key: [String: AttributeValue]) {
+        var cert: [String: AttributeValue] = [:]
+        var key: [String: AttributeValue] = [:]
+        for (name, value) in attributes {
+            let inCert = ItemSchema.kind(name, in: .certificate) != nil
+            let inKey = ItemSchema.kind(name, in: .key) != nil
+            if inCert { cert[name] = value }
+            if inKey && (!inCert || common) { key[name] = value }
+            if !inCert && !inKey {
+                throw KeychainError(.noSuchAttr, "'\(name)' is an attribute of neither certificates nor keys, so not of identities")
+            }
+        }
+        return (cert, key)
+    }
 }

@@ -26,6 +26,7 @@ final class QueryPlanner: @unchecked Sendable {
         self.store = store
     }
 
+    /// One item a query matched: its UUID, where its record is, and its plaintext.
     struct Match {
         var id: ID16
         var slot: ItemSlot
