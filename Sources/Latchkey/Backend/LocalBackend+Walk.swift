@@ -24,7 +24,7 @@ extension LocalBackend {
         try store.refresh()
         try store.withStoreLock {
             // The live items one at a time (from the index's pages when there is one), not a
-            // table of all of them: at 1,000,000 items that table and its copy took 213 MiB.
+            // table of all of them, which with its copy holds about 200 MiB at 1,000,000 items.
             let live = try store.liveItemSnapshot()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })

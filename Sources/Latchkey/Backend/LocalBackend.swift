@@ -63,14 +63,14 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
 
     /// A new item as `add` stores it: attributes checked and derived, the caller's group
     /// checked (and given when absent), `sync` defaulted, `cdat` and `mdat` set to `time`, a
-    /// fresh UUID. Shared by `add` and the streaming import (LocalBackend+Streaming.swift).
+    /// fresh UUID. Shared by `add` and the streaming import (`ItemImporter`).
     func prepared(_ given: NewItem, policy: AccessPolicy, time t: Double) throws
         -> (id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) {
         try ItemRules.validateNames(given.attributes, given.itemClass)
         let item = try DerivedAttributes.derivingAttributes(given)
         try LocalBackend.checkWritableGroup(item.attributes, policy)
-        // Made at its final size: agrp, sync, cdat and mdat are added below (growing the table
-        // rehashed every key, 4% of an import's time).
+        // Made at its final size: agrp, sync, cdat and mdat are added below, and growing the
+        // table would rehash every key.
         var attrs = [String: AttributeValue](minimumCapacity: item.attributes.count + 4)
         for (name, value) in item.attributes where !ItemRules.keychainOwned.contains(name) { attrs[name] = value }
         if attrs["agrp"] == nil, let g = policy.defaultGroup { attrs["agrp"] = .string(g) }
@@ -185,7 +185,7 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     package func info() throws -> KeychainInfo {
         try store.refresh()
         // Counted by the snapshot's one pass over the index's pages (and the changes since),
-        // not from a table of every item: at 1,000,000 items that table took 160 MiB.
+        // not from a table of every item, which holds about 160 MiB at 1,000,000 items.
         let live = try store.liveItemSnapshot()
         var byClass: [String: Int] = [:]
         for (tag, n) in live.countsByClassTag { byClass[store.itemClass(tag: tag)?.rawValue ?? "unknown", default: 0] += n }
