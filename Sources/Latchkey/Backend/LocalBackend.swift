@@ -4,6 +4,7 @@ import LatchkeyFormat
 /// A keychain whose file this process opened: the store (Store/) and the planner that finds
 /// the items a query matches in it (Query/).
 package final class LocalBackend: StreamingBackend, @unchecked Sendable {
+    /// The open file (Store/): what `StreamingBackend` hands to backup and restore.
     package let store: KeychainStore
     /// Finds the matches of every query, with its attribute cache (Query/).
     let planner: QueryPlanner
@@ -31,14 +32,14 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     /// Drops the WhenUnlocked keys and the attributes of their items this keychain had read.
     package func lock() {
         store.lock()
-        planner.index.drop(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
+        planner.forget(protections: [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly])
     }
 
     package func isAvailable(_ pc: ProtectionClass) -> Bool { store.isAvailable(pc) }
 
     /// Forgets every decrypted attribute and key and closes the file.
     package func close() {
-        planner.index.drop(protections: Set(ProtectionClass.allCases))
+        planner.forget(protections: Set(ProtectionClass.allCases))
         store.close()
     }
 

@@ -26,6 +26,12 @@ final class QueryPlanner: @unchecked Sendable {
         self.store = store
     }
 
+    /// Forgets the decrypted attributes of the items of these classes (their keys were dropped),
+    /// so that a locked class answers errSecInteractionNotAllowed again.
+    func forget(protections: Set<ProtectionClass>) {
+        index.drop(protections: protections)
+    }
+
     /// One item a query matched: its UUID, where its record is, and its plaintext.
     struct Match {
         var id: ID16
