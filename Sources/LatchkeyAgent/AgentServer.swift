@@ -40,8 +40,8 @@ public final class AgentServer: @unchecked Sendable {
         /// before it stops anyway; the process's exit drops what they hold.
         public var stopGrace: Double = 5
         /// Opens a keychain the agent does not hold yet (tests: an open that blocks).
-        var openKeychain: @Sendable (_ path: String, _ device: String) throws -> Keychain = {
-            try Keychain.open(path: $0, devicePath: $1)
+        var openKeychain: @Sendable (_ path: String, _ device: String) throws -> LocalBackend = {
+            try LocalBackend.open(path: $0, devicePath: $1)
         }
         /// Where to tell what happens (the foreground agent: stderr); nil: silent.
         public var log: (@Sendable (String) -> Void)?
@@ -69,7 +69,7 @@ public final class AgentServer: @unchecked Sendable {
         let device: String
         let state = Condition()
         /// nil until opened (the opener holds it `busy` meanwhile), and when the open failed.
-        var keychain: Keychain?
+        var keychain: LocalBackend?
         /// Why the open failed (nil: it did not, or it is still under way).
         var failure: (any Error)?
         /// A request (or the open) is using the keychain.
@@ -90,7 +90,7 @@ public final class AgentServer: @unchecked Sendable {
         }
 
         /// Opened already (a replacement of a keychain deleted and created again).
-        init(path: String, device: String, keychain: Keychain) {
+        init(path: String, device: String, keychain: LocalBackend) {
             self.path = path
             self.device = device
             self.keychain = keychain
@@ -99,10 +99,10 @@ public final class AgentServer: @unchecked Sendable {
         }
 
         /// Call with `state` held.
-        static func state(_ path: String, _ device: String, _ kc: Keychain, idle: Double) -> AgentKeychainState {
+        static func state(_ path: String, _ device: String, _ kc: LocalBackend, idle: Double) -> AgentKeychainState {
             AgentKeychainState(keychain: path, device: device, hasPasscode: kc.hasPasscode,
                                unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
-                               unlockedOnce: kc.localStore?.unlockedOnce ?? false || !kc.hasPasscode, idleSeconds: idle)
+                               unlockedOnce: kc.store.unlockedOnce || !kc.hasPasscode, idleSeconds: idle)
         }
 
         /// Seconds since the last request that used it. Call with `state` held.
@@ -113,7 +113,7 @@ public final class AgentServer: @unchecked Sendable {
 
         /// The keychain for one request, once no other request (or the open) uses it; release
         /// it with `release`. - Throws: the open's error; errSecNotAvailable once dropped.
-        func acquire() throws -> Keychain {
+        func acquire() throws -> LocalBackend {
             state.lock(); defer { state.unlock() }
             while busy && !dropped { state.wait(seconds: 1) }
             if dropped { throw KeychainError(.notAvailable, "the agent is stopping") }
@@ -135,7 +135,7 @@ public final class AgentServer: @unchecked Sendable {
         }
 
         /// The open ended: with the keychain, or with why not.
-        func opened(_ result: Result<Keychain, any Error>) {
+        func opened(_ result: Result<LocalBackend, any Error>) {
             state.lock()
             switch result {
             case .success(let kc): keychain = kc
@@ -683,7 +683,7 @@ public final class AgentServer: @unchecked Sendable {
         let h = try holder(request, target)
         guard let fresh = try? configuration.openKeychain(h.path, h.device),
               let current = try? h.acquire() else { return false }
-        let same = fresh.localStore?.fileUUID == current.localStore?.fileUUID
+        let same = fresh.store.fileUUID == current.store.fileUUID
         h.release()
         guard !same else { return false }
         mutex.lock()
@@ -725,7 +725,7 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// Call with `h` acquired (its request running).
-    private func run(_ request: AgentMessage.Request, _ h: Held, _ kc: Keychain, _ context: CallContext) throws -> AgentMessage.Response {
+    private func run(_ request: AgentMessage.Request, _ h: Held, _ kc: LocalBackend, _ context: CallContext) throws -> AgentMessage.Response {
         func state() -> AgentKeychainState { Held.state(h.path, h.device, kc, idle: h.state.withLock { h.idleSeconds }) }
         switch request {
         case .open:
@@ -750,24 +750,23 @@ public final class AgentServer: @unchecked Sendable {
         case .verify:
             return .verifyReport(kc.verify())
         case .add(_, let items):
-            return .added(try kc.add(contentsOf: items, context: context).map(AgentMessage.Reference.init))
+            return .added(try kc.add(items, context).map(AgentMessage.Reference.init))
         case .find(_, let q, let read):
-            return .items(try kc.find(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context: context))
+            return .items(try kc.find(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
         case .update(_, let q, let attributes, let data, let protection):
-            return .count(try kc.update(q, attributes: attributes, data: data, protection: protection, context: context))
+            return .count(try kc.update(q, attributes: attributes, data: data, protection: protection, context))
         case .delete(_, let q):
-            return .count(try kc.delete(q, context: context))
+            return .count(try kc.delete(q, context))
         case .addIdentity(_, let certificate, let privateKey, let attributes, let protection, let presence):
             let i = try kc.addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
-                                       protection: protection, requiresUserPresence: presence, context: context)
+                                       protection: protection, requiresUserPresence: presence, context)
             return .identityAdded(certificate: AgentMessage.Reference(i.certificate), privateKey: AgentMessage.Reference(i.privateKey))
         case .identities(_, let q, let read):
-            return .identities(try kc.identities(matching: q, limit: read.limit, includeData: read.includeData,
-                                                 prompt: read.prompt, context: context))
+            return .identities(try kc.identities(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
         case .updateIdentities(_, let q, let attributes, let protection):
-            return .count(try kc.updateIdentities(matching: q, attributes: attributes, protection: protection, context: context))
+            return .count(try kc.updateIdentities(q, attributes: attributes, protection: protection, context))
         case .deleteIdentities(_, let q):
-            return .count(try kc.deleteIdentities(matching: q, context: context))
+            return .count(try kc.deleteIdentities(q, context))
         case .status, .stop, .lockAll:
             throw KeychainError(.internal, "'\(request.name)' is not a keychain request")
         }

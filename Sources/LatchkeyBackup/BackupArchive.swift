@@ -132,9 +132,8 @@ public enum BackupArchive {
         guard (10...22).contains(options.kdfLogN) else {
             throw KeychainError(.param, "the backup KDF cost must be between 10 and 22")
         }
-        let items: BackupItemSource = keychain.isServedByAgent
-            ? try AgentItemSource(keychain, device: options.device)
-            : try StoreItemSource(keychain.streamingStore())
+        let items: BackupItemSource = try keychain.localStore.map { try StoreItemSource($0) }
+            ?? AgentItemSource(keychain, device: options.device)
         let writer: ArchiveWriter
         do {
             writer = try ArchiveWriter(fd: fd, compression: options.compression, mtime: createdAt)

@@ -20,13 +20,13 @@ import Glibc
 
         init(_ path: String) { blockedPath = path }
 
-        func open(_ path: String, _ device: String) throws -> Keychain {
+        func open(_ path: String, _ device: String) throws -> LocalBackend {
             if path == blockedPath {
                 entered.signal()
                 gate.wait()
                 gate.signal()
             }
-            return try Keychain.open(path: path, devicePath: device)
+            return try LocalBackend.open(path: path, devicePath: device)
         }
 
         func release() { gate.signal() }

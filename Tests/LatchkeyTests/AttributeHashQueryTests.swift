@@ -79,7 +79,7 @@ import LatchkeyTestSupport
     /// A new process: the keychain opened again (with whatever index is on disk).
     static func reader(_ disk: MemoryFileSystem, hashes: Bool = true) throws -> Keychain {
         let kc = try openKeychain(on: disk)
-        (kc.backend as! LocalBackend).useAttributeHashes = hashes
+        (kc.backend as! LocalBackend).planner.useAttributeHashes = hashes
         return kc
     }
 
@@ -126,9 +126,9 @@ import LatchkeyTestSupport
         let other = try openKeychain(on: disk)
         other.localStore!.indexTailLimit = .max
         addRandom(other, 30)
-        (other.backend as! LocalBackend).useAttributeHashes = false
+        (other.backend as! LocalBackend).planner.useAttributeHashes = false
         _ = try? other.update(Query(.genericPassword, ["acct": .string("carol")], synchronizable: .any), attributes: ["gena": .string("y")])
-        (other.backend as! LocalBackend).useAttributeHashes = true
+        (other.backend as! LocalBackend).planner.useAttributeHashes = true
         _ = try? other.delete(Query(.genericPassword, ["labl": .string("Work")], synchronizable: .any))
         let header = try IndexTests.header(disk)
         #expect(header.coveredEnd < UInt64(disk.keychainBytes.count), "the other process's writes are after the index")

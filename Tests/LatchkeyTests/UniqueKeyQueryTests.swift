@@ -4,7 +4,7 @@ import LatchkeyFormat
 import LatchkeyTestSupport
 
 /// Queries that pin an item's unique key (class, the key's attributes, perhaps `agrp` and
-/// `sync`) take the unique-key path of `LocalBackend.matches` (issue 16 §5): hash each key the
+/// `sync`) take the unique-key path of `QueryPlanner.matches` (issue 16 §5): hash each key the
 /// query can match and read the item it names. It must answer exactly as the path that reads
 /// every item does — extra attributes, groups and access control, the implicit sync filter,
 /// protection classes, limits, errors — and see what other processes write.
@@ -109,8 +109,8 @@ import LatchkeyTestSupport
     static func reader(_ disk: MemoryFileSystem, uniqueKeys: Bool, caller: CallerIdentity?) throws -> Keychain {
         let kc = try openKeychain(on: disk)
         let backend = kc.backend as! LocalBackend
-        backend.useUniqueKeyPath = uniqueKeys
-        backend.useAttributeHashes = uniqueKeys
+        backend.planner.useUniqueKeyPath = uniqueKeys
+        backend.planner.useAttributeHashes = uniqueKeys
         kc.caller = caller
         return kc
     }

@@ -39,11 +39,12 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
     }
 
     var recoveredTailBytes: UInt64 { 0 }
-    var isServedByAgent: Bool { true }
-    var agentStopped: Bool { client.stopped }
+    /// The agent has stopped since (every operation then fails).
+    var stopped: Bool { client.stopped }
 
-    func streamingStore() throws -> KeychainStore {
-        throw KeychainError(.notAvailable, "the keychain \(path) is served by the agent, which does not stream whole keychains; open the file in this process for a backup or restore")
+    /// Why there is no `Keychain.localStore` (the agent backend is no `StreamingBackend`).
+    var cannotStream: KeychainError {
+        KeychainError(.notAvailable, "the keychain \(path) is served by the agent, which does not stream whole keychains; open the file in this process for a backup or restore")
     }
 
     private func target(_ context: CallContext?) -> AgentMessage.Target {
@@ -75,7 +76,8 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         return s
     }
 
-    func agentState() throws -> AgentKeychainState? {
+    /// The agent's view of the keychain; remembers whether it has a passcode.
+    func agentState() throws -> AgentKeychainState {
         let s = try open()
         hasPasscode = s.hasPasscode
         return s
@@ -99,6 +101,7 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
 
     /// The agent answers references; the items are built from them and the data sent.
     func add(_ items: [NewItem], _ context: CallContext) throws -> [Item] {
+        for given in items { try ItemRules.checkSize(given.itemClass, attributes: given.attributes, data: given.data) }
         let r = try client.call(.add(target(context), items))
         guard case .added(let refs) = r, refs.count == items.count else { throw AgentClient.unexpected(r, to: "add") }
         return zip(refs, items).map { $0.item($1.itemClass, data: $1.data) }
@@ -112,7 +115,8 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
 
     func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
                 _ context: CallContext) throws -> Int {
-        try count(.update(target(context), query, attributes: attributes, data: data, protection: protection))
+        if let data { try ItemRules.checkSize(query.itemClass, attributes: attributes, data: data) }
+        return try count(.update(target(context), query, attributes: attributes, data: data, protection: protection))
     }
 
     func delete(_ query: Query, _ context: CallContext) throws -> Int {

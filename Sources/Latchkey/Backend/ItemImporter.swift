@@ -42,7 +42,7 @@ package final class ItemImporter {
     ///   errSecNoAccessForItem, errSecDuplicateItem (its unique key is in the keychain or was
     ///   added earlier in this import), class-key errors, errSecIO.
     package func add(_ item: NewItem) throws {
-        try Keychain.checkSize(ItemPlaintext(itemClass: item.itemClass, attributes: item.attributes, data: item.data))
+        try ItemRules.checkSize(item.itemClass, attributes: item.attributes, data: item.data)
         if let transaction, let local {
             let p = try local.prepared(item, policy: policy, time: time)
             try transaction.put(uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags)
@@ -65,23 +65,11 @@ package final class ItemImporter {
     func closed() { landed = accepted }
 }
 
-extension Keychain {
-    /// Runs `body` with an importer (see `ItemImporter`); when `body` returns, the import is
-    /// committed. When `body` or the commit throws, nothing of it lands on a keychain this
-    /// process opened; through the agent, the batches before the failing one stay.
-    /// The keychain's write lock is held for the whole call when this process opened it.
-    /// - Throws: errSecMissingEntitlement for a caller without groups; what `body` throws;
-    ///   errSecIO from the commit.
-    package func importItems<T>(_ body: (ItemImporter) throws -> T) throws -> T {
-        try backend.importItems(context, body)
-    }
-}
-
 extension LocalBackend {
     /// One streaming transaction for the whole import.
     package func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {
         let policy = try AccessPolicy(caller: context.caller)
-        let t = Keychain.now()
+        let t = ItemRules.now()
         var importer: ItemImporter?
         let result = try store.withStreamingTransaction { tx in
             let i = ItemImporter(backend: self, context: context, local: self, transaction: tx, policy: policy, time: t)
@@ -97,7 +85,7 @@ extension AgentBackend {
     /// Batches of `ItemImporter.agentBatchSize` items, each one transaction in the agent.
     func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {
         let importer = ItemImporter(backend: self, context: context, local: nil, transaction: nil,
-                                    policy: try AccessPolicy(caller: context.caller), time: Keychain.now())
+                                    policy: try AccessPolicy(caller: context.caller), time: ItemRules.now())
         let result = try body(importer)
         try importer.flush()
         return result

@@ -4,22 +4,21 @@ import LatchkeyFormat
 /// opened here) or in `latchkey agent` (`AgentBackend`). `Keychain` is a facade over one of
 /// them; both give the same results and errors for the same calls (spec/AGENT.md).
 ///
+/// The protocol holds the item and keychain operations only. What one kind of backend can do
+/// beyond them is a capability of its own, asked for with `as?`: `StreamingBackend` for the
+/// file itself; the agent's state belongs to `AgentBackend`.
+///
 /// Every operation that acts for a caller takes the `CallContext` of that call; a backend holds
-/// no per-call state.
+/// no per-call state. Each backend applies the rules of `ItemRules` and `DerivedAttributes`
+/// itself, so the agent, which holds backends, checks exactly what a direct open checks.
 package protocol KeychainBackend: AnyObject, Sendable {
     var hasPasscode: Bool { get }
     /// Bytes of an incomplete tail cut off when the file was opened (0 when the agent opened it).
     var recoveredTailBytes: UInt64 { get }
-    /// Whether `latchkey agent` serves the keychain.
-    var isServedByAgent: Bool { get }
-    /// For an agent backend: the agent has stopped since (every operation then fails).
-    var agentStopped: Bool { get }
 
     func unlock(passcode: [UInt8]) throws
     func lock() throws
     func isAvailable(_ pc: ProtectionClass) -> Bool
-    /// The agent's view of the keychain (nil for a local backend).
-    func agentState() throws -> AgentKeychainState?
 
     func add(_ items: [NewItem], _ context: CallContext) throws -> [Item]
     func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item]
@@ -48,12 +47,16 @@ package protocol KeychainBackend: AnyObject, Sendable {
     /// batches of `ItemImporter.agentBatchSize` through the agent.
     func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T
 
-    /// The open file, for the streaming transactions of backup and restore (LatchkeyBackup):
-    /// they move every item of the keychain, which the agent protocol does not carry.
-    /// - Throws: errSecNotAvailable for a keychain served by the agent.
-    func streamingStore() throws -> KeychainStore
-
     /// Releases what the backend holds for this keychain (`Keychain.close()`): the local file
     /// and its class keys, or the connection to the agent. The agent itself keeps its keys.
     func close()
+}
+
+/// The capability of a backend that holds the keychain's file in this process: the file
+/// itself, for the operations that move every item at once in one streaming transaction
+/// (backup, restore, merge). The agent's protocol carries items, never a whole keychain, so
+/// `AgentBackend` does not have it; callers ask `backend as? any StreamingBackend`
+/// (`Keychain.localStore`).
+package protocol StreamingBackend: KeychainBackend {
+    var store: KeychainStore { get }
 }

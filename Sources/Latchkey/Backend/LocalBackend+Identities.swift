@@ -2,28 +2,9 @@ import LatchkeyCrypto
 import LatchkeyFormat
 
 extension LocalBackend {
-    /// Splits identity attributes: the certificate gets those of the cert schema, the key those
-    /// of the keys schema that the cert schema does not have; with `common`, attributes of both
-    /// schemas (agrp, labl, sync, …) go to both. - Throws: errSecNoSuchAttr for any other name.
-    static func splitIdentityAttributes(_ attributes: [String: AttributeValue], common: Bool) throws
-        -> (certificate: [String: AttributeValue], key: [String: AttributeValue]) {
-        var cert: [String: AttributeValue] = [:]
-        var key: [String: AttributeValue] = [:]
-        for (name, value) in attributes {
-            let inCert = ItemSchema.kind(name, in: .certificate) != nil
-            let inKey = ItemSchema.kind(name, in: .key) != nil
-            if inCert { cert[name] = value }
-            if inKey && (!inCert || common) { key[name] = value }
-            if !inCert && !inKey {
-                throw KeychainError(.noSuchAttr, "'\(name)' is an attribute of neither certificates nor keys, so not of identities")
-            }
-        }
-        return (cert, key)
-    }
-
     package func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
                              protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity {
-        let cert = try Keychain.parseCertificate(certificate)
+        let cert = try DerivedAttributes.parseCertificate(certificate)
         let key: KeyInfo
         do {
             key = try KeyInfo(data: privateKey)
@@ -36,7 +17,7 @@ extension LocalBackend {
         guard key.publicKeyHash == cert.publicKeyHash else {
             throw KeychainError(.param, "the private key does not belong to the certificate: the key's public key hash \(hexString(key.publicKeyHash)) is not the certificate's \(hexString(cert.publicKeyHash))")
         }
-        let split = try LocalBackend.splitIdentityAttributes(attributes, common: true)
+        let split = try ItemRules.splitIdentityAttributes(attributes, common: true)
         var keyAttributes = split.key
         // The join column must hold the hash, whatever else the caller asked for.
         keyAttributes["kcls"] = .integer(1)
@@ -56,65 +37,18 @@ extension LocalBackend {
     /// The stored certificate with the unique key `info` and `attributes` would give a new one.
     private func existingCertificate(_ info: CertificateInfo, attributes: [String: AttributeValue],
                                      _ context: CallContext) throws -> Item? {
-        var unique = Keychain.certificateAttributes(info).filter { ["ctyp", "issr", "slnr"].contains($0.key) }
+        var unique = DerivedAttributes.certificateAttributes(info).filter { ["ctyp", "issr", "slnr"].contains($0.key) }
         let defaultGroup = try AccessPolicy(caller: context.caller).defaultGroup
         unique["agrp"] = attributes["agrp"] ?? defaultGroup.map { .string($0) } ?? .data([])
         unique["sync"] = attributes["sync"] ?? .integer(0)
         return try find(Query(.certificate, unique, synchronizable: .any), limit: 1, includeData: true, prompt: nil, context).first
     }
 
-    struct IdentityMatch {
-        var certificate: Match
-        var key: Match
-    }
-
-    /// Certificates and private keys matching `query`, joined by `pkhh` == `klbl`, after the
-    /// implicit filters of `matches` (the caller's groups, sync) on both sides. In certificate
-    /// order; a certificate with several matching keys gives several identities.
-    func identityMatches(_ query: IdentityQuery, _ context: CallContext, limit: Int? = nil) throws -> [IdentityMatch] {
-        if let l = limit, l <= 0 { return [] }
-        var attributes = query.attributes
-        var protection = query.protection
-        if let pdmn = attributes.removeValue(forKey: "pdmn") {
-            guard case .string(let code) = pdmn, let pc = ProtectionClass(code: code) else {
-                throw KeychainError(.param, "'\(pdmn)' is not a protection class; use ak, ck, dk, aku, cku, dku or akpu")
-            }
-            if let p = protection, p != pc { return [] }
-            protection = pc
-        }
-        let split = try LocalBackend.splitIdentityAttributes(attributes, common: false)
-        var keyAttributes = split.key
-        if let kcls = keyAttributes["kcls"], Keychain.givenKeyClass(kcls) != 1 { return [] }
-        keyAttributes["kcls"] = .integer(1)
-        let sync = query.persistentRef == nil ? query.synchronizable : .any
-
-        let certs = try matches(Query(.certificate, split.certificate, protection: protection,
-                                      caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
-        guard !certs.isEmpty else { return [] }
-        let keys = try matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
-        var byLabel: [[UInt8]: [Match]] = [:]
-        for k in keys {
-            guard let klbl = k.plaintext.attributes["klbl"]?.keyBytes, !klbl.isEmpty else { continue }
-            byLabel[klbl, default: []].append(k)
-        }
-        var out: [IdentityMatch] = []
-        for c in certs {
-            guard let pkhh = c.plaintext.attributes["pkhh"]?.keyBytes, let pairs = byLabel[pkhh] else { continue }
-            for k in pairs {
-                if let ref = query.persistentRef,
-                   ItemClass.certificate.code + c.id.bytes != ref, ItemClass.key.code + k.id.bytes != ref { continue }
-                out.append(IdentityMatch(certificate: c, key: k))
-                if let l = limit, out.count >= l { return out }
-            }
-        }
-        return out
-    }
-
     package func identities(_ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
                             _ context: CallContext) throws -> [Identity] {
         try store.refresh()
         var out: [Identity] = []
-        for m in try identityMatches(query, context, limit: limit) {
+        for m in try planner.identityMatches(query, context, limit: limit) {
             var cert = makeItem(m.certificate.plaintext, protection: m.certificate.slot.protection, id: m.certificate.id,
                                 flags: m.certificate.slot.flags)
             var key = makeItem(m.key.plaintext, protection: m.key.slot.protection, id: m.key.id, flags: m.key.slot.flags)
@@ -132,20 +66,20 @@ extension LocalBackend {
 
     package func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
                                   _ context: CallContext) throws -> Int {
-        let split = try LocalBackend.splitIdentityAttributes(attributes, common: true)
-        for name in split.certificate.keys where Keychain.derivedCertificateAttributes.contains(name) {
+        let split = try ItemRules.splitIdentityAttributes(attributes, common: true)
+        for name in split.certificate.keys where DerivedAttributes.certificateNames.contains(name) {
             throw KeychainError(.param, "'\(name)' of a certificate is derived from its data and cannot be changed")
         }
         for name in ["kcls", "klbl"] where split.key[name] != nil {
             throw KeychainError(.param, "'\(name)' joins the private key to its certificate and cannot be changed through the identity")
         }
         try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
-        let certChanges = split.certificate.filter { !Keychain.keychainOwned.contains($0.key) }
-        let keyChanges = split.key.filter { !Keychain.keychainOwned.contains($0.key) }
+        let certChanges = split.certificate.filter { !ItemRules.keychainOwned.contains($0.key) }
+        let keyChanges = split.key.filter { !ItemRules.keychainOwned.contains($0.key) }
         return try store.write { tx in
-            let found = try identityMatches(query, context)
+            let found = try planner.identityMatches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
-            let t = Keychain.now()
+            let t = ItemRules.now()
             var seen = Set<ID16>()
             var mutations: [Mutation] = []
             func put(_ m: Match, _ changes: [String: AttributeValue]) {
@@ -166,7 +100,7 @@ extension LocalBackend {
 
     package func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int {
         try store.write { tx in
-            let found = try identityMatches(query, context)
+            let found = try planner.identityMatches(query, context)
             guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
             var seen = Set<ID16>()
             var mutations: [Mutation] = []

@@ -1,24 +1,5 @@
 import LatchkeyFormat
 
-extension Keychain {
-    /// Every live item the caller may see, attributes only (never the data), in two passes:
-    /// `survey` meets each item in no set order (UUID order when the keychain has an index;
-    /// to size a table, say), then `emit` meets each again in class order (genp, inet, cert,
-    /// keys) and creation order (`cdat`; file order among equal dates). Between the passes
-    /// memory holds about 100 bytes per item (its slot and sort key; the live items are listed
-    /// from the index's pages, never held in a table) and at most about 8 MiB of items
-    /// (`LocalBackend.walkBudget`); beyond that each item is decrypted again in the second pass
-    /// instead of being kept. A keychain
-    /// served by the agent answers with its item lists (one reply per class holds them all).
-    /// - Parameter protections: only items of these classes (nil: all; then an item whose
-    ///   class is locked fails the call with errSecInteractionNotAllowed before `emit` runs).
-    /// - Throws: errSecInteractionNotAllowed; errSecMissingEntitlement; errSecDecode for a
-    ///   damaged item; what `survey` or `emit` throw.
-    package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
-        try backend.walkItems(protections: protections, context, survey: survey, emit: emit)
-    }
-}
-
 extension AgentBackend {
     /// The agent answers with item lists: one request per class (and protection class).
     func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
@@ -43,7 +24,7 @@ extension LocalBackend {
         try store.refresh()
         try store.withStoreLock {
             // The live items one at a time (from the index's pages when there is one), not a
-            // table of all of them: at 1,000,000 items that table and its copy took 213 MiB.
+            // table of all of them, which with its copy holds about 200 MiB at 1,000,000 items.
             let live = try store.liveItemSnapshot()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })

@@ -64,7 +64,7 @@ extension Keychain {
     package func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
                              protection: ProtectionClass? = nil, requiresUserPresence: Bool = false,
                              context: CallContext) throws -> Identity {
-        try backend.addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
+        try openBackend().addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
                                 protection: protection, requiresUserPresence: requiresUserPresence, context)
     }
 
@@ -83,7 +83,7 @@ extension Keychain {
 
     package func identities(matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
                             includeData: Bool = true, prompt: String? = nil, context: CallContext) throws -> [Identity] {
-        try backend.identities(query, limit: limit, includeData: includeData, prompt: prompt, context)
+        try openBackend().identities(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
     /// Changes the certificate and the private key of every identity matching `query`, all in one
@@ -103,7 +103,7 @@ extension Keychain {
     @discardableResult
     package func updateIdentities(matching query: IdentityQuery, attributes: [String: AttributeValue],
                                   protection: ProtectionClass? = nil, context: CallContext) throws -> Int {
-        try backend.updateIdentities(query, attributes: attributes, protection: protection, context)
+        try openBackend().updateIdentities(query, attributes: attributes, protection: protection, context)
     }
 
     /// Deletes the certificate and the private key of every identity matching `query`, all in
@@ -116,6 +116,6 @@ extension Keychain {
 
     @discardableResult
     package func deleteIdentities(matching query: IdentityQuery = IdentityQuery(), context: CallContext) throws -> Int {
-        try backend.deleteIdentities(query, context)
+        try openBackend().deleteIdentities(query, context)
     }
 }

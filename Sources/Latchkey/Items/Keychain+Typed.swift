@@ -108,7 +108,7 @@ extension Keychain {
     /// (spec/FORMAT.md §7.5), with the value `add` would store — the given one, the caller's
     /// default access group, or the class default.
     private func uniqueKeyQuery(of given: NewItem, _ context: CallContext) throws -> Query {
-        let item = try Keychain.derivingAttributes(given)
+        let item = try DerivedAttributes.derivingAttributes(given)
         let policy = try AccessPolicy(caller: context.caller)
         var attrs: [String: AttributeValue] = [:]
         for attribute in UniqueKey.attributes(for: given.itemClass) where attribute.name != "sync" {

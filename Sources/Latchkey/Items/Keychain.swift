@@ -1,9 +1,3 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
-import LatchkeyCrypto
 import LatchkeyFormat
 
 /// An open keychain: the typed Swift API. A facade over where the keys live — this process
@@ -19,7 +13,8 @@ import LatchkeyFormat
 public final class Keychain: @unchecked Sendable {
     /// The backend, shared with every view made by `with(_:)`, so that `close()` closes them all.
     private let holder: BackendHolder
-    package var backend: any KeychainBackend { holder.current }
+    /// The backend; nil once `close()` was called.
+    package var backend: (any KeychainBackend)? { holder.current }
     private let defaults = Lock()
     private var defaultCaller: CallerIdentity?
     private var defaultHandler: (@Sendable (_ prompt: String?) -> [UInt8]?)?
@@ -43,9 +38,6 @@ public final class Keychain: @unchecked Sendable {
         defaults.lock(); defer { defaults.unlock() }
         return CallContext(caller: defaultCaller, authenticate: defaultHandler)
     }
-    /// Attributes the keychain sets itself and callers cannot.
-    static let keychainOwned: Set<String> = ["cdat", "mdat", "pdmn"]
-
     package init(backend: any KeychainBackend) {
         self.holder = BackendHolder(backend)
     }
@@ -73,8 +65,17 @@ public final class Keychain: @unchecked Sendable {
         return view
     }
 
-    /// The file opened in this process (nil when the agent serves the keychain).
-    package var localStore: KeychainStore? { (backend as? LocalBackend)?.store }
+    /// The backend of an open keychain, for every operation.
+    /// - Throws: errSecNotAvailable once `close()` was called.
+    package func openBackend() throws -> any KeychainBackend {
+        guard let backend = holder.current else { throw Keychain.closed }
+        return backend
+    }
+
+    /// What every operation of a closed keychain throws.
+    static var closed: KeychainError {
+        KeychainError(.notAvailable, "this keychain was closed (Keychain.close()); open it again to use it")
+    }
 
     /// Creates a keychain (and the device secret, when absent).
     /// - Parameters:
@@ -115,8 +116,7 @@ public final class Keychain: @unchecked Sendable {
     }
 
     package static func open(path: String, devicePath: String, acceptRollback: Bool = false, fs: FileSystem) throws -> Keychain {
-        let device = try Device.load(path: devicePath, fs: fs, keychainPath: path)
-        return Keychain(backend: LocalBackend(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback)))
+        Keychain(backend: try LocalBackend.open(path: path, devicePath: devicePath, acceptRollback: acceptRollback, fs: fs))
     }
 
     /// Opens and unlocks with the passcode: `open` then `unlock`, with the KDF run on a thread
@@ -153,49 +153,18 @@ public final class Keychain: @unchecked Sendable {
     }
 
     /// Unlocks with the passcode. - Throws: errSecAuthFailed for a wrong passcode.
-    public func unlock(passcode: [UInt8]) throws { try backend.unlock(passcode: passcode) }
+    public func unlock(passcode: [UInt8]) throws { try openBackend().unlock(passcode: passcode) }
 
     /// Drops the WhenUnlocked keys (and the attributes of their items this keychain had read);
     /// AfterFirstUnlock keys stay until the keychain is closed.
-    public func lock() { try? backend.lock() }
+    public func lock() { try? backend?.lock() }
 
-    public var hasPasscode: Bool { backend.hasPasscode }
-    public func isAvailable(_ pc: ProtectionClass) -> Bool { backend.isAvailable(pc) }
+    public var hasPasscode: Bool { backend?.hasPasscode ?? false }
+    public func isAvailable(_ pc: ProtectionClass) -> Bool { backend?.isAvailable(pc) ?? false }
     /// Bytes of an incomplete tail cut off when the keychain was opened (by the agent: 0 here).
-    public var recoveredTailBytes: UInt64 { backend.recoveredTailBytes }
+    public var recoveredTailBytes: UInt64 { backend?.recoveredTailBytes ?? 0 }
 
     // MARK: Items
-
-    static func now() -> Double { Date().timeIntervalSinceReferenceDate }
-
-    /// Refuses, before anything is sent or written, an item whose given attributes and data are
-    /// already over the size limit of spec §6.4 (the engine checks the final item again).
-    static func checkSize(_ p: ItemPlaintext) throws {
-        let size = p.encodedSize
-        if size > FormatConstants.maxItemPlaintextSize {
-            throw KeychainError.tooLarge(size: size, limit: FormatConstants.maxItemPlaintextSize)
-        }
-    }
-
-    /// Checks that every attribute exists in the class (errSecNoSuchAttr, −25303).
-    static func validateNames(_ attributes: [String: AttributeValue], _ c: ItemClass) throws {
-        for name in attributes.keys where ItemSchema.kind(name, in: c) == nil {
-            throw KeychainError(.noSuchAttr, "'\(name)' is not an attribute of class \(c.rawValue)" + hint(name, c))
-        }
-    }
-
-    /// What the caller probably meant by an attribute name the class does not have: the code
-    /// of the constant it names (`account` → `acct`), or the classes that do have that code.
-    static func hint(_ name: String, _ c: ItemClass) -> String {
-        if let s = AttributeKey.suggestion(for: name), ItemSchema.kind(s.key.rawValue, in: c) != nil {
-            return "; attributes are named by Apple's four-character codes: did you mean '\(s.key.rawValue)' (AttributeKey.\(s.name))?"
-        }
-        let owners = ItemClass.allCases.filter { ItemSchema.kind(name, in: $0) != nil }.map(\.rawValue)
-        if !owners.isEmpty {
-            return " (it is one of \(owners.joined(separator: ", ")))"
-        }
-        return ""
-    }
 
     /// Adds an item. `cdat`/`mdat` are set by the keychain; `pdmn` comes from `protection`
     /// (default: ak, certificates dk); `agrp` defaults to the caller's first group; `sync` to 0.
@@ -218,10 +187,7 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     package func add(contentsOf items: [NewItem], context: CallContext) throws -> [Item] {
         guard !items.isEmpty else { return [] }
-        for given in items {
-            try Keychain.checkSize(ItemPlaintext(itemClass: given.itemClass, attributes: given.attributes, data: given.data))
-        }
-        return try backend.add(items, context)
+        return try openBackend().add(items, context)
     }
 
     /// Items matching `query`, at most `limit` (nil: all).
@@ -234,12 +200,12 @@ public final class Keychain: @unchecked Sendable {
     ///   fails, as on iOS); errSecMissingEntitlement; errSecDecode for a damaged item;
     ///   errSecUserCanceled / errSecAuthFailed from user presence.
     public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
-        try backend.find(query, limit: limit, includeData: includeData, prompt: prompt, context)
+        try openBackend().find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
     package func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil,
                       context: CallContext) throws -> [Item] {
-        try backend.find(query, limit: limit, includeData: includeData, prompt: prompt, context)
+        try openBackend().find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
     /// Updates every match in one transaction (all or nothing). `mdat` moves, `cdat` stays;
@@ -257,17 +223,16 @@ public final class Keychain: @unchecked Sendable {
     @discardableResult
     package func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
                         protection: ProtectionClass? = nil, context: CallContext) throws -> Int {
-        if let data { try Keychain.checkSize(ItemPlaintext(itemClass: query.itemClass, attributes: attributes, data: data)) }
-        return try backend.update(query, attributes: attributes, data: data, protection: protection, context)
+        try openBackend().update(query, attributes: attributes, data: data, protection: protection, context)
     }
 
     /// Deletes every match in one transaction.
     /// - Returns: the number deleted. - Throws: errSecItemNotFound when nothing matches.
     @discardableResult
-    public func delete(_ query: Query) throws -> Int { try backend.delete(query, context) }
+    public func delete(_ query: Query) throws -> Int { try openBackend().delete(query, context) }
 
     @discardableResult
-    package func delete(_ query: Query, context: CallContext) throws -> Int { try backend.delete(query, context) }
+    package func delete(_ query: Query, context: CallContext) throws -> Int { try openBackend().delete(query, context) }
 
     /// Changes, sets (`old` nil) or removes (`new` nil) the passcode. The classes whose
     /// wrapping changes get new class keys and the file is rewritten (spec/FORMAT.md §11.6), so
@@ -278,29 +243,37 @@ public final class Keychain: @unchecked Sendable {
     ///   current passcode given to a keychain without one, nothing to remove), errSecIO.
     @discardableResult
     public func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
-        try backend.changePasscode(old: old, new: new, kdfLogN: kdfLogN)
+        try openBackend().changePasscode(old: old, new: new, kdfLogN: kdfLogN)
     }
 
     /// Rewrites the file to its live records, atomically.
     @discardableResult
-    public func compact() throws -> (before: UInt64, after: UInt64) { try backend.compact() }
+    public func compact() throws -> (before: UInt64, after: UInt64) { try openBackend().compact() }
 
     /// Checks every byte of the file and decrypts every item it can.
-    public func verify() -> VerifyReport { backend.verify() }
+    public func verify() -> VerifyReport {
+        guard let backend else {
+            var report = VerifyReport()
+            report.problems = [Keychain.closed.message]
+            return report
+        }
+        return backend.verify()
+    }
 
     /// Format version, counts, sizes and device binding. Counts per class need no class key
     /// (the class tag is keyed by the device).
-    public func info() throws -> KeychainInfo { try backend.info() }
+    public func info() throws -> KeychainInfo { try openBackend().info() }
 }
 
-/// The backend of a keychain and its views, swapped for `ClosedBackend` by `close()`.
+/// The backend of a keychain and its views, dropped by `close()`: every later call finds
+/// none and throws `Keychain.closed`.
 private final class BackendHolder: @unchecked Sendable {
     private let mutex = Lock()
-    private var backend: any KeychainBackend
+    private var backend: (any KeychainBackend)?
 
     init(_ backend: any KeychainBackend) { self.backend = backend }
 
-    var current: any KeychainBackend {
+    var current: (any KeychainBackend)? {
         mutex.lock(); defer { mutex.unlock() }
         return backend
     }
@@ -308,8 +281,8 @@ private final class BackendHolder: @unchecked Sendable {
     func close() {
         mutex.lock()
         let old = backend
-        backend = ClosedBackend.shared
+        backend = nil
         mutex.unlock()
-        old.close()
+        old?.close()
     }
 }

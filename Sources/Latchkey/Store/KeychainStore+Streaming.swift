@@ -241,12 +241,6 @@ extension KeychainStore {
     }
 }
 
-extension Keychain {
-    /// The open file, for the streaming transactions of backup and restore (other modules of
-    /// the package). - Throws: errSecNotAvailable for a keychain served by the agent.
-    package func streamingStore() throws -> KeychainStore { try backend.streamingStore() }
-}
-
 extension Device {
     /// The device secret, for the backup key schedule (spec/BACKUP.md). Never leaves memory.
     package var deviceSecret: DeviceSecret { secret }

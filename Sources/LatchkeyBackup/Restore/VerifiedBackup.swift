@@ -68,7 +68,7 @@ public final class VerifiedBackup {
         var hasPasscode = false
         var existing: KeychainStore?
         if case .existing(let kc) = target {
-            let store = try kc.streamingStore()
+            let store = try kc.requireLocalStore()
             existing = store
             device = store.boundDevice
             keychainPath = store.path
@@ -122,7 +122,7 @@ public final class VerifiedBackup {
         guard case .existing(let kc) = target else {
             preconditionFailure("restore() is for an existing keychain; use restoreNewKeychain")
         }
-        let store = try kc.streamingStore()
+        let store = try kc.requireLocalStore()
         try requireWritable(store)
         return try write(into: store, created: false, progress: progress)
     }

@@ -69,7 +69,7 @@ struct BackupCommand: ParsableCommand {
         if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
         // Ctrl-C or SIGTERM from here on removes the temporary file and erases the bar.
         Terminal.cleanUpOnSignals()
-        let progress = Progress("backup", total: throughAgent ? try keychain.info().liveItems : try keychain.streamingStore().liveItemCount)
+        let progress = Progress("backup", total: try keychain.localStore?.liveItemCount ?? keychain.info().liveItems)
         defer { progress.finish() }
         let options = BackupOptions(password: pw, compression: compression,
                                     kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
