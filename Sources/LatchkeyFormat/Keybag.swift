@@ -81,48 +81,48 @@ public struct Keybag: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.keybagFixedSize + entries.count * FormatConstants.keybagEntrySize)
-        w.u8(kdf.kind.rawValue)
-        w.u8(kdf.logN)
-        w.zeros(2)
-        w.u32(kdf.r)
-        w.u32(kdf.p)
-        w.zeros(4)
-        w.raw(kdf.salt)
-        w.u8(UInt8(entries.count))
-        w.zeros(1)
+        w.writeInteger(kdf.kind.rawValue, as: UInt8.self)
+        w.writeInteger(kdf.logN, as: UInt8.self)
+        w.writeZeros(2)
+        w.writeInteger(kdf.r, as: UInt32.self)
+        w.writeInteger(kdf.p, as: UInt32.self)
+        w.writeZeros(4)
+        w.writeBytes(kdf.salt)
+        w.writeInteger(UInt8(entries.count), as: UInt8.self)
+        w.writeZeros(1)
         for e in entries {
-            w.u8(e.protectionClass.rawValue)
-            w.u8(e.wrap.rawValue)
-            w.raw(e.wrappedKey)
+            w.writeInteger(e.protectionClass.rawValue, as: UInt8.self)
+            w.writeInteger(e.wrap.rawValue, as: UInt8.self)
+            w.writeBytes(e.wrappedKey)
         }
         return w.bytes
     }
 
     /// Decodes and validates a keybag; every rule of spec §4.3 is checked here.
     public static func decode(_ r: inout ByteReader) throws -> Keybag {
-        guard let kind = KDFParameters.Kind(rawValue: try r.u8("keybag KDF id")) else {
+        guard let kind = KDFParameters.Kind(rawValue: try r.readInteger(as: UInt8.self, "keybag KDF id")) else {
             throw FormatError.invalidField(field: "keybag KDF id", reason: "unknown KDF")
         }
-        let logN = try r.u8("keybag scrypt logN")
-        try r.reserved(2, "keybag reserved")
-        let rr = try r.u32("keybag scrypt r")
-        let p = try r.u32("keybag scrypt p")
-        try r.reserved(4, "keybag reserved")
-        let salt = try r.bytes(FormatConstants.saltSize, "keybag salt")
+        let logN = try r.readInteger(as: UInt8.self, "keybag scrypt logN")
+        try r.readReserved(count: 2, "keybag reserved")
+        let rr = try r.readInteger(as: UInt32.self, "keybag scrypt r")
+        let p = try r.readInteger(as: UInt32.self, "keybag scrypt p")
+        try r.readReserved(count: 4, "keybag reserved")
+        let salt = try r.readBytes(count: FormatConstants.saltSize, "keybag salt")
         let kdf = KDFParameters(kind: kind, logN: logN, r: rr, p: p, salt: salt)
         try kdf.validate()
-        let count = Int(try r.u8("keybag entry count"))
-        try r.reserved(1, "keybag reserved")
+        let count = Int(try r.readInteger(as: UInt8.self, "keybag entry count"))
+        try r.readReserved(count: 1, "keybag reserved")
         var entries: [KeybagEntry] = []
         for _ in 0..<count {
-            let rawClass = try r.u8("keybag entry class")
+            let rawClass = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard let pc = ProtectionClass(rawValue: rawClass) else {
                 throw FormatError.invalidField(field: "keybag entry class", reason: "unknown protection class \(rawClass)")
             }
-            guard let wrap = WrapKind(rawValue: try r.u8("keybag entry wrap")) else {
+            guard let wrap = WrapKind(rawValue: try r.readInteger(as: UInt8.self, "keybag entry wrap")) else {
                 throw FormatError.invalidField(field: "keybag entry wrap", reason: "unknown wrap kind")
             }
-            let wrapped = try r.bytes(FormatConstants.wrappedKeySize, "keybag wrapped key")
+            let wrapped = try r.readBytes(count: FormatConstants.wrappedKeySize, "keybag wrapped key")
             if let last = entries.last, last.protectionClass >= pc {
                 throw FormatError.invalidField(field: "keybag entries", reason: "classes must be unique and in ascending order")
             }

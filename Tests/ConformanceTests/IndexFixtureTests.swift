@@ -71,7 +71,7 @@ import Testing
         let firstPage = Array(index[4096..<8192])
         var uuids: [String] = []
         for i in 0..<expected.count {
-            let e = IndexItemEntry.decode(firstPage, at: i * FormatConstants.indexItemEntrySize)
+            let e = try IndexItemEntry.decode(firstPage, at: i * FormatConstants.indexItemEntrySize)
             uuids.append(hexString(e.uuid))
             let record = Array(log[Int(e.recordOffset)..<Int(e.recordOffset) + Int(e.recordSize)])
             let frame = try FrameHeader.decode(record[...])
@@ -98,7 +98,7 @@ import Testing
         let expected = Dictionary(uniqueKeysWithValues: try fixture.expectedItems().map { ($0.uuid, $0) })
         let passcode = try fixture.passcode()
         for i in 0..<2 {
-            let e = IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
+            let e = try IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
             #expect(Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuid, "entry \(i) names its own record")
             let want = try #require(expected[e.uuid])
             let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)

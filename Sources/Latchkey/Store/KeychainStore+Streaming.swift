@@ -106,7 +106,7 @@ package final class StreamingTransaction {
         classTags[plaintext.itemClass] = classTag
         let putSize = RecordSealer.recordSize(payloadSize: ItemPutPayload.sealedSize(plaintextSize: size))
         let at = offset
-        let slot = ItemSlot(offset: at, recordSize: UInt32(putSize), classTag: classTag.readBE(UInt32.self, at: 0),
+        let slot = ItemSlot(offset: at, recordSize: UInt32(putSize), classTag: keys.classTagWord(plaintext.itemClass),
                             protection: protection, flags: flags, uniqueHash: hash, sequence: lastSequence + 1)
         try items.put(id, slot, at: at, ownerChecked: true)
         note(id)

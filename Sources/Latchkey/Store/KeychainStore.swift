@@ -99,7 +99,7 @@ package final class KeychainStore: @unchecked Sendable {
         self.keys = keys
         self.log = LogState(header: header, headerSize: headerSize)
         self.keybagOfKeys = header.keybag
-        for c in ItemClass.allCases { tagToClass[keys.classTag(c).readBE(UInt32.self, at: 0)] = c }
+        for c in ItemClass.allCases { tagToClass[keys.classTagWord(c)] = c }
     }
 
     deinit {
@@ -778,7 +778,7 @@ package final class KeychainStore: @unchecked Sendable {
               frame.sequence == slot.sequence, frame.recordSize == record.count,
               RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
               let clear = try? ItemPutPayload.decodeClear(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
-              clear.classTag.readBE(UInt32.self, at: 0) == slot.classTag, clear.protectionClass == slot.protection,
+              clear.classTag == slot.classTag, clear.protectionClass == slot.protection,
               clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash else {
             // A slot from an index (spec §17) that does not match its record: the index goes.
             if !log.items.isMaterialized, readOnlyReason == nil { try? fs.remove(indexPath) }
@@ -860,7 +860,7 @@ package final class KeychainStore: @unchecked Sendable {
                 }
                 if let old = try slot(id) { owners[old.uniqueHash] = .some(nil) }
                 owners[hash] = id
-                let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTag.readBE(UInt32.self, at: 0),
+                let s = ItemSlot(offset: 0, recordSize: 0, classTag: sealed.classTagWord,
                                  protection: pc, flags: flags, uniqueHash: hash, sequence: 0)
                 slots[id] = s
                 let encoded = sealed.encode()
