@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// What the manifest says about one entry (§6.2).
 package struct ManifestEntry: Equatable, Sendable {

@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// Bytes 8..<104 of the keybag entry, repeated in the manifest (spec/BACKUP.md §3.1).
 package struct BackupCommon: Equatable, Sendable {
@@ -34,13 +33,7 @@ package struct BackupCommon: Equatable, Sendable {
         w.writeBytes(sourceDeviceUUID)
         w.writeBytes(keychainUUID)
         w.writeInteger(createdAt, as: UInt64.self)
-        w.writeInteger(kdf.kind.rawValue, as: UInt8.self)
-        w.writeInteger(kdf.logN, as: UInt8.self)
-        w.writeZeros(2)
-        w.writeInteger(kdf.r, as: UInt32.self)
-        w.writeInteger(kdf.p, as: UInt32.self)
-        w.writeZeros(4)
-        w.writeBytes(kdf.salt)
+        kdf.encode(into: &w)
     }
 
     /// Reads bytes 0..<104: magic, then the major version before anything else (§10).
@@ -60,28 +53,8 @@ package struct BackupCommon: Equatable, Sendable {
         let device = try r.readBytes(count: 16, "source device UUID")
         let keychain = try r.readBytes(count: 16, "keychain UUID")
         let created = try r.readInteger(as: UInt64.self, "creation time")
-        let rawKDF = try r.readInteger(as: UInt8.self, "KDF id")
-        guard let kind = KDFParameters.Kind(rawValue: rawKDF) else {
-            throw FormatError.invalidField(field: "KDF id", reason: "unknown KDF \(rawKDF)")
-        }
-        let logN = try r.readInteger(as: UInt8.self, "scrypt logN")
-        try r.readReserved(count: 2, "\(what) reserved bytes 74-75")
-        let rr = try r.readInteger(as: UInt32.self, "scrypt r")
-        let p = try r.readInteger(as: UInt32.self, "scrypt p")
-        try r.readReserved(count: 4, "\(what) reserved bytes 84-87")
-        let salt = try r.readBytes(count: 16, "scrypt salt")
-        let kdf: KDFParameters
-        switch kind {
-        case .none:
-            guard logN == 0, rr == 0, p == 0, salt.allSatisfy({ $0 == 0 }) else {
-                throw FormatError.invalidField(field: "KDF", reason: "parameters must be zero when there is no password")
-            }
-            kdf = .none
-        case .scrypt:
-            kdf = .scrypt(salt: salt, logN: logN, r: rr, p: p)
-            try kdf.validate()
-        }
-        guard (mode == .password) == (kind == .scrypt) else {
+        let kdf = try KDFParameters.decode(&r, names: .backup)
+        guard (mode == .password) == (kdf.kind == .scrypt) else {
             throw FormatError.invalidField(field: "KDF id", reason: mode == .password ? "a password backup needs scrypt" : "a backup without a password has no KDF")
         }
         var c = BackupCommon(mode: mode, backupUUID: backupUUID, sourceDeviceUUID: device, keychainUUID: keychain,
@@ -97,6 +70,12 @@ package struct BackupKeybagEntry: Equatable, Sendable {
     package var protectionClass: ProtectionClass
     package var wrap: BackupWrapKind
     package var wrappedKey: [UInt8]
+
+    package init(protectionClass: ProtectionClass, wrap: BackupWrapKind, wrappedKey: [UInt8]) {
+        self.protectionClass = protectionClass
+        self.wrap = wrap
+        self.wrappedKey = wrappedKey
+    }
 }
 
 /// The first entry of every backup: who can open it, the KDF, and the six backup class keys,
@@ -106,6 +85,12 @@ package struct BackupKeybag: Equatable, Sendable {
     package var entries: [BackupKeybagEntry]
     /// Bytes a newer minor version put between the entries and the checksum (§10).
     package var extensionBytes: [UInt8] = []
+
+    package init(common: BackupCommon, entries: [BackupKeybagEntry], extensionBytes: [UInt8] = []) {
+        self.common = common
+        self.entries = entries
+        self.extensionBytes = extensionBytes
+    }
 
     /// The wrap kind each class must have in `mode` (§4.2).
     package static func wrapKind(_ pc: ProtectionClass, mode: BackupMode) -> BackupWrapKind {

@@ -1,5 +1,3 @@
-import LatchkeyFormat
-
 /// Every constant of the backup format, in one place.
 /// Specification: spec/BACKUP.md (section numbers in the comments refer to it).
 package enum BackupConstants {

@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// One item in an items entry (spec/BACKUP.md §5.2): its UUID, protection class and flags in
 /// clear, its plaintext (spec/FORMAT.md §8) sealed under a fresh item key wrapped by the
