@@ -92,19 +92,31 @@ public enum WrapKind: UInt8, Sendable {
     case passcode = 2
 }
 
-/// One wrapped class key.
-public struct KeybagEntry: Equatable, Sendable {
+/// One wrapped class key, as a keychain's keybag (spec §4.2) and a backup's keybag
+/// (spec/BACKUP.md §3.2) both hold it: u8 protection class, u8 wrap kind, the wrapped key.
+/// `Wrap` is the set of wrap kinds the bag allows.
+public struct WrappedClassKey<Wrap>: Equatable, Sendable
+where Wrap: RawRepresentable & Equatable & Sendable, Wrap.RawValue == UInt8 {
     public var protectionClass: ProtectionClass
-    public var wrap: WrapKind
+    public var wrap: Wrap
     /// RFC 3394 wrap of the 32-byte class key: 40 bytes.
     public var wrappedKey: [UInt8]
 
-    public init(protectionClass: ProtectionClass, wrap: WrapKind, wrappedKey: [UInt8]) {
+    public init(protectionClass: ProtectionClass, wrap: Wrap, wrappedKey: [UInt8]) {
         self.protectionClass = protectionClass
         self.wrap = wrap
         self.wrappedKey = wrappedKey
     }
+
+    public func encode(into w: inout ByteWriter) {
+        w.writeInteger(protectionClass.rawValue, as: UInt8.self)
+        w.writeInteger(wrap.rawValue, as: UInt8.self)
+        w.writeBytes(wrappedKey)
+    }
 }
+
+/// One entry of a keychain's keybag.
+public typealias KeybagEntry = WrappedClassKey<WrapKind>
 
 /// The class-key bag: KDF parameters and the wrapped class keys (spec §4).
 public struct Keybag: Equatable, Sendable {
@@ -125,11 +137,7 @@ public struct Keybag: Equatable, Sendable {
         kdf.encode(into: &w)
         w.writeInteger(UInt8(entries.count), as: UInt8.self)
         w.writeZeros(1)
-        for e in entries {
-            w.writeInteger(e.protectionClass.rawValue, as: UInt8.self)
-            w.writeInteger(e.wrap.rawValue, as: UInt8.self)
-            w.writeBytes(e.wrappedKey)
-        }
+        for e in entries { e.encode(into: &w) }
         return w.bytes
     }
 

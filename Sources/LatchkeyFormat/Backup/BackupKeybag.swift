@@ -66,17 +66,7 @@ package struct BackupCommon: Equatable, Sendable {
 }
 
 /// One wrapped backup class key (§3.2).
-package struct BackupKeybagEntry: Equatable, Sendable {
-    package var protectionClass: ProtectionClass
-    package var wrap: BackupWrapKind
-    package var wrappedKey: [UInt8]
-
-    package init(protectionClass: ProtectionClass, wrap: BackupWrapKind, wrappedKey: [UInt8]) {
-        self.protectionClass = protectionClass
-        self.wrap = wrap
-        self.wrappedKey = wrappedKey
-    }
-}
+package typealias BackupKeybagEntry = WrappedClassKey<BackupWrapKind>
 
 /// The first entry of every backup: who can open it, the KDF, and the six backup class keys,
 /// wrapped (spec/BACKUP.md §3).
@@ -105,11 +95,7 @@ package struct BackupKeybag: Equatable, Sendable {
         common.encode(magic: BackupConstants.keybagMagic, into: &w)
         w.writeInteger(UInt8(entries.count), as: UInt8.self)
         w.writeZeros(3)
-        for e in entries {
-            w.writeInteger(e.protectionClass.rawValue, as: UInt8.self)
-            w.writeInteger(e.wrap.rawValue, as: UInt8.self)
-            w.writeBytes(e.wrappedKey)
-        }
+        for e in entries { e.encode(into: &w) }
         w.writeBytes(extensionBytes)
         w.writeBytes(Crypto.sha256(w.bytes))
         return w.bytes
