@@ -156,30 +156,27 @@ public struct IndexItemEntry: Equatable, Sendable {
         self.flags = flags
     }
 
+    /// The entry of the item fields `e` (read in place from a page).
+    public init(_ e: IndexItemFields) {
+        self.init(uuid: IndexItemFields.bytes(e.uuid), recordOffset: e.recordOffset, sequence: e.sequence, recordSize: e.recordSize,
+                  classTag: e.classTag, uniqueKeyHash: IndexItemFields.bytes(e.uniqueKeyHash), protectionClass: e.protectionClass,
+                  flags: e.flags)
+    }
+
+    /// Writes the 58 bytes (the UUID and hash must be 16 bytes each).
     public func encode(into w: inout ByteWriter) {
-        w.writeBytes(uuid)
-        w.writeInteger(recordOffset, as: UInt64.self)
-        w.writeInteger(sequence, as: UInt64.self)
-        w.writeInteger(recordSize, as: UInt32.self)
-        w.writeInteger(classTag, as: UInt32.self)
-        w.writeBytes(uniqueKeyHash)
-        w.writeInteger(protectionClass, as: UInt8.self)
-        w.writeInteger(flags, as: UInt8.self)
+        IndexItemFields(uuid: IndexItemFields.key(uuid), recordOffset: recordOffset, sequence: sequence, recordSize: recordSize,
+                        classTag: classTag, uniqueKeyHash: IndexItemFields.key(uniqueKeyHash), protectionClass: protectionClass,
+                        flags: flags).encode(into: &w)
     }
 
     /// Decodes the entry at byte `at` of a page body.
     /// - Throws: `FormatError.truncated` when the 58 bytes are not all there.
     public static func decode(_ page: [UInt8], at: Int) throws -> IndexItemEntry {
-        var r = ByteReader(page)
-        _ = try r.readSlice(count: at, "index item entry")
-        return IndexItemEntry(uuid: try r.readBytes(count: 16, "index item UUID"),
-                              recordOffset: try r.readInteger(as: UInt64.self, "index item record offset"),
-                              sequence: try r.readInteger(as: UInt64.self, "index item sequence"),
-                              recordSize: try r.readInteger(as: UInt32.self, "index item record size"),
-                              classTag: try r.readInteger(as: UInt32.self, "index item class tag"),
-                              uniqueKeyHash: try r.readBytes(count: 16, "index item unique-key hash"),
-                              protectionClass: try r.readInteger(as: UInt8.self, "index item class"),
-                              flags: try r.readInteger(as: UInt8.self, "index item flags"))
+        guard let bytes = ByteReader(page).getSlice(at: at, count: FormatConstants.indexItemEntrySize) else {
+            throw FormatError.truncated(field: "index item entry")
+        }
+        return IndexItemEntry(try IndexEntryPage(Array(bytes), table: .items, count: 1).item(0))
     }
 }
 

@@ -52,11 +52,55 @@ public struct IndexItemFields: Sendable {
     public var uniqueKeyHash: IndexKey
     public var protectionClass: UInt8
     public var flags: UInt8
+
+    public init(uuid: IndexKey, recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
+                uniqueKeyHash: IndexKey, protectionClass: UInt8, flags: UInt8) {
+        self.uuid = uuid
+        self.recordOffset = recordOffset
+        self.sequence = sequence
+        self.recordSize = recordSize
+        self.classTag = classTag
+        self.uniqueKeyHash = uniqueKeyHash
+        self.protectionClass = protectionClass
+        self.flags = flags
+    }
+
+    /// The one writer of an item entry: the fields in the order of `IndexItemLayout`.
+    public func encode(into w: inout ByteWriter) {
+        IndexItemFields.write(uuid, into: &w)
+        w.writeInteger(recordOffset, as: UInt64.self)
+        w.writeInteger(sequence, as: UInt64.self)
+        w.writeInteger(recordSize, as: UInt32.self)
+        w.writeInteger(classTag, as: UInt32.self)
+        IndexItemFields.write(uniqueKeyHash, into: &w)
+        w.writeInteger(protectionClass, as: UInt8.self)
+        w.writeInteger(flags, as: UInt8.self)
+    }
+
+    static func write(_ k: IndexKey, into w: inout ByteWriter) {
+        w.writeInteger(k.high, as: UInt64.self)
+        w.writeInteger(k.low, as: UInt64.self)
+    }
+
+    /// 16 bytes as a key; a writer's bug (not input) when they are not 16.
+    static func key(_ bytes: [UInt8]) -> IndexKey {
+        let r = ByteReader(bytes)
+        guard bytes.count == 16, let high = r.getInteger(at: 0, as: UInt64.self), let low = r.getInteger(at: 8, as: UInt64.self) else {
+            preconditionFailure("an index key is 16 bytes, not \(bytes.count)")
+        }
+        return (high, low)
+    }
+
+    static func bytes(_ k: IndexKey) -> [UInt8] {
+        var w = ByteWriter(capacity: 16)
+        write(k, into: &w)
+        return w.bytes
+    }
 }
 
 /// One authenticated entry page of an index file, read in place.
 ///
-/// Made only from a whole page and an entry count the page can hold, so every entry `i` in
+/// Made only from bytes and an entry count they hold, so every entry `i` in
 /// `0..<count` lies inside the page: the accessors then load the fields directly (one
 /// unaligned load a word, no copy), and an `i` outside `0..<count` is a caller's bug, which
 /// traps like an array subscript. Whether the page's MAC verifies is the caller's to check
@@ -65,25 +109,27 @@ public struct IndexEntryPage: Sendable {
     public let table: IndexTable
     /// Entries on this page.
     public let count: Int
-    /// The whole page, MAC included.
+    /// The page as read (a whole page, MAC included, in an index; one entry's bytes will do).
     public let bytes: [UInt8]
+    @usableFromInline let entrySize: Int
 
-    /// - Throws: `FormatError.truncated` when `page` is not one page, `invalidField` when
-    ///   `count` is negative or more than a page of `table` holds.
+    /// - Throws: `FormatError.invalidField` when `count` is negative or more than a page of
+    ///   `table` holds, `truncated` when `page` is too short to hold them.
     public init(_ page: [UInt8], table: IndexTable, count: Int) throws {
-        guard page.count == FormatConstants.indexPageSize else { throw FormatError.truncated(field: "index page") }
         guard count >= 0, count <= table.entriesPerPage else {
             throw FormatError.invalidField(field: "index page", reason: "\(count) entries do not fit a page")
         }
+        guard page.count >= count * table.entrySize else { throw FormatError.truncated(field: "index page") }
         self.table = table
         self.count = count
         self.bytes = page
+        self.entrySize = table.entrySize
     }
 
     @inlinable
     func load<T: FixedWidthInteger>(_ i: Int, _ field: Int, as: T.Type) -> T {
         precondition(i >= 0 && i < count, "index entry \(i) is outside the page's \(count)")
-        return bytes.withUnsafeBytes { T(bigEndian: $0.loadUnaligned(fromByteOffset: i * table.entrySize + field, as: T.self)) }
+        return bytes.withUnsafeBytes { T(bigEndian: $0.loadUnaligned(fromByteOffset: i * entrySize + field, as: T.self)) }
     }
 
     @inlinable
@@ -176,17 +222,9 @@ public struct IndexPageWriter {
         return sealed
     }
 
-    public mutating func appendItem(uuid: IndexKey, recordOffset: UInt64, sequence: UInt64, recordSize: UInt32,
-                                    classTag: UInt32, uniqueKeyHash: IndexKey, protectionClass: UInt8, flags: UInt8) {
+    public mutating func appendItem(_ entry: IndexItemFields) {
         precondition(table == .items)
-        writeKey(uuid)
-        body.writeInteger(recordOffset, as: UInt64.self)
-        body.writeInteger(sequence, as: UInt64.self)
-        body.writeInteger(recordSize, as: UInt32.self)
-        body.writeInteger(classTag, as: UInt32.self)
-        writeKey(uniqueKeyHash)
-        body.writeInteger(protectionClass, as: UInt8.self)
-        body.writeInteger(flags, as: UInt8.self)
+        entry.encode(into: &body)
         endEntry()
     }
 
@@ -210,10 +248,7 @@ public struct IndexPageWriter {
         endEntry()
     }
 
-    private mutating func writeKey(_ k: IndexKey) {
-        body.writeInteger(k.high, as: UInt64.self)
-        body.writeInteger(k.low, as: UInt64.self)
-    }
+    private mutating func writeKey(_ k: IndexKey) { IndexItemFields.write(k, into: &body) }
 
     private mutating func endEntry() {
         inPage += 1

@@ -21,8 +21,8 @@ import Testing
     static func written() -> [UInt8] {
         var w = IndexPageWriter(headerPage: headerPage, macKey: Sample.macKey)
         for i in 0..<71 {
-            w.appendItem(uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200, classTag: 0xCAFE_F00D,
-                         uniqueKeyHash: key(100 + i), protectionClass: 6, flags: 1)
+            w.appendItem(IndexItemFields(uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200,
+                                         classTag: 0xCAFE_F00D, uniqueKeyHash: key(100 + i), protectionClass: 6, flags: 1))
         }
         #expect(w.count == 71 && w.nextPage == 2, "a full item page was sealed when its 70th entry came")
         w.begin(.uniqueKeys)
@@ -92,7 +92,8 @@ import Testing
 
     @Test func entryPage_refusesWhatAPageCannotHold() {
         let page = Self.pages(of: Self.written())[1]
-        expectRejection(.truncated) { try IndexEntryPage(Array(page.dropLast()), table: .items, count: 1) }
+        expectRejection(.truncated) { try IndexEntryPage(Array(page.prefix(57)), table: .items, count: 1) }
+        expectRejection(.truncated) { try IndexEntryPage(Array(page.prefix(58 * 70 - 1)), table: .items, count: 70) }
         expectRejection(.invalidField) { try IndexEntryPage(page, table: .items, count: 71) }
         expectRejection(.invalidField) { try IndexEntryPage(page, table: .unhashed, count: -1) }
         #expect(throws: Never.self) { try IndexEntryPage(page, table: .unhashed, count: 254) }

@@ -135,9 +135,9 @@ extension KeychainStore {
             }
             func flushIfLarge() throws { if pages.sealed.count >= 1 << 20 { try flush() } }
             func emit(_ id: ID16, _ s: ItemSlot) throws {
-                pages.appendItem(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence, recordSize: s.recordSize,
-                                 classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey, protectionClass: s.protection.rawValue,
-                                 flags: s.flags)
+                pages.appendItem(IndexItemFields(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
+                                                 recordSize: s.recordSize, classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey,
+                                                 protectionClass: s.protection.rawValue, flags: s.flags))
                 try flushIfLarge()
             }
             // Items in UUID order: the index's entries merged with the changes since (made in
