@@ -33,12 +33,6 @@ public struct ByteWriter: Sendable {
     public mutating func writeZeros(_ count: Int) {
         storage.append(contentsOf: repeatElement(0, count: count))
     }
-
-    /// Hands over the bytes, leaving the writer empty.
-    public mutating func takeBytes() -> [UInt8] {
-        defer { storage = [] }
-        return storage
-    }
 }
 
 /// Reads a byte layout: a cursor that consumes fields in order, and random access at offsets.
