@@ -83,6 +83,31 @@ import Testing
         #expect(bytes.count == 176 + 1 + 22 + 8 + 32 + 32)
     }
 
+    @Test func itemsEntry_roundTripsAtTheSpecsOffsets() throws {
+        let classKey = SecretKey(copying: [UInt8](repeating: 0x33, count: 32))
+        let plaintext = ItemPlaintext(itemClass: .genericPassword, attributes: ["acct": .string("a")], data: [1, 2, 3])
+        let uuid: [UInt8] = (0..<16).map { UInt8(0xC0 + $0) }
+        let record = try BackupItemRecord.seal(plaintext, uuid: uuid, protectionClass: .afterFirstUnlock, flags: 1, classKey: classKey,
+                                               itemKey: [UInt8](repeating: 0x44, count: 32), backupUUID: Self.common.backupUUID,
+                                               entry: 2, index: 0)
+        var records: [UInt8] = []
+        record.encode(into: &records)
+        #expect(records.count == record.encodedSize)
+        let bytes = ItemsEntry.encode(number: 2, count: 1, records: records)
+        #expect(Array(bytes[0..<8]) == Array("LKBITEMS".utf8))
+        let r = ByteReader(bytes)
+        #expect(r.getInteger(at: 8, as: UInt32.self) == 2 && r.getInteger(at: 12, as: UInt32.self) == 1, "entry number, record count")
+        #expect(Array(bytes[16..<32]) == uuid, "record: UUID at 0")
+        #expect(bytes[32] == ProtectionClass.afterFirstUnlock.rawValue && bytes[33] == 1 && bytes[34] == 0 && bytes[35] == 0)
+        #expect(r.getInteger(at: 36, as: UInt32.self) == UInt32(record.ciphertext.count), "ciphertext length at 20")
+        #expect(Array(bytes[40..<80]) == record.wrappedItemKey, "wrapped key at 24")
+        #expect(bytes.count == 16 + 64 + record.ciphertext.count + 16)
+        let decoded = try ItemsEntry.decode(bytes, expectedNumber: 2)
+        #expect(decoded.count == 1)
+        #expect(try decoded[0].open(classKey: classKey, backupUUID: Self.common.backupUUID, entry: 2, index: 0) == plaintext)
+        expectRejection(.invalidField) { try ItemsEntry.decode(bytes, expectedNumber: 3) }
+    }
+
     /// The sizes named in BackupConstants are the spec's numbers.
     @Test func constants_areTheSpecsSizes() {
         #expect(BackupConstants.commonSize == 104)
