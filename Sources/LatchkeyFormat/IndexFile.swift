@@ -133,53 +133,6 @@ public struct IndexHeader: Equatable, Sendable {
     }
 }
 
-/// One live item in an index item page (§17.3): 58 bytes.
-public struct IndexItemEntry: Equatable, Sendable {
-    public var uuid: [UInt8]
-    public var recordOffset: UInt64
-    public var sequence: UInt64
-    public var recordSize: UInt32
-    public var classTag: UInt32
-    public var uniqueKeyHash: [UInt8]
-    public var protectionClass: UInt8
-    public var flags: UInt8
-
-    public init(uuid: [UInt8], recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
-                uniqueKeyHash: [UInt8], protectionClass: UInt8, flags: UInt8) {
-        self.uuid = uuid
-        self.recordOffset = recordOffset
-        self.sequence = sequence
-        self.recordSize = recordSize
-        self.classTag = classTag
-        self.uniqueKeyHash = uniqueKeyHash
-        self.protectionClass = protectionClass
-        self.flags = flags
-    }
-
-    /// The entry of the item fields `e` (read in place from a page).
-    public init(_ e: IndexItemFields) {
-        self.init(uuid: IndexItemFields.bytes(e.uuid), recordOffset: e.recordOffset, sequence: e.sequence, recordSize: e.recordSize,
-                  classTag: e.classTag, uniqueKeyHash: IndexItemFields.bytes(e.uniqueKeyHash), protectionClass: e.protectionClass,
-                  flags: e.flags)
-    }
-
-    /// Writes the 58 bytes (the UUID and hash must be 16 bytes each).
-    public func encode(into w: inout ByteWriter) {
-        IndexItemFields(uuid: IndexItemFields.key(uuid), recordOffset: recordOffset, sequence: sequence, recordSize: recordSize,
-                        classTag: classTag, uniqueKeyHash: IndexItemFields.key(uniqueKeyHash), protectionClass: protectionClass,
-                        flags: flags).encode(into: &w)
-    }
-
-    /// Decodes the entry at byte `at` of a page body.
-    /// - Throws: `FormatError.truncated` when the 58 bytes are not all there.
-    public static func decode(_ page: [UInt8], at: Int) throws -> IndexItemEntry {
-        guard let bytes = ByteReader(page).getSlice(at: at, count: FormatConstants.indexItemEntrySize) else {
-            throw FormatError.truncated(field: "index item entry")
-        }
-        return IndexItemEntry(try IndexEntryPage(Array(bytes), table: .items, count: 1).item(0))
-    }
-}
-
 /// Sealing and checking of index pages (§17.2–§17.4).
 public enum IndexPage {
     /// `body` (at most 4064 bytes, zero-padded to 4064) followed by its MAC:

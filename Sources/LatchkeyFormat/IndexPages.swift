@@ -42,8 +42,9 @@ enum IndexItemLayout {
     static let flags = 57
 }
 
-/// An item entry read in place, its keys as words: what a lookup needs, without allocating.
-public struct IndexItemFields: Sendable {
+/// One live item in an index item page (§17.3), its 16-byte keys as words: what a lookup
+/// reads in place (`IndexEntryPage.item`), without allocating.
+public struct IndexItemEntry: Sendable {
     public var uuid: IndexKey
     public var recordOffset: UInt64
     public var sequence: UInt64
@@ -67,15 +68,27 @@ public struct IndexItemFields: Sendable {
 
     /// The one writer of an item entry: the fields in the order of `IndexItemLayout`.
     public func encode(into w: inout ByteWriter) {
-        IndexItemFields.write(uuid, into: &w)
+        IndexItemEntry.write(uuid, into: &w)
         w.writeInteger(recordOffset, as: UInt64.self)
         w.writeInteger(sequence, as: UInt64.self)
         w.writeInteger(recordSize, as: UInt32.self)
         w.writeInteger(classTag, as: UInt32.self)
-        IndexItemFields.write(uniqueKeyHash, into: &w)
+        IndexItemEntry.write(uniqueKeyHash, into: &w)
         w.writeInteger(protectionClass, as: UInt8.self)
         w.writeInteger(flags, as: UInt8.self)
     }
+
+    /// Decodes the entry at byte `at` of a page body.
+    /// - Throws: `FormatError.truncated` when the 58 bytes are not all there.
+    public static func decode(_ page: [UInt8], at: Int) throws -> IndexItemEntry {
+        guard let bytes = ByteReader(page).getSlice(at: at, count: FormatConstants.indexItemEntrySize) else {
+            throw FormatError.truncated(field: "index item entry")
+        }
+        return try IndexEntryPage(Array(bytes), table: .items, count: 1).item(0)
+    }
+
+    /// The UUID as the 16 bytes the page holds.
+    public var uuidBytes: [UInt8] { IndexItemEntry.bytes(uuid) }
 
     static func write(_ k: IndexKey, into w: inout ByteWriter) {
         w.writeInteger(k.high, as: UInt64.self)
@@ -83,7 +96,7 @@ public struct IndexItemFields: Sendable {
     }
 
     /// 16 bytes as a key; a writer's bug (not input) when they are not 16.
-    static func key(_ bytes: [UInt8]) -> IndexKey {
+    public static func key(_ bytes: [UInt8]) -> IndexKey {
         let r = ByteReader(bytes)
         guard bytes.count == 16, let high = r.getInteger(at: 0, as: UInt64.self), let low = r.getInteger(at: 8, as: UInt64.self) else {
             preconditionFailure("an index key is 16 bytes, not \(bytes.count)")
@@ -91,7 +104,7 @@ public struct IndexItemFields: Sendable {
         return (high, low)
     }
 
-    static func bytes(_ k: IndexKey) -> [UInt8] {
+    public static func bytes(_ k: IndexKey) -> [UInt8] {
         var w = ByteWriter(capacity: 16)
         write(k, into: &w)
         return w.bytes
@@ -143,9 +156,9 @@ public struct IndexEntryPage: Sendable {
     public func key(_ i: Int) -> IndexKey { loadKey(i, 0) }
 
     /// Entry `i` of an item page.
-    public func item(_ i: Int) -> IndexItemFields {
+    public func item(_ i: Int) -> IndexItemEntry {
         precondition(table == .items)
-        return IndexItemFields(uuid: loadKey(i, IndexItemLayout.uuid),
+        return IndexItemEntry(uuid: loadKey(i, IndexItemLayout.uuid),
                                recordOffset: load(i, IndexItemLayout.recordOffset, as: UInt64.self),
                                sequence: load(i, IndexItemLayout.sequence, as: UInt64.self),
                                recordSize: load(i, IndexItemLayout.recordSize, as: UInt32.self),
@@ -222,7 +235,7 @@ public struct IndexPageWriter {
         return sealed
     }
 
-    public mutating func appendItem(_ entry: IndexItemFields) {
+    public mutating func appendItem(_ entry: IndexItemEntry) {
         precondition(table == .items)
         entry.encode(into: &body)
         endEntry()
@@ -248,7 +261,7 @@ public struct IndexPageWriter {
         endEntry()
     }
 
-    private mutating func writeKey(_ k: IndexKey) { IndexItemFields.write(k, into: &body) }
+    private mutating func writeKey(_ k: IndexKey) { IndexItemEntry.write(k, into: &body) }
 
     private mutating func endEntry() {
         inPage += 1

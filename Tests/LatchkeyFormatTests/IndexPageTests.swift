@@ -21,7 +21,7 @@ import Testing
     static func written() -> [UInt8] {
         var w = IndexPageWriter(headerPage: headerPage, macKey: Sample.macKey)
         for i in 0..<71 {
-            w.appendItem(IndexItemFields(uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200,
+            w.appendItem(IndexItemEntry(uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200,
                                          classTag: 0xCAFE_F00D, uniqueKeyHash: key(100 + i), protectionClass: 6, flags: 1))
         }
         #expect(w.count == 71 && w.nextPage == 2, "a full item page was sealed when its 70th entry came")
@@ -59,10 +59,11 @@ import Testing
         #expect(ByteReader(page).getInteger(at: at + 40, as: UInt64.self) == Self.key(102).high, "unique-key hash at 40")
         #expect(page[at + 56] == 6 && page[at + 57] == 1, "class at 56, flags at 57")
         #expect(page[70 * 58..<FormatConstants.indexPageBodySize].allSatisfy { $0 == 0 }, "zeros after the 70 entries")
-        // The array form decodes the same bytes.
+        // Decoding alone reads the same fields.
         let e = try IndexItemEntry.decode(page, at: at)
         #expect(e.recordOffset == 1002 && e.sequence == 7 && e.recordSize == 200 && e.classTag == 0xCAFE_F00D)
-        #expect(e.protectionClass == 6 && e.flags == 1 && e.uuid.count == 16 && e.uniqueKeyHash.count == 16)
+        #expect(e.protectionClass == 6 && e.flags == 1 && e.uuid == Self.key(2) && e.uniqueKeyHash == Self.key(102))
+        #expect(e.uuidBytes == Array(page[at..<at + 16]))
         var w = ByteWriter()
         e.encode(into: &w)
         #expect(w.bytes == Array(page[at..<at + 58]))

@@ -100,8 +100,8 @@ enum IndexBuilder {
             }
         }
         appendPages(items, perPage: FormatConstants.indexItemsPerPage) { e, w in
-            IndexItemEntry(uuid: e.uuid, recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
-                           classTag: e.put.classTag, uniqueKeyHash: Array(e.put.uniqueKeyHash),
+            IndexItemEntry(uuid: IndexItemEntry.key(e.uuid), recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
+                           classTag: e.put.classTag, uniqueKeyHash: IndexItemEntry.key(Array(e.put.uniqueKeyHash)),
                            protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags).encode(into: &w)
         }
         let uniques = items.map { (Array($0.put.uniqueKeyHash), $0.uuid) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
@@ -132,8 +132,8 @@ enum IndexBuilder {
         var body = Array(index[4096..<4096 + 4064])
         var a = try IndexItemEntry.decode(body, at: 0), b = try IndexItemEntry.decode(body, at: 58)
         precondition(header.itemCount >= 2)
-        let (uuidA, uuidB) = (a.uuid, b.uuid)
-        (a.uuid, b.uuid) = (uuidB, uuidA)
+        let (uuidA, uuidB) = (a.uuidBytes, b.uuidBytes)
+        (a.uuid, b.uuid) = (b.uuid, a.uuid)
         var w = ByteWriter()
         b.encode(into: &w)
         a.encode(into: &w)

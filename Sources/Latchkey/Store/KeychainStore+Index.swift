@@ -135,7 +135,7 @@ extension KeychainStore {
             }
             func flushIfLarge() throws { if pages.sealed.count >= 1 << 20 { try flush() } }
             func emit(_ id: ID16, _ s: ItemSlot) throws {
-                pages.appendItem(IndexItemFields(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
+                pages.appendItem(IndexItemEntry(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
                                                  recordSize: s.recordSize, classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey,
                                                  protectionClass: s.protection.rawValue, flags: s.flags))
                 try flushIfLarge()
