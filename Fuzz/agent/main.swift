@@ -15,7 +15,7 @@ import LatchkeyFormat
 public func fuzzAgentMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let payload = Array(UnsafeBufferPointer(start: data, count: size))
     var w = ByteWriter(capacity: 4)
-    w.u32(UInt32(truncatingIfNeeded: size))
+    w.writeInteger(UInt32(truncatingIfNeeded: size), as: UInt32.self)
     let frame = w.bytes + payload
 
     let version = payload.first ?? 0
@@ -28,7 +28,7 @@ public func fuzzAgentMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     if let response = try? AgentMessage.Response.decode(payload[...]) {
         let again = response.encode(version: version)
         if case .error = response, again != frame {
-            let status = payload.count >= 6 ? payload.readBE(UInt32.self, at: 2) : 0
+            let status = ByteReader(payload).getInteger(at: 2, as: UInt32.self) ?? 0
             precondition(KeychainStatus(rawValue: Int32(bitPattern: status)) == nil, "a known error status did not round-trip")
         } else {
             precondition(again == frame, "a decoded answer does not re-encode to its bytes")

@@ -50,15 +50,14 @@ private let passcodes = ["fixture-passcode-0000", "new-passcode-5678"].map { Arr
 /// scrypt costs the harness pays for (a hostile keybag may ask up to 1 GiB, which is allowed).
 private let cheapKDF: Set<String> = ["scrypt N=2^10 r=8 p=1", "scrypt N=2^10 r=1 p=1", "scrypt N=2^11 r=1 p=1"]
 
-private func readBE32(_ b: [UInt8], _ at: Int) -> Int {
-    Int(b[at]) << 24 | Int(b[at + 1]) << 16 | Int(b[at + 2]) << 8 | Int(b[at + 3])
-}
+/// The u32 at `at` (0 past the end).
+private func u32(_ b: [UInt8], _ at: Int) -> Int { Int(ByteReader(b).getInteger(at: at, as: UInt32.self) ?? 0) }
 
 /// Rewrites the device UUID, header MAC, frame CRCs and record tags so they verify.
 private func resign(_ input: [UInt8]) -> [UInt8]? {
     var b = input
     guard b.count >= 16 else { return nil }
-    let headerLength = readBE32(b, 12)
+    let headerLength = u32(b, 12)
     guard headerLength >= 74 + 32, headerLength <= b.count else { return nil }
     let device = devices[deviceIndex(b)]
     b.replaceSubrange(32..<48, with: device.uuid)
@@ -68,7 +67,7 @@ private func resign(_ input: [UInt8]) -> [UInt8]? {
     b.replaceSubrange((headerLength - 32)..<headerLength, with: mac)
     var o = headerLength
     while o + 20 <= b.count {
-        let length = readBE32(b, o)
+        let length = u32(b, o)
         guard length <= 16 << 20, o + 36 + length <= b.count else { break }
         let crc = CRC32C.checksum(b[o..<(o + 16)])
         b.replaceSubrange((o + 16)..<(o + 20), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc & 0xff)])

@@ -540,8 +540,8 @@ public final class AgentServer: @unchecked Sendable {
     static let protocol1Answer: [UInt8] = {
         let json = #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocols 2 and 3 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
         var w = ByteWriter()
-        w.u32(UInt32(json.utf8.count))
-        w.raw(json.utf8)
+        w.writeInteger(UInt32(json.utf8.count), as: UInt32.self)
+        w.writeBytes(json.utf8)
         return w.bytes
     }()
 

@@ -58,11 +58,11 @@ public struct AttributeHashRecord: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: AttributeHashRecord.fixedSize + hashes.count * AttributeHashRecord.hashSize)
-        w.raw(uuid)
-        w.raw(binding)
-        w.u8(UInt8(hashes.count))
-        w.zeros(3)
-        for h in hashes { w.u64(h) }
+        w.writeBytes(uuid)
+        w.writeBytes(binding)
+        w.writeInteger(UInt8(hashes.count), as: UInt8.self)
+        w.writeZeros(3)
+        for h in hashes { w.writeInteger(h, as: UInt64.self) }
         return w.bytes
     }
 
@@ -70,14 +70,20 @@ public struct AttributeHashRecord: Equatable, Sendable {
     /// 16, non-zero reserved bytes). A reader ignores such a record: the put before it is then
     /// unhashed (§7.6), never an error.
     public static func decode(_ payload: ArraySlice<UInt8>) -> AttributeHashRecord? {
-        let s = payload.startIndex
-        guard payload.count >= fixedSize else { return nil }
-        let n = Int(payload[s + 32])
-        guard n <= maxHashes, payload.count == fixedSize + n * hashSize,
-              payload[s + 33] == 0, payload[s + 34] == 0, payload[s + 35] == 0 else { return nil }
-        let bytes = Array(payload)
-        return AttributeHashRecord(uuid: Array(bytes[0..<16]), binding: Array(bytes[16..<32]),
-                                   hashes: (0..<n).map { bytes.readBE(UInt64.self, at: fixedSize + $0 * hashSize) })
+        var r = ByteReader(payload)
+        do {
+            let uuid = try r.readBytes(count: 16, "attribute hashes UUID")
+            let binding = try r.readBytes(count: 16, "attribute hashes binding")
+            let n = Int(try r.readInteger(as: UInt8.self, "attribute hash count"))
+            try r.readReserved(count: 3, "attribute hashes reserved")
+            guard n <= maxHashes, r.remaining == n * hashSize else { return nil }
+            var hashes: [UInt64] = []
+            hashes.reserveCapacity(n)
+            for _ in 0..<n { hashes.append(try r.readInteger(as: UInt64.self, "attribute hash")) }
+            return AttributeHashRecord(uuid: uuid, binding: binding, hashes: hashes)
+        } catch {
+            return nil
+        }
     }
 }
 
@@ -99,11 +105,11 @@ public func attributeElement(_ name: String, _ value: AttributeValue?, itemClass
     let nameBytes = Array(name.utf8)
     let valueBytes = v.keyBytes
     var w = ByteWriter(capacity: 6 + nameBytes.count + valueBytes.count)
-    w.u8(UInt8(truncatingIfNeeded: nameBytes.count))
-    w.raw(nameBytes)
-    w.u8(v.keyKind)
-    w.u32(UInt32(truncatingIfNeeded: valueBytes.count))
-    w.raw(valueBytes)
+    w.writeInteger(UInt8(truncatingIfNeeded: nameBytes.count), as: UInt8.self)
+    w.writeBytes(nameBytes)
+    w.writeInteger(v.keyKind, as: UInt8.self)
+    w.writeInteger(UInt32(truncatingIfNeeded: valueBytes.count), as: UInt32.self)
+    w.writeBytes(valueBytes)
     return w.bytes
 }
 
@@ -111,7 +117,9 @@ extension FileKeys {
     /// The attribute hash of one canonical element (§7.6):
     /// first_8(HMAC(index key, "LKv1attr" ‖ class code ‖ element)), as a big-endian integer.
     public func attributeHash(itemClass c: ItemClass, element: [UInt8]) -> UInt64 {
-        Crypto.hmacSHA256(key: index, parts: [FormatConstants.attributeHashPrefix, c.code, element]).readBE(UInt64.self, at: 0)
+        // HMAC-SHA256 gives 32 bytes: the first 8 are always there.
+        ByteReader(Crypto.hmacSHA256(key: index, parts: [FormatConstants.attributeHashPrefix, c.code, element]))
+            .getInteger(at: 0, as: UInt64.self) ?? 0
     }
 
     /// The attribute hash of a query value (nil value: the attribute absent), or nil when an

@@ -30,7 +30,7 @@ public enum AttributeList {
     /// most 255 bytes, values of at most 2^32 − 1 bytes): the item size limit (§6.4) and the
     /// agent's request limit are far below them.
     public static func write(_ attributes: [String: AttributeValue], into w: inout ByteWriter) {
-        w.u16(UInt16(attributes.count))
+        w.writeInteger(UInt16(attributes.count), as: UInt16.self)
         // The pairs sorted by name as bytes: no lookup after the sort, and names compared in
         // place (a generic comparison of the UTF-8 views was a tenth of sealing an item).
         var pairs: [(name: String, value: AttributeValue)] = []
@@ -38,22 +38,22 @@ public enum AttributeList {
         for (name, value) in attributes { pairs.append((name, value)) }
         pairs.sort { utf8Precedes($0.name, $1.name) }
         for (name, value) in pairs {
-            w.u8(UInt8(name.utf8.count))
-            w.raw(name.utf8)
-            w.u8(value.typeCode)
+            w.writeInteger(UInt8(name.utf8.count), as: UInt8.self)
+            w.writeBytes(name.utf8)
+            w.writeInteger(value.typeCode, as: UInt8.self)
             switch value {
             case .string(let s):
-                w.u32(UInt32(s.utf8.count))
-                w.raw(s.utf8)
+                w.writeInteger(UInt32(s.utf8.count), as: UInt32.self)
+                w.writeBytes(s.utf8)
             case .data(let d):
-                w.u32(UInt32(d.count))
-                w.raw(d)
+                w.writeInteger(UInt32(d.count), as: UInt32.self)
+                w.writeBytes(d)
             case .integer(let i):
-                w.u32(8)
-                w.u64(UInt64(bitPattern: i))
+                w.writeInteger(8, as: UInt32.self)
+                w.writeInteger(UInt64(bitPattern: i), as: UInt64.self)
             case .date(let t):
-                w.u32(8)
-                w.u64(t.bitPattern)
+                w.writeInteger(8, as: UInt32.self)
+                w.writeInteger(t.bitPattern, as: UInt64.self)
             }
         }
     }
@@ -87,12 +87,12 @@ public enum AttributeList {
     /// Reads a list, rejecting what §8.3 rejects (items 3 to 6; with `.any`, the name rule of
     /// `Names.any` instead of item 3).
     public static func read(_ r: inout ByteReader, names: Names = .stored) throws -> [String: AttributeValue] {
-        let count = Int(try r.u16("item attribute count"))
+        let count = Int(try r.readInteger(as: UInt16.self, "item attribute count"))
         // One more than stored: a reader adds the item's protection class (pdmn) to what it returns.
         var attributes = [String: AttributeValue](minimumCapacity: min(count, r.remaining / 6) + 1)
         var previous: ArraySlice<UInt8>? = nil
         for _ in 0..<count {
-            let nameLength = Int(try r.u8("attribute name length"))
+            let nameLength = Int(try r.readInteger(as: UInt8.self, "attribute name length"))
             let nameBytes: ArraySlice<UInt8>
             let name: String
             switch names {
@@ -100,13 +100,13 @@ public enum AttributeList {
                 guard (1...ItemPlaintext.maxNameLength).contains(nameLength) else {
                     throw FormatError.invalidField(field: "attribute name length", reason: "must be 1 to \(ItemPlaintext.maxNameLength)")
                 }
-                nameBytes = try r.take(nameLength, "attribute name")
+                nameBytes = try r.readSlice(count: nameLength, "attribute name")
                 guard nameBytes.allSatisfy({ (0x21...0x7e).contains($0) }) else {
                     throw FormatError.invalidField(field: "attribute name", reason: "must be printable ASCII")
                 }
                 name = String(decoding: nameBytes, as: UTF8.self)
             case .any:
-                nameBytes = try r.take(nameLength, "attribute name")
+                nameBytes = try r.readSlice(count: nameLength, "attribute name")
                 guard let s = String(validating: nameBytes, as: UTF8.self) else {
                     throw FormatError.invalidField(field: "attribute name", reason: "must be valid UTF-8")
                 }
@@ -116,9 +116,9 @@ public enum AttributeList {
                 throw FormatError.invalidField(field: "attribute names", reason: "must be unique and sorted")
             }
             previous = nameBytes
-            let type = try r.u8("attribute type")
-            let length = Int(try r.u32("attribute value length"))
-            let raw = try r.take(length, "attribute value")
+            let type = try r.readInteger(as: UInt8.self, "attribute type")
+            let length = Int(try r.readInteger(as: UInt32.self, "attribute value length"))
+            let raw = try r.readSlice(count: length, "attribute value")
             let value: AttributeValue
             switch type {
             case 1:

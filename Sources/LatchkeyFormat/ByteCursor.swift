@@ -1,62 +1,111 @@
-/// Appends big-endian integers and byte strings to a growing buffer.
+/// Appends a byte layout: big-endian integers of any width, byte strings and zero padding.
+///
+/// The one writer of every layout in the package (keychain file, index, backup, agent wire),
+/// modelled on swift-nio's `ByteBuffer`: a field's width is its integer type, so
+/// `writeInteger(length, as: UInt32.self)` says at the call site what the specification says.
 public struct ByteWriter: Sendable {
-    public private(set) var bytes: [UInt8]
+    @usableFromInline var storage: [UInt8]
 
     public init(capacity: Int = 64) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        storage = []
+        storage.reserveCapacity(capacity)
     }
 
-    public mutating func u8(_ v: UInt8) { bytes.append(v) }
-    public mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.bigEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func raw<C: Collection>(_ v: C) where C.Element == UInt8 { bytes.append(contentsOf: v) }
-    public mutating func zeros(_ n: Int) { bytes.append(contentsOf: repeatElement(0, count: n)) }
+    /// Everything written so far.
+    public var bytes: [UInt8] { storage }
+    /// How many bytes were written.
+    public var count: Int { storage.count }
+
+    /// Appends `value` big-endian, in `MemoryLayout<T>.size` bytes.
+    @inlinable
+    public mutating func writeInteger<T: FixedWidthInteger>(_ value: T, as: T.Type = T.self) {
+        withUnsafeBytes(of: value.bigEndian) { storage.append(contentsOf: $0) }
+    }
+
+    /// Appends the bytes as they are (no length prefix: the layout says where a string ends).
+    @inlinable
+    public mutating func writeBytes<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        storage.append(contentsOf: bytes)
+    }
+
+    /// Appends `count` zero bytes: reserved fields and padding.
+    @inlinable
+    public mutating func writeZeros(_ count: Int) {
+        storage.append(contentsOf: repeatElement(0, count: count))
+    }
 }
 
-/// Reads big-endian integers from a byte buffer, failing with `FormatError.truncated(field:)`.
+/// Reads a byte layout: a cursor that consumes fields in order, and random access at offsets.
+///
+/// Every access checks its bounds first. A `read…` past the end throws
+/// `FormatError.truncated(field:)` (naming the field, never its bytes); a `get…` out of range
+/// returns nil. Malformed input therefore never traps. Integers are big-endian and of any
+/// `FixedWidthInteger` type; once a range is checked, the load is one unaligned read of the
+/// buffer, with no allocation and no per-byte loop (index lookups decode entries this way on
+/// every find).
 public struct ByteReader: Sendable {
+    /// The bytes read; `offset`s count from their start.
     public let bytes: ArraySlice<UInt8>
-    public private(set) var position: Int
+    /// Index into `bytes` of the next byte a `read…` consumes.
+    @usableFromInline var readerIndex: Int
 
     public init(_ bytes: [UInt8]) { self.init(bytes[...]) }
     public init(_ bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
-        self.position = bytes.startIndex
+        self.readerIndex = bytes.startIndex
     }
 
     /// Bytes not yet read.
-    public var remaining: Int { bytes.endIndex - position }
+    @inlinable public var remaining: Int { bytes.endIndex - readerIndex }
     /// Offset of the cursor from the start of the buffer.
-    public var offset: Int { position - bytes.startIndex }
+    @inlinable public var offset: Int { readerIndex - bytes.startIndex }
 
-    public mutating func take(_ n: Int, _ field: String) throws -> ArraySlice<UInt8> {
-        guard n >= 0, remaining >= n else { throw FormatError.truncated(field: field) }
-        defer { position += n }
-        return bytes[position..<position + n]
+    // MARK: Random access
+
+    /// The integer stored big-endian at `offset` (from the start of the buffer), or nil when
+    /// its bytes are not all inside the buffer.
+    @inlinable
+    public func getInteger<T: FixedWidthInteger>(at offset: Int, as: T.Type = T.self) -> T? {
+        guard offset >= 0, offset <= bytes.count - MemoryLayout<T>.size else { return nil }
+        return bytes.withUnsafeBytes { T(bigEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
     }
 
-    public mutating func bytes(_ n: Int, _ field: String) throws -> [UInt8] { Array(try take(n, field)) }
-
-    public mutating func u8(_ field: String) throws -> UInt8 { try take(1, field).first! }
-
-    public mutating func u16(_ field: String) throws -> UInt16 {
-        let s = try take(2, field)
-        return UInt16(s[s.startIndex]) << 8 | UInt16(s[s.startIndex + 1])
+    /// The `count` bytes at `offset` (from the start of the buffer), without copying, or nil
+    /// when they are not all inside the buffer.
+    @inlinable
+    public func getSlice(at offset: Int, count: Int) -> ArraySlice<UInt8>? {
+        guard offset >= 0, count >= 0, offset <= bytes.count - count else { return nil }
+        let start = bytes.startIndex + offset
+        return bytes[start..<start + count]
     }
 
-    public mutating func u32(_ field: String) throws -> UInt32 {
-        try take(4, field).reduce(0) { $0 << 8 | UInt32($1) }
+    // MARK: Reading in order
+
+    /// Consumes a big-endian integer of `T`'s width.
+    @inlinable
+    public mutating func readInteger<T: FixedWidthInteger>(as: T.Type = T.self, _ field: String) throws -> T {
+        guard let value = getInteger(at: offset, as: T.self) else { throw FormatError.truncated(field: field) }
+        readerIndex += MemoryLayout<T>.size
+        return value
     }
 
-    public mutating func u64(_ field: String) throws -> UInt64 {
-        try take(8, field).reduce(0) { $0 << 8 | UInt64($1) }
+    /// Consumes `count` bytes, without copying.
+    @inlinable
+    public mutating func readSlice(count: Int, _ field: String) throws -> ArraySlice<UInt8> {
+        guard let slice = getSlice(at: offset, count: count) else { throw FormatError.truncated(field: field) }
+        readerIndex += count
+        return slice
     }
 
-    /// Reads `n` bytes that the format reserves and requires to be zero.
-    public mutating func reserved(_ n: Int, _ field: String) throws {
-        guard try take(n, field).allSatisfy({ $0 == 0 }) else {
+    /// Consumes `count` bytes into an array of their own.
+    @inlinable
+    public mutating func readBytes(count: Int, _ field: String) throws -> [UInt8] {
+        Array(try readSlice(count: count, field))
+    }
+
+    /// Consumes `count` bytes that the format reserves and requires to be zero.
+    public mutating func readReserved(count: Int, _ field: String) throws {
+        guard try readSlice(count: count, field).allSatisfy({ $0 == 0 }) else {
             throw FormatError.invalidField(field: field, reason: "reserved bytes must be zero")
         }
     }
@@ -66,15 +115,6 @@ public struct ByteReader: Sendable {
         guard remaining == 0 else {
             throw FormatError.invalidField(field: what, reason: "\(remaining) unexpected trailing bytes")
         }
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Big-endian decoding of a fixed-width integer at `offset` (the caller checked the length).
-    @inlinable public func readBE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
-        var v: T = 0
-        for i in 0..<MemoryLayout<T>.size { v = v << 8 | T(self[offset + i]) }
-        return v
     }
 }
 

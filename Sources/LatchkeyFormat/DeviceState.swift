@@ -29,40 +29,40 @@ public struct DeviceState: Equatable, Sendable {
 
     public func encode(macKey: SecretKey) -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.stateFileSize)
-        w.raw(FormatConstants.stateMagic)
+        w.writeBytes(FormatConstants.stateMagic)
         // Minor version 1 only when a flag is set: a state without one is byte for byte what
         // version 1.0 wrote.
-        w.u16(1)
-        w.u16(passcodeSet ? 1 : 0)
-        w.u8(passcodeSet ? 1 : 0)
-        w.zeros(3)
-        w.raw(fileUUID)
-        w.u64(newestSequence)
-        w.u32(failedAttempts)
-        w.zeros(4)
-        w.u64(UInt64(bitPattern: lastFailureAt))
-        w.raw(Crypto.hmacSHA256(key: macKey, parts: [w.bytes]))
+        w.writeInteger(1, as: UInt16.self)
+        w.writeInteger(passcodeSet ? 1 : 0, as: UInt16.self)
+        w.writeInteger(passcodeSet ? 1 : 0, as: UInt8.self)
+        w.writeZeros(3)
+        w.writeBytes(fileUUID)
+        w.writeInteger(newestSequence, as: UInt64.self)
+        w.writeInteger(failedAttempts, as: UInt32.self)
+        w.writeZeros(4)
+        w.writeInteger(UInt64(bitPattern: lastFailureAt), as: UInt64.self)
+        w.writeBytes(Crypto.hmacSHA256(key: macKey, parts: [w.bytes]))
         return w.bytes
     }
 
     public static func decode(_ bytes: [UInt8], macKey: SecretKey) throws -> DeviceState {
         var r = ByteReader(bytes)
-        guard try r.bytes(8, "device state magic") == FormatConstants.stateMagic else {
+        guard try r.readBytes(count: 8, "device state magic") == FormatConstants.stateMagic else {
             throw FormatError.badMagic(what: "Latchkey device state file")
         }
-        let major = try r.u16("device state major version")
-        let minor = try r.u16("device state minor version")
+        let major = try r.readInteger(as: UInt16.self, "device state major version")
+        let minor = try r.readInteger(as: UInt16.self, "device state minor version")
         guard major == 1 else { throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor) }
         guard bytes.count == FormatConstants.stateFileSize else { throw FormatError.truncated(field: "device state file") }
-        let flags = try r.u8("device state flags")
+        let flags = try r.readInteger(as: UInt8.self, "device state flags")
         guard flags & ~1 == 0 else { throw FormatError.invalidField(field: "device state flags", reason: "reserved bits are set") }
-        try r.reserved(3, "device state reserved")
-        let uuid = try r.bytes(16, "device state file UUID")
-        let seq = try r.u64("device state sequence")
-        let failures = try r.u32("device state failed attempts")
-        try r.reserved(4, "device state reserved")
-        let last = Int64(bitPattern: try r.u64("device state last failure"))
-        let mac = try r.bytes(32, "device state MAC")
+        try r.readReserved(count: 3, "device state reserved")
+        let uuid = try r.readBytes(count: 16, "device state file UUID")
+        let seq = try r.readInteger(as: UInt64.self, "device state sequence")
+        let failures = try r.readInteger(as: UInt32.self, "device state failed attempts")
+        try r.readReserved(count: 4, "device state reserved")
+        let last = Int64(bitPattern: try r.readInteger(as: UInt64.self, "device state last failure"))
+        let mac = try r.readBytes(count: 32, "device state MAC")
         guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: macKey, parts: [Array(bytes[0..<56])]), mac) else {
             throw FormatError.checksumMismatch(what: "device state file")
         }

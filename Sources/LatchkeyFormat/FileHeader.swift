@@ -30,21 +30,21 @@ public struct FileHeader: Equatable, Sendable {
         let bag = keybag.encode()
         let total = FormatConstants.headerFixedSize + bag.count + extensionBytes.count + FormatConstants.headerMACSize
         var w = ByteWriter(capacity: total)
-        w.raw(FormatConstants.fileMagic)
-        w.u16(major)
-        w.u16(minor)
-        w.u32(UInt32(total))
-        w.raw(fileUUID)
-        w.raw(deviceUUID)
-        w.zeros(4)          // flags: none defined in 1.0
-        w.zeros(4)          // reserved
-        w.u64(baseSequence)
-        w.u64(createdAt)
-        w.u16(UInt16(bag.count))
-        w.raw(bag)
-        w.raw(extensionBytes)
+        w.writeBytes(FormatConstants.fileMagic)
+        w.writeInteger(major, as: UInt16.self)
+        w.writeInteger(minor, as: UInt16.self)
+        w.writeInteger(UInt32(total), as: UInt32.self)
+        w.writeBytes(fileUUID)
+        w.writeBytes(deviceUUID)
+        w.writeZeros(4)          // flags: none defined in 1.0
+        w.writeZeros(4)          // reserved
+        w.writeInteger(baseSequence, as: UInt64.self)
+        w.writeInteger(createdAt, as: UInt64.self)
+        w.writeInteger(UInt16(bag.count), as: UInt16.self)
+        w.writeBytes(bag)
+        w.writeBytes(extensionBytes)
         let mac = Crypto.hmacSHA256(key: macKey, parts: [w.bytes])
-        w.raw(mac)
+        w.writeBytes(mac)
         return w.bytes
     }
 
@@ -53,14 +53,14 @@ public struct FileHeader: Equatable, Sendable {
     /// anything else is read.
     public static func peekLength(_ prefix: [UInt8]) throws -> Int {
         var r = ByteReader(prefix)
-        let magic = try r.bytes(8, "header magic")
+        let magic = try r.readBytes(count: 8, "header magic")
         guard magic == FormatConstants.fileMagic else { throw FormatError.badMagic(what: "Latchkey keychain file") }
-        let major = try r.u16("header major version")
-        let minor = try r.u16("header minor version")
+        let major = try r.readInteger(as: UInt16.self, "header major version")
+        let minor = try r.readInteger(as: UInt16.self, "header minor version")
         guard major == FormatConstants.fileMajor else {
             throw FormatError.unsupportedVersion(what: "keychain file", major: major, minor: minor)
         }
-        let length = Int(try r.u32("header length"))
+        let length = Int(try r.readInteger(as: UInt32.self, "header length"))
         guard length >= FormatConstants.headerFixedSize + FormatConstants.keybagFixedSize + FormatConstants.headerMACSize,
               length <= FormatConstants.headerMaxSize else {
             throw FormatError.invalidField(field: "header length", reason: "\(length) is outside the allowed range")
@@ -74,24 +74,24 @@ public struct FileHeader: Equatable, Sendable {
         let length = try peekLength(bytes)
         guard bytes.count == length else { throw FormatError.truncated(field: "header") }
         var r = ByteReader(bytes[0..<(length - FormatConstants.headerMACSize)])
-        _ = try r.take(8, "header magic")
-        let major = try r.u16("header major version")
-        let minor = try r.u16("header minor version")
-        _ = try r.u32("header length")
-        let fileUUID = try r.bytes(16, "header file UUID")
-        let deviceUUID = try r.bytes(16, "header device UUID")
-        let flags = try r.u32("header flags")
+        _ = try r.readSlice(count: 8, "header magic")
+        let major = try r.readInteger(as: UInt16.self, "header major version")
+        let minor = try r.readInteger(as: UInt16.self, "header minor version")
+        _ = try r.readInteger(as: UInt32.self, "header length")
+        let fileUUID = try r.readBytes(count: 16, "header file UUID")
+        let deviceUUID = try r.readBytes(count: 16, "header device UUID")
+        let flags = try r.readInteger(as: UInt32.self, "header flags")
         if minor <= FormatConstants.fileMinor, flags != 0 {
             throw FormatError.invalidField(field: "header flags", reason: "no flags are defined in version 1.\(FormatConstants.fileMinor)")
         }
-        if minor <= FormatConstants.fileMinor { try r.reserved(4, "header reserved") } else { _ = try r.take(4, "header reserved") }
-        let base = try r.u64("header base sequence")
-        let created = try r.u64("header creation time")
-        let bagLength = Int(try r.u16("header keybag length"))
-        var bagReader = ByteReader(try r.take(bagLength, "header keybag"))
+        if minor <= FormatConstants.fileMinor { try r.readReserved(count: 4, "header reserved") } else { _ = try r.readSlice(count: 4, "header reserved") }
+        let base = try r.readInteger(as: UInt64.self, "header base sequence")
+        let created = try r.readInteger(as: UInt64.self, "header creation time")
+        let bagLength = Int(try r.readInteger(as: UInt16.self, "header keybag length"))
+        var bagReader = ByteReader(try r.readSlice(count: bagLength, "header keybag"))
         let keybag = try Keybag.decode(&bagReader)
         try bagReader.expectEnd("header keybag")
-        let ext = try r.bytes(r.remaining, "header extension")
+        let ext = try r.readBytes(count: r.remaining, "header extension")
         if minor <= FormatConstants.fileMinor, !ext.isEmpty {
             throw FormatError.invalidField(field: "header", reason: "\(ext.count) bytes after the keybag that version 1.\(minor) does not define")
         }

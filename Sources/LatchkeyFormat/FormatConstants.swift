@@ -13,7 +13,11 @@ public enum FormatConstants {
     public static let headerMaxSize = 65_536
 
     // §4 Keybag
-    public static let keybagFixedSize = 34
+    /// KDF id, logN, reserved, r, p, reserved, salt (§4.1); a backup's common part ends with
+    /// the same bytes.
+    public static let kdfParametersSize = 32
+    /// The KDF parameters, a u8 entry count and a reserved byte.
+    public static let keybagFixedSize = kdfParametersSize + 2
     public static let keybagEntrySize = 42
     public static let wrappedKeySize = 40
     public static let saltSize = 16

@@ -62,27 +62,27 @@ public struct IndexHeader: Equatable, Sendable {
     /// The 4096-byte header page, MAC included.
     public func encode(macKey: SecretKey) -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.indexPageSize)
-        w.raw(FormatConstants.indexMagic)
-        w.u16(FormatConstants.indexMajor)
-        w.u16(FormatConstants.indexMinor)
-        w.u32(UInt32(FormatConstants.indexPageSize))
-        w.raw(fileUUID)
-        w.raw(logHeaderMAC)
-        w.u64(coveredEnd)
-        w.u64(lastSequence)
-        w.u64(lastRecordOffset)
-        w.raw(lastRecordTag)
-        w.u64(itemCount)
-        w.u64(recordCount)
-        w.u64(ancillaryCount)
-        w.u32(itemPages)
-        w.u32(uniquePages)
-        w.raw(generation)
-        w.u64(attributeCount)
-        w.u64(unhashedCount)
-        w.u32(attributePages)
-        w.u32(unhashedPages)
-        w.zeros(FormatConstants.indexPageBodySize - w.bytes.count)
+        w.writeBytes(FormatConstants.indexMagic)
+        w.writeInteger(FormatConstants.indexMajor, as: UInt16.self)
+        w.writeInteger(FormatConstants.indexMinor, as: UInt16.self)
+        w.writeInteger(UInt32(FormatConstants.indexPageSize), as: UInt32.self)
+        w.writeBytes(fileUUID)
+        w.writeBytes(logHeaderMAC)
+        w.writeInteger(coveredEnd, as: UInt64.self)
+        w.writeInteger(lastSequence, as: UInt64.self)
+        w.writeInteger(lastRecordOffset, as: UInt64.self)
+        w.writeBytes(lastRecordTag)
+        w.writeInteger(itemCount, as: UInt64.self)
+        w.writeInteger(recordCount, as: UInt64.self)
+        w.writeInteger(ancillaryCount, as: UInt64.self)
+        w.writeInteger(itemPages, as: UInt32.self)
+        w.writeInteger(uniquePages, as: UInt32.self)
+        w.writeBytes(generation)
+        w.writeInteger(attributeCount, as: UInt64.self)
+        w.writeInteger(unhashedCount, as: UInt64.self)
+        w.writeInteger(attributePages, as: UInt32.self)
+        w.writeInteger(unhashedPages, as: UInt32.self)
+        w.writeZeros(FormatConstants.indexPageBodySize - w.bytes.count)
         return IndexPage.seal(body: w.bytes, page: 0, headerMAC: [], macKey: macKey)
     }
 
@@ -96,11 +96,11 @@ public struct IndexHeader: Equatable, Sendable {
     public static func decode(_ page: [UInt8], macKey: SecretKey) throws -> IndexHeader {
         guard page.count == FormatConstants.indexPageSize else { throw FormatError.truncated(field: "index header") }
         var r = ByteReader(page)
-        guard try r.bytes(8, "index magic") == FormatConstants.indexMagic else {
+        guard try r.readBytes(count: 8, "index magic") == FormatConstants.indexMagic else {
             throw FormatError.badMagic(what: "Latchkey index file")
         }
-        let major = try r.u16("index major version")
-        let minor = try r.u16("index minor version")
+        let major = try r.readInteger(as: UInt16.self, "index major version")
+        let minor = try r.readInteger(as: UInt16.self, "index minor version")
         // A cache: a reader uses only the exact version it writes, and rebuilds any other.
         guard major == FormatConstants.indexMajor, minor == FormatConstants.indexMinor else {
             throw FormatError.unsupportedVersion(what: "index file", major: major, minor: minor)
@@ -108,71 +108,28 @@ public struct IndexHeader: Equatable, Sendable {
         guard IndexPage.verify(page, page: 0, headerMAC: [], macKey: macKey) else {
             throw FormatError.checksumMismatch(what: "index header")
         }
-        guard try r.u32("index page size") == UInt32(FormatConstants.indexPageSize) else {
+        guard try r.readInteger(as: UInt32.self, "index page size") == UInt32(FormatConstants.indexPageSize) else {
             throw FormatError.invalidField(field: "index page size", reason: "must be 4096")
         }
-        var h = IndexHeader(fileUUID: try r.bytes(16, "index file UUID"), logHeaderMAC: try r.bytes(32, "index log header MAC"),
-                            coveredEnd: try r.u64("index covered end"), lastSequence: try r.u64("index last sequence"),
-                            lastRecordOffset: try r.u64("index last record offset"), lastRecordTag: try r.bytes(16, "index last record tag"),
-                            itemCount: try r.u64("index item count"), recordCount: try r.u64("index record count"),
-                            ancillaryCount: try r.u64("index ancillary count"), generation: [])
-        let itemPages = try r.u32("index item pages")
-        let uniquePages = try r.u32("index unique pages")
-        h.generation = try r.bytes(16, "index generation")
-        h.attributeCount = try r.u64("index attribute count")
-        h.unhashedCount = try r.u64("index unhashed count")
-        let attributePages = try r.u32("index attribute pages")
-        let unhashedPages = try r.u32("index unhashed pages")
-        try r.reserved(FormatConstants.indexPageBodySize - r.offset, "index header reserved")
+        var h = IndexHeader(fileUUID: try r.readBytes(count: 16, "index file UUID"), logHeaderMAC: try r.readBytes(count: 32, "index log header MAC"),
+                            coveredEnd: try r.readInteger(as: UInt64.self, "index covered end"), lastSequence: try r.readInteger(as: UInt64.self, "index last sequence"),
+                            lastRecordOffset: try r.readInteger(as: UInt64.self, "index last record offset"), lastRecordTag: try r.readBytes(count: 16, "index last record tag"),
+                            itemCount: try r.readInteger(as: UInt64.self, "index item count"), recordCount: try r.readInteger(as: UInt64.self, "index record count"),
+                            ancillaryCount: try r.readInteger(as: UInt64.self, "index ancillary count"), generation: [])
+        let itemPages = try r.readInteger(as: UInt32.self, "index item pages")
+        let uniquePages = try r.readInteger(as: UInt32.self, "index unique pages")
+        h.generation = try r.readBytes(count: 16, "index generation")
+        h.attributeCount = try r.readInteger(as: UInt64.self, "index attribute count")
+        h.unhashedCount = try r.readInteger(as: UInt64.self, "index unhashed count")
+        let attributePages = try r.readInteger(as: UInt32.self, "index attribute pages")
+        let unhashedPages = try r.readInteger(as: UInt32.self, "index unhashed pages")
+        try r.readReserved(count: FormatConstants.indexPageBodySize - r.offset, "index header reserved")
         guard itemPages == h.itemPages, uniquePages == h.uniquePages, h.itemCount <= UInt64(UInt32.max),
               h.unhashedCount <= h.itemCount, h.attributeCount <= h.itemCount * UInt64(AttributeHashRecord.maxHashes),
               attributePages == h.attributePages, unhashedPages == h.unhashedPages else {
             throw FormatError.invalidField(field: "index page counts", reason: "do not match the item count")
         }
         return h
-    }
-}
-
-/// One live item in an index item page (§17.3): 58 bytes.
-public struct IndexItemEntry: Equatable, Sendable {
-    public var uuid: [UInt8]
-    public var recordOffset: UInt64
-    public var sequence: UInt64
-    public var recordSize: UInt32
-    public var classTag: UInt32
-    public var uniqueKeyHash: [UInt8]
-    public var protectionClass: UInt8
-    public var flags: UInt8
-
-    public init(uuid: [UInt8], recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
-                uniqueKeyHash: [UInt8], protectionClass: UInt8, flags: UInt8) {
-        self.uuid = uuid
-        self.recordOffset = recordOffset
-        self.sequence = sequence
-        self.recordSize = recordSize
-        self.classTag = classTag
-        self.uniqueKeyHash = uniqueKeyHash
-        self.protectionClass = protectionClass
-        self.flags = flags
-    }
-
-    public func encode(into w: inout ByteWriter) {
-        w.raw(uuid)
-        w.u64(recordOffset)
-        w.u64(sequence)
-        w.u32(recordSize)
-        w.u32(classTag)
-        w.raw(uniqueKeyHash)
-        w.u8(protectionClass)
-        w.u8(flags)
-    }
-
-    /// Decodes the entry at byte `at` of a page body (no check beyond the length).
-    public static func decode(_ page: [UInt8], at: Int) -> IndexItemEntry {
-        IndexItemEntry(uuid: Array(page[at..<at + 16]), recordOffset: page.readBE(UInt64.self, at: at + 16),
-                       sequence: page.readBE(UInt64.self, at: at + 24), recordSize: page.readBE(UInt32.self, at: at + 32),
-                       classTag: page.readBE(UInt32.self, at: at + 36), uniqueKeyHash: Array(page[at + 40..<at + 56]),
-                       protectionClass: page[at + 56], flags: page[at + 57])
     }
 }
 
@@ -201,7 +158,7 @@ public enum IndexPage {
 
     static func mac(body: ArraySlice<UInt8>, page: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> [UInt8] {
         var n = ByteWriter(capacity: 4)
-        n.u32(page)
+        n.writeInteger(page, as: UInt32.self)
         return Crypto.hmacSHA256(key: macKey, parts: [headerMAC, n.bytes, Array(body)])
     }
 }

@@ -18,11 +18,11 @@ public struct ItemPlaintext: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 64 + data.count + attributes.count * 24)
-        w.u8(FormatConstants.itemPlaintextVersion)
-        w.raw(itemClass.code)
+        w.writeInteger(FormatConstants.itemPlaintextVersion, as: UInt8.self)
+        w.writeBytes(itemClass.code)
         AttributeList.write(attributes, into: &w)
-        w.u32(UInt32(data.count))
-        w.raw(data)
+        w.writeInteger(UInt32(data.count), as: UInt32.self)
+        w.writeBytes(data)
         return w.bytes
     }
 
@@ -64,17 +64,17 @@ public struct ItemPlaintext: Equatable, Sendable {
     /// reference that tests hold `check` and `decode` to.)
     package static func decodeReading(_ bytes: ArraySlice<UInt8>) throws -> ItemPlaintext {
         var r = ByteReader(bytes)
-        let version = try r.u8("item plaintext version")
+        let version = try r.readInteger(as: UInt8.self, "item plaintext version")
         guard version == FormatConstants.itemPlaintextVersion else {
             throw FormatError.unsupportedVersion(what: "item plaintext", major: UInt16(version), minor: 0)
         }
-        let code = String(decoding: try r.take(4, "item class"), as: UTF8.self)
+        let code = String(decoding: try r.readSlice(count: 4, "item class"), as: UTF8.self)
         guard let cls = ItemClass(rawValue: code) else {
             throw FormatError.invalidField(field: "item class", reason: "unknown class")
         }
         let attributes = try AttributeList.read(&r)
-        let dataLength = Int(try r.u32("item data length"))
-        let data = try r.bytes(dataLength, "item data")
+        let dataLength = Int(try r.readInteger(as: UInt32.self, "item data length"))
+        let data = try r.readBytes(count: dataLength, "item data")
         try r.expectEnd("item plaintext")
         return ItemPlaintext(itemClass: cls, attributes: attributes, data: data)
     }

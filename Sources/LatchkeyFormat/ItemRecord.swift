@@ -17,12 +17,12 @@ public struct ItemPutPayload: Equatable, Sendable {
     /// The clear part that the AAD covers: bytes 0..<40 of the payload.
     func clearPart() -> [UInt8] {
         var w = ByteWriter(capacity: 40)
-        w.raw(uuid)
-        w.raw(classTag)
-        w.u8(protectionClass.rawValue)
-        w.u8(flags)
-        w.zeros(2)
-        w.raw(uniqueKeyHash)
+        w.writeBytes(uuid)
+        w.writeBytes(classTag)
+        w.writeInteger(protectionClass.rawValue, as: UInt8.self)
+        w.writeInteger(flags, as: UInt8.self)
+        w.writeZeros(2)
+        w.writeBytes(uniqueKeyHash)
         return w.bytes
     }
 
@@ -37,22 +37,22 @@ public struct ItemPutPayload: Equatable, Sendable {
 
     public static func decode(_ payload: ArraySlice<UInt8>) throws -> ItemPutPayload {
         var r = ByteReader(payload)
-        let uuid = try r.bytes(16, "item UUID")
-        let classTag = try r.bytes(4, "item class tag")
-        let rawClass = try r.u8("item protection class")
+        let uuid = try r.readBytes(count: 16, "item UUID")
+        let classTag = try r.readBytes(count: 4, "item class tag")
+        let rawClass = try r.readInteger(as: UInt8.self, "item protection class")
         guard let pc = ProtectionClass(rawValue: rawClass) else {
             throw FormatError.invalidField(field: "item protection class", reason: "unknown class \(rawClass)")
         }
-        let flags = try r.u8("item flags")
+        let flags = try r.readInteger(as: UInt8.self, "item flags")
         guard flags & ~userPresenceFlag == 0 else {
             throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
         }
-        try r.reserved(2, "item reserved")
-        let hash = try r.bytes(16, "item unique-key hash")
-        let wrapped = try r.bytes(FormatConstants.wrappedKeySize, "item wrapped key")
+        try r.readReserved(count: 2, "item reserved")
+        let hash = try r.readBytes(count: 16, "item unique-key hash")
+        let wrapped = try r.readBytes(count: FormatConstants.wrappedKeySize, "item wrapped key")
         guard r.remaining >= FormatConstants.gcmTagSize else { throw FormatError.truncated(field: "item ciphertext") }
-        let ct = try r.bytes(r.remaining - FormatConstants.gcmTagSize, "item ciphertext")
-        let tag = try r.bytes(FormatConstants.gcmTagSize, "item tag")
+        let ct = try r.readBytes(count: r.remaining - FormatConstants.gcmTagSize, "item ciphertext")
+        let tag = try r.readBytes(count: FormatConstants.gcmTagSize, "item tag")
         return ItemPutPayload(uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
                               uniqueKeyHash: hash, wrappedItemKey: wrapped, ciphertext: ct, tag: tag)
     }
@@ -218,7 +218,7 @@ public struct ItemDeletePayload: Equatable, Sendable {
     public func encode() -> [UInt8] { uuid }
     public static func decode(_ payload: ArraySlice<UInt8>) throws -> ItemDeletePayload {
         var r = ByteReader(payload)
-        let uuid = try r.bytes(16, "deleted item UUID")
+        let uuid = try r.readBytes(count: 16, "deleted item UUID")
         try r.expectEnd("item delete record")
         return ItemDeletePayload(uuid: uuid)
     }
@@ -227,27 +227,38 @@ public struct ItemDeletePayload: Equatable, Sendable {
 /// The clear fields of an item-put payload, read without copying the ciphertext.
 public struct ItemPutClear: Sendable {
     public var uuid: ArraySlice<UInt8>
-    public var classTag: [UInt8]
+    /// The class tag as a big-endian word (the form the index and the item table compare).
+    public var classTag: UInt32
     public var protectionClass: ProtectionClass
     public var flags: UInt8
     public var uniqueKeyHash: ArraySlice<UInt8>
 }
 
 extension ItemPutPayload {
+    /// `classTag` as a big-endian word; 0 when it is not 4 bytes (no decoder or sealer makes
+    /// such a payload).
+    public var classTagWord: UInt32 {
+        classTag.count == 4 ? ByteReader(classTag).getInteger(at: 0, as: UInt32.self) ?? 0 : 0
+    }
+
     /// Validates the fixed part of a put payload and returns its clear fields (spec §7.1).
     public static func decodeClear(_ payload: ArraySlice<UInt8>) throws -> ItemPutClear {
         guard payload.count >= FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize else {
             throw FormatError.truncated(field: "item put payload")
         }
-        let s = payload.startIndex
-        guard let pc = ProtectionClass(rawValue: payload[s + 20]) else {
-            throw FormatError.invalidField(field: "item protection class", reason: "unknown class \(payload[s + 20])")
+        var r = ByteReader(payload)
+        let uuid = try r.readSlice(count: 16, "item UUID")
+        let classTag = try r.readInteger(as: UInt32.self, "item class tag")
+        let rawClass = try r.readInteger(as: UInt8.self, "item protection class")
+        guard let pc = ProtectionClass(rawValue: rawClass) else {
+            throw FormatError.invalidField(field: "item protection class", reason: "unknown class \(rawClass)")
         }
-        let flags = payload[s + 21]
-        guard flags & ~userPresenceFlag == 0, payload[s + 22] == 0, payload[s + 23] == 0 else {
+        let flags = try r.readInteger(as: UInt8.self, "item flags")
+        let reserved = try r.readInteger(as: UInt16.self, "item reserved")
+        guard flags & ~userPresenceFlag == 0, reserved == 0 else {
             throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
         }
-        return ItemPutClear(uuid: payload[s..<s + 16], classTag: Array(payload[s + 16..<s + 20]), protectionClass: pc,
-                            flags: flags, uniqueKeyHash: payload[s + 24..<s + 40])
+        return ItemPutClear(uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
+                            uniqueKeyHash: try r.readSlice(count: 16, "item unique-key hash"))
     }
 }

@@ -21,13 +21,13 @@ public struct DeviceSecret: Sendable {
     /// The device secret file (§2.1): magic, version, UUID, secret, SHA-256 checksum.
     public func encodeFile() -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.deviceFileSize)
-        w.raw(FormatConstants.deviceMagic)
-        w.u16(1)
-        w.u16(0)
-        w.zeros(4)
-        w.raw(uuid)
-        secret.withUnsafeBytes { w.raw($0) }
-        w.raw(Crypto.sha256(w.bytes))
+        w.writeBytes(FormatConstants.deviceMagic)
+        w.writeInteger(1, as: UInt16.self)
+        w.writeInteger(0, as: UInt16.self)
+        w.writeZeros(4)
+        w.writeBytes(uuid)
+        secret.withUnsafeBytes { w.writeBytes($0) }
+        w.writeBytes(Crypto.sha256(w.bytes))
         return w.bytes
     }
 
@@ -35,18 +35,18 @@ public struct DeviceSecret: Sendable {
         var r = ByteReader(bytes)
         // Shorter than the magic: not a device secret file at all (spec §2.3, §1.4).
         guard bytes.count >= FormatConstants.deviceMagic.count,
-              try r.bytes(8, "device secret magic") == FormatConstants.deviceMagic else {
+              try r.readBytes(count: 8, "device secret magic") == FormatConstants.deviceMagic else {
             throw FormatError.badMagic(what: "Latchkey device secret file")
         }
-        let major = try r.u16("device secret major version")
-        let minor = try r.u16("device secret minor version")
+        let major = try r.readInteger(as: UInt16.self, "device secret major version")
+        let minor = try r.readInteger(as: UInt16.self, "device secret minor version")
         guard major == 1 else { throw FormatError.unsupportedVersion(what: "device secret file", major: major, minor: minor) }
         guard bytes.count == FormatConstants.deviceFileSize else { throw FormatError.truncated(field: "device secret file") }
-        try r.reserved(4, "device secret reserved")
-        let uuid = try r.bytes(16, "device UUID")
-        var secret = try r.bytes(32, "device secret")
+        try r.readReserved(count: 4, "device secret reserved")
+        let uuid = try r.readBytes(count: 16, "device UUID")
+        var secret = try r.readBytes(count: 32, "device secret")
         defer { Crypto.cleanse(&secret) }
-        let sum = try r.bytes(32, "device secret checksum")
+        let sum = try r.readBytes(count: 32, "device secret checksum")
         // The checksummed bytes include the secret: cleanse that copy too.
         var covered = Array(bytes[0..<64])
         defer { Crypto.cleanse(&covered) }
@@ -179,33 +179,33 @@ public struct UniqueKey: Hashable, Sendable {
     /// The same with the attributes given by their position in `attributes(for: itemClass)`.
     public init(itemClass: ItemClass, at value: (Int) -> AttributeValue?) {
         var w = ByteWriter(capacity: 96)
-        w.raw(itemClass.rawValue.utf8)
+        w.writeBytes(itemClass.rawValue.utf8)
         for (i, (name, kind)) in UniqueKey.attributes(for: itemClass).enumerated() {
-            w.u8(UInt8(name.utf8.count))
-            w.raw(name.utf8)
+            w.writeInteger(UInt8(name.utf8.count), as: UInt8.self)
+            w.writeBytes(name.utf8)
             switch value(i) {
             case .string(let s)?:
-                w.u8(0)
-                w.u32(UInt32(s.utf8.count))
-                w.raw(s.utf8)
+                w.writeInteger(0, as: UInt8.self)
+                w.writeInteger(UInt32(s.utf8.count), as: UInt32.self)
+                w.writeBytes(s.utf8)
             case .data(let d)?:
-                w.u8(0)
-                w.u32(UInt32(d.count))
-                w.raw(d)
+                w.writeInteger(0, as: UInt8.self)
+                w.writeInteger(UInt32(d.count), as: UInt32.self)
+                w.writeBytes(d)
             case .integer(let i)?:
-                w.u8(1)
-                w.u32(8)
-                w.u64(UInt64(bitPattern: i))
+                w.writeInteger(1, as: UInt8.self)
+                w.writeInteger(8, as: UInt32.self)
+                w.writeInteger(UInt64(bitPattern: i), as: UInt64.self)
             case .date(let d)?:
-                w.u8(2)
-                w.u32(8)
-                w.u64(d.bitPattern)
+                w.writeInteger(2, as: UInt8.self)
+                w.writeInteger(8, as: UInt32.self)
+                w.writeInteger(d.bitPattern, as: UInt64.self)
             case nil:
                 // The default of an absent attribute: empty bytes, 0, date 0.
                 switch kind {
-                case .bytes: w.u8(0); w.u32(0)
-                case .integer: w.u8(1); w.u32(8); w.u64(0)
-                case .date: w.u8(2); w.u32(8); w.u64(Double(0).bitPattern)
+                case .bytes: w.writeInteger(0, as: UInt8.self); w.writeInteger(0, as: UInt32.self)
+                case .integer: w.writeInteger(1, as: UInt8.self); w.writeInteger(8, as: UInt32.self); w.writeInteger(0, as: UInt64.self)
+                case .date: w.writeInteger(2, as: UInt8.self); w.writeInteger(8, as: UInt32.self); w.writeInteger(Double(0).bitPattern, as: UInt64.self)
                 }
             }
         }

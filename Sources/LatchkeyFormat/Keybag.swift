@@ -26,18 +26,59 @@ public struct KDFParameters: Equatable, Sendable {
     /// explicit ceiling passed to OpenSSL as `maxmem`: that need plus 1 MiB.
     public var maxMemory: UInt64 { 128 * UInt64(r) * n + 128 * UInt64(r) * UInt64(p) + (1 << 20) }
 
+    /// How errors name the fields: the keychain's keybag and a backup's common part hold the
+    /// same 32 bytes under their own names.
+    public struct FieldNames: Sendable {
+        /// Starts every field's name ("keybag " in a keychain header).
+        public var prefix: String
+        /// What the KDF derives a key from ("passcode", "password").
+        public var secret: String
+
+        public static let keychain = FieldNames(prefix: "keybag ", secret: "passcode")
+        public static let backup = FieldNames(prefix: "", secret: "password")
+    }
+
+    /// The 32 bytes of spec §4.1 (and spec/BACKUP.md §3.1, bytes 72..<104): KDF id, logN, 2
+    /// reserved, r, p, 4 reserved, salt.
+    public func encode(into w: inout ByteWriter) {
+        w.writeInteger(kind.rawValue, as: UInt8.self)
+        w.writeInteger(logN, as: UInt8.self)
+        w.writeZeros(2)
+        w.writeInteger(r, as: UInt32.self)
+        w.writeInteger(p, as: UInt32.self)
+        w.writeZeros(4)
+        w.writeBytes(salt)
+    }
+
+    /// Reads and validates the 32 bytes `encode` writes.
+    public static func decode(_ r: inout ByteReader, names: FieldNames = .keychain) throws -> KDFParameters {
+        let rawKind = try r.readInteger(as: UInt8.self, "\(names.prefix)KDF id")
+        guard let kind = Kind(rawValue: rawKind) else {
+            throw FormatError.invalidField(field: "\(names.prefix)KDF id", reason: "unknown KDF \(rawKind)")
+        }
+        let logN = try r.readInteger(as: UInt8.self, "\(names.prefix)scrypt logN")
+        try r.readReserved(count: 2, "\(names.prefix)reserved")
+        let cost = try r.readInteger(as: UInt32.self, "\(names.prefix)scrypt r")
+        let p = try r.readInteger(as: UInt32.self, "\(names.prefix)scrypt p")
+        try r.readReserved(count: 4, "\(names.prefix)reserved")
+        let salt = try r.readBytes(count: FormatConstants.saltSize, "\(names.prefix)salt")
+        let kdf = KDFParameters(kind: kind, logN: logN, r: cost, p: p, salt: salt)
+        try kdf.validate(names: names)
+        return kdf
+    }
+
     /// Readers refuse parameters beyond these, so a hostile header cannot demand unbounded work
     /// (spec §4.3): logN 10…22, r 1…32, p 1…16, memory at most 1 GiB.
-    public func validate() throws {
+    public func validate(names: FieldNames = .keychain) throws {
         switch kind {
         case .none:
             guard logN == 0, r == 0, p == 0, salt.allSatisfy({ $0 == 0 }) else {
-                throw FormatError.invalidField(field: "keybag KDF", reason: "parameters must be zero when there is no passcode")
+                throw FormatError.invalidField(field: "\(names.prefix)KDF", reason: "parameters must be zero when there is no \(names.secret)")
             }
         case .scrypt:
             guard (10...22).contains(logN), (1...32).contains(r), (1...16).contains(p),
                   128 * UInt64(r) * n <= 1 << 30 else {
-                throw FormatError.invalidField(field: "keybag KDF", reason: "scrypt parameters out of range (logN 10-22, r 1-32, p 1-16, at most 1 GiB)")
+                throw FormatError.invalidField(field: "\(names.prefix)KDF", reason: "scrypt parameters out of range (logN 10-22, r 1-32, p 1-16, at most 1 GiB)")
             }
         }
     }
@@ -51,19 +92,31 @@ public enum WrapKind: UInt8, Sendable {
     case passcode = 2
 }
 
-/// One wrapped class key.
-public struct KeybagEntry: Equatable, Sendable {
+/// One wrapped class key, as a keychain's keybag (spec §4.2) and a backup's keybag
+/// (spec/BACKUP.md §3.2) both hold it: u8 protection class, u8 wrap kind, the wrapped key.
+/// `Wrap` is the set of wrap kinds the bag allows.
+public struct WrappedClassKey<Wrap>: Equatable, Sendable
+where Wrap: RawRepresentable & Equatable & Sendable, Wrap.RawValue == UInt8 {
     public var protectionClass: ProtectionClass
-    public var wrap: WrapKind
+    public var wrap: Wrap
     /// RFC 3394 wrap of the 32-byte class key: 40 bytes.
     public var wrappedKey: [UInt8]
 
-    public init(protectionClass: ProtectionClass, wrap: WrapKind, wrappedKey: [UInt8]) {
+    public init(protectionClass: ProtectionClass, wrap: Wrap, wrappedKey: [UInt8]) {
         self.protectionClass = protectionClass
         self.wrap = wrap
         self.wrappedKey = wrappedKey
     }
+
+    public func encode(into w: inout ByteWriter) {
+        w.writeInteger(protectionClass.rawValue, as: UInt8.self)
+        w.writeInteger(wrap.rawValue, as: UInt8.self)
+        w.writeBytes(wrappedKey)
+    }
 }
+
+/// One entry of a keychain's keybag.
+public typealias KeybagEntry = WrappedClassKey<WrapKind>
 
 /// The class-key bag: KDF parameters and the wrapped class keys (spec §4).
 public struct Keybag: Equatable, Sendable {
@@ -81,48 +134,28 @@ public struct Keybag: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.keybagFixedSize + entries.count * FormatConstants.keybagEntrySize)
-        w.u8(kdf.kind.rawValue)
-        w.u8(kdf.logN)
-        w.zeros(2)
-        w.u32(kdf.r)
-        w.u32(kdf.p)
-        w.zeros(4)
-        w.raw(kdf.salt)
-        w.u8(UInt8(entries.count))
-        w.zeros(1)
-        for e in entries {
-            w.u8(e.protectionClass.rawValue)
-            w.u8(e.wrap.rawValue)
-            w.raw(e.wrappedKey)
-        }
+        kdf.encode(into: &w)
+        w.writeInteger(UInt8(entries.count), as: UInt8.self)
+        w.writeZeros(1)
+        for e in entries { e.encode(into: &w) }
         return w.bytes
     }
 
     /// Decodes and validates a keybag; every rule of spec §4.3 is checked here.
     public static func decode(_ r: inout ByteReader) throws -> Keybag {
-        guard let kind = KDFParameters.Kind(rawValue: try r.u8("keybag KDF id")) else {
-            throw FormatError.invalidField(field: "keybag KDF id", reason: "unknown KDF")
-        }
-        let logN = try r.u8("keybag scrypt logN")
-        try r.reserved(2, "keybag reserved")
-        let rr = try r.u32("keybag scrypt r")
-        let p = try r.u32("keybag scrypt p")
-        try r.reserved(4, "keybag reserved")
-        let salt = try r.bytes(FormatConstants.saltSize, "keybag salt")
-        let kdf = KDFParameters(kind: kind, logN: logN, r: rr, p: p, salt: salt)
-        try kdf.validate()
-        let count = Int(try r.u8("keybag entry count"))
-        try r.reserved(1, "keybag reserved")
+        let kdf = try KDFParameters.decode(&r, names: .keychain)
+        let count = Int(try r.readInteger(as: UInt8.self, "keybag entry count"))
+        try r.readReserved(count: 1, "keybag reserved")
         var entries: [KeybagEntry] = []
         for _ in 0..<count {
-            let rawClass = try r.u8("keybag entry class")
+            let rawClass = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard let pc = ProtectionClass(rawValue: rawClass) else {
                 throw FormatError.invalidField(field: "keybag entry class", reason: "unknown protection class \(rawClass)")
             }
-            guard let wrap = WrapKind(rawValue: try r.u8("keybag entry wrap")) else {
+            guard let wrap = WrapKind(rawValue: try r.readInteger(as: UInt8.self, "keybag entry wrap")) else {
                 throw FormatError.invalidField(field: "keybag entry wrap", reason: "unknown wrap kind")
             }
-            let wrapped = try r.bytes(FormatConstants.wrappedKeySize, "keybag wrapped key")
+            let wrapped = try r.readBytes(count: FormatConstants.wrappedKeySize, "keybag wrapped key")
             if let last = entries.last, last.protectionClass >= pc {
                 throw FormatError.invalidField(field: "keybag entries", reason: "classes must be unique and in ascending order")
             }

@@ -23,12 +23,12 @@ public struct FrameHeader: Equatable, Sendable {
 
     public func encode() -> [UInt8] {
         var w = ByteWriter(capacity: FormatConstants.frameHeaderSize)
-        w.u32(payloadLength)
-        w.u8(type)
-        w.u8(flags)
-        w.zeros(2)
-        w.u64(sequence)
-        w.u32(CRC32C.checksum(w.bytes))
+        w.writeInteger(payloadLength, as: UInt32.self)
+        w.writeInteger(type, as: UInt8.self)
+        w.writeInteger(flags, as: UInt8.self)
+        w.writeZeros(2)
+        w.writeInteger(sequence, as: UInt64.self)
+        w.writeInteger(CRC32C.checksum(w.bytes), as: UInt32.self)
         return w.bytes
     }
 
@@ -37,12 +37,12 @@ public struct FrameHeader: Equatable, Sendable {
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> FrameHeader {
         guard bytes.count >= FormatConstants.frameHeaderSize else { throw FormatError.truncated(field: "record header") }
         var r = ByteReader(bytes.prefix(FormatConstants.frameHeaderSize))
-        let length = try r.u32("record length")
-        let type = try r.u8("record type")
-        let flags = try r.u8("record flags")
-        let reserved = try r.u16("record reserved")
-        let sequence = try r.u64("record sequence")
-        let crc = try r.u32("record header CRC")
+        let length = try r.readInteger(as: UInt32.self, "record length")
+        let type = try r.readInteger(as: UInt8.self, "record type")
+        let flags = try r.readInteger(as: UInt8.self, "record flags")
+        let reserved = try r.readInteger(as: UInt16.self, "record reserved")
+        let sequence = try r.readInteger(as: UInt64.self, "record sequence")
+        let crc = try r.readInteger(as: UInt32.self, "record header CRC")
         let start = bytes.startIndex
         guard CRC32C.checksum(bytes[start..<start + 16]) == crc else {
             throw FormatError.checksumMismatch(what: "record header")

@@ -71,12 +71,12 @@ import Testing
         let firstPage = Array(index[4096..<8192])
         var uuids: [String] = []
         for i in 0..<expected.count {
-            let e = IndexItemEntry.decode(firstPage, at: i * FormatConstants.indexItemEntrySize)
-            uuids.append(hexString(e.uuid))
+            let e = try IndexItemEntry.decode(firstPage, at: i * FormatConstants.indexItemEntrySize)
+            uuids.append(hexString(e.uuidBytes))
             let record = Array(log[Int(e.recordOffset)..<Int(e.recordOffset) + Int(e.recordSize)])
             let frame = try FrameHeader.decode(record[...])
             #expect(frame.sequence == e.sequence && frame.type == RecordType.itemPut.rawValue)
-            #expect(Array(record[20..<36]) == e.uuid, "the entry's record is the item's put")
+            #expect(Array(record[20..<36]) == e.uuidBytes, "the entry's record is the item's put")
         }
         #expect(uuids == uuids.sorted())
         #expect(Set(uuids) == Set(expected.map { hexString($0.uuid) }))
@@ -98,14 +98,14 @@ import Testing
         let expected = Dictionary(uniqueKeysWithValues: try fixture.expectedItems().map { ($0.uuid, $0) })
         let passcode = try fixture.passcode()
         for i in 0..<2 {
-            let e = IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
-            #expect(Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuid, "entry \(i) names its own record")
-            let want = try #require(expected[e.uuid])
+            let e = try IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
+            #expect(Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuidBytes, "entry \(i) names its own record")
+            let want = try #require(expected[e.uuidBytes])
             let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
             if let passcode { try kc.unlock(passcode: passcode) }
-            let found = try kc.find(Query(want.itemClass, persistentRef: want.itemClass.code + e.uuid), includeData: false)
+            let found = try kc.find(Query(want.itemClass, persistentRef: want.itemClass.code + e.uuidBytes), includeData: false)
             #expect(found.count == 1)
-            #expect(found.first.map { Array($0.persistentRef.suffix(16)) } == e.uuid)
+            #expect(found.first.map { Array($0.persistentRef.suffix(16)) } == e.uuidBytes)
             var attrs = found.first?.attributes ?? [:]
             attrs["pdmn"] = nil
             #expect(attrs == want.attributes, "entry \(i): another item's attributes")

@@ -19,19 +19,19 @@ import Testing
     static func encode(version: UInt8 = 1, classCode: String = "genp", count: Int? = nil, _ attributes: [Attribute],
                        data: [UInt8] = [1, 2, 3], trailing: [UInt8] = []) -> [UInt8] {
         var w = ByteWriter()
-        w.u8(version)
-        w.raw(Array(classCode.utf8))
-        w.u16(UInt16(count ?? attributes.count))
+        w.writeInteger(version, as: UInt8.self)
+        w.writeBytes(Array(classCode.utf8))
+        w.writeInteger(UInt16(count ?? attributes.count), as: UInt16.self)
         for a in attributes {
-            w.u8(UInt8(truncatingIfNeeded: a.name.count))
-            w.raw(a.name)
-            w.u8(a.type)
-            w.u32(UInt32(a.value.count))
-            w.raw(a.value)
+            w.writeInteger(UInt8(truncatingIfNeeded: a.name.count), as: UInt8.self)
+            w.writeBytes(a.name)
+            w.writeInteger(a.type, as: UInt8.self)
+            w.writeInteger(UInt32(a.value.count), as: UInt32.self)
+            w.writeBytes(a.value)
         }
-        w.u32(UInt32(data.count))
-        w.raw(data)
-        w.raw(trailing)
+        w.writeInteger(UInt32(data.count), as: UInt32.self)
+        w.writeBytes(data)
+        w.writeBytes(trailing)
         return w.bytes
     }
 

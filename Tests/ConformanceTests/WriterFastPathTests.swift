@@ -14,20 +14,20 @@ import Testing
     /// §8.1 written out plainly: count, then each attribute in ascending byte order of the name.
     static func referenceEncoding(_ p: ItemPlaintext) -> [UInt8] {
         var w = ByteWriter()
-        w.u8(FormatConstants.itemPlaintextVersion)
-        w.raw(p.itemClass.code)
-        w.u16(UInt16(p.attributes.count))
+        w.writeInteger(FormatConstants.itemPlaintextVersion, as: UInt8.self)
+        w.writeBytes(p.itemClass.code)
+        w.writeInteger(UInt16(p.attributes.count), as: UInt16.self)
         for name in p.attributes.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let value = p.attributes[name]!
-            w.u8(UInt8(name.utf8.count))
-            w.raw(Array(name.utf8))
-            w.u8(value.typeCode)
+            w.writeInteger(UInt8(name.utf8.count), as: UInt8.self)
+            w.writeBytes(Array(name.utf8))
+            w.writeInteger(value.typeCode, as: UInt8.self)
             let bytes = value.keyBytes
-            w.u32(UInt32(bytes.count))
-            w.raw(bytes)
+            w.writeInteger(UInt32(bytes.count), as: UInt32.self)
+            w.writeBytes(bytes)
         }
-        w.u32(UInt32(p.data.count))
-        w.raw(p.data)
+        w.writeInteger(UInt32(p.data.count), as: UInt32.self)
+        w.writeBytes(p.data)
         return w.bytes
     }
 

@@ -23,15 +23,15 @@ import Testing
 
     @Test func header_fieldsAreAtTheirSpecOffsets() throws {
         let bytes = Sample.header(passcode: false, baseSequence: 0x0102_0304_0506_0708).encode(macKey: Sample.macKey)
-        #expect(bytes.readBE(UInt16.self, at: 8) == 1)
-        #expect(bytes.readBE(UInt16.self, at: 10) == 0)
-        #expect(bytes.readBE(UInt32.self, at: 12) == UInt32(bytes.count))
+        #expect(ByteReader(bytes).getInteger(at: 8, as: UInt16.self)! == 1)
+        #expect(ByteReader(bytes).getInteger(at: 10, as: UInt16.self)! == 0)
+        #expect(ByteReader(bytes).getInteger(at: 12, as: UInt32.self)! == UInt32(bytes.count))
         #expect(Array(bytes[16..<32]) == Sample.fileUUID)
         #expect(Array(bytes[32..<48]) == Sample.deviceUUID)
         #expect(bytes[48..<56].allSatisfy { $0 == 0 })
-        #expect(bytes.readBE(UInt64.self, at: 56) == 0x0102_0304_0506_0708)
-        #expect(bytes.readBE(UInt64.self, at: 64) == 1_700_000_000)
-        #expect(Int(bytes.readBE(UInt16.self, at: 72)) == Sample.keybag(passcode: false).encode().count)
+        #expect(ByteReader(bytes).getInteger(at: 56, as: UInt64.self)! == 0x0102_0304_0506_0708)
+        #expect(ByteReader(bytes).getInteger(at: 64, as: UInt64.self)! == 1_700_000_000)
+        #expect(Int(ByteReader(bytes).getInteger(at: 72, as: UInt16.self)!) == Sample.keybag(passcode: false).encode().count)
     }
 
     @Test func everyAuthenticatedByte_isCoveredByTheMAC() throws {
@@ -123,7 +123,7 @@ import Testing
 
     @Test func keybagLengthThatDoesNotFit_isRejected() {
         let bytes = Sample.header(passcode: false).encode(macKey: Sample.macKey)
-        let k = Int(bytes.readBE(UInt16.self, at: 72))
+        let k = Int(ByteReader(bytes).getInteger(at: 72, as: UInt16.self)!)
         for wrong in [0, 1, k - 1, k + 1, k + 42, 0xFFFF] {
             expectRejection(.anyFormatError, "keybag length \(wrong)") { try FileHeader.decode(bytes.setting(UInt16(wrong), at: 72)) }
         }

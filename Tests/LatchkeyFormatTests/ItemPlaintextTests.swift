@@ -13,18 +13,18 @@ import Testing
 
         func encode() -> [UInt8] {
             var w = ByteWriter()
-            w.u8(version)
-            w.raw(classCode)
-            w.u16(count ?? UInt16(attributes.count))
+            w.writeInteger(version, as: UInt8.self)
+            w.writeBytes(classCode)
+            w.writeInteger(count ?? UInt16(attributes.count), as: UInt16.self)
             for a in attributes {
-                w.u8(UInt8(a.name.count))
-                w.raw(a.name)
-                w.u8(a.type)
-                w.u32(UInt32(a.value.count))
-                w.raw(a.value)
+                w.writeInteger(UInt8(a.name.count), as: UInt8.self)
+                w.writeBytes(a.name)
+                w.writeInteger(a.type, as: UInt8.self)
+                w.writeInteger(UInt32(a.value.count), as: UInt32.self)
+                w.writeBytes(a.value)
             }
-            w.u32(UInt32(data.count))
-            w.raw(data)
+            w.writeInteger(UInt32(data.count), as: UInt32.self)
+            w.writeBytes(data)
             return w.bytes
         }
 
@@ -52,13 +52,13 @@ import Testing
                                   attributes: ["b": .integer(1), "a": .date(0.5), "B": .data([9]), "ab": .string("x")],
                                   data: [7]).encode()
         var r = ByteReader(bytes)
-        _ = try r.bytes(7, "head")
+        _ = try r.readBytes(count: 7, "head")
         var names: [String] = [], types: [UInt8] = []
         for _ in 0..<4 {
-            let n = Int(try r.u8("len"))
-            names.append(String(decoding: try r.bytes(n, "name"), as: UTF8.self))
-            types.append(try r.u8("type"))
-            _ = try r.bytes(Int(try r.u32("vlen")), "value")
+            let n = Int(try r.readInteger(as: UInt8.self, "len"))
+            names.append(String(decoding: try r.readBytes(count: n, "name"), as: UTF8.self))
+            types.append(try r.readInteger(as: UInt8.self, "type"))
+            _ = try r.readBytes(count: Int(try r.readInteger(as: UInt32.self, "vlen")), "value")
         }
         #expect(names == ["B", "a", "ab", "b"], "byte order: upper case first, a prefix before its extensions")
         #expect(types == [2, 4, 1, 3])

@@ -7,12 +7,12 @@ import Testing
     /// A frame header with any field values, its CRC computed over them.
     func rawFrameHeader(length: UInt32, type: UInt8 = 1, flags: UInt8 = 0, reserved: UInt16 = 0, sequence: UInt64 = 1) -> [UInt8] {
         var w = ByteWriter()
-        w.u32(length)
-        w.u8(type)
-        w.u8(flags)
-        w.u16(reserved)
-        w.u64(sequence)
-        w.u32(CRC32C.checksum(w.bytes))
+        w.writeInteger(length, as: UInt32.self)
+        w.writeInteger(type, as: UInt8.self)
+        w.writeInteger(flags, as: UInt8.self)
+        w.writeInteger(reserved, as: UInt16.self)
+        w.writeInteger(sequence, as: UInt64.self)
+        w.writeInteger(CRC32C.checksum(w.bytes), as: UInt32.self)
         return w.bytes
     }
 
@@ -91,7 +91,7 @@ import Testing
         }
         // tag = first 16 bytes of HMAC(key, u64(offset) ‖ header ‖ payload) (spec §6.2).
         var o = ByteWriter()
-        o.u64(392)
+        o.writeInteger(392, as: UInt64.self)
         let expected = Array(Crypto.hmacSHA256(key: Sample.macKey, parts: [o.bytes, Array(record.dropLast(16))]).prefix(16))
         #expect(Array(record.suffix(16)) == expected)
     }

@@ -92,7 +92,7 @@ import Testing
             let back = try Request.decode(frame: frame)
             #expect(back.type == r.type)
             #expect(back.encode() == frame, "\(r.name)")
-            #expect(frame.readBE(UInt32.self, at: 0) == UInt32(frame.count - 4))
+            #expect(ByteReader(frame).getInteger(at: 0, as: UInt32.self)! == UInt32(frame.count - 4))
             #expect(frame[4] == 3, "version byte")
             #expect(frame[5] == r.type)
             // Version 2: the same fields after another version byte.
@@ -187,10 +187,10 @@ import Testing
     /// agent's message kept.
     @Test func unknownStatus_isInternal() throws {
         var w = ByteWriter()
-        w.u32(UInt32(bitPattern: -99999))
-        w.u32(3); w.raw(Array("new".utf8))
-        w.u8(0)   // no underlying cause
-        w.u8(0)   // no remedy
+        w.writeInteger(UInt32(bitPattern: -99999), as: UInt32.self)
+        w.writeInteger(3, as: UInt32.self); w.writeBytes(Array("new".utf8))
+        w.writeInteger(0, as: UInt8.self)   // no underlying cause
+        w.writeInteger(0, as: UInt8.self)   // no remedy
         guard case .error(let e) = try Response.decode(Self.payload(0xFF, w.bytes)[...]) else { Issue.record("not an error"); return }
         #expect(e.status == .internal && e.message == "new")
     }
@@ -254,14 +254,14 @@ import Testing
         // add: 2^32 − 1 items in a few bytes.
         var w = ByteWriter()
         Self.writeTarget(&w)
-        w.u32(0xFFFF_FFFF)
+        w.writeInteger(0xFFFF_FFFF, as: UInt32.self)
         Self.expectMalformed(Self.payload(0x20, w.bytes))
         // items answer: 2^32 − 1 items; counts of an info answer; an attribute value of 4 GiB.
         Self.expectMalformed(Self.payload(0x83, [0xFF, 0xFF, 0xFF, 0xFF]), response: true)
         var a = ByteWriter()
-        a.u32(1)
-        a.raw(Array("genp".utf8)); a.u8(6); a.u8(0); a.u32(0)
-        a.u16(1); a.u8(4); a.raw(Array("acct".utf8)); a.u8(2); a.u32(0xFFFF_FFF0)
+        a.writeInteger(1, as: UInt32.self)
+        a.writeBytes(Array("genp".utf8)); a.writeInteger(6, as: UInt8.self); a.writeInteger(0, as: UInt8.self); a.writeInteger(0, as: UInt32.self)
+        a.writeInteger(1, as: UInt16.self); a.writeInteger(4, as: UInt8.self); a.writeBytes(Array("acct".utf8)); a.writeInteger(2, as: UInt8.self); a.writeInteger(0xFFFF_FFF0, as: UInt32.self)
         Self.expectMalformed(Self.payload(0x83, a.bytes), response: true)
     }
 
@@ -318,15 +318,15 @@ import Testing
         // Attribute lists: unsorted, duplicate, invalid UTF-8 names and values; numbers of 7 bytes.
         func attrs(_ entries: [([UInt8], UInt8, [UInt8])]) -> [UInt8] {
             var w = ByteWriter()
-            w.u32(0)                                 // keychain path ""
-            w.u32(0)                                 // device path ""
-            w.u8(0)                                  // trusted caller
-            w.raw(Array("genp".utf8))
-            w.u16(UInt16(entries.count))
+            w.writeInteger(0, as: UInt32.self)                                 // keychain path ""
+            w.writeInteger(0, as: UInt32.self)                                 // device path ""
+            w.writeInteger(0, as: UInt8.self)                                  // trusted caller
+            w.writeBytes(Array("genp".utf8))
+            w.writeInteger(UInt16(entries.count), as: UInt16.self)
             for (name, type, value) in entries {
-                w.u8(UInt8(name.count)); w.raw(name); w.u8(type); w.u32(UInt32(value.count)); w.raw(value)
+                w.writeInteger(UInt8(name.count), as: UInt8.self); w.writeBytes(name); w.writeInteger(type, as: UInt8.self); w.writeInteger(UInt32(value.count), as: UInt32.self); w.writeBytes(value)
             }
-            w.raw([0, 0, 0, 0])                      // protection, caseInsensitive, sync, no ref
+            w.writeBytes([0, 0, 0, 0])                      // protection, caseInsensitive, sync, no ref
             return Self.payload(0x23, w.bytes)
         }
         _ = try Request.decode(attrs([(Array("a".utf8), 1, []), (Array("b".utf8), 3, [UInt8](repeating: 0, count: 8))])[...])
@@ -397,16 +397,16 @@ import Testing
 
     /// The target of the example: writes it field by field, as the tables of §4.1 say.
     static func writeTarget(_ w: inout ByteWriter) {
-        w.u32(17); w.raw(Array("/k/login.keychain".utf8))
-        w.u32(9); w.raw(Array("/k/device".utf8))
-        w.u8(0)
+        w.writeInteger(17, as: UInt32.self); w.writeBytes(Array("/k/login.keychain".utf8))
+        w.writeInteger(9, as: UInt32.self); w.writeBytes(Array("/k/device".utf8))
+        w.writeInteger(0, as: UInt8.self)
     }
 
     /// One field of an annotated dump.
     typealias Field = (label: String, bytes: [UInt8])
 
-    static func u32(_ v: UInt32) -> [UInt8] { var w = ByteWriter(); w.u32(v); return w.bytes }
-    static func u64(_ v: UInt64) -> [UInt8] { var w = ByteWriter(); w.u64(v); return w.bytes }
+    static func u32(_ v: UInt32) -> [UInt8] { var w = ByteWriter(); w.writeInteger(v, as: UInt32.self); return w.bytes }
+    static func u64(_ v: UInt64) -> [UInt8] { var w = ByteWriter(); w.writeInteger(v, as: UInt64.self); return w.bytes }
     static func string(_ s: String) -> [UInt8] { u32(UInt32(s.utf8.count)) + Array(s.utf8) }
     static func attribute(_ name: String, _ type: UInt8, _ value: [UInt8]) -> [UInt8] {
         [UInt8(name.utf8.count)] + Array(name.utf8) + [type] + u32(UInt32(value.count)) + value

@@ -26,7 +26,7 @@ import LatchkeyTestSupport
                                   with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
         }
         var body = Array(index[4096..<4096 + 4064])
-        var a = IndexItemEntry.decode(body, at: 0), b = IndexItemEntry.decode(body, at: 58)
+        var a = try IndexItemEntry.decode(body, at: 0), b = try IndexItemEntry.decode(body, at: 58)
         (a.uuid, b.uuid) = (b.uuid, a.uuid)
         var w = ByteWriter()
         b.encode(into: &w)   // a's UUID with b's record

@@ -285,7 +285,7 @@ import LatchkeyTestSupport
         for page in 1...Int(try Self.header(disk).itemPages) {
             var body = Array(index[page * 4096..<page * 4096 + 4064])
             for i in 0..<70 where Array(body[i * 58..<i * 58 + 16]) == id.bytes {
-                var entry = IndexItemEntry.decode(body, at: i * 58)
+                var entry = try IndexItemEntry.decode(body, at: i * 58)
                 (entry.recordOffset, entry.sequence, entry.recordSize) = (older.offset, older.sequence, older.recordSize)
                 var w = ByteWriter()
                 entry.encode(into: &w)
@@ -373,8 +373,8 @@ import LatchkeyTestSupport
         let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
         // The first two entries of item page 1: the second takes the first's hash.
         var body = Array(index[4096..<4096 + 4064])
-        let first = IndexItemEntry.decode(body, at: 0)
-        var second = IndexItemEntry.decode(body, at: 58)
+        let first = try IndexItemEntry.decode(body, at: 0)
+        var second = try IndexItemEntry.decode(body, at: 58)
         second.uniqueKeyHash = first.uniqueKeyHash
         var w = ByteWriter()
         second.encode(into: &w)

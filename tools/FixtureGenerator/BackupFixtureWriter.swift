@@ -146,9 +146,9 @@ enum BackupFixtureWriter {
         var i = AnnotatedDump(items, from: 0)
         i.field(8, "magic \"LKBITEMS\"")
         i.field(4, "entry number = 1")
-        i.field(4, "record count = \(items.readBE(UInt32.self, at: 12))")
+        i.field(4, "record count = \(ByteReader(items).getInteger(at: 12, as: UInt32.self)!)")
         let first = g.items[0]
-        let length = Int(items.readBE(UInt32.self, at: 16 + 20))
+        let length = Int(ByteReader(items).getInteger(at: 16 + 20, as: UInt32.self)!)
         i.field(16, "item UUID")
         i.field(1, "protection class \(first.protection.rawValue) (\(first.protection.code))")
         i.field(1, "item flags")

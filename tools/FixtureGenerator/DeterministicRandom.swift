@@ -18,7 +18,7 @@ struct DeterministicRandom {
         out.reserveCapacity(count + 32)
         while out.count < count {
             var w = ByteWriter(capacity: 8)
-            w.u64(counter)
+            w.writeInteger(counter, as: UInt64.self)
             counter += 1
             out += Crypto.hmacSHA256(key: seed, parts: [w.bytes])
         }

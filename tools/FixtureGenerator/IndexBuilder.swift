@@ -50,7 +50,7 @@ enum IndexBuilder {
                 let p = Array(payload)
                 if let put = previousPut, p.count >= 36, p[16..<32].elementsEqual(put.binding), p[0..<16].elementsEqual(put.uuid),
                    p[33] == 0, p[34] == 0, p[35] == 0, Int(p[32]) <= 16, p.count == 36 + 8 * Int(p[32]) {
-                    pending.append(.hashes(put.uuid, (0..<Int(p[32])).map { p.readBE(UInt64.self, at: 36 + 8 * $0) }))
+                    pending.append(.hashes(put.uuid, (0..<Int(p[32])).map { ByteReader(p).getInteger(at: 36 + 8 * $0, as: UInt64.self)! }))
                 }
                 ancillary += 1
             default:
@@ -100,20 +100,20 @@ enum IndexBuilder {
             }
         }
         appendPages(items, perPage: FormatConstants.indexItemsPerPage) { e, w in
-            IndexItemEntry(uuid: e.uuid, recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
-                           classTag: e.put.classTag.readBE(UInt32.self, at: 0), uniqueKeyHash: Array(e.put.uniqueKeyHash),
+            IndexItemEntry(uuid: IndexItemEntry.key(e.uuid), recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
+                           classTag: e.put.classTag, uniqueKeyHash: IndexItemEntry.key(Array(e.put.uniqueKeyHash)),
                            protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags).encode(into: &w)
         }
         let uniques = items.map { (Array($0.put.uniqueKeyHash), $0.uuid) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
         appendPages(uniques, perPage: FormatConstants.indexUniquesPerPage) { e, w in
-            w.raw(e.0)
-            w.raw(e.1)
+            w.writeBytes(e.0)
+            w.writeBytes(e.1)
         }
         appendPages(attributes, perPage: FormatConstants.indexAttributesPerPage) { e, w in
-            w.u64(e.0)
-            w.raw(e.1)
+            w.writeInteger(e.0, as: UInt64.self)
+            w.writeBytes(e.1)
         }
-        appendPages(unhashed, perPage: FormatConstants.indexUnhashedPerPage) { uuid, w in w.raw(uuid) }
+        appendPages(unhashed, perPage: FormatConstants.indexUnhashedPerPage) { uuid, w in w.writeBytes(uuid) }
         return out
     }
 
@@ -130,10 +130,10 @@ enum IndexBuilder {
                                 with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
         }
         var body = Array(index[4096..<4096 + 4064])
-        var a = IndexItemEntry.decode(body, at: 0), b = IndexItemEntry.decode(body, at: 58)
+        var a = try IndexItemEntry.decode(body, at: 0), b = try IndexItemEntry.decode(body, at: 58)
         precondition(header.itemCount >= 2)
-        let (uuidA, uuidB) = (a.uuid, b.uuid)
-        (a.uuid, b.uuid) = (uuidB, uuidA)
+        let (uuidA, uuidB) = (a.uuidBytes, b.uuidBytes)
+        (a.uuid, b.uuid) = (b.uuid, a.uuid)
         var w = ByteWriter()
         b.encode(into: &w)
         a.encode(into: &w)

@@ -682,8 +682,10 @@ package enum AgentMessage {
 
     /// The payload of a whole frame: checks the length prefix against the bytes given.
     static func payload(of frame: [UInt8]) throws -> ArraySlice<UInt8> {
-        guard frame.count >= lengthBytes else { throw DecodeError.malformed("truncated input in the length prefix") }
-        let declared = Int(frame.readBE(UInt32.self, at: 0))
+        guard let prefix = ByteReader(frame).getInteger(at: 0, as: UInt32.self) else {
+            throw DecodeError.malformed("truncated input in the length prefix")
+        }
+        let declared = Int(prefix)
         guard declared == frame.count - lengthBytes else { throw DecodeError.length(declared: declared, actual: frame.count - lengthBytes) }
         return frame[lengthBytes...]
     }
@@ -729,9 +731,14 @@ package enum AgentMessage {
 
         var frameBytes: [UInt8] { writer?.bytes ?? [] }
 
-        mutating func u8(_ v: UInt8) { count += 1; writer?.u8(v) }
-        mutating func u32(_ v: UInt32) { count += 4; writer?.u32(v) }
-        mutating func u64(_ v: UInt64) { count += 8; writer?.u64(v) }
+        /// `u8`, `u32`, `u64`: big-endian, of the integer type's width.
+        mutating func integer<T: FixedWidthInteger>(_ v: T) {
+            count += MemoryLayout<T>.size
+            writer?.writeInteger(v)
+        }
+        mutating func u8(_ v: UInt8) { integer(v) }
+        mutating func u32(_ v: UInt32) { integer(v) }
+        mutating func u64(_ v: UInt64) { integer(v) }
         mutating func f64(_ v: Double) { u64(v.bitPattern) }
         mutating func bool(_ v: Bool) { u8(v ? 1 : 0) }
 
@@ -739,7 +746,7 @@ package enum AgentMessage {
         mutating func bytes<C: Collection>(_ v: C) where C.Element == UInt8 {
             u32(UInt32(v.count))
             count += v.count
-            writer?.raw(v)
+            writer?.writeBytes(v)
         }
 
         /// `string`: u32 length ‖ UTF-8.
@@ -763,7 +770,7 @@ package enum AgentMessage {
             if writer == nil { count += AttributeList.encodedSize(a) } else { AttributeList.write(a, into: &writer!) }
         }
 
-        mutating func itemClass(_ c: ItemClass) { count += 4; writer?.raw(c.code) }
+        mutating func itemClass(_ c: ItemClass) { count += 4; writer?.writeBytes(c.code) }
 
         /// `class`: u8 AKS class number 6–12 (FORMAT.md §4), 0 for none.
         mutating func protection(_ p: ProtectionClass?) { u8(p?.rawValue ?? 0) }
@@ -877,20 +884,20 @@ package enum AgentMessage {
 
         func malformed(_ field: String, _ reason: String) -> DecodeError { .malformed("invalid \(field): \(reason)") }
 
-        mutating func u8(_ field: String) throws -> UInt8 { try reader.u8(field) }
-        mutating func u32(_ field: String) throws -> UInt32 { try reader.u32(field) }
-        mutating func u64(_ field: String) throws -> UInt64 { try reader.u64(field) }
-        mutating func f64(_ field: String) throws -> Double { Double(bitPattern: try reader.u64(field)) }
+        mutating func u8(_ field: String) throws -> UInt8 { try reader.readInteger(field) }
+        mutating func u32(_ field: String) throws -> UInt32 { try reader.readInteger(field) }
+        mutating func u64(_ field: String) throws -> UInt64 { try reader.readInteger(field) }
+        mutating func f64(_ field: String) throws -> Double { Double(bitPattern: try u64(field)) }
 
         /// A u64 that must fit an Int.
         mutating func int(_ field: String) throws -> Int {
-            let v = try reader.u64(field)
+            let v = try u64(field)
             guard v <= UInt64(Int.max) else { throw malformed(field, "\(v) is too large") }
             return Int(v)
         }
 
         mutating func bool(_ field: String) throws -> Bool {
-            switch try reader.u8(field) {
+            switch try u8(field) {
             case 0: return false
             case 1: return true
             case let b: throw malformed(field, "\(b) is not a boolean (0 or 1)")
@@ -898,20 +905,20 @@ package enum AgentMessage {
         }
 
         mutating func bytes(_ field: String) throws -> [UInt8] {
-            let n = Int(try reader.u32("\(field) length"))
-            return try reader.bytes(n, field)
+            let n = Int(try u32("\(field) length"))
+            return try reader.readBytes(count: n, field)
         }
 
         mutating func string(_ field: String) throws -> String {
-            let n = Int(try reader.u32("\(field) length"))
-            guard let s = String(validating: try reader.take(n, field), as: UTF8.self) else {
+            let n = Int(try u32("\(field) length"))
+            guard let s = String(validating: try reader.readSlice(count: n, field), as: UTF8.self) else {
                 throw malformed(field, "not valid UTF-8")
             }
             return s
         }
 
         mutating func optional<T>(_ field: String, _ read: (inout Input) throws -> T) throws -> T? {
-            switch try reader.u8("\(field) presence") {
+            switch try u8("\(field) presence") {
             case 0: return nil
             case 1: return try read(&self)
             case let b: throw malformed("\(field) presence", "\(b) (0 or 1)")
@@ -921,7 +928,7 @@ package enum AgentMessage {
         /// `minimumSize`: the fewest bytes one element takes, so that a count the remaining
         /// bytes cannot hold is refused before anything is reserved.
         mutating func list<T>(_ field: String, minimumSize: Int, _ read: (inout Input) throws -> T) throws -> [T] {
-            let n = Int(try reader.u32("\(field) count"))
+            let n = Int(try u32("\(field) count"))
             guard n <= reader.remaining / minimumSize else { throw DecodeError.malformed("truncated input in \(field)") }
             var out: [T] = []
             out.reserveCapacity(n)
@@ -932,7 +939,7 @@ package enum AgentMessage {
         mutating func attributes() throws -> [String: AttributeValue] { try AttributeList.read(&reader, names: .any) }
 
         mutating func itemClass() throws -> ItemClass {
-            let code = try reader.take(4, "item class")
+            let code = try reader.readSlice(count: 4, "item class")
             guard let c = ItemClass.allCases.first(where: { $0.code.elementsEqual(code) }) else {
                 throw malformed("item class", "not genp, inet, cert or keys")
             }
@@ -940,7 +947,7 @@ package enum AgentMessage {
         }
 
         mutating func remedy() throws -> KeychainRemedy {
-            let code = try reader.u8("remedy")
+            let code = try u8("remedy")
             guard let r = try AgentMessage.remedy(code: code, example: { try string("remedy example") }) else {
                 throw malformed("remedy", "\(code) (1 to 18)")
             }
@@ -948,7 +955,7 @@ package enum AgentMessage {
         }
 
         mutating func protection(required: Bool) throws -> ProtectionClass? {
-            let raw = try reader.u8("protection class")
+            let raw = try u8("protection class")
             if raw == 0 && !required { return nil }
             guard let p = ProtectionClass(rawValue: raw) else {
                 throw malformed("protection class", "\(raw) (\(required ? "" : "0 or ")6 to 12)")
@@ -957,7 +964,7 @@ package enum AgentMessage {
         }
 
         mutating func sync() throws -> SyncFilter {
-            switch try reader.u8("synchronizable") {
+            switch try u8("synchronizable") {
             case 0: return .notSynchronizable
             case 1: return .synchronizable
             case 2: return .any
@@ -1004,7 +1011,7 @@ package enum AgentMessage {
             let includeData = try bool("includeData")
             let prompt = try optional("prompt") { try $0.string("prompt") }
             let authentication: Authentication
-            switch try reader.u8("authentication") {
+            switch try u8("authentication") {
             case 0: authentication = .none
             case 1: authentication = .interactive
             case 2: authentication = .passcode(try bytes("authentication passcode"))
@@ -1042,11 +1049,11 @@ package enum AgentMessage {
             let keychain = try string("keychain path")
             let device = try string("device path")
             let hasPasscode = try bool("hasPasscode")
-            let n = Int(try reader.u8("unlocked class count"))
+            let n = Int(try u8("unlocked class count"))
             var unlocked: [String] = []
             var previous: UInt8 = 0
             for _ in 0..<n {
-                let raw = try reader.u8("unlocked class")
+                let raw = try u8("unlocked class")
                 guard raw > previous, let c = ProtectionClass(rawValue: raw) else {
                     throw malformed("unlocked classes", "\(raw): classes are 6 to 12, each once, ascending")
                 }
@@ -1059,7 +1066,7 @@ package enum AgentMessage {
         }
 
         mutating func counts(_ field: String) throws -> [String: Int] {
-            let n = Int(try reader.u32("\(field) count"))
+            let n = Int(try u32("\(field) count"))
             guard n <= reader.remaining / 12 else { throw DecodeError.malformed("truncated input in \(field)") }
             var out: [String: Int] = [:]
             out.reserveCapacity(n)

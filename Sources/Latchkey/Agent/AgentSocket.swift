@@ -340,7 +340,7 @@ public enum AgentSocket {
         try wait(fd, for: Int16(POLLIN), until: idleDeadline)
         if let frameTimeout { deadline = .now() + frameTimeout }
         try read(fd, into: &header, at: 0, count: 4, firstDeadline: deadline, deadline: deadline)
-        let length = Int(header.readBE(UInt32.self, at: 0))
+        let length = Int(ByteReader(header).getInteger(at: 0, as: UInt32.self) ?? 0)  // 4 bytes were read
         guard length <= limit else { throw FrameError.tooLarge(length) }
         var payload = [UInt8](repeating: 0, count: min(length, 1 << 20))
         var got = 0
@@ -370,8 +370,8 @@ public enum AgentSocket {
     /// deadline. The copy it makes is zeroed.
     package static func writeFrame(_ fd: Int32, _ payload: [UInt8], deadline: DispatchTime?) throws {
         var w = ByteWriter(capacity: 4 + payload.count)
-        w.u32(UInt32(payload.count))
-        w.raw(payload)
+        w.writeInteger(UInt32(payload.count), as: UInt32.self)
+        w.writeBytes(payload)
         var frame = w.bytes
         defer { Crypto.cleanse(&frame) }
         try write(fd, frame, deadline: deadline)

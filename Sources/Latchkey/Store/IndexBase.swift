@@ -30,17 +30,13 @@ final class IndexBase: @unchecked Sendable {
     private let logFD: Int32
     private let logHeaderSize: Int
     /// Verified pages by page number (nil: not cached), and the numbers of those cached.
-    private var cache: [[UInt8]?]
+    private var cache: [IndexEntryPage?]
     private var cached: [UInt32] = []
     /// Verified attribute and unhashed pages (IndexBase+Attributes.swift), at most `cacheLimit`.
-    var attributeCache: [UInt32: [UInt8]] = [:]
+    var attributeCache: [UInt32: IndexEntryPage] = [:]
     static let cacheLimit = 4096
     /// Pages read from the file and authenticated for lookups so far.
     private(set) var pagesRead = 0
-    private let itemsPerPage = FormatConstants.indexItemsPerPage
-    private let uniquesPerPage = FormatConstants.indexUniquesPerPage
-    private let itemSize = FormatConstants.indexItemEntrySize
-    private let uniqueSize = FormatConstants.indexUniqueEntrySize
 
     private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32,
                  logHeaderSize: Int) {
@@ -141,14 +137,30 @@ final class IndexBase: @unchecked Sendable {
     // MARK: Pages
 
     private var itemPages: UInt32 { header.itemPages }
-    private var itemCount: Int { Int(header.itemCount) }
 
-    /// Page `n` of the file (0 is the header), authenticated.
-    private func page(_ n: UInt32) throws -> [UInt8] {
+    /// The table page `n` belongs to, and how many entries it holds (the header's counts,
+    /// checked against its page counts when it was decoded).
+    private func layout(ofPage n: UInt32) -> (table: IndexTable, count: Int) {
+        var first: UInt32 = 1
+        for (table, pages, total) in [(IndexTable.items, header.itemPages, header.itemCount),
+                                      (.uniqueKeys, header.uniquePages, header.itemCount),
+                                      (.attributes, header.attributePages, header.attributeCount),
+                                      (.unhashed, header.unhashedPages, header.unhashedCount)] {
+            if n < first + pages {
+                let before = Int(n - first) * table.entriesPerPage
+                return (table, min(table.entriesPerPage, Int(total) - before))
+            }
+            first += pages
+        }
+        return (.items, 0)
+    }
+
+    /// Page `n` of the file (0 is the header), authenticated and checked to be sorted.
+    private func page(_ n: UInt32) throws -> IndexEntryPage {
         guard Int(n) < cache.count else { throw Unusable(reason: "page \(n) is beyond its end") }
         if let p = cache[Int(n)] { return p }
-        let bytes = try readVerified(n)
-        try checkOrder(bytes, page: n)
+        let p = try readVerified(n)
+        try checkOrder(p, page: n)
         pagesRead += 1
         if cached.count >= IndexBase.cacheLimit {
             // Evict one page at random: the pages near the root of the binary searches, touched
@@ -158,56 +170,47 @@ final class IndexBase: @unchecked Sendable {
             cached.swapAt(victim, cached.count - 1)
             cached.removeLast()
         }
-        cache[Int(n)] = bytes
+        cache[Int(n)] = p
         cached.append(n)
-        return bytes
+        return p
     }
 
-    private func itemEntries(onPage p: Int) -> Int { min(itemsPerPage, itemCount - p * itemsPerPage) }
-    private func uniqueEntries(onPage p: Int) -> Int { min(uniquesPerPage, itemCount - p * uniquesPerPage) }
-
     /// Keys strictly increase within a page (a writer's mistake is refused like damage).
-    private func checkOrder(_ bytes: [UInt8], page n: UInt32) throws {
-        let (count, size): (Int, Int) = n <= itemPages ? (itemEntries(onPage: Int(n) - 1), itemSize)
-                                                       : (uniqueEntries(onPage: Int(n - itemPages) - 1), uniqueSize)
+    private func checkOrder(_ p: IndexEntryPage, page n: UInt32) throws {
         var previous: ID16?
-        for i in 0..<count {
-            let k = IndexBase.key(bytes, at: i * size)
-            if let p = previous, !(p < k) { throw Unusable(reason: "page \(n) is not sorted") }
+        for i in 0..<p.count {
+            let k = ID16(p.key(i))
+            if let q = previous, !(q < k) { throw Unusable(reason: "page \(n) is not sorted") }
             previous = k
         }
     }
 
-    static func key(_ bytes: [UInt8], at: Int) -> ID16 {
-        ID16(high: bytes.readBE(UInt64.self, at: at), low: bytes.readBE(UInt64.self, at: at + 8))
-    }
-
-    private func slot(in bytes: [UInt8], at: Int) throws -> ItemSlot {
-        guard let pc = ProtectionClass(rawValue: bytes[at + 56]) else {
-            throw Unusable(reason: "an entry names protection class \(bytes[at + 56])")
+    private func slot(in p: IndexEntryPage, at i: Int) throws -> ItemSlot {
+        let e = p.item(i)
+        guard let pc = ProtectionClass(rawValue: e.protectionClass) else {
+            throw Unusable(reason: "an entry names protection class \(e.protectionClass)")
         }
-        return ItemSlot(offset: bytes.readBE(UInt64.self, at: at + 16), recordSize: bytes.readBE(UInt32.self, at: at + 32),
-                        classTag: bytes.readBE(UInt32.self, at: at + 36), protection: pc, flags: bytes[at + 57],
-                        uniqueHash: IndexBase.key(bytes, at: at + 40), sequence: bytes.readBE(UInt64.self, at: at + 24))
+        return ItemSlot(offset: e.recordOffset, recordSize: e.recordSize, classTag: e.classTag, protection: pc, flags: e.flags,
+                        uniqueHash: ID16(e.uniqueKeyHash), sequence: e.sequence)
     }
 
-    /// Binary search over pages, then inside the page: the entry index holding `key`.
-    private func find(_ key: ID16, pages: Int, firstPage: UInt32, entries: (Int) -> Int, size: Int) throws -> (bytes: [UInt8], at: Int)? {
+    /// Binary search over pages, then inside the page: the page and entry holding `key`.
+    private func find(_ key: ID16, pages: Int, firstPage: UInt32) throws -> (page: IndexEntryPage, entry: Int)? {
         var lo = 0, hi = pages - 1
         while lo <= hi {
             let mid = (lo + hi) / 2
-            let bytes = try page(firstPage + UInt32(mid))
-            let n = entries(mid)
-            if key < IndexBase.key(bytes, at: 0) {
+            let p = try page(firstPage + UInt32(mid))
+            guard p.count > 0 else { return nil }
+            if key < ID16(p.key(0)) {
                 hi = mid - 1
-            } else if IndexBase.key(bytes, at: (n - 1) * size) < key {
+            } else if ID16(p.key(p.count - 1)) < key {
                 lo = mid + 1
             } else {
-                var l = 0, h = n - 1
+                var l = 0, h = p.count - 1
                 while l <= h {
                     let m = (l + h) / 2
-                    let k = IndexBase.key(bytes, at: m * size)
-                    if k == key { return (bytes, m * size) }
+                    let k = ID16(p.key(m))
+                    if k == key { return (p, m) }
                     if k < key { l = m + 1 } else { h = m - 1 }
                 }
                 return nil
@@ -220,8 +223,8 @@ final class IndexBase: @unchecked Sendable {
     /// entry names is checked first (`checkRecord`): an entry that names another item's record
     /// makes the index unusable, never an answer about the wrong item.
     func slot(_ id: ID16) throws -> ItemSlot? {
-        guard let (bytes, at) = try find(id, pages: Int(itemPages), firstPage: 1, entries: itemEntries, size: itemSize) else { return nil }
-        let s = try slot(in: bytes, at: at)
+        guard let (p, i) = try find(id, pages: Int(itemPages), firstPage: 1) else { return nil }
+        let s = try slot(in: p, at: i)
         try checkRecord(of: id, s)
         return s
     }
@@ -249,7 +252,7 @@ final class IndexBase: @unchecked Sendable {
         guard bytes.count == want, let frame = try? FrameHeader.decode(bytes[...]),
               frame.type == RecordType.itemPut.rawValue, frame.sequence == s.sequence, frame.recordSize == Int(s.recordSize),
               let clear = try? ItemPutPayload.decodeClear(bytes.dropFirst(FormatConstants.frameHeaderSize) + [UInt8](repeating: 0, count: 56)),
-              ID16(clear.uuid) == id, clear.classTag.readBE(UInt32.self, at: 0) == s.classTag,
+              ID16(clear.uuid) == id, clear.classTag == s.classTag,
               clear.protectionClass == s.protection, clear.flags == s.flags, ID16(clear.uniqueKeyHash) == s.uniqueHash else {
             throw Unusable(reason: "its entry for an item names a record that is not that item's put (at byte \(s.offset))")
         }
@@ -257,9 +260,8 @@ final class IndexBase: @unchecked Sendable {
 
     /// The live item that had unique-key hash `hash` at the covered end.
     func owner(_ hash: ID16) throws -> ID16? {
-        guard let (bytes, at) = try find(hash, pages: Int(header.uniquePages), firstPage: 1 + itemPages,
-                                        entries: uniqueEntries, size: uniqueSize) else { return nil }
-        let id = IndexBase.key(bytes, at: at + 16)
+        guard let (p, i) = try find(hash, pages: Int(header.uniquePages), firstPage: 1 + itemPages) else { return nil }
+        let id = ID16(p.uniqueOwner(i))
         guard let s = try slot(id), s.uniqueHash == hash else {
             throw Unusable(reason: "its unique-key table names an item its item table does not hold with that key")
         }
@@ -270,12 +272,12 @@ final class IndexBase: @unchecked Sendable {
     func forEachItem(_ body: (ID16, ItemSlot) throws -> Void) throws {
         var previous: ID16?
         for p in 0..<Int(itemPages) {
-            let bytes = try readThrough(1 + UInt32(p))
-            for i in 0..<itemEntries(onPage: p) {
-                let id = IndexBase.key(bytes, at: i * itemSize)
+            let page = try readThrough(1 + UInt32(p))
+            for i in 0..<page.count {
+                let id = ID16(page.key(i))
                 if let q = previous, !(q < id) { throw Unusable(reason: "its item table is not sorted") }
                 previous = id
-                try body(id, try slot(in: bytes, at: i * itemSize))
+                try body(id, try slot(in: page, at: i))
             }
         }
     }
@@ -284,24 +286,25 @@ final class IndexBase: @unchecked Sendable {
     func forEachUnique(_ body: (ID16, ID16) throws -> Void) throws {
         var previous: ID16?
         for p in 0..<Int(header.uniquePages) {
-            let bytes = try readThrough(1 + itemPages + UInt32(p))
-            for i in 0..<uniqueEntries(onPage: p) {
-                let hash = IndexBase.key(bytes, at: i * uniqueSize)
+            let page = try readThrough(1 + itemPages + UInt32(p))
+            for i in 0..<page.count {
+                let hash = ID16(page.key(i))
                 if let q = previous, !(q < hash) { throw Unusable(reason: "its unique-key table is not sorted") }
                 previous = hash
-                try body(hash, IndexBase.key(bytes, at: i * uniqueSize + 16))
+                try body(hash, ID16(page.uniqueOwner(i)))
             }
         }
     }
 
     /// A page for a sequential pass: authenticated, not cached.
-    private func readThrough(_ n: UInt32) throws -> [UInt8] {
+    private func readThrough(_ n: UInt32) throws -> IndexEntryPage {
         if Int(n) < cache.count, let p = cache[Int(n)] { return p }
         return try readVerified(n)
     }
 
-    /// Page `n` read from the file and checked against its MAC (bound to this index's header).
-    func readVerified(_ n: UInt32) throws -> [UInt8] {
+    /// Page `n` read from the file and checked against its MAC (bound to this index's header),
+    /// with the entry count its header gives it.
+    func readVerified(_ n: UInt32) throws -> IndexEntryPage {
         let bytes: [UInt8]
         do {
             bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
@@ -311,7 +314,12 @@ final class IndexBase: @unchecked Sendable {
         guard IndexPage.verify(bytes, page: n, headerMAC: headerMAC, macKey: macKey) else {
             throw Unusable(reason: "page \(n) failed its integrity check")
         }
-        return bytes
+        let (table, count) = layout(ofPage: n)
+        do {
+            return try IndexEntryPage(bytes, table: table, count: count)
+        } catch {
+            throw Unusable(reason: "page \(n): \(error)")
+        }
     }
 }
 
@@ -320,6 +328,11 @@ extension ID16: Comparable {
         self.high = high
         self.low = low
     }
+
+    init(_ key: IndexKey) { self.init(high: key.high, low: key.low) }
+
+    /// The same 16 bytes as the index tables hold them.
+    var indexKey: IndexKey { (high, low) }
 
     /// Byte order (big-endian, unsigned): the order of the index tables.
     static func < (a: ID16, b: ID16) -> Bool { a.high != b.high ? a.high < b.high : a.low < b.low }

@@ -122,37 +122,23 @@ extension KeychainStore {
                             recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
                             generation: try Crypto.randomBytes(16), attributeCount: UInt64(attributes.count),
                             unhashedCount: UInt64(attributes.unhashed.count))
-        let headerPage = h.encode(macKey: keys.indexFileMAC)
-        let headerMAC = IndexHeader.mac(of: headerPage)
         removeAbandonedIndexWrites()
         let temp = indexPath + "-" + hexString(try Crypto.randomBytes(4))
         let tfd = try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600)
         do {
-            var batch = headerPage
+            var pages = IndexPageWriter(headerPage: h.encode(macKey: keys.indexFileMAC), macKey: keys.indexFileMAC)
             var written: UInt64 = 0
-            var pageNumber: UInt32 = 1
-            var body = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-            var inPage = 0
             func flush() throws {
+                let batch = pages.takeSealed()
                 try fs.write(tfd, offset: written, batch)
                 written += UInt64(batch.count)
-                batch.removeAll(keepingCapacity: true)
             }
-            func endPage() throws {
-                batch.append(contentsOf: IndexPage.seal(body: body.bytes, page: pageNumber, headerMAC: headerMAC, macKey: keys.indexFileMAC))
-                pageNumber += 1
-                body = ByteWriter(capacity: FormatConstants.indexPageBodySize)
-                inPage = 0
-                if batch.count >= 1 << 20 { try flush() }
-            }
-            var itemsWritten: UInt64 = 0
+            func flushIfLarge() throws { if pages.sealed.count >= 1 << 20 { try flush() } }
             func emit(_ id: ID16, _ s: ItemSlot) throws {
-                IndexItemEntry(uuid: id.bytes, recordOffset: s.offset, sequence: s.sequence, recordSize: s.recordSize,
-                               classTag: s.classTag, uniqueKeyHash: s.uniqueHash.bytes, protectionClass: s.protection.rawValue,
-                               flags: s.flags).encode(into: &body)
-                inPage += 1
-                itemsWritten += 1
-                if inPage == FormatConstants.indexItemsPerPage { try endPage() }
+                pages.appendItem(IndexItemEntry(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
+                                                 recordSize: s.recordSize, classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey,
+                                                 protectionClass: s.protection.rawValue, flags: s.flags))
+                try flushIfLarge()
             }
             // Items in UUID order: the index's entries merged with the changes since (made in
             // order a range of UUIDs at a time, SortedInChunks).
@@ -173,16 +159,13 @@ extension KeychainStore {
                 }
             }
             while let c = changes.next() { try emitChange(c) }
-            if inPage > 0 { try endPage() }
+            let itemsWritten = UInt64(pages.count)
             // Unique-key hashes in hash order: the index's, less the items changed since,
             // merged with those of the changed items that are live.
-            var uniquesWritten: UInt64 = 0
+            pages.begin(.uniqueKeys)
             func emitUnique(_ hash: ID16, _ id: ID16) throws {
-                body.raw(hash.bytes)
-                body.raw(id.bytes)
-                inPage += 1
-                uniquesWritten += 1
-                if inPage == FormatConstants.indexUniquesPerPage { try endPage() }
+                pages.appendUnique(hash: hash.indexKey, uuid: id.indexKey)
+                try flushIfLarge()
             }
             var fresh = SortedInChunks<(ID16, ID16)>(
                 produce: { body in items.forEachChange { id, slot in if let slot { body((slot.uniqueHash, id)) } } },
@@ -196,16 +179,13 @@ extension KeychainStore {
                 try emitUnique(hash, id)
             }
             while let f = fresh.next() { try emitUnique(f.0, f.1) }
-            if inPage > 0 { try endPage() }
+            let uniquesWritten = UInt64(pages.count)
             // Attribute entries in (hash, item) order: the index's, less the items changed
             // since, merged with those of the changed items that have a bound hash record.
-            var attributesWritten = 0
+            pages.begin(.attributes)
             func emitAttribute(_ e: (UInt64, ID16)) throws {
-                body.u64(e.0)
-                body.raw(e.1.bytes)
-                inPage += 1
-                attributesWritten += 1
-                if inPage == FormatConstants.indexAttributesPerPage { try endPage() }
+                pages.appendAttribute(hash: e.0, uuid: e.1.indexKey)
+                try flushIfLarge()
             }
             var freshAttributes = log.attributes.sortedFreshEntries()
             try log.attributes.base?.forEachAttribute { hash, id in
@@ -217,13 +197,13 @@ extension KeychainStore {
                 try emitAttribute((hash, id))
             }
             while let e = freshAttributes.next() { try emitAttribute(e) }
-            if inPage > 0 { try endPage() }
+            let attributesWritten = pages.count
+            pages.begin(.unhashed)
             for id in attributes.unhashed {
-                body.raw(id.bytes)
-                inPage += 1
-                if inPage == FormatConstants.indexUnhashedPerPage { try endPage() }
+                pages.appendUnhashed(uuid: id.indexKey)
+                try flushIfLarge()
             }
-            if inPage > 0 { try endPage() }
+            pages.endTable()
             guard attributesWritten == attributes.count else {
                 throw IndexBase.Unusable(reason: "its attribute table changed while the index was written")
             }

@@ -154,7 +154,7 @@ extension KeychainStore {
               frame.sequence == slot.sequence, frame.recordSize == record.count,
               RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
               let clear = try? ItemPutPayload.decodeClear(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
-              clear.classTag.readBE(UInt32.self, at: 0) == slot.classTag, clear.protectionClass == slot.protection,
+              clear.classTag == slot.classTag, clear.protectionClass == slot.protection,
               clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash else {
             // A slot from an index (spec §17) that does not match its record: the index goes.
             if !log.items.isMaterialized, readOnlyReason == nil { try? fs.remove(indexPath) }

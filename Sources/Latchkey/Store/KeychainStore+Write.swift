@@ -118,7 +118,8 @@ final class WriteTransaction {
         let uniqueKeyHash = store.keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
         return CheckedPut(id: id, uuid: uuid, plaintext: plaintext, protection: protection, flags: flags, classKey: classKey,
                           plaintextSize: size, uniqueKeyHash: uniqueKeyHash, hash: ID16(uniqueKeyHash),
-                          classTag: store.classTags[plaintext.itemClass]!)
+                          classTag: store.classTags[plaintext.itemClass]!,
+                          classTagWord: store.keys.classTagWord(plaintext.itemClass))
     }
 
     /// Appends one transaction of `mutations`. Every check passes before any byte is written

@@ -106,7 +106,7 @@ package final class KeychainStore: @unchecked Sendable {
         for c in ItemClass.allCases {
             let tag = keys.classTag(c)
             classTags[c] = tag
-            tagToClass[tag.readBE(UInt32.self, at: 0)] = c
+            tagToClass[keys.classTagWord(c)] = c
         }
     }
 

@@ -33,8 +33,8 @@ struct ID16: Hashable, Sendable {
 
     var bytes: [UInt8] {
         var w = ByteWriter(capacity: 16)
-        w.u64(high)
-        w.u64(low)
+        w.writeInteger(high, as: UInt64.self)
+        w.writeInteger(low, as: UInt64.self)
         return w.bytes
     }
 
@@ -304,7 +304,7 @@ extension LogState {
                                                offset: offset, protection: p.protectionClass))
                     }
                     pending.append((.put(ID16(p.uuid), ItemSlot(offset: offset, recordSize: UInt32(size),
-                                                                 classTag: p.classTag.readBE(UInt32.self, at: 0),
+                                                                 classTag: p.classTag,
                                                                  protection: p.protectionClass, flags: p.flags,
                                                                  uniqueHash: ID16(p.uniqueKeyHash), sequence: frame.sequence)), offset))
                 case .itemDelete:
@@ -449,7 +449,7 @@ func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSy
             // comparison per offset; then the CRC, computed before anything is decoded.
             guard at >= next, bytes[i + 4] != 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
                   bytes[i] == 0 || (bytes[i] == 1 && bytes[i + 1] == 0 && bytes[i + 2] == 0 && bytes[i + 3] == 0),
-                  CRC32C.checksum(bytes[i..<i + 16]) == bytes.readBE(UInt32.self, at: i + 16),
+                  CRC32C.checksum(bytes[i..<i + 16]) == ByteReader(bytes).getInteger(at: i + 16, as: UInt32.self),
                   let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
             let end = at + UInt64(frame.recordSize)
             guard end <= fileSize else { continue }

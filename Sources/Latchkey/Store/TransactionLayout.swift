@@ -17,6 +17,8 @@ struct CheckedPut {
     let uniqueKeyHash: [UInt8]
     let hash: ID16
     let classTag: [UInt8]
+    /// The class tag as the slot holds it.
+    let classTagWord: UInt32
 
     /// Refuses the put when another live item holds its unique key (`holder`: the item that
     /// holds it now, as the transaction has left the items so far).
@@ -66,7 +68,7 @@ struct TransactionLayout {
     /// The slot the put's record will have when it is placed next (`place(_:at:)`).
     func slot(for put: CheckedPut) -> ItemSlot {
         let size = RecordSealer.recordSize(payloadSize: ItemPutPayload.sealedSize(plaintextSize: put.plaintextSize))
-        return ItemSlot(offset: end, recordSize: UInt32(size), classTag: put.classTag.readBE(UInt32.self, at: 0),
+        return ItemSlot(offset: end, recordSize: UInt32(size), classTag: put.classTagWord,
                         protection: put.protection, flags: put.flags, uniqueHash: put.hash, sequence: lastSequence + 1)
     }
 

@@ -1,3 +1,5 @@
+import LatchkeyFormat
+
 /// The tar subset of a backup (spec/BACKUP.md §2.1), checked on the decompressed bytes in the
 /// order libarchive's tar reader reads them. libarchive is lenient where the subset is strict:
 /// it applies pax `x`/`g` and GNU `L`/`K` headers to the next entry (so a pax `path=` renames

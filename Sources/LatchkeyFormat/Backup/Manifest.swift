@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// What the manifest says about one entry (§6.2).
 package struct ManifestEntry: Equatable, Sendable {
@@ -38,20 +37,20 @@ package struct Manifest: Equatable, Sendable {
     package func encode(macKey: SecretKey) -> [UInt8] {
         var w = ByteWriter(capacity: BackupConstants.manifestFixedSize + entries.count * 72 + 32)
         common.encode(magic: BackupConstants.manifestMagic, into: &w)
-        w.u64(itemCount)
-        for c in countsByClass { w.u64(c) }
-        w.u64(notExported)
-        w.u32(UInt32(entries.count))
-        w.zeros(4)
+        w.writeInteger(itemCount, as: UInt64.self)
+        for c in countsByClass { w.writeInteger(c, as: UInt64.self) }
+        w.writeInteger(notExported, as: UInt64.self)
+        w.writeInteger(UInt32(entries.count), as: UInt32.self)
+        w.writeZeros(4)
         for e in entries {
             let name = Array(e.name.utf8)
-            w.u8(UInt8(name.count))
-            w.raw(name)
-            w.u64(e.size)
-            w.raw(e.sha256)
+            w.writeInteger(UInt8(name.count), as: UInt8.self)
+            w.writeBytes(name)
+            w.writeInteger(e.size, as: UInt64.self)
+            w.writeBytes(e.sha256)
         }
-        w.raw(extensionBytes)
-        w.raw(Crypto.hmacSHA256(key: macKey, parts: [w.bytes]))
+        w.writeBytes(extensionBytes)
+        w.writeBytes(Crypto.hmacSHA256(key: macKey, parts: [w.bytes]))
         return w.bytes
     }
 
@@ -72,24 +71,24 @@ package struct Manifest: Equatable, Sendable {
     package static func decode(_ bytes: [UInt8]) throws -> Manifest {
         var r = ByteReader(bytes)
         let common = try BackupCommon.decode(magic: BackupConstants.manifestMagic, what: "manifest", &r)
-        let total = try r.u64("manifest item count")
+        let total = try r.readInteger(as: UInt64.self, "manifest item count")
         var counts: [UInt64] = []
-        for _ in 0..<6 { counts.append(try r.u64("manifest item count by class")) }
-        let notExported = try r.u64("manifest count of items not exported")
-        let n = Int(try r.u32("manifest entry count"))
-        try r.reserved(4, "manifest reserved bytes 172-175")
+        for _ in 0..<6 { counts.append(try r.readInteger(as: UInt64.self, "manifest item count by class")) }
+        let notExported = try r.readInteger(as: UInt64.self, "manifest count of items not exported")
+        let n = Int(try r.readInteger(as: UInt32.self, "manifest entry count"))
+        try r.readReserved(count: 4, "manifest reserved bytes 172-175")
         guard n <= r.remaining / 42 else { throw FormatError.truncated(field: "manifest entries") }
         var entries: [ManifestEntry] = []
         entries.reserveCapacity(n)
         for _ in 0..<n {
-            let length = Int(try r.u8("manifest entry name length"))
+            let length = Int(try r.readInteger(as: UInt8.self, "manifest entry name length"))
             guard length >= 1 else { throw FormatError.invalidField(field: "manifest entry name", reason: "empty") }
-            let name = try r.bytes(length, "manifest entry name")
+            let name = try r.readBytes(count: length, "manifest entry name")
             guard name.allSatisfy({ (0x21...0x7e).contains($0) }) else {
                 throw FormatError.invalidField(field: "manifest entry name", reason: "must be printable ASCII")
             }
-            entries.append(ManifestEntry(name: String(decoding: name, as: UTF8.self), size: try r.u64("manifest entry size"),
-                                         sha256: try r.bytes(32, "manifest entry SHA-256")))
+            entries.append(ManifestEntry(name: String(decoding: name, as: UTF8.self), size: try r.readInteger(as: UInt64.self, "manifest entry size"),
+                                         sha256: try r.readBytes(count: 32, "manifest entry SHA-256")))
         }
         let extra = r.remaining - BackupConstants.macSize
         guard extra >= 0 else { throw FormatError.truncated(field: "manifest") }
@@ -97,7 +96,7 @@ package struct Manifest: Equatable, Sendable {
             throw FormatError.invalidField(field: "manifest", reason: "\(extra) unexpected bytes before the MAC")
         }
         var m = Manifest(common: common, itemCount: total, countsByClass: counts, notExported: notExported, entries: entries)
-        m.extensionBytes = try r.bytes(extra, "manifest extension bytes")
+        m.extensionBytes = try r.readBytes(count: extra, "manifest extension bytes")
         return m
     }
 }

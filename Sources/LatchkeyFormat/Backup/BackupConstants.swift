@@ -1,5 +1,3 @@
-import LatchkeyFormat
-
 /// Every constant of the backup format, in one place.
 /// Specification: spec/BACKUP.md (section numbers in the comments refer to it).
 package enum BackupConstants {
@@ -35,17 +33,23 @@ package enum BackupConstants {
     package static let major: UInt16 = 1
     package static let minor: UInt16 = 0
 
-    /// Bytes 0..<104 of the keybag entry and of the manifest: the common part (§3.1).
-    package static let commonSize = 104
-    package static let keybagFixedSize = 108
-    package static let keybagEntrySize = 42
+    /// Bytes 0..<104 of the keybag entry and of the manifest: the common part (§3.1), which
+    /// ends with the KDF parameters as a keychain's keybag holds them.
+    package static let commonSize = 72 + FormatConstants.kdfParametersSize
+    /// The common part, a u8 entry count and 3 reserved bytes; the entries that follow are
+    /// wrapped class keys of `FormatConstants.keybagEntrySize` bytes, as in a keychain.
+    package static let keybagFixedSize = commonSize + 4
+    /// The SHA-256 that ends the keybag entry, the HMAC-SHA256 that ends the manifest.
     package static let checksumSize = 32
-    package static let manifestFixedSize = 176
     package static let macSize = 32
+    /// The common part, eight u64 counts (items, items of each of the six classes, items not
+    /// exported), a u32 entry count and 4 reserved bytes (§6.1).
+    package static let manifestFixedSize = commonSize + 8 * 8 + 8
     package static let itemsFixedSize = 16
-    /// An item record without its ciphertext: 24 clear bytes, 40 wrapped key, 16 tag (§5.2).
-    package static let itemRecordFixedSize = 80
     package static let itemClearSize = 24
+    /// An item record without its ciphertext: the clear part, the wrapped item key and the
+    /// GCM tag (§5.2).
+    package static let itemRecordFixedSize = itemClearSize + FormatConstants.wrappedKeySize + FormatConstants.gcmTagSize
 
     // §7 Limits
     /// Largest keybag entry a reader accepts.
@@ -58,7 +62,7 @@ package enum BackupConstants {
     /// Largest ancillary entry a reader of an older minor version accepts (and skips).
     package static let maxAncillaryEntrySize = 16 << 20
     /// Largest item plaintext (spec/FORMAT.md §6.4).
-    package static let maxPlaintextSize = Int(FormatConstants.maxPayloadSize) - 96
+    package static let maxPlaintextSize = FormatConstants.maxItemPlaintextSize
     /// A writer closes an items entry at this many records or this many bytes.
     package static let writerItemsPerEntry = 1024
     package static let writerEntryBytes = 4 << 20

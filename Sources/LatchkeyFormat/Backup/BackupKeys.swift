@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// The key schedule of one backup (spec/BACKUP.md §4).
 ///

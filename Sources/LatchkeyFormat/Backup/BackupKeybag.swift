@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// Bytes 8..<104 of the keybag entry, repeated in the manifest (spec/BACKUP.md §3.1).
 package struct BackupCommon: Equatable, Sendable {
@@ -25,63 +24,37 @@ package struct BackupCommon: Equatable, Sendable {
 
     /// Writes bytes 0..<104 with `magic` first.
     func encode(magic: [UInt8], into w: inout ByteWriter) {
-        w.raw(magic)
-        w.u16(major)
-        w.u16(minor)
-        w.u8(mode.rawValue)
-        w.zeros(3)
-        w.raw(backupUUID)
-        w.raw(sourceDeviceUUID)
-        w.raw(keychainUUID)
-        w.u64(createdAt)
-        w.u8(kdf.kind.rawValue)
-        w.u8(kdf.logN)
-        w.zeros(2)
-        w.u32(kdf.r)
-        w.u32(kdf.p)
-        w.zeros(4)
-        w.raw(kdf.salt)
+        w.writeBytes(magic)
+        w.writeInteger(major, as: UInt16.self)
+        w.writeInteger(minor, as: UInt16.self)
+        w.writeInteger(mode.rawValue, as: UInt8.self)
+        w.writeZeros(3)
+        w.writeBytes(backupUUID)
+        w.writeBytes(sourceDeviceUUID)
+        w.writeBytes(keychainUUID)
+        w.writeInteger(createdAt, as: UInt64.self)
+        kdf.encode(into: &w)
     }
 
     /// Reads bytes 0..<104: magic, then the major version before anything else (§10).
     static func decode(magic: [UInt8], what: String, _ r: inout ByteReader) throws -> BackupCommon {
-        guard try r.bytes(8, "\(what) magic") == magic else { throw FormatError.badMagic(what: "Latchkey backup \(what)") }
-        let major = try r.u16("\(what) major version")
-        let minor = try r.u16("\(what) minor version")
+        guard try r.readBytes(count: 8, "\(what) magic") == magic else { throw FormatError.badMagic(what: "Latchkey backup \(what)") }
+        let major = try r.readInteger(as: UInt16.self, "\(what) major version")
+        let minor = try r.readInteger(as: UInt16.self, "\(what) minor version")
         guard major == BackupConstants.major else {
             throw FormatError.unsupportedVersion(what: "backup", major: major, minor: minor)
         }
-        let rawMode = try r.u8("\(what) mode")
+        let rawMode = try r.readInteger(as: UInt8.self, "\(what) mode")
         guard let mode = BackupMode(rawValue: rawMode) else {
             throw FormatError.invalidField(field: "\(what) mode", reason: "unknown mode \(rawMode)")
         }
-        try r.reserved(3, "\(what) reserved bytes 13-15")
-        let backupUUID = try r.bytes(16, "backup UUID")
-        let device = try r.bytes(16, "source device UUID")
-        let keychain = try r.bytes(16, "keychain UUID")
-        let created = try r.u64("creation time")
-        let rawKDF = try r.u8("KDF id")
-        guard let kind = KDFParameters.Kind(rawValue: rawKDF) else {
-            throw FormatError.invalidField(field: "KDF id", reason: "unknown KDF \(rawKDF)")
-        }
-        let logN = try r.u8("scrypt logN")
-        try r.reserved(2, "\(what) reserved bytes 74-75")
-        let rr = try r.u32("scrypt r")
-        let p = try r.u32("scrypt p")
-        try r.reserved(4, "\(what) reserved bytes 84-87")
-        let salt = try r.bytes(16, "scrypt salt")
-        let kdf: KDFParameters
-        switch kind {
-        case .none:
-            guard logN == 0, rr == 0, p == 0, salt.allSatisfy({ $0 == 0 }) else {
-                throw FormatError.invalidField(field: "KDF", reason: "parameters must be zero when there is no password")
-            }
-            kdf = .none
-        case .scrypt:
-            kdf = .scrypt(salt: salt, logN: logN, r: rr, p: p)
-            try kdf.validate()
-        }
-        guard (mode == .password) == (kind == .scrypt) else {
+        try r.readReserved(count: 3, "\(what) reserved bytes 13-15")
+        let backupUUID = try r.readBytes(count: 16, "backup UUID")
+        let device = try r.readBytes(count: 16, "source device UUID")
+        let keychain = try r.readBytes(count: 16, "keychain UUID")
+        let created = try r.readInteger(as: UInt64.self, "creation time")
+        let kdf = try KDFParameters.decode(&r, names: .backup)
+        guard (mode == .password) == (kdf.kind == .scrypt) else {
             throw FormatError.invalidField(field: "KDF id", reason: mode == .password ? "a password backup needs scrypt" : "a backup without a password has no KDF")
         }
         var c = BackupCommon(mode: mode, backupUUID: backupUUID, sourceDeviceUUID: device, keychainUUID: keychain,
@@ -93,11 +66,7 @@ package struct BackupCommon: Equatable, Sendable {
 }
 
 /// One wrapped backup class key (§3.2).
-package struct BackupKeybagEntry: Equatable, Sendable {
-    package var protectionClass: ProtectionClass
-    package var wrap: BackupWrapKind
-    package var wrappedKey: [UInt8]
-}
+package typealias BackupKeybagEntry = WrappedClassKey<BackupWrapKind>
 
 /// The first entry of every backup: who can open it, the KDF, and the six backup class keys,
 /// wrapped (spec/BACKUP.md §3).
@@ -106,6 +75,12 @@ package struct BackupKeybag: Equatable, Sendable {
     package var entries: [BackupKeybagEntry]
     /// Bytes a newer minor version put between the entries and the checksum (§10).
     package var extensionBytes: [UInt8] = []
+
+    package init(common: BackupCommon, entries: [BackupKeybagEntry], extensionBytes: [UInt8] = []) {
+        self.common = common
+        self.entries = entries
+        self.extensionBytes = extensionBytes
+    }
 
     /// The wrap kind each class must have in `mode` (§4.2).
     package static func wrapKind(_ pc: ProtectionClass, mode: BackupMode) -> BackupWrapKind {
@@ -118,15 +93,11 @@ package struct BackupKeybag: Equatable, Sendable {
     package func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 512)
         common.encode(magic: BackupConstants.keybagMagic, into: &w)
-        w.u8(UInt8(entries.count))
-        w.zeros(3)
-        for e in entries {
-            w.u8(e.protectionClass.rawValue)
-            w.u8(e.wrap.rawValue)
-            w.raw(e.wrappedKey)
-        }
-        w.raw(extensionBytes)
-        w.raw(Crypto.sha256(w.bytes))
+        w.writeInteger(UInt8(entries.count), as: UInt8.self)
+        w.writeZeros(3)
+        for e in entries { e.encode(into: &w) }
+        w.writeBytes(extensionBytes)
+        w.writeBytes(Crypto.sha256(w.bytes))
         return w.bytes
     }
 
@@ -141,23 +112,23 @@ package struct BackupKeybag: Equatable, Sendable {
         guard Crypto.constantTimeEqual(Crypto.sha256(Array(bytes.dropLast(BackupConstants.checksumSize))), sum) else {
             throw FormatError.checksumMismatch(what: "backup keybag")
         }
-        let count = Int(try r.u8("keybag entry count"))
-        try r.reserved(3, "keybag reserved bytes 105-107")
+        let count = Int(try r.readInteger(as: UInt8.self, "keybag entry count"))
+        try r.readReserved(count: 3, "keybag reserved bytes 105-107")
         guard count == BackupConstants.exportedClasses.count else {
             throw FormatError.invalidField(field: "keybag entry count", reason: "must be 6")
         }
         var entries: [BackupKeybagEntry] = []
         for expected in BackupConstants.exportedClasses {
-            let raw = try r.u8("keybag entry class")
+            let raw = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard raw == expected.rawValue else {
                 throw FormatError.invalidField(field: "keybag entries", reason: "class \(raw) where \(expected.rawValue) (\(expected.code)) was expected")
             }
-            let kind = try r.u8("keybag entry wrap kind")
+            let kind = try r.readInteger(as: UInt8.self, "keybag entry wrap kind")
             guard kind == wrapKind(expected, mode: common.mode).rawValue else {
                 throw FormatError.invalidField(field: "keybag entries", reason: "class \(expected.code) has wrap kind \(kind)")
             }
             entries.append(BackupKeybagEntry(protectionClass: expected, wrap: BackupWrapKind(rawValue: kind)!,
-                                             wrappedKey: try r.bytes(40, "wrapped class key")))
+                                             wrappedKey: try r.readBytes(count: 40, "wrapped class key")))
         }
         let extra = r.remaining - BackupConstants.checksumSize
         guard extra >= 0 else { throw FormatError.truncated(field: "backup keybag") }
@@ -165,7 +136,7 @@ package struct BackupKeybag: Equatable, Sendable {
             throw FormatError.invalidField(field: "backup keybag", reason: "\(extra) unexpected bytes before the checksum")
         }
         var bag = BackupKeybag(common: common, entries: entries)
-        bag.extensionBytes = try r.bytes(extra, "keybag extension bytes")
+        bag.extensionBytes = try r.readBytes(count: extra, "keybag extension bytes")
         return bag
     }
 }

@@ -1,5 +1,4 @@
 import LatchkeyCrypto
-import LatchkeyFormat
 
 /// One item in an items entry (spec/BACKUP.md §5.2): its UUID, protection class and flags in
 /// clear, its plaintext (spec/FORMAT.md §8) sealed under a fresh item key wrapped by the
@@ -15,22 +14,22 @@ package struct BackupItemRecord: Sendable {
     /// Bytes 0..<24 of the record, which the AAD covers.
     func clearPart() -> [UInt8] {
         var w = ByteWriter(capacity: BackupConstants.itemClearSize)
-        w.raw(uuid)
-        w.u8(protectionClass.rawValue)
-        w.u8(flags)
-        w.zeros(2)
-        w.u32(UInt32(ciphertext.count))
+        w.writeBytes(uuid)
+        w.writeInteger(protectionClass.rawValue, as: UInt8.self)
+        w.writeInteger(flags, as: UInt8.self)
+        w.writeZeros(2)
+        w.writeInteger(UInt32(ciphertext.count), as: UInt32.self)
         return w.bytes
     }
 
     /// AAD (§5.3): "LKBKitem" ‖ backup UUID ‖ u32 entry number ‖ u32 record index ‖ clear part.
     func aad(backupUUID: [UInt8], entry: Int, index: Int) -> [UInt8] {
         var w = ByteWriter(capacity: 56)
-        w.raw(BackupConstants.itemAADPrefix)
-        w.raw(backupUUID)
-        w.u32(UInt32(entry))
-        w.u32(UInt32(index))
-        w.raw(clearPart())
+        w.writeBytes(BackupConstants.itemAADPrefix)
+        w.writeBytes(backupUUID)
+        w.writeInteger(UInt32(entry), as: UInt32.self)
+        w.writeInteger(UInt32(index), as: UInt32.self)
+        w.writeBytes(clearPart())
         return w.bytes
     }
 
@@ -81,46 +80,46 @@ package enum ItemsEntry {
     /// Encodes an entry from already encoded records.
     package static func encode(number: Int, count: Int, records: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: BackupConstants.itemsFixedSize + records.count)
-        w.raw(BackupConstants.itemsMagic)
-        w.u32(UInt32(number))
-        w.u32(UInt32(count))
-        w.raw(records)
+        w.writeBytes(BackupConstants.itemsMagic)
+        w.writeInteger(UInt32(number), as: UInt32.self)
+        w.writeInteger(UInt32(count), as: UInt32.self)
+        w.writeBytes(records)
         return w.bytes
     }
 
     /// Decodes an entry and checks every rule of §5.4 that needs no key.
     package static func decode(_ bytes: [UInt8], expectedNumber: Int) throws -> [BackupItemRecord] {
         var r = ByteReader(bytes)
-        guard try r.bytes(8, "items entry magic") == BackupConstants.itemsMagic else {
+        guard try r.readBytes(count: 8, "items entry magic") == BackupConstants.itemsMagic else {
             throw FormatError.badMagic(what: "Latchkey backup items entry")
         }
-        let number = Int(try r.u32("items entry number"))
+        let number = Int(try r.readInteger(as: UInt32.self, "items entry number"))
         guard number == expectedNumber else {
             throw FormatError.invalidField(field: "items entry number", reason: "\(number) in the entry named for \(expectedNumber)")
         }
-        let count = Int(try r.u32("items entry record count"))
+        let count = Int(try r.readInteger(as: UInt32.self, "items entry record count"))
         guard count >= 1 else { throw FormatError.invalidField(field: "items entry record count", reason: "an items entry holds at least one record") }
         guard count <= r.remaining / BackupConstants.itemRecordFixedSize else { throw FormatError.truncated(field: "items entry records") }
         var out: [BackupItemRecord] = []
         out.reserveCapacity(count)
         for _ in 0..<count {
-            let uuid = try r.bytes(16, "item UUID")
-            let raw = try r.u8("item protection class")
+            let uuid = try r.readBytes(count: 16, "item UUID")
+            let raw = try r.readInteger(as: UInt8.self, "item protection class")
             guard let pc = ProtectionClass(rawValue: raw), pc != .whenPasscodeSetThisDeviceOnly else {
                 throw FormatError.invalidField(field: "item protection class", reason: "\(raw) is not one of 6-11")
             }
-            let flags = try r.u8("item flags")
+            let flags = try r.readInteger(as: UInt8.self, "item flags")
             guard flags & ~ItemPutPayload.userPresenceFlag == 0 else {
                 throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
             }
-            try r.reserved(2, "item reserved bytes 18-19")
-            let length = Int(try r.u32("item ciphertext length"))
+            try r.readReserved(count: 2, "item reserved bytes 18-19")
+            let length = Int(try r.readInteger(as: UInt32.self, "item ciphertext length"))
             guard length <= BackupConstants.maxPlaintextSize else {
                 throw FormatError.invalidField(field: "item ciphertext length", reason: "larger than \(BackupConstants.maxPlaintextSize)")
             }
-            let wrapped = try r.bytes(40, "wrapped item key")
-            let ct = try r.take(length, "item ciphertext")
-            let tag = try r.take(16, "item tag")
+            let wrapped = try r.readBytes(count: 40, "wrapped item key")
+            let ct = try r.readSlice(count: length, "item ciphertext")
+            let tag = try r.readSlice(count: 16, "item tag")
             out.append(BackupItemRecord(uuid: uuid, protectionClass: pc, flags: flags, wrappedItemKey: wrapped,
                                         ciphertext: ct, tag: tag))
         }
