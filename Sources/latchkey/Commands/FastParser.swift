@@ -31,17 +31,6 @@ struct FastArguments {
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
 
-    /// The attribute option of that name (`account`, `account-hex`), as a table of
-    /// `AttributeOption.all` and then `allBytes` would give it. No such table is built: each
-    /// hex form consults the item schema, about 100 µs a process for the 50 options a
-    /// command names none of.
-    static func attributeOption(_ name: String) -> AttributeOption? {
-        if let option = AttributeOption.all.first(where: { $0.flag == name }) { return option }
-        guard name.hasSuffix("-hex"), let base = AttributeOption.all.first(where: { $0.flag + "-hex" == name }),
-              let bytes = base.bytesOption, bytes.flag == name else { return nil }
-        return bytes
-    }
-
     /// The arguments after the command's name, or nil when ArgumentParser must parse them.
     /// - Parameters:
     ///   - flags: the command's flags (no value).
@@ -85,12 +74,12 @@ struct FastArguments {
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
-                guard let option = attributeOption(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
+                guard let option = AttributeOption.named(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
                       let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
                 newValueAttributes[option.code] = v
             } else {
                 // Two spellings of one attribute (--account and --account-hex): ArgumentParser's path says so.
-                guard let option = attributeOption(name), !option.derived, attributes[option.code] == nil,
+                guard let option = AttributeOption.named(name), !option.derived, attributes[option.code] == nil,
                       let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
                 attributes[option.code] = v
             }
