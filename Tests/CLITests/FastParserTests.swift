@@ -233,7 +233,7 @@ import Testing
         struct Tool: Decodable { var command: Command }
         let dump = try CLISandbox().run(["--experimental-dump-help"])
         let tool = try JSONDecoder().decode(Tool.self, from: Data(dump.stdout))
-        let titles = Set(OptionSection.allCases.flatMap { [$0.title, $0.newValuesTitle] })
+        let titles = Set(OptionSection.allCases.flatMap { [$0.title(newValues: false), $0.title(newValues: true)] })
         let special: Set<String> = ["class", "accessible", "synchronizable", "set-accessible", "set-synchronizable"]
         let attributeFlags = Set((AttributeOption.all + AttributeOption.allBytes).map(\.flag))
         let settable = Set((AttributeOption.all + AttributeOption.allBytes).filter { !$0.derived }.map { "set-" + $0.flag })

@@ -196,6 +196,10 @@ package enum AttributeSchema {
 }
 
 extension Set where Element == ItemClass {
-    fileprivate static var every: Set<ItemClass> { Set(ItemClass.allCases) }
-    fileprivate static var passwords: Set<ItemClass> { [.genericPassword, .internetPassword] }
+    fileprivate static var every: Set<ItemClass> { everyClass }
+    fileprivate static var passwords: Set<ItemClass> { passwordClasses }
 }
+
+// Made once: the table names them in many rows, and the fast path builds it in every process.
+private let everyClass = Set(ItemClass.allCases)
+private let passwordClasses: Set<ItemClass> = [.genericPassword, .internetPassword]

@@ -32,39 +32,32 @@ extension ValueSyntax {
 /// values (`--set-account`) and the fast parser's table are all `AttributeOption.all`.
 struct AttributeOption: Sendable, Hashable {
     /// The option without dashes: `account`.
-    let flag: String
+    private(set) var flag: String
     /// Apple's attribute code: `acct`.
     let code: String
-    let syntax: ValueSyntax
+    private(set) var syntax: ValueSyntax
     /// The attribute's kind (the same in each of its classes).
     let kind: ItemSchema.Kind
     let classes: Set<ItemClass>
     /// Apple's constant, for help: `kSecAttrAccount`.
     let constant: String
-    let abstract: String
+    private(set) var abstract: String
     /// The keychain derives it from the item's data (certificates): queries only.
     let derived: Bool
     /// Whether this is the hex form of a text option (`--account-hex`).
-    let isBytesForm: Bool
+    private(set) var isBytesForm = false
 
     /// The option of a row of the schema; nil for a row without a flag.
     init?(_ row: AttributeDefinition) {
         guard let flag = row.flag else { return nil }
-        self.init(flag: flag, code: row.code, syntax: row.notation, kind: row.kind, classes: row.classes, constant: row.constant,
-                  abstract: row.help, derived: row.isDerived, isBytesForm: false)
-    }
-
-    private init(flag: String, code: String, syntax: ValueSyntax, kind: ItemSchema.Kind, classes: Set<ItemClass>, constant: String,
-                 abstract: String, derived: Bool, isBytesForm: Bool) {
         self.flag = flag
-        self.code = code
-        self.syntax = syntax
-        self.kind = kind
-        self.classes = classes
-        self.constant = constant
-        self.abstract = abstract
-        self.derived = derived
-        self.isBytesForm = isBytesForm
+        code = row.code
+        syntax = row.notation
+        kind = row.kind
+        classes = row.classes
+        constant = row.constant
+        abstract = row.help
+        derived = row.isDerived
     }
 
     static func == (a: AttributeOption, b: AttributeOption) -> Bool { a.code == b.code && a.flag == b.flag }
@@ -76,10 +69,12 @@ struct AttributeOption: Sendable, Hashable {
     /// (Support/RawInput.swift); this is how other bytes are given. Nil for the others.
     var bytesOption: AttributeOption? {
         guard syntax == .text, kind == .blob else { return nil }
-        let head = abstract.prefix { !":,;".contains($0) }
-        return AttributeOption(flag: flag + "-hex", code: code, syntax: .hex, kind: kind, classes: classes, constant: constant,
-                               abstract: "\(head) as bytes in hex, for a value that is not UTF-8 text", derived: derived,
-                               isBytesForm: true)
+        var hex = self
+        hex.flag = flag + "-hex"
+        hex.syntax = .hex
+        hex.abstract = "\(abstract.prefix { !":,;".contains($0) }) as bytes in hex, for a value that is not UTF-8 text"
+        hex.isBytesForm = true
+        return hex
     }
 
     /// The attributes whose options `--help` shows; the others are under `--help-all`.
@@ -191,6 +186,15 @@ struct AccessibleArgument: ExpressibleByArgument {
 /// `--synchronizable yes|no|any` (kSecAttrSynchronizable; any = kSecAttrSynchronizableAny).
 enum SynchronizableArgument: String, ExpressibleByArgument, CaseIterable {
     case yes, no, any
+
+    /// The `sync` an item is given: 1 or 0; nil for `any`, which only a query can mean.
+    var storedValue: AttributeValue? {
+        switch self {
+        case .yes: return .integer(1)
+        case .no: return .integer(0)
+        case .any: return nil
+        }
+    }
 
     var filter: SyncFilter {
         switch self {

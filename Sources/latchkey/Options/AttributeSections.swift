@@ -20,27 +20,21 @@ enum OptionSection: CaseIterable, Sendable {
         }
     }
 
-    /// The title of the ITEM/QUERY options of the section.
-    var title: String {
-        switch self {
-        case .common: return "Class and common attributes"
-        case .passwords: return "Passwords: genp and inet"
-        case .genericPasswords: return "Generic passwords: genp (the default class)"
-        case .internetPasswords: return "Internet passwords: inet"
-        case .certificates: return "Certificates: cert (derived from the certificate; for queries)"
-        case .keys: return "Keys: keys"
-        }
-    }
-
-    /// The title of `update`'s `--set-X` options of the section.
-    var newValuesTitle: String {
-        switch self {
-        case .common: return "New values: common attributes"
-        case .passwords: return "New values: passwords, genp and inet"
-        case .genericPasswords: return "New values: generic passwords, genp"
-        case .internetPasswords: return "New values: internet passwords, inet"
-        case .certificates: return "New values: certificates, cert"
-        case .keys: return "New values: keys"
+    /// The title of the section's ITEM/QUERY options, or of update's `--set-X` options.
+    func title(newValues: Bool) -> String {
+        switch (self, newValues) {
+        case (.common, false): return "Class and common attributes"
+        case (.passwords, false): return "Passwords: genp and inet"
+        case (.genericPasswords, false): return "Generic passwords: genp (the default class)"
+        case (.internetPasswords, false): return "Internet passwords: inet"
+        case (.certificates, false): return "Certificates: cert (derived from the certificate; for queries)"
+        case (.keys, false): return "Keys: keys"
+        case (.common, true): return "New values: common attributes"
+        case (.passwords, true): return "New values: passwords, genp and inet"
+        case (.genericPasswords, true): return "New values: generic passwords, genp"
+        case (.internetPasswords, true): return "New values: internet passwords, inet"
+        case (.certificates, true): return "New values: certificates, cert"
+        case (.keys, true): return "New values: keys"
         }
     }
 
@@ -119,8 +113,12 @@ struct OptionKey: CodingKey, ExpressibleByStringLiteral {
 
 /// Which section an `AttributeSection` is, as a type: ArgumentParser tells groups apart by type.
 protocol SectionTag { static var section: OptionSection { get } }
-/// Whether an `AttributeSection` holds query options or update's new values.
-protocol FormTag { static var newValues: Bool { get } }
+/// Whether an `AttributeSection` holds query options or update's new values, and the group of
+/// the form's options common to every class.
+protocol FormTag {
+    associatedtype Common: ParsableArguments, AttributeGroup
+    static var newValues: Bool { get }
+}
 
 enum Passwords: SectionTag { static var section: OptionSection { .passwords } }
 enum GenericPasswords: SectionTag { static var section: OptionSection { .genericPasswords } }
@@ -128,9 +126,15 @@ enum InternetPasswords: SectionTag { static var section: OptionSection { .intern
 enum Certificates: SectionTag { static var section: OptionSection { .certificates } }
 enum Keys: SectionTag { static var section: OptionSection { .keys } }
 /// ITEM/QUERY options (`--account`).
-enum QueryForm: FormTag { static var newValues: Bool { false } }
+enum QueryForm: FormTag {
+    typealias Common = CommonAttributes
+    static var newValues: Bool { false }
+}
 /// update's new values (`--set-account`).
-enum NewValueForm: FormTag { static var newValues: Bool { true } }
+enum NewValueForm: FormTag {
+    typealias Common = NewCommonAttributes
+    static var newValues: Bool { true }
+}
 
 /// The generated options of one section of one form.
 struct AttributeSection<Section: SectionTag, Form: FormTag>: ParsableArguments, CustomReflectable, AttributeGroup {

@@ -62,11 +62,11 @@ extension ItemAttributeOptions {
     ///   attribute derived from a certificate, or `--synchronizable any`.
     func newItemAttributes(command: String) throws -> [String: AttributeValue] {
         var attributes = try parsedAttributes(groups, in: itemClass, command: command, forAdd: true)
-        switch common.synchronizable {
-        case .yes?: attributes["sync"] = .integer(1)
-        case .no?: attributes["sync"] = .integer(0)
-        case .any?: throw UsageError("--synchronizable any selects items in queries; an item is added with yes or no", command: command)
-        case nil: break
+        if let sync = common.synchronizable {
+            guard let value = sync.storedValue else {
+                throw UsageError("--synchronizable any selects items in queries; an item is added with yes or no", command: command)
+            }
+            attributes["sync"] = value
         }
         return attributes
     }
@@ -79,26 +79,36 @@ extension ItemAttributeOptions {
     }
 }
 
-/// ITEM and QUERY options (docs/CLI.md): the class, the protection class and every attribute
-/// of each class (`AttributeSchema`), a section per class in help. The one attribute group of
-/// add, find, update and delete.
-struct ItemOptions: ParsableArguments, ItemAttributeOptions {
-    @OptionGroup(title: OptionSection.common.title) var common: CommonAttributes
-    @OptionGroup(title: OptionSection.passwords.title) var passwords: AttributeSection<Passwords, QueryForm>
-    @OptionGroup(title: OptionSection.genericPasswords.title) var genericPasswords: AttributeSection<GenericPasswords, QueryForm>
-    @OptionGroup(title: OptionSection.internetPasswords.title) var internetPasswords: AttributeSection<InternetPasswords, QueryForm>
-    @OptionGroup(title: OptionSection.certificates.title) var certificates: AttributeSection<Certificates, QueryForm>
-    @OptionGroup(title: OptionSection.keys.title) var keys: AttributeSection<Keys, QueryForm>
+/// The attribute options of one form, a section per class in help: ITEM and QUERY options
+/// (`ItemOptions`: the class, the protection class and every attribute of each class,
+/// docs/CLI.md) or update's new values (`NewValueOptions`: a `--set-X` for every attribute not
+/// derived from the data). The one attribute group of add, find, update and delete.
+struct AttributeOptions<Form: FormTag>: ParsableArguments {
+    @OptionGroup(title: OptionSection.common.title(newValues: Form.newValues)) var common: Form.Common
+    @OptionGroup(title: OptionSection.passwords.title(newValues: Form.newValues)) var passwords: AttributeSection<Passwords, Form>
+    @OptionGroup(title: OptionSection.genericPasswords.title(newValues: Form.newValues))
+    var genericPasswords: AttributeSection<GenericPasswords, Form>
+    @OptionGroup(title: OptionSection.internetPasswords.title(newValues: Form.newValues))
+    var internetPasswords: AttributeSection<InternetPasswords, Form>
+    @OptionGroup(title: OptionSection.certificates.title(newValues: Form.newValues)) var certificates: AttributeSection<Certificates, Form>
+    @OptionGroup(title: OptionSection.keys.title(newValues: Form.newValues)) var keys: AttributeSection<Keys, Form>
 
     var groups: [AttributeGroup] { [common, passwords, genericPasswords, internetPasswords, certificates, keys] }
 }
 
+/// ITEM and QUERY options.
+typealias ItemOptions = AttributeOptions<QueryForm>
+
+extension AttributeOptions: ItemAttributeOptions where Form == QueryForm {}
+
 /// The ITEM options of passwords (genp and inet): `generate`'s attribute group.
 struct PasswordItemOptions: ParsableArguments, ItemAttributeOptions {
-    @OptionGroup(title: OptionSection.common.title) var common: CommonAttributes
-    @OptionGroup(title: OptionSection.passwords.title) var passwords: AttributeSection<Passwords, QueryForm>
-    @OptionGroup(title: OptionSection.genericPasswords.title) var genericPasswords: AttributeSection<GenericPasswords, QueryForm>
-    @OptionGroup(title: OptionSection.internetPasswords.title) var internetPasswords: AttributeSection<InternetPasswords, QueryForm>
+    @OptionGroup(title: OptionSection.common.title(newValues: false)) var common: CommonAttributes
+    @OptionGroup(title: OptionSection.passwords.title(newValues: false)) var passwords: AttributeSection<Passwords, QueryForm>
+    @OptionGroup(title: OptionSection.genericPasswords.title(newValues: false))
+    var genericPasswords: AttributeSection<GenericPasswords, QueryForm>
+    @OptionGroup(title: OptionSection.internetPasswords.title(newValues: false))
+    var internetPasswords: AttributeSection<InternetPasswords, QueryForm>
 
     var groups: [AttributeGroup] { [common, passwords, genericPasswords, internetPasswords] }
 }
