@@ -84,14 +84,18 @@ extension ItemAttributeOptions {
 /// docs/CLI.md) or update's new values (`NewValueOptions`: a `--set-X` for every attribute not
 /// derived from the data). The one attribute group of add, find, update and delete.
 struct AttributeOptions<Form: FormTag>: ParsableArguments {
-    @OptionGroup(title: OptionSection.common.title(newValues: Form.newValues)) var common: Form.Common
-    @OptionGroup(title: OptionSection.passwords.title(newValues: Form.newValues)) var passwords: AttributeSection<Passwords, Form>
+    @OptionGroup(title: OptionSection.common.title(newValues: Form.newValues))
+    var common: Form.Common
+    @OptionGroup(title: OptionSection.passwords.title(newValues: Form.newValues))
+    var passwords: AttributeSection<Sections.Passwords, Form>
     @OptionGroup(title: OptionSection.genericPasswords.title(newValues: Form.newValues))
-    var genericPasswords: AttributeSection<GenericPasswords, Form>
+    var genericPasswords: AttributeSection<Sections.GenericPasswords, Form>
     @OptionGroup(title: OptionSection.internetPasswords.title(newValues: Form.newValues))
-    var internetPasswords: AttributeSection<InternetPasswords, Form>
-    @OptionGroup(title: OptionSection.certificates.title(newValues: Form.newValues)) var certificates: AttributeSection<Certificates, Form>
-    @OptionGroup(title: OptionSection.keys.title(newValues: Form.newValues)) var keys: AttributeSection<Keys, Form>
+    var internetPasswords: AttributeSection<Sections.InternetPasswords, Form>
+    @OptionGroup(title: OptionSection.certificates.title(newValues: Form.newValues))
+    var certificates: AttributeSection<Sections.Certificates, Form>
+    @OptionGroup(title: OptionSection.keys.title(newValues: Form.newValues))
+    var keys: AttributeSection<Sections.Keys, Form>
 
     var groups: [AttributeGroup] { [common, passwords, genericPasswords, internetPasswords, certificates, keys] }
 }
@@ -103,12 +107,14 @@ extension AttributeOptions: ItemAttributeOptions where Form == QueryForm {}
 
 /// The ITEM options of passwords (genp and inet): `generate`'s attribute group.
 struct PasswordItemOptions: ParsableArguments, ItemAttributeOptions {
-    @OptionGroup(title: OptionSection.common.title(newValues: false)) var common: CommonAttributes
-    @OptionGroup(title: OptionSection.passwords.title(newValues: false)) var passwords: AttributeSection<Passwords, QueryForm>
+    @OptionGroup(title: OptionSection.common.title(newValues: false))
+    var common: CommonAttributes
+    @OptionGroup(title: OptionSection.passwords.title(newValues: false))
+    var passwords: AttributeSection<Sections.Passwords, QueryForm>
     @OptionGroup(title: OptionSection.genericPasswords.title(newValues: false))
-    var genericPasswords: AttributeSection<GenericPasswords, QueryForm>
+    var genericPasswords: AttributeSection<Sections.GenericPasswords, QueryForm>
     @OptionGroup(title: OptionSection.internetPasswords.title(newValues: false))
-    var internetPasswords: AttributeSection<InternetPasswords, QueryForm>
+    var internetPasswords: AttributeSection<Sections.InternetPasswords, QueryForm>
 
     var groups: [AttributeGroup] { [common, passwords, genericPasswords, internetPasswords] }
 }
