@@ -3,12 +3,22 @@ import Latchkey
 
 // Every `kSec…` constant of Apple's Security framework that SecItem uses, with Apple's values
 // from `OSX/sec/Security/SecItemConstants.c` (apple-oss-distributions/Security). They are kept
-// in this one file.
+// in this one file. The attribute keys of stored attributes take their codes from Latchkey's
+// `AttributeSchema` (`schemaCode`), which has a row for each; SecItemConstantsTests check that
+// every row has its constant here and every such constant its row.
 //
 // Each is a `CFString` (an `NSString`), so `kSecClass as String`, `dict[kSecAttrAccount as String]`
 // and `kSecAttrAccessibleWhenUnlocked` as a dictionary value work as on Apple platforms.
 // `NSString` is not `Sendable` in swift-corelibs-foundation; these immutable constants are
 // safe to share, hence `nonisolated(unsafe)`.
+
+/// The code of the attribute whose Apple constant is `constant`, from `AttributeSchema`.
+private func schemaCode(_ constant: String) -> CFString {
+    guard let row = AttributeSchema.definition(constant: constant) else {
+        preconditionFailure("AttributeSchema has no row for \(constant)")
+    }
+    return NSString(string: row.code)
+}
 
 // MARK: Class key and values (kSecClass)
 
@@ -27,136 +37,138 @@ nonisolated(unsafe) public let kSecClassIdentity: CFString = "idnt"
 
 // MARK: Attribute keys: common to every class
 
-/// When the item can be used: one of the `kSecAttrAccessible…` values (default `ak`, certificates `dk`). Value `"pdmn"`.
-nonisolated(unsafe) public let kSecAttrAccessible: CFString = "pdmn"
+/// When the item can be used: one of the `kSecAttrAccessible…` values (default `ak`, certificates `dk`).
+nonisolated(unsafe) public let kSecAttrAccessible: CFString = schemaCode("kSecAttrAccessible")
 /// A `SecAccessControl` (protection plus constraints such as user presence). Its protection must equal kSecAttrAccessible when both are given. Value `"accc"`.
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
-/// The keychain access group of the item (default: the caller's first group). Value `"agrp"`.
-nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = "agrp"
-/// Creation date (CFDate), set by the keychain; a value given by the caller is replaced. Value `"cdat"`.
-nonisolated(unsafe) public let kSecAttrCreationDate: CFString = "cdat"
-/// Modification date (CFDate), set by the keychain on add and every update. Value `"mdat"`.
-nonisolated(unsafe) public let kSecAttrModificationDate: CFString = "mdat"
-/// User-visible description (string). Value `"desc"`.
-nonisolated(unsafe) public let kSecAttrDescription: CFString = "desc"
-/// User-editable comment (string). Value `"icmt"`.
-nonisolated(unsafe) public let kSecAttrComment: CFString = "icmt"
-/// Creator four-char code (number). Value `"crtr"`.
-nonisolated(unsafe) public let kSecAttrCreator: CFString = "crtr"
-/// Item type four-char code (number). Value `"type"`.
-nonisolated(unsafe) public let kSecAttrType: CFString = "type"
-/// User-visible label (string). Value `"labl"`.
-nonisolated(unsafe) public let kSecAttrLabel: CFString = "labl"
-/// Whether the item is invisible in UIs (boolean, stored as a number). Value `"invi"`.
-nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = "invi"
-/// Whether the item is a negative entry without a valid password (boolean, stored as a number). Value `"nega"`.
-nonisolated(unsafe) public let kSecAttrIsNegative: CFString = "nega"
-/// Whether the item is synchronizable (boolean, or kSecAttrSynchronizableAny in a query). Stored and filtered as on iOS; nothing is synchronised. Value `"sync"`.
-nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = "sync"
-/// Sync view hint (string; part of the schema's unique key, normally empty). Value `"vwht"`.
-nonisolated(unsafe) public let kSecAttrSyncViewHint: CFString = "vwht"
-/// Token identifier (string) of token items. Value `"tkid"`.
-nonisolated(unsafe) public let kSecAttrTokenID: CFString = "tkid"
+/// The keychain access group of the item (default: the caller's first group).
+nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = schemaCode("kSecAttrAccessGroup")
+/// Creation date (CFDate), set by the keychain; a value given by the caller is replaced.
+nonisolated(unsafe) public let kSecAttrCreationDate: CFString = schemaCode("kSecAttrCreationDate")
+/// Modification date (CFDate), set by the keychain on add and every update.
+nonisolated(unsafe) public let kSecAttrModificationDate: CFString = schemaCode("kSecAttrModificationDate")
+/// User-visible description (string).
+nonisolated(unsafe) public let kSecAttrDescription: CFString = schemaCode("kSecAttrDescription")
+/// User-editable comment (string).
+nonisolated(unsafe) public let kSecAttrComment: CFString = schemaCode("kSecAttrComment")
+/// Creator four-char code (number).
+nonisolated(unsafe) public let kSecAttrCreator: CFString = schemaCode("kSecAttrCreator")
+/// Item type four-char code (number).
+nonisolated(unsafe) public let kSecAttrType: CFString = schemaCode("kSecAttrType")
+/// User-visible label (string).
+nonisolated(unsafe) public let kSecAttrLabel: CFString = schemaCode("kSecAttrLabel")
+/// Whether the item is invisible in UIs (boolean, stored as a number).
+nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = schemaCode("kSecAttrIsInvisible")
+/// Whether the item is a negative entry without a valid password (boolean, stored as a number).
+nonisolated(unsafe) public let kSecAttrIsNegative: CFString = schemaCode("kSecAttrIsNegative")
+/// Whether the item is synchronizable (boolean, or kSecAttrSynchronizableAny in a query). Stored and filtered as on iOS; nothing is synchronised.
+nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = schemaCode("kSecAttrSynchronizable")
+/// Sync view hint (string; part of the schema's unique key, normally empty).
+nonisolated(unsafe) public let kSecAttrSyncViewHint: CFString = schemaCode("kSecAttrSyncViewHint")
+/// Token identifier (string) of token items.
+nonisolated(unsafe) public let kSecAttrTokenID: CFString = schemaCode("kSecAttrTokenID")
 
 // MARK: Attribute keys: passwords
 
-/// Account name (string or data). Part of the unique key of passwords. Value `"acct"`.
-nonisolated(unsafe) public let kSecAttrAccount: CFString = "acct"
-/// Service name (generic passwords; string or data). Part of the unique key. Value `"svce"`.
-nonisolated(unsafe) public let kSecAttrService: CFString = "svce"
-/// User-defined data (generic passwords). Not part of the unique key. Value `"gena"`.
-nonisolated(unsafe) public let kSecAttrGeneric: CFString = "gena"
-/// Internet security domain (internet passwords). Value `"sdmn"`.
-nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = "sdmn"
-/// Server domain name or IP address (internet passwords). Value `"srvr"`.
-nonisolated(unsafe) public let kSecAttrServer: CFString = "srvr"
-/// Protocol: one of the `kSecAttrProtocol…` values (internet passwords). Value `"ptcl"`.
-nonisolated(unsafe) public let kSecAttrProtocol: CFString = "ptcl"
-/// Authentication scheme: one of the `kSecAttrAuthenticationType…` values (internet passwords). Value `"atyp"`.
-nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = "atyp"
-/// Port number (internet passwords). Value `"port"`.
-nonisolated(unsafe) public let kSecAttrPort: CFString = "port"
-/// Path, usually of a URL (internet passwords). Value `"path"`.
-nonisolated(unsafe) public let kSecAttrPath: CFString = "path"
+/// Account name (string or data). Part of the unique key of passwords.
+nonisolated(unsafe) public let kSecAttrAccount: CFString = schemaCode("kSecAttrAccount")
+/// Service name (generic passwords; string or data). Part of the unique key.
+nonisolated(unsafe) public let kSecAttrService: CFString = schemaCode("kSecAttrService")
+/// User-defined data (generic passwords). Not part of the unique key.
+nonisolated(unsafe) public let kSecAttrGeneric: CFString = schemaCode("kSecAttrGeneric")
+/// Internet security domain (internet passwords).
+nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = schemaCode("kSecAttrSecurityDomain")
+/// Server domain name or IP address (internet passwords).
+nonisolated(unsafe) public let kSecAttrServer: CFString = schemaCode("kSecAttrServer")
+/// Protocol: one of the `kSecAttrProtocol…` values (internet passwords).
+nonisolated(unsafe) public let kSecAttrProtocol: CFString = schemaCode("kSecAttrProtocol")
+/// Authentication scheme: one of the `kSecAttrAuthenticationType…` values (internet passwords).
+nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = schemaCode("kSecAttrAuthenticationType")
+/// Port number (internet passwords).
+nonisolated(unsafe) public let kSecAttrPort: CFString = schemaCode("kSecAttrPort")
+/// Path, usually of a URL (internet passwords).
+nonisolated(unsafe) public let kSecAttrPath: CFString = schemaCode("kSecAttrPath")
 
 // MARK: Attribute keys: certificates
 
-/// X.500 subject name of the certificate (data). Value `"subj"`.
-nonisolated(unsafe) public let kSecAttrSubject: CFString = "subj"
-/// X.500 issuer name of the certificate (data). Part of the unique key. Value `"issr"`.
-nonisolated(unsafe) public let kSecAttrIssuer: CFString = "issr"
-/// Serial number of the certificate (data). Part of the unique key. Value `"slnr"`.
-nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = "slnr"
-/// Subject key identifier of the certificate (data). Value `"skid"`.
-nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = "skid"
-/// Hash of the certificate's public key (data); joins to a key's kSecAttrApplicationLabel. Value `"pkhh"`.
-nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = "pkhh"
-/// Certificate type (number). Part of the unique key. Value `"ctyp"`.
-nonisolated(unsafe) public let kSecAttrCertificateType: CFString = "ctyp"
-/// Certificate encoding (number; 3 = DER). Value `"cenc"`.
-nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = "cenc"
+/// X.500 subject name of the certificate (data).
+nonisolated(unsafe) public let kSecAttrSubject: CFString = schemaCode("kSecAttrSubject")
+/// X.500 issuer name of the certificate (data). Part of the unique key.
+nonisolated(unsafe) public let kSecAttrIssuer: CFString = schemaCode("kSecAttrIssuer")
+/// Serial number of the certificate (data). Part of the unique key.
+nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = schemaCode("kSecAttrSerialNumber")
+/// Subject key identifier of the certificate (data).
+nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = schemaCode("kSecAttrSubjectKeyID")
+/// Hash of the certificate's public key (data); joins to a key's kSecAttrApplicationLabel.
+nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = schemaCode("kSecAttrPublicKeyHash")
+/// Certificate type (number). Part of the unique key.
+nonisolated(unsafe) public let kSecAttrCertificateType: CFString = schemaCode("kSecAttrCertificateType")
+/// Certificate encoding (number; 3 = DER).
+nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = schemaCode("kSecAttrCertificateEncoding")
 
 // MARK: Attribute keys: keys
 
-/// Key class: one of the `kSecAttrKeyClass…` values. Value `"kcls"`.
-nonisolated(unsafe) public let kSecAttrKeyClass: CFString = "kcls"
-/// Application label (data; the public key hash for asymmetric keys). Value `"klbl"`.
-nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = "klbl"
-/// Whether the key is stored permanently (boolean). Value `"perm"`.
-nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = "perm"
-/// Whether the key is sensitive (boolean). Value `"sens"`.
-nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = "sens"
-/// Whether the key can be extracted (boolean). Value `"extr"`.
-nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = "extr"
-/// Private application tag (data or string). Value `"atag"`.
-nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = "atag"
-/// Key algorithm: one of the `kSecAttrKeyType…` values. Value `"type"`.
-nonisolated(unsafe) public let kSecAttrKeyType: CFString = "type"
-/// Number of bits in the key (number). Value `"bsiz"`.
-nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = "bsiz"
-/// Effective number of bits in the key (number). Value `"esiz"`.
-nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = "esiz"
-/// Whether the key can encrypt (boolean). Value `"encr"`.
-nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = "encr"
-/// Whether the key can decrypt (boolean). Value `"decr"`.
-nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = "decr"
-/// Whether the key can derive other keys (boolean). Value `"drve"`.
-nonisolated(unsafe) public let kSecAttrCanDerive: CFString = "drve"
-/// Whether the key can sign (boolean). Value `"sign"`.
-nonisolated(unsafe) public let kSecAttrCanSign: CFString = "sign"
-/// Whether the key can verify signatures (boolean). Value `"vrfy"`.
-nonisolated(unsafe) public let kSecAttrCanVerify: CFString = "vrfy"
-/// Whether the key can wrap other keys (boolean). Value `"wrap"`.
-nonisolated(unsafe) public let kSecAttrCanWrap: CFString = "wrap"
-/// Whether the key can unwrap other keys (boolean). Value `"unwp"`.
-nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = "unwp"
-/// Key creator (number; same code as kSecAttrCreator). Value `"crtr"`.
-nonisolated(unsafe) public let kSecAttrKeyCreator: CFString = "crtr"
-/// Start of the key's validity (date). Value `"sdat"`.
-nonisolated(unsafe) public let kSecAttrStartDate: CFString = "sdat"
-/// End of the key's validity (date). Value `"edat"`.
-nonisolated(unsafe) public let kSecAttrEndDate: CFString = "edat"
+/// Key class: one of the `kSecAttrKeyClass…` values.
+nonisolated(unsafe) public let kSecAttrKeyClass: CFString = schemaCode("kSecAttrKeyClass")
+/// Application label (data; the public key hash for asymmetric keys).
+nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = schemaCode("kSecAttrApplicationLabel")
+/// Whether the key is stored permanently (boolean).
+nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = schemaCode("kSecAttrIsPermanent")
+/// Whether the key is sensitive (boolean).
+nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = schemaCode("kSecAttrIsSensitive")
+/// Whether the key can be extracted (boolean).
+nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = schemaCode("kSecAttrIsExtractable")
+/// Private application tag (data or string).
+nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = schemaCode("kSecAttrApplicationTag")
+/// Key algorithm: one of the `kSecAttrKeyType…` values.
+nonisolated(unsafe) public let kSecAttrKeyType: CFString = schemaCode("kSecAttrKeyType")
+/// Number of bits in the key (number).
+nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = schemaCode("kSecAttrKeySizeInBits")
+/// Effective number of bits in the key (number).
+nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = schemaCode("kSecAttrEffectiveKeySize")
+/// Whether the key can encrypt (boolean).
+nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = schemaCode("kSecAttrCanEncrypt")
+/// Whether the key can decrypt (boolean).
+nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = schemaCode("kSecAttrCanDecrypt")
+/// Whether the key can derive other keys (boolean).
+nonisolated(unsafe) public let kSecAttrCanDerive: CFString = schemaCode("kSecAttrCanDerive")
+/// Whether the key can sign (boolean).
+nonisolated(unsafe) public let kSecAttrCanSign: CFString = schemaCode("kSecAttrCanSign")
+/// Whether the key can verify signatures (boolean).
+nonisolated(unsafe) public let kSecAttrCanVerify: CFString = schemaCode("kSecAttrCanVerify")
+/// Whether the key can wrap other keys (boolean).
+nonisolated(unsafe) public let kSecAttrCanWrap: CFString = schemaCode("kSecAttrCanWrap")
+/// Whether the key can unwrap other keys (boolean).
+nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = schemaCode("kSecAttrCanUnwrap")
+/// Key creator (number; same code as kSecAttrCreator).
+nonisolated(unsafe) public let kSecAttrKeyCreator: CFString = schemaCode("kSecAttrKeyCreator")
+/// Start of the key's validity (date).
+nonisolated(unsafe) public let kSecAttrStartDate: CFString = schemaCode("kSecAttrStartDate")
+/// End of the key's validity (date).
+nonisolated(unsafe) public let kSecAttrEndDate: CFString = schemaCode("kSecAttrEndDate")
 
 // MARK: Attribute keys: private or legacy codes Apple also declares
 
-/// Alias (private on iOS; an e-mail address for certificates). Value `"alis"`.
-nonisolated(unsafe) public let kSecAttrAlias: CFString = "alis"
-/// Whether the key is private (private attribute). Value `"priv"`.
-nonisolated(unsafe) public let kSecAttrIsPrivate: CFString = "priv"
-/// Whether the key is modifiable (private attribute). Value `"modi"`.
-nonisolated(unsafe) public let kSecAttrIsModifiable: CFString = "modi"
-/// Whether the key was always sensitive (private attribute). Value `"asen"`.
-nonisolated(unsafe) public let kSecAttrWasAlwaysSensitive: CFString = "asen"
-/// Whether the key was never extractable (private attribute). Value `"next"`.
-nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = "next"
-/// Whether the key can sign with recovery (private attribute). Value `"snrc"`.
-nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = "snrc"
-/// Whether the key can verify with recovery (private attribute). Value `"vyrc"`.
-nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = "vyrc"
-/// Script code (private attribute of passwords). Value `"scrp"`.
-nonisolated(unsafe) public let kSecAttrScriptCode: CFString = "scrp"
-/// Has custom icon (private attribute of passwords). Value `"cusi"`.
-nonisolated(unsafe) public let kSecAttrHasCustomIcon: CFString = "cusi"
+/// Alias (private on iOS; an e-mail address for certificates).
+nonisolated(unsafe) public let kSecAttrAlias: CFString = schemaCode("kSecAttrAlias")
+/// Whether the key is private (private attribute).
+nonisolated(unsafe) public let kSecAttrIsPrivate: CFString = schemaCode("kSecAttrIsPrivate")
+/// Whether the key is modifiable (private attribute).
+nonisolated(unsafe) public let kSecAttrIsModifiable: CFString = schemaCode("kSecAttrIsModifiable")
+/// Whether the key was always sensitive (private attribute).
+nonisolated(unsafe) public let kSecAttrWasAlwaysSensitive: CFString = schemaCode("kSecAttrWasAlwaysSensitive")
+/// Whether the key was never extractable (private attribute).
+nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = schemaCode("kSecAttrWasNeverExtractable")
+/// Whether the key can sign with recovery (private attribute).
+nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = schemaCode("kSecAttrCanSignRecover")
+/// Whether the key can verify with recovery (private attribute).
+nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = schemaCode("kSecAttrCanVerifyRecover")
+/// Protected-data attribute (private attribute of passwords).
+nonisolated(unsafe) public let kSecAttrProtected: CFString = schemaCode("kSecAttrProtected")
+/// Script code (private attribute of passwords).
+nonisolated(unsafe) public let kSecAttrScriptCode: CFString = schemaCode("kSecAttrScriptCode")
+/// Has custom icon (private attribute of passwords).
+nonisolated(unsafe) public let kSecAttrHasCustomIcon: CFString = schemaCode("kSecAttrHasCustomIcon")
 /// Tombstone marker of deleted synchronizable items (private; not an attribute Latchkey accepts). Value `"tomb"`.
 nonisolated(unsafe) public let kSecAttrTombstone: CFString = "tomb"
 /// Multi-user view (private; not an attribute Latchkey accepts). Value `"musr"`.

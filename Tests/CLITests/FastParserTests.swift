@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Latchkey
 import LatchkeyFormat
 import Testing
@@ -219,6 +220,35 @@ import Testing
             }
         }
         #expect(answered >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
+    }
+
+    /// Both parsers read the same declarations: the attribute options ArgumentParser declares
+    /// are exactly `AttributeOption.all` and their hex forms (update: and each `--set-` form of
+    /// those not derived), and each `FastForm` names flags and options that its command declares
+    /// as flags and options.
+    @Test func fastForms_andAttributeOptions_areTheCommandsDeclarations() throws {
+        struct Name: Decodable { var name: String }
+        struct Argument: Decodable { var kind: String; var names: [Name]?; var sectionTitle: String? }
+        struct Command: Decodable { var commandName: String; var subcommands: [Command]?; var arguments: [Argument]? }
+        struct Tool: Decodable { var command: Command }
+        let dump = try CLISandbox().run(["--experimental-dump-help"])
+        let tool = try JSONDecoder().decode(Tool.self, from: Data(dump.stdout))
+        let titles = Set(OptionSection.allCases.flatMap { [$0.title(newValues: false), $0.title(newValues: true)] })
+        let special: Set<String> = ["class", "accessible", "synchronizable", "set-accessible", "set-synchronizable"]
+        let attributeFlags = Set((AttributeOption.all + AttributeOption.allBytes).map(\.flag))
+        let settable = Set((AttributeOption.all + AttributeOption.allBytes).filter { !$0.derived }.map { "set-" + $0.flag })
+        for form in [FindCommand.fastForm, AddCommand.fastForm, UpdateCommand.fastForm, DeleteCommand.fastForm, DumpCommand.fastForm] {
+            let command = try #require(tool.command.subcommands?.first { $0.commandName == form.command })
+            let arguments = command.arguments ?? []
+            func names(_ kind: String) -> Set<String> { Set(arguments.filter { $0.kind == kind }.flatMap { $0.names ?? [] }.map(\.name)) }
+            #expect(form.flags.isSubset(of: names("flag")), "\(form.command): \(form.flags.subtracting(names("flag")))")
+            #expect(form.options.isSubset(of: names("option")), "\(form.command): \(form.options.subtracting(names("option")))")
+            #expect(FastArguments.globalOptions.isSubset(of: names("option")), "\(form.command)")
+            let attributes = Set(arguments.filter { titles.contains($0.sectionTitle ?? "") }.flatMap { $0.names ?? [] }.map(\.name))
+                .subtracting(special)
+            let expected = form.command == "dump" ? [] : attributeFlags.union(form.newValues ? settable : [])
+            #expect(attributes == expected, "\(form.command): \(attributes.symmetricDifference(expected).sorted())")
+        }
     }
 
     /// GlobalSettings, which the fast path fills, has a value for every option of

@@ -75,9 +75,9 @@ import Testing
         #expect(ISODate.parse("2001-01-01") == 0)
         #expect(ISODate.parse("2001-01-01T00:00:01.5Z") == 1.5)
         #expect(ISODate.format(0) == "2001-01-01T00:00:00.000Z")
-        #expect(try AttributeOption.keyType.value("EC", option: "--key-type", command: "find") == .integer(73))
-        #expect(try AttributeOption.keyClass.value("private", option: "--key-class", command: "find") == .integer(1))
-        #expect(try AttributeOption.port.value("443", option: "--port", command: "find") == .integer(443))
-        #expect(try AttributeOption.`protocol`.value("htps", option: "--protocol", command: "find") == .string("htps"))
+        #expect(try AttributeOption.named("key-type")!.value("EC", option: "--key-type", command: "find") == .integer(73))
+        #expect(try AttributeOption.named("key-class")!.value("private", option: "--key-class", command: "find") == .integer(1))
+        #expect(try AttributeOption.named("port")!.value("443", option: "--port", command: "find") == .integer(443))
+        #expect(try AttributeOption.named("protocol")!.value("htps", option: "--protocol", command: "find") == .string("htps"))
     }
 }

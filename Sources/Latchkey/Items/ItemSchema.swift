@@ -5,8 +5,8 @@ import Foundation
 #endif
 import LatchkeyFormat
 
-/// The attributes of each item class, with Apple's 4-character codes and value kinds
-/// (Apple's SecItemSchema.c, schema v12.11).
+/// The attributes of each item class, with Apple's 4-character codes and value kinds, as
+/// `AttributeSchema` lists them.
 public enum ItemSchema {
     /// How a value given by a caller is coerced (reference §1.2).
     public enum Kind: Sendable, Equatable {
@@ -24,40 +24,19 @@ public enum ItemSchema {
         case access
     }
 
-    static let common: [String: Kind] = [
-        "cdat": .date, "mdat": .date, "labl": .blob, "agrp": .string, "pdmn": .access, "sync": .number,
-        "vwht": .string, "tkid": .string,
-    ]
-    static let password: [String: Kind] = [
-        "acct": .blob, "desc": .blob, "icmt": .blob, "crtr": .number, "type": .number, "alis": .blob,
-        "invi": .number, "nega": .number, "cusi": .number, "prot": .blob, "scrp": .number,
-    ]
-    static let genericOnly: [String: Kind] = ["svce": .blob, "gena": .blob]
-    static let internetOnly: [String: Kind] = [
-        "sdmn": .blob, "srvr": .blob, "ptcl": .number, "atyp": .blob, "port": .number, "path": .blob,
-    ]
-    static let certificate: [String: Kind] = [
-        "ctyp": .number, "cenc": .number, "subj": .data, "issr": .data, "slnr": .data, "skid": .data,
-        "pkhh": .data, "alis": .blob,
-    ]
-    static let key: [String: Kind] = [
-        "kcls": .number, "klbl": .data, "atag": .blob, "crtr": .number, "type": .number, "bsiz": .number,
-        "esiz": .number, "sdat": .date, "edat": .date, "perm": .number, "priv": .number, "modi": .number,
-        "sens": .number, "asen": .number, "extr": .number, "next": .number, "encr": .number, "decr": .number,
-        "drve": .number, "sign": .number, "vrfy": .number, "wrap": .number, "unwp": .number,
-        "snrc": .number, "vyrc": .number, "alis": .blob,
-    ]
-
-    private static func merge(_ parts: [String: Kind]...) -> [String: Kind] {
-        parts.reduce(into: [:]) { $0.merge($1) { a, _ in a } }
-    }
-
     // One table per class, chosen by a switch: a dictionary keyed by class hashed the class's
     // name on every lookup (a bulk import looks up each attribute of each item).
-    private static let genericPasswordTable = merge(common, password, genericOnly)
-    private static let internetPasswordTable = merge(common, password, internetOnly)
-    private static let certificateTable = merge(common, certificate)
-    private static let keyTable = merge(common, key)
+    private static let genericPasswordTable = table(of: .genericPassword)
+    private static let internetPasswordTable = table(of: .internetPassword)
+    private static let certificateTable = table(of: .certificate)
+    private static let keyTable = table(of: .key)
+
+    /// The rows of `AttributeSchema` that class `c` has, by code.
+    private static func table(of c: ItemClass) -> [String: Kind] {
+        var out: [String: Kind] = [:]
+        for row in AttributeSchema.all where row.classes.contains(c) { out[row.code] = row.kind }
+        return out
+    }
 
     /// The attributes of `c` and their kinds.
     public static func attributes(of c: ItemClass) -> [String: Kind] {

@@ -34,15 +34,7 @@ struct AddCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
-    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
-    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
-    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
-    @OptionGroup(title: "Certificates: cert (derived from the certificate; for queries)") var certificate: CertificateAttributes
-    @OptionGroup(title: "Keys: keys") var key: KeyAttributes
-    var item: ItemOptions {
-        ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
-    }
+    @OptionGroup var item: ItemOptions
 
     @Option(name: .customLong("data-file"), help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"),
             completion: .file())

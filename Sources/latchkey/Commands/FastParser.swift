@@ -14,10 +14,11 @@ import LatchkeyFormat
 /// — another class, `--accessible`, `--synchronizable`, a repeated option, a value that starts
 /// with "-" or does not parse, help, an invalid combination — returns nil, and the command
 /// goes through ArgumentParser as before, so every error message and every rarer form is
-/// ArgumentParser's. Values are converted by the same code (`AttributeOption.value`,
+/// ArgumentParser's. The attribute options are the CLI's one table (`AttributeOption.all`, from
+/// `AttributeSchema`) and values are converted by the same code (`AttributeOption.value`,
 /// `Limit(argument:)`; the global options are set as ArgumentParser would set them,
-/// `GlobalSettings(given:)`); FastParserTests compare both parsers on every option of each
-/// command.
+/// `GlobalSettings(given:)`). FastParserTests compare both parsers on every option of each
+/// command, and check that each `FastForm` names options its command declares.
 struct FastArguments {
     /// The attribute options (`--account`): the query, or the new item's attributes.
     var attributes: [String: AttributeValue] = [:]
@@ -31,24 +32,9 @@ struct FastArguments {
 
     static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
 
-    /// The attribute option of that name (`account`, `account-hex`), as a table of
-    /// `AttributeOption.all` and then `allBytes` would give it. No such table is built: each
-    /// hex form consults the item schema, about 100 µs a process for the 50 options a
-    /// command names none of.
-    static func attributeOption(_ name: String) -> AttributeOption? {
-        if let option = AttributeOption.all.first(where: { $0.flag == name }) { return option }
-        guard name.hasSuffix("-hex"), let base = AttributeOption.all.first(where: { $0.flag + "-hex" == name }),
-              let bytes = base.bytesOption, bytes.flag == name else { return nil }
-        return bytes
-    }
-
     /// The arguments after the command's name, or nil when ArgumentParser must parse them.
-    /// - Parameters:
-    ///   - flags: the command's flags (no value).
-    ///   - options: the command's options that take a value (other than attributes).
-    ///   - newValues: whether `--set-X` options are the command's (update).
-    static func parse(_ arguments: [String], command: String, flags: Set<String> = [], options: Set<String> = [],
-                      newValues: Bool = false) -> FastArguments? {
+    static func parse(_ arguments: [String], _ form: FastForm) -> FastArguments? {
+        let (command, flags, options, newValues) = (form.command, form.flags, form.options, form.newValues)
         var attributes: [String: AttributeValue] = [:], newValueAttributes: [String: AttributeValue] = [:]
         var givenFlags: Set<String> = [], givenValues: [String: String] = [:]
         var seen: Set<String> = []
@@ -85,12 +71,12 @@ struct FastArguments {
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
-                guard let option = attributeOption(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
+                guard let option = AttributeOption.named(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
                       let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
                 newValueAttributes[option.code] = v
             } else {
                 // Two spellings of one attribute (--account and --account-hex): ArgumentParser's path says so.
-                guard let option = attributeOption(name), !option.derived, attributes[option.code] == nil,
+                guard let option = AttributeOption.named(name), !option.derived, attributes[option.code] == nil,
                       let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
                 attributes[option.code] = v
             }
@@ -105,11 +91,24 @@ struct FastArguments {
     }
 }
 
+/// The options of its own that a command's fast path reads, besides attributes and global
+/// options; any other option of the command leaves the command to ArgumentParser.
+struct FastForm {
+    var command: String
+    /// Options without a value.
+    var flags: Set<String> = []
+    /// Options with a value (other than attributes).
+    var options: Set<String> = []
+    /// Whether `--set-X` options are the command's (update).
+    var newValues = false
+}
+
 extension FindCommand {
+    static let fastForm = FastForm(command: "find", flags: ["json", "case-insensitive"], options: ["limit", "return"])
+
     /// The request for `find ARGUMENTS` (the arguments after "find"), or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "find", flags: ["json", "case-insensitive"],
-                                          options: ["limit", "return"]) else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
         var limit = Limit.one, returnKind = Return.data
         if let text = p.values["limit"] {
             guard let l = Limit(argument: text) else { return nil }
@@ -127,10 +126,11 @@ extension FindCommand {
 }
 
 extension AddCommand {
+    static let fastForm = FastForm(command: "add", flags: ["require-user-presence", "strip-newline"], options: ["data-file"])
+
     /// The request for `add ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "add", flags: ["require-user-presence", "strip-newline"],
-                                          options: ["data-file"]) else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
         return Request(itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
                        requireUserPresence: p.flags.contains("require-user-presence"),
                        stripNewline: p.flags.contains("strip-newline"), global: p.global)
@@ -138,10 +138,11 @@ extension AddCommand {
 }
 
 extension UpdateCommand {
+    static let fastForm = FastForm(command: "update", flags: ["set-data"], options: ["data-file"], newValues: true)
+
     /// The request for `update ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "update", flags: ["set-data"], options: ["data-file"],
-                                          newValues: true) else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
         let setData = p.flags.contains("set-data"), dataFile = p.values["data-file"]
         // validate()'s rules: ArgumentParser reports them.
         if p.newValues.isEmpty && !setData { return nil }
@@ -152,18 +153,22 @@ extension UpdateCommand {
 }
 
 extension DeleteCommand {
+    static let fastForm = FastForm(command: "delete", flags: ["all", "yes", "dry-run"])
+
     /// The request for `delete ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, command: "delete", flags: ["all", "yes", "dry-run"]) else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
         return Request(query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"),
                        global: p.global)
     }
 }
 
 extension DumpCommand {
+    static let fastForm = FastForm(command: "dump", flags: ["json"])
+
     /// `--json` and the global options of `dump ARGUMENTS`; nil for anything else.
     static func fastRequest(_ arguments: [String]) -> (json: Bool, global: GlobalSettings)? {
-        guard let p = FastArguments.parse(arguments, command: "dump", flags: ["json"]), p.attributes.isEmpty else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm), p.attributes.isEmpty else { return nil }
         return (p.flags.contains("json"), p.global)
     }
 }

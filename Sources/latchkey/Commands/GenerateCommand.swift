@@ -36,10 +36,7 @@ struct GenerateCommand: ParsableCommand {
         }
     }
 
-    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
-    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
-    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
-    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
+    @OptionGroup var item: PasswordItemOptions
 
     @Option(help: ArgumentHelp("How many characters (8 to 1024).", valueName: "n"))
     var length = 24
@@ -58,8 +55,6 @@ struct GenerateCommand: ParsableCommand {
     }
 
     func run() throws {
-        let item = ItemOptions(common: common, password: password, generic: generic, internet: internet,
-                               certificate: try CertificateAttributes.parse([]), key: try KeyAttributes.parse([]))
         guard [.genericPassword, .internetPassword].contains(item.itemClass) else {
             throw UsageError("generate makes passwords: --class genp (the default) or inet; store other data with add", command: "generate")
         }

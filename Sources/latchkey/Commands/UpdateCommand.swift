@@ -25,23 +25,8 @@ struct UpdateCommand: ParsableCommand {
             """
     )
 
-    @OptionGroup(title: "Class and common attributes") var common: CommonAttributes
-    @OptionGroup(title: "Passwords: genp and inet") var password: PasswordAttributes
-    @OptionGroup(title: "Generic passwords: genp (the default class)") var generic: GenericPasswordAttributes
-    @OptionGroup(title: "Internet passwords: inet") var internet: InternetPasswordAttributes
-    @OptionGroup(title: "Certificates: cert (derived from the certificate; for queries)") var certificate: CertificateAttributes
-    @OptionGroup(title: "Keys: keys") var key: KeyAttributes
-    var item: ItemOptions {
-        ItemOptions(common: common, password: password, generic: generic, internet: internet, certificate: certificate, key: key)
-    }
-    @OptionGroup(title: "New values: common attributes") var setCommon: SetCommonAttributes
-    @OptionGroup(title: "New values: passwords, genp and inet") var setPassword: SetPasswordAttributes
-    @OptionGroup(title: "New values: generic passwords, genp") var setGeneric: SetGenericPasswordAttributes
-    @OptionGroup(title: "New values: internet passwords, inet") var setInternet: SetInternetPasswordAttributes
-    @OptionGroup(title: "New values: keys") var setKey: SetKeyAttributes
-    var set: SetOptions {
-        SetOptions(common: setCommon, password: setPassword, generic: setGeneric, internet: setInternet, key: setKey)
-    }
+    @OptionGroup var item: ItemOptions
+    @OptionGroup var newValues: NewValueOptions
 
     @Flag(name: .customLong("set-data"), help: "Replace the secret with the bytes read from stdin (or --data-file).")
     var setData = false
@@ -53,7 +38,7 @@ struct UpdateCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
-        if set.isEmpty && !setData {
+        if newValues.isEmpty && !setData {
             throw ValidationError("nothing to change; give at least one --set-X option or --set-data")
         }
         if dataFile != nil && !setData {
@@ -76,8 +61,8 @@ struct UpdateCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "update"), newValues: try set.attributes(for: item.itemClass, command: "update"),
-                protection: set.protection, setData: setData, dataFile: dataFile, global: global.settings)
+        Request(query: try item.query(command: "update"), newValues: try newValues.attributes(for: item.itemClass, command: "update"),
+                protection: newValues.protection, setData: setData, dataFile: dataFile, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {

@@ -1,0 +1,37 @@
+import Foundation
+import Latchkey
+import LatchkeySecurity
+import Testing
+
+/// The `kSecAttr…` constants of stored attributes take their codes from `AttributeSchema`:
+/// each row has its constant, and each such constant its row.
+@Suite struct SchemaConstantsTests {
+    @Test func everyRowHasItsConstant_andEveryConstantItsRow() throws {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Sources/LatchkeySecurity/SecItemConstants.swift").path
+        let source = try String(contentsOfFile: path, encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = schemaCode\("(\w+)"\)"#)
+        let declared = pattern.matches(in: source, range: NSRange(source.startIndex..., in: source)).map { m in
+            (String(source[Range(m.range(at: 1), in: source)!]), String(source[Range(m.range(at: 2), in: source)!]))
+        }
+        for (name, argument) in declared { #expect(name == argument, "\(name) reads the row of \(argument)") }
+        let rows = Set(AttributeSchema.all.flatMap { [$0.constant] + $0.otherConstants })
+        #expect(Set(declared.map(\.0)) == rows, "\(rows.symmetricDifference(declared.map(\.0)).sorted())")
+        #expect(declared.count == rows.count)
+        // A kSecAttr attribute key with a literal value is one Latchkey does not store.
+        let literal = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = "(\w+)"\n"#)
+        for m in literal.matches(in: source, range: NSRange(source.startIndex..., in: source)) {
+            let code = String(source[Range(m.range(at: 2), in: source)!])
+            #expect(AttributeSchema.all.allSatisfy { $0.code != code } || code.utf8.count != 4 || Self.valueConstant(source, m),
+                    "\(source[Range(m.range(at: 1), in: source)!]) = \(code) is a stored attribute: read it from AttributeSchema")
+        }
+        #expect(kSecAttrAccount as String == "acct" && kSecAttrKeyCreator as String == "crtr" && kSecAttrProtected as String == "prot")
+    }
+
+    /// Whether the constant is a value (kSecAttrProtocolHTTP = "http") rather than a key.
+    static func valueConstant(_ source: String, _ m: NSTextCheckingResult) -> Bool {
+        let name = String(source[Range(m.range(at: 1), in: source)!])
+        return ["kSecAttrProtocol", "kSecAttrAuthenticationType", "kSecAttrAccessible", "kSecAttrKeyClass", "kSecAttrKeyType",
+                "kSecAttrSynchronizable", "kSecAttrAccessGroup"].contains { name.hasPrefix($0) && name != $0 }
+    }
+}
