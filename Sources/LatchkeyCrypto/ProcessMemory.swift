@@ -6,8 +6,8 @@ package enum ProcessMemory {
     /// back to the system when freed. By default the threshold rises to the size of each large
     /// block freed (up to 32 MiB), after which growing tables (an import's item table,
     /// attribute hashes and unique keys seen) are carved from the heap and the old copies of
-    /// each stay resident: at 1,000,000 items about 35 MiB of an import's peak. Elsewhere (no
-    /// glibc) it does nothing.
+    /// each stay resident, a large part of an import's peak (docs/RESULTS.md, "Figures behind
+    /// the code"). Elsewhere (no glibc) it does nothing.
     package static func returnLargeBlocksToTheSystem() {
         _ = lk_malloc_map_blocks_from(256 << 10)
     }

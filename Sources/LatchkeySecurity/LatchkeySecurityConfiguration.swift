@@ -289,9 +289,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             var passcode = currentPasscode()
             defer { if passcode != nil { Crypto.cleanse(&passcode!) } }
             // Open, then unlock: not open(passcode:), whose KDF thread beside the read saves a
-            // one-shot command its wait but left this long-lived keychain's finds slower
-            // (SecItemCopyMatching 35 against 21–23 µs in latchkey-bench --agent; cause not yet
-            // found, see the README's "The agent: unlock once").
+            // one-shot command its wait but leaves this long-lived keychain's finds slower
+            // (docs/RESULTS.md, "Figures behind the code").
             kc = try environment.open(passcode: nil).keychain
             if let passcode, kc.hasPasscode { try kc.unlockUnlessAgentIsUnlocked(passcode: passcode) }
         } else {

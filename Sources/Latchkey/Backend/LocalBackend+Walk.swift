@@ -24,7 +24,7 @@ extension LocalBackend {
         try store.refresh()
         try store.withStoreLock {
             // The live items one at a time (from the index's pages when there is one), not a
-            // table of all of them, which with its copy holds about 200 MiB at 1,000,000 items.
+            // table of all of them: memory stays flat however many items the keychain holds.
             let live = try store.liveItemSnapshot()
             let wanted = protections.map(Set.init)
             let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })

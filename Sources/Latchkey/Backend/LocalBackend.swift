@@ -186,7 +186,7 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     package func info() throws -> KeychainInfo {
         try store.refresh()
         // Counted by the snapshot's one pass over the index's pages (and the changes since),
-        // not from a table of every item, which holds about 160 MiB at 1,000,000 items.
+        // not from a table of every item, whose memory grows with the keychain.
         let live = try store.liveItemSnapshot()
         var byClass: [String: Int] = [:]
         for (tag, n) in live.countsByClassTag { byClass[store.itemClass(tag: tag)?.rawValue ?? "unknown", default: 0] += n }

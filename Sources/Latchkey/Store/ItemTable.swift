@@ -12,10 +12,10 @@ import LatchkeyFormat
 /// rules of §10.3 need the state at the covered end: a put's unique-key hash must not be held
 /// by another live item, and a delete must name a live item. Checking them as the records come
 /// would cost two index lookups a record (O(log N) pages each), which dominates an open at a
-/// million items. So a record is checked at once against what the
-/// records after the index did (`changed`, which also answers who holds a hash), and what only the index can answer is
-/// left in `firstTouch` (unchecked entries) and `uncheckedHashes`; it is checked for a UUID or a hash before
-/// any answer about it is given (`slot`, `owner`, `remove`) and for all of them before the
+/// million items. So a record is checked at once against what the records after the index
+/// did (`changed`, which also answers who holds a hash), and what only the index can answer
+/// is left in `firstTouch` (unchecked entries) and `uncheckedHashes`; it is checked for a UUID
+/// or a hash before any answer about it is given (`slot`, `owner`, `remove`) and for all of them before the
 /// table is enumerated or an index is written (`checkAll`). A rule found broken then throws
 /// `IndexBase.Unusable` (`contradictsLog`): the store drops the index and scans the log from
 /// its start, which reports the broken rule at its record as an open without an index does.

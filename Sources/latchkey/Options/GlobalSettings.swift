@@ -12,8 +12,8 @@ import Latchkey
 /// them: resolve the keychain, device secret and caller, read passcodes, open the keychain.
 /// The fast path of find, add, update, delete and dump (Commands/FastParser.swift) fills one
 /// without making a GlobalOptions: its option declarations make ArgumentParser's values
-/// (names, help), whose first use costs the runtime's type look-ups, 40–60 µs a process on
-/// the 2-core machine, that those commands otherwise never pay.
+/// (names, help), whose first use costs the runtime's type look-ups, a start-up cost those
+/// commands otherwise never pay (docs/RESULTS.md, "Figures behind the code").
 struct GlobalSettings {
     var keychainOption: String?
     var deviceOption: String?
