@@ -22,7 +22,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean
+.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -52,6 +52,16 @@ test: deps c-warnings
 	  echo "$(TEST_ENV) XDG_RUNTIME_DIR=$$run $(SWIFT) test --skip-build"; \
 	  $(TEST_ENV) XDG_RUNTIME_DIR="$$run" $(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
+
+## format: lay out the Swift sources as .swift-format says (swift-format, which ships with the
+## Swift 6 toolchain); format-check fails on any file it would change, and CI runs it
+FORMAT_PATHS := Package.swift Sources Tests tools Benchmarks Plugins Fuzz
+format:
+	$(SWIFT) format format --in-place --recursive --parallel $(FORMAT_PATHS)
+
+format-check:
+	@$(SWIFT) format lint --strict --recursive --parallel $(FORMAT_PATHS) || \
+	  { echo "make format-check: the files above are not laid out as .swift-format says; run 'make format'"; exit 1; }
 
 ## c-warnings: the C sources with -Wall -Wextra -Werror. Such flags live here, not in
 ## Package.swift: SwiftPM refuses unsafeFlags in a package used as a dependency by version.
