@@ -12,10 +12,10 @@ let package = Package(
         .library(name: "LatchkeySecurity", targets: ["LatchkeySecurity"]),
         // Backup and restore as a library: for Benchmarks/ (the package-benchmark suite).
         .library(name: "LatchkeyBackup", targets: ["LatchkeyBackup"]),
-        .executable(name: "latchkey", targets: ["latchkey"]),
+        .executable(name: "latchkey", targets: ["latchkey"])
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
     ],
     targets: [
         .systemLibrary(
@@ -46,7 +46,7 @@ let package = Package(
             name: "latchkey",
             dependencies: [
                 "Latchkey", "LatchkeyAgent", "LatchkeyBackup",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             plugins: ["LatchkeyBuildInfo"]
         ),
@@ -65,16 +65,21 @@ let package = Package(
         ),
         .testTarget(name: "LatchkeyCryptoTests", dependencies: ["LatchkeyCrypto"]),
         .testTarget(name: "LatchkeyFormatTests", dependencies: ["LatchkeyFormat"]),
-        .testTarget(name: "LatchkeyTests", dependencies: ["Latchkey", "LatchkeyAgent", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
-        .testTarget(name: "ConformanceTests", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeyTestSupport"]),
+        .testTarget(
+            name: "LatchkeyTests",
+            dependencies: ["Latchkey", "LatchkeyAgent", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
+        .testTarget(
+            name: "ConformanceTests",
+            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey", "LatchkeyAgent"]),
         .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
         // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and
         // Query, and its tests importing it beside LatchkeySecurity (issue 18 §1, item 1).
-        .target(name: "AppleStyleWrapper", dependencies: ["LatchkeySecurity"], path: "Tests/NameClash/AppleStyleWrapper"),
-        .testTarget(name: "NameClashTests", dependencies: ["AppleStyleWrapper", "LatchkeySecurity"]),
+        .target(
+            name: "AppleStyleWrapper", dependencies: ["LatchkeySecurity"], path: "Tests/NameClash/AppleStyleWrapper"),
+        .testTarget(name: "NameClashTests", dependencies: ["AppleStyleWrapper", "LatchkeySecurity"])
     ],
     swiftLanguageModes: [.v6]
 )

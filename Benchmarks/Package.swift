@@ -16,7 +16,7 @@ let package = Package(
         .package(path: ".."),
         // package-benchmark, under its current name (the legacy identity "package-benchmark" warns).
         // MallocInterposer alone: the default RuntimeInterposer trait would need swift-runtime-interposer.
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"])
     ],
     targets: [
         // The keychains of N items the benchmarks run on, shared with the probe.
@@ -24,7 +24,7 @@ let package = Package(
             name: "LatchkeyBenchFixtures",
             dependencies: [
                 .product(name: "Latchkey", package: latchkeyDirectory),
-                .product(name: "LatchkeyBackup", package: latchkeyDirectory),
+                .product(name: "LatchkeyBackup", package: latchkeyDirectory)
             ]
         ),
         .executableTarget(
@@ -33,7 +33,7 @@ let package = Package(
                 "LatchkeyBenchFixtures",
                 .product(name: "Latchkey", package: latchkeyDirectory),
                 .product(name: "LatchkeyBackup", package: latchkeyDirectory),
-                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Benchmark", package: "benchmark")
             ],
             path: "Benchmarks/LatchkeyBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey-lib-probe",
             dependencies: ["LatchkeyBenchFixtures", .product(name: "Latchkey", package: latchkeyDirectory)]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

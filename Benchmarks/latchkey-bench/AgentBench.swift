@@ -11,7 +11,7 @@ import Latchkey
 import LatchkeySecurity
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func runAgentBench(arguments: [String]) throws {
@@ -26,7 +26,8 @@ func runAgentBench(arguments: [String]) throws {
     let binDir = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
     let cli = cliOption ?? binDir + "/latchkey"
     guard FileManager.default.isExecutableFile(atPath: cli) else {
-        print("latchkey-bench --agent needs the latchkey binary beside it (\(cli)); build it with the same configuration")
+        print(
+            "latchkey-bench --agent needs the latchkey binary beside it (\(cli)); build it with the same configuration")
         exit(2)
     }
     let dir = "/tmp/lk-agent-bench-\(getpid())"
@@ -40,9 +41,13 @@ func runAgentBench(arguments: [String]) throws {
     var next = 0
     while next < items {
         let batch = (next..<min(items, next + 1000)).map {
-            NewItem(.genericPassword, attributes: ["acct": .string("user\($0)@example.com"), "svce": .string("service-\($0 % 10)"),
-                                                   "agrp": .string("bench.app"), "labl": .string("Bench item \($0)")],
-                    data: Array("secret \($0)".utf8), protection: .whenUnlocked)
+            NewItem(
+                .genericPassword,
+                attributes: [
+                    "acct": .string("user\($0)@example.com"), "svce": .string("service-\($0 % 10)"),
+                    "agrp": .string("bench.app"), "labl": .string("Bench item \($0)")
+                ],
+                data: Array("secret \($0)".utf8), protection: .whenUnlocked)
         }
         try kc.add(contentsOf: batch)
         next += batch.count
@@ -131,9 +136,11 @@ func runAgentBench(arguments: [String]) throws {
             var out: [Double] = []
             for i in 0..<count {
                 let k = key(i)
-                let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "user\(k)@example.com",
-                                            kSecAttrService as String: "service-\(k % 10)", kSecAttrAccessGroup as String: "bench.app",
-                                            kSecReturnData as String: true]
+                let query: [String: Any] = [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "user\(k)@example.com",
+                    kSecAttrService as String: "service-\(k % 10)", kSecAttrAccessGroup as String: "bench.app",
+                    kSecReturnData as String: true
+                ]
                 var result: CFTypeRef?
                 let t = now()
                 let status = SecItemCopyMatching(query as CFDictionary, &result)
@@ -148,14 +155,17 @@ func runAgentBench(arguments: [String]) throws {
     let secAgent = secItemTimes(viaAgent, count: 2000)
     precondition((try? viaAgent.keychain().isServedByAgent) == true, "SecItem did not use the agent")
     setenv("LATCHKEY_AGENT_SOCK", "none", 1)
-    let direct = LatchkeySecurityConfiguration(keychainPath: path, devicePath: devicePath, caller: caller,
-                                               passcodeSource: .passcode(Array(passcode.utf8)))
+    let direct = LatchkeySecurityConfiguration(
+        keychainPath: path, devicePath: devicePath, caller: caller,
+        passcodeSource: .passcode(Array(passcode.utf8)))
     let secDirect = secItemTimes(direct, count: 2000)
 
     func ms(_ xs: [Double]) -> String { String(format: "%.2f ms", median(xs) / 1000) }
     func us(_ xs: [Double]) -> String { String(format: "%.1f µs", median(xs)) }
     print("agent benchmark: \(items) items (WhenUnlocked), medians")
-    print("  latchkey unlock (scrypt at the default cost, once):       \(String(format: "%.0f ms", unlockSeconds * 1000))")
+    print(
+        "  latchkey unlock (scrypt at the default cost, once):       \(String(format: "%.0f ms", unlockSeconds * 1000))"
+    )
     print("  CLI find by unique key through the agent (end to end):    \(ms(cliAgent))   [goal ≤ 15 ms; \(runs) runs]")
     print("  ... the same with LATCHKEY_PASSCODE set:                  \(ms(cliAgentGiven))")
     print("  CLI find without the agent (open + KDF):                  \(ms(cliDirect))")

@@ -11,7 +11,8 @@ import Latchkey
 /// `LK_HOT_ROUNDS` finds (default 200,000).
 func runIndexBench(items: Int) throws {
     let keepDir = ProcessInfo.processInfo.environment["LK_HOT_DIR"]
-    let dir = keepDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-indexbench-\(getpid())").path
+    let dir =
+        keepDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-indexbench-\(getpid())").path
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { if keepDir == nil { try? FileManager.default.removeItem(atPath: dir) } }
     let path = dir + "/bench.keychain", devicePath = dir + "/device.secret"
@@ -39,7 +40,9 @@ func runIndexBench(items: Int) throws {
     var next = 0
     while next < items {
         let batch = (next..<min(items, next + 1000)).map {
-            NewItem(.genericPassword, attributes: attrs($0), data: Array("secret \($0)".utf8), protection: .afterFirstUnlock)
+            NewItem(
+                .genericPassword, attributes: attrs($0), data: Array("secret \($0)".utf8), protection: .afterFirstUnlock
+            )
         }
         try kc.add(contentsOf: batch)
         next += batch.count
@@ -85,7 +88,11 @@ func runIndexBench(items: Int) throws {
     }
     try FileManager.default.removeItem(atPath: path + ".index")
     let without = try openAndFind(rounds: rounds)
-    print(String(format: "items=%-7d log=%.1fMB index=%.1fMB | with index: open=%.3fms find=%.3fms (used=%@) | without: open=%.3fms find=%.3fms (used=%@) | hot find in an open keychain=%.1fus",
-                 items, Double(logBytes) / 1e6, Double(indexBytes) / 1e6, with.open, with.find, with.usedIndex ? "yes" : "no",
-                 without.open, without.find, without.usedIndex ? "yes" : "no", median(hot)))
+    print(
+        String(
+            format:
+                "items=%-7d log=%.1fMB index=%.1fMB | with index: open=%.3fms find=%.3fms (used=%@) | without: open=%.3fms find=%.3fms (used=%@) | hot find in an open keychain=%.1fus",
+            items, Double(logBytes) / 1e6, Double(indexBytes) / 1e6, with.open, with.find,
+            with.usedIndex ? "yes" : "no",
+            without.open, without.find, without.usedIndex ? "yes" : "no", median(hot)))
 }

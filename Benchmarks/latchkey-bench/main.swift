@@ -9,7 +9,7 @@ import LatchkeyFormat
 import LatchkeyCrypto
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func now() -> Double {
@@ -41,8 +41,9 @@ if CommandLine.arguments.contains("--kdf-only") {
     _ = try Crypto.randomBytes(16)
     let kdf = KDFParameters.scrypt(salt: try Crypto.randomBytes(16))
     let t = now()
-    _ = try Crypto.scrypt(password: Array("bench passcode".utf8), salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
-                          maxMemory: kdf.maxMemory, count: 32)
+    _ = try Crypto.scrypt(
+        password: Array("bench passcode".utf8), salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
+        maxMemory: kdf.maxMemory, count: 32)
     print(String(format: "kdf-only %.3f", (now() - t) * 1000))
     exit(0)
 }
@@ -71,17 +72,21 @@ let path = dir + "/bench.keychain", devicePath = dir + "/device.secret"
 let passcode = Array("bench passcode".utf8)
 
 func attrs(_ i: Int) -> [String: AttributeValue] {
-    ["acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"), "agrp": .string("bench.app"),
-     "labl": .string("Bench item \(i)")]
+    [
+        "acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"), "agrp": .string("bench.app"),
+        "labl": .string("Bench item \(i)")
+    ]
 }
-let secret = Array("correct horse battery staple 0123456789".utf8)   // 39 bytes
+let secret = Array("correct horse battery staple 0123456789".utf8)  // 39 bytes
 
 // Build: batches of 1,000 items per transaction.
 let kc = try Keychain.create(path: path, devicePath: devicePath, passcode: passcode)
 let tBuild = now()
 var next = 0
 while next < items {
-    let batch = (next..<min(items, next + 1000)).map { NewItem(.genericPassword, attributes: attrs($0), data: secret, protection: .afterFirstUnlock) }
+    let batch = (next..<min(items, next + 1000)).map {
+        NewItem(.genericPassword, attributes: attrs($0), data: secret, protection: .afterFirstUnlock)
+    }
     try kc.add(contentsOf: batch)
     next += batch.count
 }
@@ -121,7 +126,8 @@ var updateTimes: [Double] = []
 for i in 0..<200 {
     let k = (i * 104729) % items
     let t = now()
-    try kc.update(Query(.genericPassword, attrs(k).filter { $0.key != "labl" }), attributes: ["labl": .string("updated \(i)")])
+    try kc.update(
+        Query(.genericPassword, attrs(k).filter { $0.key != "labl" }), attributes: ["labl": .string("updated \(i)")])
     updateTimes.append(now() - t)
 }
 
@@ -130,7 +136,8 @@ for i in 0..<200 {
 var svceAfterWrite: [Double] = []
 for i in 0..<6 {
     let k = (i * 7) % items
-    try kc.update(Query(.genericPassword, attrs(k).filter { $0.key != "labl" }), attributes: ["labl": .string("again \(i)")])
+    try kc.update(
+        Query(.genericPassword, attrs(k).filter { $0.key != "labl" }), attributes: ["labl": .string("again \(i)")])
     let t = now()
     let found = try kc.find(Query(.genericPassword, ["svce": .string("service-\(i % 10)")]), includeData: false)
     svceAfterWrite.append(now() - t)
@@ -147,7 +154,11 @@ for i in 0..<200 {
 try kc.compact()
 let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! UInt64
 let plaintextBytes = (0..<items).reduce(0) { acc, i in
-    acc + ItemPlaintext(itemClass: .genericPassword, attributes: attrs(i).merging(["cdat": .date(0), "mdat": .date(0), "sync": .integer(0)]) { $1 }, data: secret).encode().count
+    acc
+        + ItemPlaintext(
+            itemClass: .genericPassword,
+            attributes: attrs(i).merging(["cdat": .date(0), "mdat": .date(0), "sync": .integer(0)]) { $1 }, data: secret
+        ).encode().count
 }
 
 // Open without the KDF (then unlock: the KDF alone is measured separately).
@@ -160,13 +171,19 @@ for _ in 0..<5 {
 }
 let kdf = KDFParameters.scrypt(salt: [UInt8](repeating: 1, count: 16))
 let tKDF = now()
-_ = try Crypto.scrypt(password: passcode, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p, maxMemory: kdf.maxMemory, count: 32)
+_ = try Crypto.scrypt(
+    password: passcode, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p, maxMemory: kdf.maxMemory, count: 32)
 let kdfMs = (now() - tKDF) * 1000
 
 let perItem = Double(size) / Double(items)
 let overhead = Double(Int(size) - plaintextBytes) / Double(items)
-print(String(format: "items=%-7d find(svce, 1 in 10)=%.1fms cold, %.1fms warm, %.1fms after a write", items, svceCold * 1000,
-             median(svceTimes) / 1000, median(svceAfterWrite) / 1000))
-print(String(format: "items=%-7d build=%.2fs add(durable)=%.0fus find(unique)=%.1fus update=%.0fus delete=%.0fus open=%.1fms kdf(N=2^%d,r=8,p=1)=%.0fms bytes/item=%.1f overhead/item=%.1f peakRSS=%.1fMiB",
-             items, buildSeconds, median(addTimes), median(findTimes), median(updateTimes), median(deleteTimes),
-             median(openTimes) / 1000, Int(KDFParameters.defaultLogN), kdfMs, perItem, overhead, peakRSSMiB()))
+print(
+    String(
+        format: "items=%-7d find(svce, 1 in 10)=%.1fms cold, %.1fms warm, %.1fms after a write", items, svceCold * 1000,
+        median(svceTimes) / 1000, median(svceAfterWrite) / 1000))
+print(
+    String(
+        format:
+            "items=%-7d build=%.2fs add(durable)=%.0fus find(unique)=%.1fus update=%.0fus delete=%.0fus open=%.1fms kdf(N=2^%d,r=8,p=1)=%.0fms bytes/item=%.1f overhead/item=%.1f peakRSS=%.1fMiB",
+        items, buildSeconds, median(addTimes), median(findTimes), median(updateTimes), median(deleteTimes),
+        median(openTimes) / 1000, Int(KDFParameters.defaultLogN), kdfMs, perItem, overhead, peakRSSMiB()))

@@ -29,7 +29,8 @@ public func fuzzAgentMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         let again = response.encode(version: version)
         if case .error = response, again != frame {
             let status = ByteReader(payload).getInteger(at: 2, as: UInt32.self) ?? 0
-            precondition(KeychainStatus(rawValue: Int32(bitPattern: status)) == nil, "a known error status did not round-trip")
+            precondition(
+                KeychainStatus(rawValue: Int32(bitPattern: status)) == nil, "a known error status did not round-trip")
         } else {
             precondition(again == frame, "a decoded answer does not re-encode to its bytes")
         }

@@ -18,7 +18,7 @@ import LatchkeyBackup
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 private let fixtures = ProcessInfo.processInfo.environment["LATCHKEY_FUZZ_BACKUP_FIXTURES"] ?? "fixtures/backup"
@@ -32,13 +32,18 @@ private let devices: [Device] = {
     var seen = Set<[UInt8]>()
     let names = (try? FileManager.default.contentsOfDirectory(atPath: fixtures)) ?? []
     for name in names.sorted() {
-        guard let bytes = FileManager.default.contents(atPath: "\(fixtures)/\(name)/source-device.secret"), seen.insert([UInt8](bytes)).inserted else { continue }
+        guard let bytes = FileManager.default.contents(atPath: "\(fixtures)/\(name)/source-device.secret"),
+            seen.insert([UInt8](bytes)).inserted
+        else { continue }
         let disk = MemoryFileSystem()
         try! disk.makeDirectory("/device", mode: 0o700)
         disk.setContents("/device/device.secret", [UInt8](bytes))
         out.append(try! Device.load(path: "/device/device.secret", fs: disk))
     }
-    guard !out.isEmpty else { fatalError("fuzz-backup: no fixtures in \(fixtures); run from the package root or set LATCHKEY_FUZZ_BACKUP_FIXTURES") }
+    guard !out.isEmpty else {
+        fatalError(
+            "fuzz-backup: no fixtures in \(fixtures); run from the package root or set LATCHKEY_FUZZ_BACKUP_FIXTURES")
+    }
     return out
 }()
 
@@ -67,7 +72,9 @@ private func octal(_ b: [UInt8], _ at: Int, _ count: Int) -> Int? {
 
 /// The first entry's data when it is a plain ustar regular file named like the keybag.
 private func ustarKeybag(_ b: [UInt8]) -> [UInt8]? {
-    guard b.count >= 1024, let size = octal(b, 124, 12), b[156] == 48 || b[156] == 0, 512 + size <= b.count else { return nil }
+    guard b.count >= 1024, let size = octal(b, 124, 12), b[156] == 48 || b[156] == 0, 512 + size <= b.count else {
+        return nil
+    }
     let name = String(decoding: b[0..<100].prefix { $0 != 0 }, as: UTF8.self)
     guard name == "latchkey-backup/keybag" else { return nil }
     return Array(b[512..<(512 + size)])
@@ -107,7 +114,8 @@ private func verify(_ bytes: [UInt8]) {
     }
     guard let source = try? BackupSource.file("/proc/self/fd/\(memfd)") else { return }
     do {
-        let backup = try VerifiedBackup.verify(source, device: device, password: { cheap ? password : nil }, target: .newKeychain(hasPasscode: true))
+        let backup = try VerifiedBackup.verify(
+            source, device: device, password: { cheap ? password : nil }, target: .newKeychain(hasPasscode: true))
         if debug { print("fuzz-backup: verified, \(backup.plan.restored) items to restore") }
     } catch {
         if debug { print("fuzz-backup: \(error)") }

@@ -25,7 +25,8 @@ private let keychainPath = "/keychains/login.keychain"
 /// being golden_small's (LATCHKEY_FUZZ_DEVICE overrides it).
 private let deviceFiles: [[UInt8]] = {
     var files: [[UInt8]] = []
-    let first = ProcessInfo.processInfo.environment["LATCHKEY_FUZZ_DEVICE"] ?? "fixtures/keychain/golden_small/device.secret"
+    let first =
+        ProcessInfo.processInfo.environment["LATCHKEY_FUZZ_DEVICE"] ?? "fixtures/keychain/golden_small/device.secret"
     let others = ((try? FileManager.default.contentsOfDirectory(atPath: "fixtures/keychain")) ?? []).sorted()
         .map { "fixtures/keychain/\($0)/device.secret" }
     for path in [first] + others {
@@ -70,7 +71,9 @@ private func resign(_ input: [UInt8]) -> [UInt8]? {
         let length = u32(b, o)
         guard length <= 16 << 20, o + 36 + length <= b.count else { break }
         let crc = CRC32C.checksum(b[o..<(o + 16)])
-        b.replaceSubrange((o + 16)..<(o + 20), with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc & 0xff)])
+        b.replaceSubrange(
+            (o + 16)..<(o + 20),
+            with: [UInt8(crc >> 24), UInt8(crc >> 16 & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc & 0xff)])
         let tag = RecordFrame.tag(macKey: keys.recordMAC, offset: UInt64(o), headerAndPayload: b[o..<(o + 20 + length)])
         b.replaceSubrange((o + 20 + length)..<(o + 36 + length), with: tag)
         o += 36 + length
@@ -100,12 +103,17 @@ private func open(_ bytes: [UInt8], unlock: Bool) {
         for c in ItemClass.allCases {
             for pc in ProtectionClass.allCases {
                 for sync in [SyncFilter.notSynchronizable, .synchronizable] {
-                    found += (try? kc.find(Query(c, protection: pc, synchronizable: sync), includeData: true))?.count ?? 0
+                    found +=
+                        (try? kc.find(Query(c, protection: pc, synchronizable: sync), includeData: true))?.count ?? 0
                 }
             }
         }
         let report = kc.verify()
-        if debug { print("fuzz-keychain: opened (unlock \(unlock)), \(found) items read, verify ok \(report.ok) \(report.problems)") }
+        if debug {
+            print(
+                "fuzz-keychain: opened (unlock \(unlock)), \(found) items read, verify ok \(report.ok) \(report.problems)"
+            )
+        }
         _ = try? kc.info()
         return
     }

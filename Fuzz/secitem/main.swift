@@ -16,7 +16,9 @@ import Latchkey
 import LatchkeySecurity
 
 private let vocabulary: [String] = {
-    let path = ProcessInfo.processInfo.environment["LATCHKEY_FUZZ_CONSTANTS"] ?? "Sources/LatchkeySecurity/SecItemConstants.swift"
+    let path =
+        ProcessInfo.processInfo.environment["LATCHKEY_FUZZ_CONSTANTS"]
+        ?? "Sources/LatchkeySecurity/SecItemConstants.swift"
     guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
         fatalError("fuzz-secitem: cannot read \(path); run from the package root or set LATCHKEY_FUZZ_CONSTANTS")
     }
@@ -63,7 +65,8 @@ private struct Program {
         case 17 where depth < 2: return [word(): value(depth: depth + 1)] as [String: Any]
         case 18:
             let flags = SecAccessControlCreateFlags(rawValue: CFOptionFlags(byte()))
-            return SecAccessControlCreateWithFlags(nil, protections[Int(byte()) % protections.count] as CFString, flags, nil) as Any
+            return SecAccessControlCreateWithFlags(
+                nil, protections[Int(byte()) % protections.count] as CFString, flags, nil) as Any
         default: return Float(Int16(truncatingIfNeeded: u64()))
         }
     }
@@ -71,10 +74,16 @@ private struct Program {
     mutating func dictionary() -> NSDictionary {
         let d = NSMutableDictionary()
         // Most dictionaries name a class, as real ones do.
-        if byte() % 4 != 0 { d[kSecClass as String] = [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey, kSecClassIdentity][Int(byte()) % 5] }
+        if byte() % 4 != 0 {
+            d[kSecClass as String] =
+                [
+                    kSecClassGenericPassword, kSecClassInternetPassword, kSecClassCertificate, kSecClassKey,
+                    kSecClassIdentity
+                ][Int(byte()) % 5]
+        }
         for _ in 0..<Int(byte() % 10) {
             switch byte() % 16 {
-            case 0: d[NSNumber(value: byte())] = value()        // a key that is not a string
+            case 0: d[NSNumber(value: byte())] = value()  // a key that is not a string
             case 1: d[String(decoding: blob(), as: UTF8.self)] = value()
             default: d[word()] = value()
             }
@@ -99,17 +108,21 @@ private func liveConfiguration() -> LatchkeySecurityConfiguration {
         liveConfig = nil
     }
     if let c = liveConfig { return c }
-    let c = LatchkeySecurityConfiguration(keychainPath: directory! + "/fuzz.keychain", devicePath: directory! + "/device.secret",
-                                          caller: CallerIdentity(applicationIdentifier: "latchkey.fuzz", keychainAccessGroups: ["latchkey.fuzz", "other.group"]),
-                                          passcodeSource: .noPasscode, authenticationHandler: { _ in nil })
+    let c = LatchkeySecurityConfiguration(
+        keychainPath: directory! + "/fuzz.keychain", devicePath: directory! + "/device.secret",
+        caller: CallerIdentity(
+            applicationIdentifier: "latchkey.fuzz", keychainAccessGroups: ["latchkey.fuzz", "other.group"]),
+        passcodeSource: .noPasscode, authenticationHandler: { _ in nil })
     liveConfig = c
     return c
 }
 private var liveConfig: LatchkeySecurityConfiguration?
 
 private let parseOnly: LatchkeySecurityConfiguration = {
-    let c = LatchkeySecurityConfiguration(keychainPath: "/nonexistent/latchkey-fuzz/none.keychain", devicePath: "/nonexistent/latchkey-fuzz/device.secret",
-                                          caller: CallerIdentity(applicationIdentifier: "latchkey.fuzz"))
+    let c = LatchkeySecurityConfiguration(
+        keychainPath: "/nonexistent/latchkey-fuzz/none.keychain",
+        devicePath: "/nonexistent/latchkey-fuzz/device.secret",
+        caller: CallerIdentity(applicationIdentifier: "latchkey.fuzz"))
     c.createsKeychainIfAbsent = false
     return c
 }()

@@ -21,7 +21,7 @@ struct LatchkeyBuildInfo: BuildToolPlugin {
                 executable: URL(fileURLWithPath: "/bin/sh"),
                 arguments: [package.appending(path: "scripts/build-info.sh").path, package.path, output.path],
                 outputFilesDirectory: output
-            ),
+            )
         ]
     }
 }

@@ -1,14 +1,14 @@
 import Dispatch
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `latchkey agent`: holds open keychains with their unlocked class keys and serves the
@@ -100,9 +100,10 @@ public final class AgentServer: @unchecked Sendable {
 
         /// Call with `state` held.
         static func state(_ path: String, _ device: String, _ kc: LocalBackend, idle: Double) -> AgentKeychainState {
-            AgentKeychainState(keychain: path, device: device, hasPasscode: kc.hasPasscode,
-                               unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
-                               unlockedOnce: kc.store.unlockedOnce || !kc.hasPasscode, idleSeconds: idle)
+            AgentKeychainState(
+                keychain: path, device: device, hasPasscode: kc.hasPasscode,
+                unlocked: ProtectionClass.allCases.filter { kc.isAvailable($0) }.map(\.code),
+                unlockedOnce: kc.store.unlockedOnce || !kc.hasPasscode, idleSeconds: idle)
         }
 
         /// Seconds since the last request that used it. Call with `state` held.
@@ -165,7 +166,11 @@ public final class AgentServer: @unchecked Sendable {
         func currentState() -> AgentKeychainState? {
             state.lock(); defer { state.unlock() }
             guard let keychain else { return nil }
-            guard !busy else { return snapshot.map { var s = $0; s.idleSeconds = idleSeconds; return s } }
+            guard !busy else {
+                return snapshot.map {
+                    var s = $0; s.idleSeconds = idleSeconds; return s
+                }
+            }
             return Held.state(path, device, keychain, idle: idleSeconds)
         }
 
@@ -212,9 +217,9 @@ public final class AgentServer: @unchecked Sendable {
     public static func hardenProcess() -> Bool {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         #if canImport(Glibc)
-        let core = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit) == 0
+            let core = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit) == 0
         #else
-        let core = setrlimit(RLIMIT_CORE, &limit) == 0
+            let core = setrlimit(RLIMIT_CORE, &limit) == 0
         #endif
         return core && setDumpable(false)
     }
@@ -252,7 +257,9 @@ public final class AgentServer: @unchecked Sendable {
             switch try AgentSocket.connect(path) {
             case .connected(let fd):
                 close(fd)
-                throw KeychainError(.duplicateKeychain, "an agent already answers at \(path); stop it with 'latchkey agent --stop' first")
+                throw KeychainError(
+                    .duplicateKeychain,
+                    "an agent already answers at \(path); stop it with 'latchkey agent --stop' first")
             case .nobody:
                 guard unlink(path) == 0 || errno == ENOENT else {
                     throw AgentSocket.fail("cannot remove the stale agent socket \(path)", errno: errno)
@@ -271,7 +278,9 @@ public final class AgentServer: @unchecked Sendable {
             throw KeychainError(.internal, "cannot start the agent's thread")
         }
         if configuration.idleTimeout > 0 { spawn { self.idleLoop() } }
-        log("listening on \(path) (pid \(getpid()); idle lock after \(configuration.idleTimeout > 0 ? "\(Int(configuration.idleTimeout)) s" : "never"))")
+        log(
+            "listening on \(path) (pid \(getpid()); idle lock after \(configuration.idleTimeout > 0 ? "\(Int(configuration.idleTimeout)) s" : "never"))"
+        )
     }
 
     /// Stops serving: closes the socket (and removes it if it is still ours), ends every
@@ -305,7 +314,9 @@ public final class AgentServer: @unchecked Sendable {
         if busy.isEmpty {
             log("stopped; every key dropped")
         } else {
-            log("stopped; \(busy.map(\.path).joined(separator: ", ")) still in a request after \(configuration.stopGrace) s, whose keys go with the process")
+            log(
+                "stopped; \(busy.map(\.path).joined(separator: ", ")) still in a request after \(configuration.stopGrace) s, whose keys go with the process"
+            )
         }
         stopped.signal()
     }
@@ -377,8 +388,10 @@ public final class AgentServer: @unchecked Sendable {
                 // reconnects before its next request, as after the idle timeout. Only when
                 // every connection is in the middle of a request is the new one refused, and
                 // even then its agent-wide request (status, stop, lockAll) is answered.
-                guard let oldest = connections.compactMap({ c in c.value.map { (fd: c.key, since: $0) } })
-                        .min(by: { $0.since < $1.since }) else {
+                guard
+                    let oldest = connections.compactMap({ c in c.value.map { (fd: c.key, since: $0) } })
+                        .min(by: { $0.since < $1.since })
+                else {
                     let extra = overflow < AgentServer.maxOverflow
                     if extra { overflow += 1 }
                     mutex.unlock()
@@ -417,14 +430,19 @@ public final class AgentServer: @unchecked Sendable {
     /// (spec/AGENT.md §3). The oversized-request refusal below is sent the same way.
     private func refuse(_ fd: Int32, _ error: KeychainError) {
         spawn {
-            try? AgentSocket.write(fd, AgentMessage.Response.error(error).encode(version: AgentMessage.versions.lowerBound), deadline: .now() + 1)
+            try? AgentSocket.write(
+                fd, AgentMessage.Response.error(error).encode(version: AgentMessage.versions.lowerBound),
+                deadline: .now() + 1)
             AgentServer.finishSending(fd)
             close(fd)
         }
     }
 
     private var busy: KeychainError {
-        KeychainError(.notAvailable, "the agent is busy (\(configuration.maxConnections) requests are in progress); try again, or set LATCHKEY_AGENT_SOCK=none to open the keychain file directly")
+        KeychainError(
+            .notAvailable,
+            "the agent is busy (\(configuration.maxConnections) requests are in progress); try again, or set LATCHKEY_AGENT_SOCK=none to open the keychain file directly"
+        )
     }
 
     /// Closes a connection that waits for a request, to make room for a new one. Only its
@@ -434,7 +452,9 @@ public final class AgentServer: @unchecked Sendable {
     /// connection. Its own thread then finds the end of the stream and closes it.
     private func evict(_ fd: Int32) {
         shutdown(fd, Int32(SHUT_RD))
-        log("closed the connection idle longest to make room for a new one (\(configuration.maxConnections) connections are open)")
+        log(
+            "closed the connection idle longest to make room for a new one (\(configuration.maxConnections) connections are open)"
+        )
     }
 
     /// A connection over the limit while every connection is in the middle of a request: its
@@ -451,16 +471,24 @@ public final class AgentServer: @unchecked Sendable {
                 close(fd)
             }
             let timeout = configuration.frameTimeout
-            guard var payload = try? AgentSocket.readFrame(fd, limit: AgentSocket.maxRequestBytes, idleDeadline: .now() + timeout,
-                                                          frameTimeout: timeout) else { return }
+            guard
+                var payload = try? AgentSocket.readFrame(
+                    fd, limit: AgentSocket.maxRequestBytes, idleDeadline: .now() + timeout,
+                    frameTimeout: timeout)
+            else { return }
             defer { Crypto.cleanse(&payload) }
-            let agentWide = payload.count == 2 && [AgentMessage.Request.status, .stop, .lockAll].contains { $0.encode().last == payload.last }
+            let agentWide =
+                payload.count == 2
+                && [AgentMessage.Request.status, .stop, .lockAll].contains { $0.encode().last == payload.last }
             var bytes: [UInt8], after: (() -> Void)?
             if agentWide {
                 (bytes, after) = answer(payload)
             } else {
                 log("refused a request: \(configuration.maxConnections) connections are in the middle of a request")
-                (bytes, after) = (AgentMessage.Response.error(busy).encode(version: AgentMessage.version(of: payload[...]) ?? AgentMessage.versions.lowerBound), nil)
+                (bytes, after) = (
+                    AgentMessage.Response.error(busy).encode(
+                        version: AgentMessage.version(of: payload[...]) ?? AgentMessage.versions.lowerBound), nil
+                )
             }
             try? AgentSocket.write(fd, bytes, deadline: .now() + timeout)
             AgentServer.finishSending(fd)
@@ -500,13 +528,19 @@ public final class AgentServer: @unchecked Sendable {
             mutex.unlock()
             var payload: [UInt8]
             do {
-                payload = try AgentSocket.readFrame(fd, limit: AgentSocket.maxRequestBytes,
-                                                    idleDeadline: .now() + configuration.connectionIdleTimeout,
-                                                    frameTimeout: configuration.frameTimeout)
+                payload = try AgentSocket.readFrame(
+                    fd, limit: AgentSocket.maxRequestBytes,
+                    idleDeadline: .now() + configuration.connectionIdleTimeout,
+                    frameTimeout: configuration.frameTimeout)
             } catch AgentSocket.FrameError.tooLarge(let n) {
                 log("refused a request of \(n) bytes (limit \(AgentSocket.maxRequestBytes)); connection closed")
-                let e = KeychainError(.param, "the request is \(n) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); nothing was done")
-                try? AgentSocket.write(fd, AgentMessage.Response.error(e).encode(version: AgentMessage.versions.lowerBound), deadline: .now() + configuration.frameTimeout)
+                let e = KeychainError(
+                    .param,
+                    "the request is \(n) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); nothing was done"
+                )
+                try? AgentSocket.write(
+                    fd, AgentMessage.Response.error(e).encode(version: AgentMessage.versions.lowerBound),
+                    deadline: .now() + configuration.frameTimeout)
                 AgentServer.finishSending(fd)
                 return
             } catch AgentSocket.FrameError.truncated {
@@ -538,7 +572,8 @@ public final class AgentServer: @unchecked Sendable {
     /// because a client of protocol 1 checks `v` first and would show a message of its own
     /// instead of this one (spec/AGENT.md §3).
     static let protocol1Answer: [UInt8] = {
-        let json = #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocols 2 and 3 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
+        let json =
+            #"{"v":1,"ok":false,"status":-25291,"message":"this agent speaks agent protocols 2 and 3 and the program asking speaks protocol 1 (an older Latchkey): stop the agent ('latchkey agent --stop') and start it with the Latchkey of that program, or update the program"}"#
         var w = ByteWriter()
         w.writeInteger(UInt32(json.utf8.count), as: UInt32.self)
         w.writeBytes(json.utf8)
@@ -596,9 +631,15 @@ public final class AgentServer: @unchecked Sendable {
     static func refusal(_ e: AgentMessage.DecodeError) -> KeychainError {
         switch e {
         case .version(let v):
-            return KeychainError(.param, "the request is of agent protocol version \(v), and this agent speaks versions \(AgentMessage.versions.lowerBound) to \(AgentMessage.versions.upperBound); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
+            return KeychainError(
+                .param,
+                "the request is of agent protocol version \(v), and this agent speaks versions \(AgentMessage.versions.lowerBound) to \(AgentMessage.versions.upperBound); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"
+            )
         case .unknownType(let t):
-            return KeychainError(.param, "unknown agent request type 0x\(hexString([t])) for protocol \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done")
+            return KeychainError(
+                .param,
+                "unknown agent request type 0x\(hexString([t])) for protocol \(AgentMessage.version); use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"
+            )
         case .protocol1, .length, .malformed:
             return KeychainError(.param, "malformed agent request: \(e); nothing was done")
         }
@@ -613,8 +654,9 @@ public final class AgentServer: @unchecked Sendable {
     /// one still being opened not at all.
     func status() -> AgentStatus {
         let keychains = heldKeychains().sorted { $0.path < $1.path }.compactMap { $0.currentState() }
-        return AgentStatus(pid: getpid(), socket: configuration.socketPath, protocolVersion: Int(AgentMessage.version),
-                           idleTimeout: configuration.idleTimeout, dumpable: AgentServer.isDumpable, keychains: keychains)
+        return AgentStatus(
+            pid: getpid(), socket: configuration.socketPath, protocolVersion: Int(AgentMessage.version),
+            idleTimeout: configuration.idleTimeout, dumpable: AgentServer.isDumpable, keychains: keychains)
     }
 
     /// The held keychain for a request, opened on first use.
@@ -641,7 +683,9 @@ public final class AgentServer: @unchecked Sendable {
         }
         guard held.count < configuration.maxKeychains else {
             mutex.unlock()
-            throw KeychainError(.notAvailable, "the agent holds \(configuration.maxKeychains) keychains already; stop it to start afresh")
+            throw KeychainError(
+                .notAvailable,
+                "the agent holds \(configuration.maxKeychains) keychains already; stop it to start afresh")
         }
         // Held while being opened (busy: requests for it wait), and opened outside `mutex`:
         // opening reads the whole file, and a file that never answers (a FIFO planted at the
@@ -652,7 +696,9 @@ public final class AgentServer: @unchecked Sendable {
         mutex.unlock()
         do {
             let kc = try configuration.openKeychain(path, device)
-            if kc.recoveredTailBytes > 0 { log("\(path): removed \(kc.recoveredTailBytes) bytes of an incomplete write") }
+            if kc.recoveredTailBytes > 0 {
+                log("\(path): removed \(kc.recoveredTailBytes) bytes of an incomplete write")
+            }
             h.opened(.success(kc))
             log("opened \(path)")
         } catch {
@@ -669,7 +715,9 @@ public final class AgentServer: @unchecked Sendable {
     /// replaced by a different keychain (deleted and created again), the new one is opened
     /// (locked) in place of the old and the request runs once more.
     private func perform(_ request: AgentMessage.Request) throws -> AgentMessage.Response {
-        guard let target = request.target else { throw KeychainError(.internal, "'\(request.name)' is not a keychain request") }
+        guard let target = request.target else {
+            throw KeychainError(.internal, "'\(request.name)' is not a keychain request")
+        }
         do {
             return try performOnce(request, target)
         } catch let e as KeychainError where e.status == .decode {
@@ -682,7 +730,8 @@ public final class AgentServer: @unchecked Sendable {
     private func replaceIfDifferentFile(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> Bool {
         let h = try holder(request, target)
         guard let fresh = try? configuration.openKeychain(h.path, h.device),
-              let current = try? h.acquire() else { return false }
+            let current = try? h.acquire()
+        else { return false }
         let same = fresh.store.fileUUID == current.store.fileUUID
         h.release()
         guard !same else { return false }
@@ -700,7 +749,9 @@ public final class AgentServer: @unchecked Sendable {
 
     /// Runs the request with a `CallContext` of its own: its caller, and for a read its way of
     /// asking for user presence (the passcode it carries, or recording that it was asked).
-    private func performOnce(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws -> AgentMessage.Response {
+    private func performOnce(_ request: AgentMessage.Request, _ target: AgentMessage.Target) throws
+        -> AgentMessage.Response
+    {
         let h = try holder(request, target)
         let kc = try h.acquire()
         defer { h.release() }
@@ -711,7 +762,10 @@ public final class AgentServer: @unchecked Sendable {
         case .find(_, _, let read), .identities(_, _, let read):
             switch read.authentication {
             case .none: break
-            case .interactive: context.authenticate = { prompt in asked.record(prompt); return nil }
+            case .interactive:
+                context.authenticate = { prompt in
+                    asked.record(prompt); return nil
+                }
             case .passcode(let p): context.authenticate = { _ in p }
             }
         default:
@@ -725,8 +779,12 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// Call with `h` acquired (its request running).
-    private func run(_ request: AgentMessage.Request, _ h: Held, _ kc: LocalBackend, _ context: CallContext) throws -> AgentMessage.Response {
-        func state() -> AgentKeychainState { Held.state(h.path, h.device, kc, idle: h.state.withLock { h.idleSeconds }) }
+    private func run(_ request: AgentMessage.Request, _ h: Held, _ kc: LocalBackend, _ context: CallContext) throws
+        -> AgentMessage.Response
+    {
+        func state() -> AgentKeychainState {
+            Held.state(h.path, h.device, kc, idle: h.state.withLock { h.idleSeconds })
+        }
         switch request {
         case .open:
             return .state(state())
@@ -752,17 +810,21 @@ public final class AgentServer: @unchecked Sendable {
         case .add(_, let items):
             return .added(try kc.add(items, context).map(AgentMessage.Reference.init))
         case .find(_, let q, let read):
-            return .items(try kc.find(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
+            return .items(
+                try kc.find(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
         case .update(_, let q, let attributes, let data, let protection):
             return .count(try kc.update(q, attributes: attributes, data: data, protection: protection, context))
         case .delete(_, let q):
             return .count(try kc.delete(q, context))
         case .addIdentity(_, let certificate, let privateKey, let attributes, let protection, let presence):
-            let i = try kc.addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
-                                       protection: protection, requiresUserPresence: presence, context)
-            return .identityAdded(certificate: AgentMessage.Reference(i.certificate), privateKey: AgentMessage.Reference(i.privateKey))
+            let i = try kc.addIdentity(
+                certificate: certificate, privateKey: privateKey, attributes: attributes,
+                protection: protection, requiresUserPresence: presence, context)
+            return .identityAdded(
+                certificate: AgentMessage.Reference(i.certificate), privateKey: AgentMessage.Reference(i.privateKey))
         case .identities(_, let q, let read):
-            return .identities(try kc.identities(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
+            return .identities(
+                try kc.identities(q, limit: read.limit, includeData: read.includeData, prompt: read.prompt, context))
         case .updateIdentities(_, let q, let attributes, let protection):
             return .count(try kc.updateIdentities(q, attributes: attributes, protection: protection, context))
         case .deleteIdentities(_, let q):
@@ -787,7 +849,9 @@ public final class AgentServer: @unchecked Sendable {
                 // blocked in I/O never delays the other keychains' idle locks.
                 h.state.lock()
                 if !h.busy, let kc = h.keychain, h.idleSeconds >= timeout, kc.hasPasscode,
-                   [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly].contains(where: kc.isAvailable) {
+                    [ProtectionClass.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+                        .contains(where: kc.isAvailable)
+                {
                     kc.lock()
                     h.snapshot = Held.state(h.path, h.device, kc, idle: h.idleSeconds)
                     log("locked \(h.path) after \(Int(timeout)) s without use")

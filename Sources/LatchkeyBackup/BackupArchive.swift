@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -20,8 +20,10 @@ public struct BackupOptions: Sendable {
     /// the secret the keychain is bound to. A keychain opened in this process has its own.
     public var device: Device?
 
-    public init(password: [UInt8]?, compression: BackupCompression = .none, kdfLogN: UInt8 = BackupOptions.defaultLogN,
-                device: Device? = nil, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil) {
+    public init(
+        password: [UInt8]?, compression: BackupCompression = .none, kdfLogN: UInt8 = BackupOptions.defaultLogN,
+        device: Device? = nil, progress: (@Sendable (_ done: Int, _ total: Int) -> Void)? = nil
+    ) {
         self.password = password
         self.compression = compression
         self.kdfLogN = kdfLogN
@@ -82,20 +84,29 @@ public enum BackupArchive {
     ///   the directory cannot be synced after the rename (the message says that the backup is
     ///   complete at `path`, but may not survive a power cut).
     @discardableResult
-    public static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions) throws -> BackupSummary {
+    public static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions) throws -> BackupSummary
+    {
         try write(keychain, toFile: path, options: options, fs: PosixFileSystem.shared)
     }
 
-    package static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem) throws -> BackupSummary {
+    package static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem) throws
+        -> BackupSummary
+    {
         if let found = try fsCall({ try fs.ownership(path: path) }, "check \(path)"), found.kind != .regular {
-            let kind = found.kind == .directory ? "a directory" : found.kind == .symlink ? "a symbolic link" : "a FIFO, socket or device"
-            throw KeychainError(.io, "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written", remedy: .chooseBackupOutput)
+            let kind =
+                found.kind == .directory
+                ? "a directory" : found.kind == .symlink ? "a symbolic link" : "a FIFO, socket or device"
+            throw KeychainError(
+                .io,
+                "\(path) exists and is \(kind), not a regular file; backup writes only regular files (through a temporary file beside it and a rename), so nothing was written",
+                remedy: .chooseBackupOutput)
         }
         // A backup to `path` that was killed left its temporary file (as large as the backup):
         // each one's lock tells a live writer's from an abandoned one (spec/BACKUP.md §8).
         fs.removeAbandonedTemporaryFiles(prefix: path + ".tmp-")
-        let (temp, fd, registered) = try fsCall({ try fs.createLockedTemporaryFile(prefix: path + ".tmp-", mode: 0o600) },
-                                                "create a temporary file beside \(path)")
+        let (temp, fd, registered) = try fsCall(
+            { try fs.createLockedTemporaryFile(prefix: path + ".tmp-", mode: 0o600) },
+            "create a temporary file beside \(path)")
         defer { InterruptCleanup.unregister(registered) }
         var open = true
         let summary: BackupSummary
@@ -113,37 +124,51 @@ public enum BackupArchive {
         do {
             try fs.syncDirectory(directoryOf(path))
         } catch let f as IOFailure {
-            throw KeychainError(.io, "the backup is complete at \(path) and its bytes are on disk, but syncing its directory failed (\(errnoDescription(f.errno))): after a power cut the file may be missing. Run 'sync', check that \(path) is there, or run the backup again", underlying: f.description)
+            throw KeychainError(
+                .io,
+                "the backup is complete at \(path) and its bytes are on disk, but syncing its directory failed (\(errnoDescription(f.errno))): after a power cut the file may be missing. Run 'sync', check that \(path) is there, or run the backup again",
+                underlying: f.description)
         }
         return summary
     }
 
     /// `write(_:to:options:)`, with the name of the output for messages.
     @discardableResult
-    package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, destination: String) throws -> BackupSummary {
-        try write(keychain, to: fd, options: options, createdAt: UInt64(time(nil)), random: SystemRandomSource(), destination: destination)
+    package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, destination: String) throws
+        -> BackupSummary
+    {
+        try write(
+            keychain, to: fd, options: options, createdAt: UInt64(time(nil)), random: SystemRandomSource(),
+            destination: destination)
     }
 
-    package static func write(_ keychain: Keychain, to fd: Int32, options: BackupOptions, createdAt: UInt64,
-                              random: BackupRandomSource, destination: String = "the output") throws -> BackupSummary {
+    package static func write(
+        _ keychain: Keychain, to fd: Int32, options: BackupOptions, createdAt: UInt64,
+        random: BackupRandomSource, destination: String = "the output"
+    ) throws -> BackupSummary {
         if let p = options.password, p.isEmpty {
             throw KeychainError(.param, "the backup password is empty", remedy: .chooseBackupPassword)
         }
         guard (10...22).contains(options.kdfLogN) else {
             throw KeychainError(.param, "the backup KDF cost must be between 10 and 22")
         }
-        let items: BackupItemSource = try keychain.localStore.map { try StoreItemSource($0) }
+        let items: BackupItemSource =
+            try keychain.localStore.map { try StoreItemSource($0) }
             ?? AgentItemSource(keychain, device: options.device)
         let writer: ArchiveWriter
         do {
             writer = try ArchiveWriter(fd: fd, compression: options.compression, mtime: createdAt)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno)); nothing was written")
+            throw KeychainError(
+                .io,
+                "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno)); nothing was written"
+            )
         }
         var byClass: [String: Int] = [:], byProtection: [String: Int] = [:]
         do {
-            let encoder = try BackupEncoder(device: items.deviceSecret, keychainUUID: items.keychainUUID, createdAt: createdAt,
-                                            password: options.password, logN: options.kdfLogN, random: random, sink: writer)
+            let encoder = try BackupEncoder(
+                device: items.deviceSecret, keychainUUID: items.keychainUUID, createdAt: createdAt,
+                password: options.password, logN: options.kdfLogN, random: random, sink: writer)
             let total = items.count
             var done = 0, last = 0
             try items.forEach(notExported: { encoder.noteNotExported() }) { uuid, protection, flags, plaintext in
@@ -159,11 +184,13 @@ public enum BackupArchive {
             let manifest = try encoder.finish()
             try writer.finish()
             options.progress?(total, total)
-            return BackupSummary(backupUUID: hexString(encoder.common.backupUUID), passwordProtected: options.password != nil,
-                                 items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
-                                 notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)
+            return BackupSummary(
+                backupUUID: hexString(encoder.common.backupUUID), passwordProtected: options.password != nil,
+                items: Int(manifest.itemCount), itemsByClass: byClass, itemsByProtection: byProtection,
+                notExported: Int(manifest.notExported), entries: manifest.entries.count + 1)
         } catch let e as ArchiveError {
-            throw KeychainError(.io, "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno))")
+            throw KeychainError(
+                .io, "could not write the backup to \(destination): \(e.description)\(nextStep(e.errno))")
         } catch let e as FormatError {
             throw KeychainError(.param, "could not back up an item: \(e.description)")
         }
@@ -174,7 +201,8 @@ public enum BackupArchive {
         do {
             return try body()
         } catch let f as IOFailure {
-            throw KeychainError(.io, "could not \(what): \(errnoDescription(f.errno))\(nextStep(f.errno))", underlying: f.description)
+            throw KeychainError(
+                .io, "could not \(what): \(errnoDescription(f.errno))\(nextStep(f.errno))", underlying: f.description)
         }
     }
 

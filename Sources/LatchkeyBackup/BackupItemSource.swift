@@ -16,8 +16,10 @@ protocol BackupItemSource {
     /// Calls `notExported` for each akpu item and `body` for every other item. Every check
     /// that can fail before an item is written (a locked class) is made before `body` first
     /// runs.
-    func forEach(notExported: () -> Void,
-                 _ body: (_ uuid: [UInt8], _ protection: ProtectionClass, _ flags: UInt8, _ plaintext: ItemPlaintext) throws -> Void) throws
+    func forEach(
+        notExported: () -> Void,
+        _ body: (_ uuid: [UInt8], _ protection: ProtectionClass, _ flags: UInt8, _ plaintext: ItemPlaintext) throws ->
+            Void) throws
 }
 
 /// The keychain file opened here: the live items of one moment (`LiveItemSnapshot`), read one
@@ -33,7 +35,10 @@ struct StoreItemSource: BackupItemSource {
         items = try store.liveItemSnapshot()
         for pc in items.countsByProtection.keys.sorted(by: { $0.rawValue < $1.rawValue })
         where pc != .whenPasscodeSetThisDeviceOnly && !store.isAvailable(pc) {
-            throw KeychainError(.interactionNotAllowed, "the keychain is locked: backing up its \(pc.code) items needs the passcode; nothing was written", remedy: .unlock)
+            throw KeychainError(
+                .interactionNotAllowed,
+                "the keychain is locked: backing up its \(pc.code) items needs the passcode; nothing was written",
+                remedy: .unlock)
         }
     }
 
@@ -41,8 +46,10 @@ struct StoreItemSource: BackupItemSource {
     var keychainUUID: [UInt8] { store.fileUUID }
     var count: Int { items.count }
 
-    func forEach(notExported: () -> Void,
-                 _ body: ([UInt8], ProtectionClass, UInt8, ItemPlaintext) throws -> Void) throws {
+    func forEach(
+        notExported: () -> Void,
+        _ body: ([UInt8], ProtectionClass, UInt8, ItemPlaintext) throws -> Void
+    ) throws {
         try items.forEach { item in
             if item.protection == .whenPasscodeSetThisDeviceOnly {
                 notExported()
@@ -75,19 +82,26 @@ struct AgentItemSource: BackupItemSource {
     let refs: [(ItemClass, [UInt8])]
 
     /// The classes a backup exports, in the order they are read.
-    static let exported: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always,
-                                              .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly]
+    static let exported: [ProtectionClass] = [
+        .whenUnlocked, .afterFirstUnlock, .always,
+        .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly
+    ]
 
     init(_ keychain: Keychain, device: Device?) throws {
         guard let device else {
-            throw KeychainError(.param, "a backup through the agent needs this device's secret to derive its device-bound keys; none was given")
+            throw KeychainError(
+                .param,
+                "a backup through the agent needs this device's secret to derive its device-bound keys; none was given")
         }
         self.keychain = keychain
         // The trusted caller: every access group, as the file's own backup.
         context = CallContext(caller: nil, authenticate: keychain.authenticationHandler)
         let info = try keychain.info()
         guard info.deviceUUID == device.uuidHex else {
-            throw KeychainError(.authFailed, "the device secret at \(device.path) (device \(device.uuidHex)) is not the one the agent opened \(info.path) with (device \(info.deviceUUID)); give the keychain's own device secret (--device); nothing was written")
+            throw KeychainError(
+                .authFailed,
+                "the device secret at \(device.path) (device \(device.uuidHex)) is not the one the agent opened \(info.path) with (device \(info.deviceUUID)); give the keychain's own device secret (--device); nothing was written"
+            )
         }
         guard let uuid = bytesFromHex(info.fileUUID), uuid.count == 16 else {
             throw KeychainError(.internal, "the agent gave no usable file UUID for \(info.path)")
@@ -95,38 +109,53 @@ struct AgentItemSource: BackupItemSource {
         deviceSecret = device.deviceSecret
         keychainUUID = uuid
         for pc in Self.exported where info.itemsByProtection[pc.code, default: 0] > 0 && !keychain.isAvailable(pc) {
-            throw KeychainError(.interactionNotAllowed, "the agent holds \(info.path) locked: backing up its \(pc.code) items needs the passcode (run 'latchkey unlock', or give it to this command); nothing was written", remedy: .unlock)
+            throw KeychainError(
+                .interactionNotAllowed,
+                "the agent holds \(info.path) locked: backing up its \(pc.code) items needs the passcode (run 'latchkey unlock', or give it to this command); nothing was written",
+                remedy: .unlock)
         }
         var refs: [(ItemClass, [UInt8])] = []
         var needPresence = 0
         for pc in Self.exported where info.itemsByProtection[pc.code, default: 0] > 0 {
             for c in ItemClass.allCases {
-                for item in try keychain.find(Query(c, protection: pc, synchronizable: .any), includeData: false, context: context) {
+                for item in try keychain.find(
+                    Query(c, protection: pc, synchronizable: .any), includeData: false, context: context)
+                {
                     refs.append((c, item.persistentRef))
                     if item.requiresUserPresence { needPresence += 1 }
                 }
             }
         }
         if needPresence > 0, context.authenticate == nil {
-            throw KeychainError(.interactionNotAllowed, "\(needPresence) item(s) of \(info.path) need user presence (the passcode) to be read, and there is no way to ask for it here; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to back them up; nothing was written", remedy: .unlock)
+            throw KeychainError(
+                .interactionNotAllowed,
+                "\(needPresence) item(s) of \(info.path) need user presence (the passcode) to be read, and there is no way to ask for it here; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to back them up; nothing was written",
+                remedy: .unlock)
         }
         self.refs = refs
         notExportedCount = info.itemsByProtection[ProtectionClass.whenPasscodeSetThisDeviceOnly.code, default: 0]
         count = refs.count + notExportedCount
     }
 
-    func forEach(notExported: () -> Void,
-                 _ body: ([UInt8], ProtectionClass, UInt8, ItemPlaintext) throws -> Void) throws {
+    func forEach(
+        notExported: () -> Void,
+        _ body: ([UInt8], ProtectionClass, UInt8, ItemPlaintext) throws -> Void
+    ) throws {
         for _ in 0..<notExportedCount { notExported() }
         for (c, ref) in refs {
             // Gone since the listing: not in the backup, as if it had been deleted just before.
-            guard var item = try keychain.find(Query(c, persistentRef: ref), limit: 1, includeData: true,
-                                               prompt: "Back up an item that needs user presence", context: context).first else { continue }
+            guard
+                var item = try keychain.find(
+                    Query(c, persistentRef: ref), limit: 1, includeData: true,
+                    prompt: "Back up an item that needs user presence", context: context
+                ).first
+            else { continue }
             defer { Crypto.cleanse(&item.data) }
             var attributes = item.attributes
-            attributes["pdmn"] = nil   // the protection class is the record's, not an attribute (§5.2)
-            try body(Array(ref.suffix(16)), item.protection, item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0,
-                     ItemPlaintext(itemClass: c, attributes: attributes, data: item.data))
+            attributes["pdmn"] = nil  // the protection class is the record's, not an attribute (§5.2)
+            try body(
+                Array(ref.suffix(16)), item.protection, item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0,
+                ItemPlaintext(itemClass: c, attributes: attributes, data: item.data))
         }
     }
 }

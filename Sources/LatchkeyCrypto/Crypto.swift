@@ -53,7 +53,9 @@ public enum Crypto {
         let ctx = key.hmacContext
         var out = [UInt8](repeating: 0, count: 32)
         let ok = withPinned(parts) { ptrs, lens in
-            out.withUnsafeMutableBufferPointer { lk_hmac_sha256_keyed(ctx.handle, ptrs, lens, parts.count, $0.baseAddress) }
+            out.withUnsafeMutableBufferPointer {
+                lk_hmac_sha256_keyed(ctx.handle, ptrs, lens, parts.count, $0.baseAddress)
+            }
         }
         precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
         return out
@@ -70,18 +72,23 @@ public enum Crypto {
     /// HMAC-SHA256 of `a ‖ b` under a `SecretKey` into `out` (at least 32 bytes), allocating
     /// nothing: for the per-record paths (record tags, attribute hashes) that run a million
     /// times in a `verify`.
-    package static func hmacSHA256(key: SecretKey, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
-                                   into out: UnsafeMutableRawBufferPointer) {
+    package static func hmacSHA256(
+        key: SecretKey, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
         hmacSHA256(context: key.hmacContext, a, b, into: out)
     }
 
     /// The same through a key's context fetched once (`SecretKey.hmacContext` takes a lock).
-    package static func hmacSHA256(context ctx: HMACContext, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
-                                   into out: UnsafeMutableRawBufferPointer) {
+    package static func hmacSHA256(
+        context ctx: HMACContext, _ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
         precondition(out.count >= 32, "an HMAC-SHA256 needs 32 bytes of output")
-        let ok = lk_hmac_sha256_keyed2(ctx.handle, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
-                                       b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count,
-                                       out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        let ok = lk_hmac_sha256_keyed2(
+            ctx.handle, a.baseAddress?.assumingMemoryBound(to: UInt8.self), a.count,
+            b.baseAddress?.assumingMemoryBound(to: UInt8.self), b.count,
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self))
         precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
     }
 
@@ -93,14 +100,18 @@ public enum Crypto {
     }
 
     /// Calls `body` with C arrays of pointers to and lengths of every part, all pinned.
-    private static func withPinned<R>(_ parts: [[UInt8]], _ body: (UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?) -> R) -> R {
+    private static func withPinned<R>(
+        _ parts: [[UInt8]], _ body: (UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?) -> R
+    ) -> R {
         var ptrs: [UnsafePointer<UInt8>?] = []
         var lens: [Int] = []
         ptrs.reserveCapacity(parts.count)
         lens.reserveCapacity(parts.count)
         func go(_ i: Int) -> R {
             if i == parts.count {
-                return ptrs.withUnsafeBufferPointer { p in lens.withUnsafeBufferPointer { l in body(p.baseAddress, l.baseAddress) } }
+                return ptrs.withUnsafeBufferPointer { p in
+                    lens.withUnsafeBufferPointer { l in body(p.baseAddress, l.baseAddress) }
+                }
             }
             return parts[i].withUnsafeBufferPointer { b in
                 ptrs.append(b.baseAddress)
@@ -119,8 +130,9 @@ public enum Crypto {
                 return ptrs.withUnsafeBufferPointer { p in
                     lens.withUnsafeBufferPointer { l in
                         out.withUnsafeMutableBufferPointer {
-                            lk_hmac_sha256(key.baseAddress, key.count, p.baseAddress, l.baseAddress,
-                                           parts.count, $0.baseAddress)
+                            lk_hmac_sha256(
+                                key.baseAddress, key.count, p.baseAddress, l.baseAddress,
+                                parts.count, $0.baseAddress)
                         }
                     }
                 }
@@ -147,8 +159,9 @@ public enum Crypto {
             salt.withUnsafeBufferPointer { s in
                 info.withUnsafeBufferPointer { f in
                     out.withUnsafeMutableBufferPointer {
-                        lk_hkdf_sha256(i.baseAddress, i.count, s.baseAddress, s.count,
-                                       f.baseAddress, f.count, $0.baseAddress, count)
+                        lk_hkdf_sha256(
+                            i.baseAddress, i.count, s.baseAddress, s.count,
+                            f.baseAddress, f.count, $0.baseAddress, count)
                     }
                 }
             }
@@ -166,8 +179,10 @@ public enum Crypto {
     }
 
     /// scrypt (RFC 7914). `maxMemory` is the explicit ceiling passed to OpenSSL as `maxmem`.
-    public static func scrypt(password: [UInt8], salt: [UInt8], n: UInt64, r: UInt32, p: UInt32,
-                              maxMemory: UInt64, count: Int) throws -> [UInt8] {
+    public static func scrypt(
+        password: [UInt8], salt: [UInt8], n: UInt64, r: UInt32, p: UInt32,
+        maxMemory: UInt64, count: Int
+    ) throws -> [UInt8] {
         guard n > 1, n & (n - 1) == 0 else {
             throw CryptoError.invalidArgument(operation: "scrypt", reason: "N must be a power of two greater than 1")
         }
@@ -175,8 +190,9 @@ public enum Crypto {
         let ok = password.withUnsafeBufferPointer { pw in
             salt.withUnsafeBufferPointer { s in
                 out.withUnsafeMutableBufferPointer {
-                    lk_scrypt(pw.baseAddress, pw.count, s.baseAddress, s.count, n, r, p, maxMemory,
-                              $0.baseAddress, count)
+                    lk_scrypt(
+                        pw.baseAddress, pw.count, s.baseAddress, s.count, n, r, p, maxMemory,
+                        $0.baseAddress, count)
                 }
             }
         }
@@ -192,7 +208,9 @@ public enum Crypto {
         var out = [UInt8](repeating: 0, count: key.count + 8)
         let ok = kek.withUnsafeBufferPointer { k in
             key.withUnsafeBufferPointer { i in
-                out.withUnsafeMutableBufferPointer { lk_aes_kw_wrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress) }
+                out.withUnsafeMutableBufferPointer {
+                    lk_aes_kw_wrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                }
             }
         }
         guard ok == 1 else { throw failure("AES key wrap") }
@@ -207,7 +225,9 @@ public enum Crypto {
         var out = [UInt8](repeating: 0, count: wrapped.count - 8)
         let ok = kek.withUnsafeBufferPointer { k in
             wrapped.withUnsafeBufferPointer { i in
-                out.withUnsafeMutableBufferPointer { lk_aes_kw_unwrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress) }
+                out.withUnsafeMutableBufferPointer {
+                    lk_aes_kw_unwrap(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                }
             }
         }
         guard ok == 1 else { throw CryptoError.integrityCheckFailed(operation: "AES key unwrap") }
@@ -217,12 +237,15 @@ public enum Crypto {
     /// OpenSSL's own AES key wrap (its AES-*-WRAP ciphers), the reference that tests compare
     /// `aesKeyWrap` and `aesKeyUnwrap` with; nil for bad lengths or a failed integrity check.
     package static func openSSLKeyWrapReference(kek: [UInt8], input: [UInt8], unwrap: Bool) -> [UInt8]? {
-        guard [16, 24, 32].contains(kek.count), input.count % 8 == 0, input.count >= (unwrap ? 24 : 16) else { return nil }
+        guard [16, 24, 32].contains(kek.count), input.count % 8 == 0, input.count >= (unwrap ? 24 : 16) else {
+            return nil
+        }
         var out = [UInt8](repeating: 0, count: unwrap ? input.count - 8 : input.count + 8)
         let ok = kek.withUnsafeBufferPointer { k in
             input.withUnsafeBufferPointer { i in
                 out.withUnsafeMutableBufferPointer {
-                    unwrap ? lk_aes_kw_unwrap_openssl(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                    unwrap
+                        ? lk_aes_kw_unwrap_openssl(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
                         : lk_aes_kw_wrap_openssl(k.baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
                 }
             }
@@ -241,8 +264,9 @@ public enum Crypto {
                 throw CryptoError.invalidArgument(operation: "AES key wrap", reason: "bad KEK length")
             }
             return out.withUnsafeMutableBufferPointer {
-                lk_aes_kw_wrap(k.bindMemory(to: UInt8.self).baseAddress, k.count, key.bindMemory(to: UInt8.self).baseAddress,
-                               key.count, $0.baseAddress)
+                lk_aes_kw_wrap(
+                    k.bindMemory(to: UInt8.self).baseAddress, k.count, key.bindMemory(to: UInt8.self).baseAddress,
+                    key.count, $0.baseAddress)
             }
         }
         guard ok == 1 else { throw failure("AES key wrap") }
@@ -267,7 +291,8 @@ public enum Crypto {
             }
             return wrapped.withUnsafeBufferPointer { i in
                 out.withUnsafeMutableBufferPointer {
-                    lk_aes_kw_unwrap(k.bindMemory(to: UInt8.self).baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
+                    lk_aes_kw_unwrap(
+                        k.bindMemory(to: UInt8.self).baseAddress, k.count, i.baseAddress, i.count, $0.baseAddress)
                 }
             }
         }
@@ -282,7 +307,9 @@ public enum Crypto {
     /// the KEK's cached key schedule (`SecretKey.unwrapContext`), allocating nothing: for
     /// reading one item, where expanding the class key again was a third of the unwrap.
     /// - Returns: false for a wrong KEK, tampered input or a bad length (`out` is then zeroed).
-    package static func aesKeyUnwrap(kek: SecretKey, wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
+    package static func aesKeyUnwrap(
+        kek: SecretKey, wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         guard let context = kek.unwrapContext else { return false }
         return context.unwrap(wrapped, into: out)
     }
@@ -299,7 +326,9 @@ public enum Crypto {
     }
 
     /// AES-GCM encryption; returns the ciphertext and a 16-byte tag.
-    public static func aesGCMSeal(key: [UInt8], nonce: [UInt8], aad: [UInt8], plaintext: [UInt8]) throws -> (ciphertext: [UInt8], tag: [UInt8]) {
+    public static func aesGCMSeal(key: [UInt8], nonce: [UInt8], aad: [UInt8], plaintext: [UInt8]) throws -> (
+        ciphertext: [UInt8], tag: [UInt8]
+    ) {
         guard [16, 24, 32].contains(key.count), !nonce.isEmpty else {
             throw CryptoError.invalidArgument(operation: "AES-GCM seal", reason: "bad key or nonce length")
         }
@@ -311,8 +340,9 @@ public enum Crypto {
                     plaintext.withUnsafeBufferPointer { p in
                         ct.withUnsafeMutableBufferPointer { c in
                             tag.withUnsafeMutableBufferPointer { t in
-                                lk_aes_gcm_seal(k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
-                                                p.baseAddress, p.count, c.baseAddress, t.baseAddress, 16)
+                                lk_aes_gcm_seal(
+                                    k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
+                                    p.baseAddress, p.count, c.baseAddress, t.baseAddress, 16)
                             }
                         }
                     }
@@ -324,7 +354,9 @@ public enum Crypto {
     }
 
     /// AES-GCM decryption; throws `.integrityCheckFailed` when the tag does not verify.
-    public static func aesGCMOpen(key: [UInt8], nonce: [UInt8], aad: [UInt8], ciphertext: [UInt8], tag: [UInt8]) throws -> [UInt8] {
+    public static func aesGCMOpen(key: [UInt8], nonce: [UInt8], aad: [UInt8], ciphertext: [UInt8], tag: [UInt8]) throws
+        -> [UInt8]
+    {
         guard [16, 24, 32].contains(key.count), !nonce.isEmpty, (12...16).contains(tag.count) else {
             throw CryptoError.invalidArgument(operation: "AES-GCM open", reason: "bad key, nonce or tag length")
         }
@@ -335,8 +367,9 @@ public enum Crypto {
                     ciphertext.withUnsafeBufferPointer { c in
                         tag.withUnsafeBufferPointer { t in
                             pt.withUnsafeMutableBufferPointer { p in
-                                lk_aes_gcm_open(k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
-                                                c.baseAddress, c.count, t.baseAddress, t.count, p.baseAddress)
+                                lk_aes_gcm_open(
+                                    k.baseAddress, k.count, n.baseAddress, n.count, a.baseAddress, a.count,
+                                    c.baseAddress, c.count, t.baseAddress, t.count, p.baseAddress)
                             }
                         }
                     }
@@ -356,15 +389,19 @@ public enum Crypto {
     /// AES runs over a block of every key at each step, which AES-NI pipelines: a million item
     /// keys unwrapped one at a time wait for each of their 24 blocks in turn.
     /// - Returns: false for bad lengths or an OpenSSL failure (`out` is then zeroed).
-    package static func aesKeyUnwrap(kek: SecretKey, many wrapped: UnsafeRawBufferPointer, each: Int, count: Int,
-                                     into out: UnsafeMutableRawBufferPointer, ok: UnsafeMutableBufferPointer<UInt8>) -> Bool {
+    package static func aesKeyUnwrap(
+        kek: SecretKey, many wrapped: UnsafeRawBufferPointer, each: Int, count: Int,
+        into out: UnsafeMutableRawBufferPointer, ok: UnsafeMutableBufferPointer<UInt8>
+    ) -> Bool {
         guard count <= keyUnwrapBatch, each >= 24, each % 8 == 0, wrapped.count >= each * count,
-              out.count >= (each - 8) * count, ok.count >= count else { return false }
+            out.count >= (each - 8) * count, ok.count >= count
+        else { return false }
         return kek.withUnsafeBytes { k in
             [16, 24, 32].contains(k.count)
-                && lk_aes_kw_unwrap_many(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
-                                         wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
-                                         out.baseAddress?.assumingMemoryBound(to: UInt8.self), ok.baseAddress) == 1
+                && lk_aes_kw_unwrap_many(
+                    k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
+                    wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self), ok.baseAddress) == 1
         }
     }
 
@@ -373,36 +410,49 @@ public enum Crypto {
     /// bytes `aesKeyWrap(kek:key:)` gives for each, with AES run over a block of every key at
     /// each step (a bulk import wraps a fresh item key per item).
     /// - Returns: false for bad lengths or an OpenSSL failure (`out` is then zeroed).
-    package static func aesKeyWrap(kek: SecretKey, many keys: UnsafeRawBufferPointer, each: Int, count: Int,
-                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
+    package static func aesKeyWrap(
+        kek: SecretKey, many keys: UnsafeRawBufferPointer, each: Int, count: Int,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         guard count <= keyUnwrapBatch, each >= 16, each % 8 == 0, keys.count >= each * count,
-              out.count >= (each + 8) * count else { return false }
+            out.count >= (each + 8) * count
+        else { return false }
         return kek.withUnsafeBytes { k in
             [16, 24, 32].contains(k.count)
-                && lk_aes_kw_wrap_many(k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
-                                       keys.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
-                                       out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+                && lk_aes_kw_wrap_many(
+                    k.baseAddress?.assumingMemoryBound(to: UInt8.self), k.count,
+                    keys.baseAddress?.assumingMemoryBound(to: UInt8.self), each, count,
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
         }
     }
 
     /// AES-GCM decryption (12-byte nonce) through a context reused by one thread: nothing is
     /// allocated per message. - Returns: false when the tag does not verify or a length is
     /// wrong (`out`, which holds `ciphertext.count` bytes, must then be discarded).
-    package static func aesGCMOpen(context: GCMContext, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
-                                   aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
-                                   into out: UnsafeMutableRawBufferPointer) -> Bool {
-        guard [16, 24, 32].contains(key.count), nonce.count == 12, (12...16).contains(tag.count), out.count >= ciphertext.count else { return false }
-        func u8(_ p: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? { p.baseAddress?.assumingMemoryBound(to: UInt8.self) }
-        return lk_aes_gcm_open_ctx(context.handle, u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count,
-                                   u8(ciphertext), ciphertext.count, u8(tag), tag.count,
-                                   out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+    package static func aesGCMOpen(
+        context: GCMContext, key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer,
+        aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        guard [16, 24, 32].contains(key.count), nonce.count == 12, (12...16).contains(tag.count),
+            out.count >= ciphertext.count
+        else { return false }
+        func u8(_ p: UnsafeRawBufferPointer) -> UnsafePointer<UInt8>? {
+            p.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        }
+        return lk_aes_gcm_open_ctx(
+            context.handle, u8(key), key.count, u8(nonce), nonce.count, u8(aad), aad.count,
+            u8(ciphertext), ciphertext.count, u8(tag), tag.count,
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
     }
 
     /// Constant-time equality (CRYPTO_memcmp). Lengths are not secret.
     public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in lk_memcmp_ct(x.baseAddress, y.baseAddress, a.count) == 0 } }
+        return a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in lk_memcmp_ct(x.baseAddress, y.baseAddress, a.count) == 0 }
+        }
     }
 
     /// Frees OpenSSL's per-thread state (OPENSSL_thread_stop). A thread of ours that used
@@ -424,7 +474,9 @@ public enum Crypto {
     private static func failure(_ op: String) -> CryptoError {
         var buf = [CChar](repeating: 0, count: 256)
         let n = buf.withUnsafeMutableBufferPointer { lk_last_error($0.baseAddress, 256) }
-        let detail = n > 0 ? String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "OpenSSL reported no error"
+        let detail =
+            n > 0
+            ? String(decoding: buf.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "OpenSSL reported no error"
         return .failed(operation: op, detail: detail)
     }
 }

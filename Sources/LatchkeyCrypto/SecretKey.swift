@@ -1,8 +1,8 @@
 import CLatchkeyCrypto
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Key material held outside Swift's copy-on-write arrays: page-locked where the system allows
@@ -101,7 +101,9 @@ final class KeyUnwrapContext: @unchecked Sendable {
     private let lock = NSLockLite()
 
     init?(kek: UnsafeRawBufferPointer) {
-        guard let h = lk_kw_unwrap_ctx_new(kek.baseAddress?.assumingMemoryBound(to: UInt8.self), kek.count) else { return nil }
+        guard let h = lk_kw_unwrap_ctx_new(kek.baseAddress?.assumingMemoryBound(to: UInt8.self), kek.count) else {
+            return nil
+        }
         handle = h
     }
 
@@ -112,8 +114,9 @@ final class KeyUnwrapContext: @unchecked Sendable {
     func unwrap(_ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool {
         guard wrapped.count >= 24, wrapped.count % 8 == 0, out.count >= wrapped.count - 8 else { return false }
         lock.lock(); defer { lock.unlock() }
-        return lk_aes_kw_unwrap_ctx(handle, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
-                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+        return lk_aes_kw_unwrap_ctx(
+            handle, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
     }
 }
 

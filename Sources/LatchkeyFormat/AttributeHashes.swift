@@ -45,7 +45,8 @@ public struct AttributeHashRecord: Equatable, Sendable {
         // An attribute with a default is exactly one whose absent value has an element.
         let indexed = IndexedAttributes.of(plaintext.itemClass)
         var n = 0
-        for k in indexed.strings.indices where indexed.defaults[k] != nil || plaintext.attributes[indexed.strings[k]] != nil { n += 1 }
+        for k in indexed.strings.indices
+        where indexed.defaults[k] != nil || plaintext.attributes[indexed.strings[k]] != nil { n += 1 }
         return n
     }
 
@@ -131,8 +132,9 @@ extension FileKeys {
     /// The hash record a writer appends right after a put of this plaintext (§7.6): one hash
     /// per indexed attribute of the class that the item has, or that has a default.
     public func attributeHashRecord(for plaintext: ItemPlaintext, putPayload: [UInt8]) -> AttributeHashRecord {
-        AttributeHashRecord(uuid: Array(putPayload[0..<16]), binding: Array(putPayload[AttributeHashRecord.bindingRange]),
-                            hashes: attributeHashes(for: plaintext))
+        AttributeHashRecord(
+            uuid: Array(putPayload[0..<16]), binding: Array(putPayload[AttributeHashRecord.bindingRange]),
+            hashes: attributeHashes(for: plaintext))
     }
 
     /// The hashes a writer puts in the hash record of this plaintext, in the list's order:
@@ -153,13 +155,19 @@ extension FileKeys {
             let hash: UInt64 = indexed.names[k].withUnsafeBytes { name in
                 switch value {
                 case .string(var s):
-                    return s.withUTF8 { attributeHash(context, itemClass: c, name: name, kind: 0, value: UnsafeRawBufferPointer($0)) }
+                    return s.withUTF8 {
+                        attributeHash(context, itemClass: c, name: name, kind: 0, value: UnsafeRawBufferPointer($0))
+                    }
                 case .data(let d):
                     return d.withUnsafeBytes { attributeHash(context, itemClass: c, name: name, kind: 0, value: $0) }
                 case .integer(let i):
-                    return withUnsafeBytes(of: UInt64(bitPattern: i).bigEndian) { attributeHash(context, itemClass: c, name: name, kind: 1, value: $0) }
+                    return withUnsafeBytes(of: UInt64(bitPattern: i).bigEndian) {
+                        attributeHash(context, itemClass: c, name: name, kind: 1, value: $0)
+                    }
                 case .date(let t):
-                    return withUnsafeBytes(of: t.bitPattern.bigEndian) { attributeHash(context, itemClass: c, name: name, kind: 2, value: $0) }
+                    return withUnsafeBytes(of: t.bitPattern.bigEndian) {
+                        attributeHash(context, itemClass: c, name: name, kind: 2, value: $0)
+                    }
                 }
             }
             hashes.append(hash)
@@ -197,8 +205,10 @@ extension FileKeys {
 
     /// first_8(HMAC(index key, "LKv1attr" ‖ class ‖ name length ‖ name ‖ kind ‖ value length ‖ value)),
     /// with everything before the value assembled on the stack.
-    private func attributeHash(_ context: HMACContext, itemClass c: ItemClass, name: UnsafeRawBufferPointer, kind: UInt8,
-                               value: UnsafeRawBufferPointer) -> UInt64 {
+    private func attributeHash(
+        _ context: HMACContext, itemClass c: ItemClass, name: UnsafeRawBufferPointer, kind: UInt8,
+        value: UnsafeRawBufferPointer
+    ) -> UInt64 {
         withUnsafeTemporaryAllocation(byteCount: 96, alignment: 8) { buffer in
             var n = 0
             func put(_ b: UInt8) { buffer[n] = b; n += 1 }
@@ -252,12 +262,15 @@ extension FileKeys {
     /// item: the canonical encoding is assembled in `scratch` (kept between calls, so nothing
     /// is allocated once it has grown) and the hash is written into `hash` (16 bytes).
     /// - Returns: false when `ItemPlaintext.check` refuses the plaintext.
-    public func uniqueKeyHash(ofEncoded bytes: UnsafeRawBufferPointer, scratch: inout [UInt8],
-                              into hash: UnsafeMutableRawBufferPointer) -> Bool {
+    public func uniqueKeyHash(
+        ofEncoded bytes: UnsafeRawBufferPointer, scratch: inout [UInt8],
+        into hash: UnsafeMutableRawBufferPointer
+    ) -> Bool {
         precondition(hash.count >= 16)
         guard let c = ItemPlaintext.encodedClass(bytes), let base = bytes.baseAddress else { return false }
         let key = UniqueKeyNames.of(c)
-        return withUnsafeTemporaryAllocation(of: (start: Int, count: Int, kind: UInt8).self, capacity: key.names.count) { found in
+        return withUnsafeTemporaryAllocation(of: (start: Int, count: Int, kind: UInt8).self, capacity: key.names.count)
+        { found in
             for k in 0..<key.names.count { found[k] = (-1, 0, 0) }
             let checked = ItemPlaintext.check(bytes) { name, type, value in
                 guard let k = key.names.firstIndex(where: { $0.elementsEqual(name) }) else { return }

@@ -98,7 +98,8 @@ public enum AttributeList {
             switch names {
             case .stored:
                 guard (1...ItemPlaintext.maxNameLength).contains(nameLength) else {
-                    throw FormatError.invalidField(field: "attribute name length", reason: "must be 1 to \(ItemPlaintext.maxNameLength)")
+                    throw FormatError.invalidField(
+                        field: "attribute name length", reason: "must be 1 to \(ItemPlaintext.maxNameLength)")
                 }
                 nameBytes = try r.readSlice(count: nameLength, "attribute name")
                 guard nameBytes.allSatisfy({ (0x21...0x7e).contains($0) }) else {
@@ -128,7 +129,9 @@ public enum AttributeList {
                 value = .string(s)
             case 2: value = .data(Array(raw))
             case 3, 4:
-                guard length == 8 else { throw FormatError.invalidField(field: "attribute value", reason: "numbers and dates take 8 bytes") }
+                guard length == 8 else {
+                    throw FormatError.invalidField(field: "attribute value", reason: "numbers and dates take 8 bytes")
+                }
                 let bits = raw.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
                 value = type == 3 ? .integer(Int64(bitPattern: bits)) : .date(Double(bitPattern: bits))
             default:

@@ -22,7 +22,8 @@ public enum AttributeValue: Hashable, Sendable, CustomStringConvertible {
         switch self {
         case .string(let s): return Array(s.utf8)
         case .data(let d): return d
-        case .integer(let i): var w = ByteWriter(); w.writeInteger(UInt64(bitPattern: i), as: UInt64.self); return w.bytes
+        case .integer(let i):
+            var w = ByteWriter(); w.writeInteger(UInt64(bitPattern: i), as: UInt64.self); return w.bytes
         case .date(let d): var w = ByteWriter(); w.writeInteger(d.bitPattern, as: UInt64.self); return w.bytes
         }
     }

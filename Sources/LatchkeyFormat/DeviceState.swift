@@ -13,8 +13,10 @@ public struct DeviceState: Equatable, Sendable {
     /// format 1.1 of the state): a header without one is then refused at open (spec §9.2).
     public var passcodeSet: Bool
 
-    public init(fileUUID: [UInt8], newestSequence: UInt64, failedAttempts: UInt32 = 0, lastFailureAt: Int64 = 0,
-                passcodeSet: Bool = false) {
+    public init(
+        fileUUID: [UInt8], newestSequence: UInt64, failedAttempts: UInt32 = 0, lastFailureAt: Int64 = 0,
+        passcodeSet: Bool = false
+    ) {
         self.fileUUID = fileUUID
         self.newestSequence = newestSequence
         self.failedAttempts = failedAttempts
@@ -52,10 +54,16 @@ public struct DeviceState: Equatable, Sendable {
         }
         let major = try r.readInteger(as: UInt16.self, "device state major version")
         let minor = try r.readInteger(as: UInt16.self, "device state minor version")
-        guard major == 1 else { throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor) }
-        guard bytes.count == FormatConstants.stateFileSize else { throw FormatError.truncated(field: "device state file") }
+        guard major == 1 else {
+            throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor)
+        }
+        guard bytes.count == FormatConstants.stateFileSize else {
+            throw FormatError.truncated(field: "device state file")
+        }
         let flags = try r.readInteger(as: UInt8.self, "device state flags")
-        guard flags & ~1 == 0 else { throw FormatError.invalidField(field: "device state flags", reason: "reserved bits are set") }
+        guard flags & ~1 == 0 else {
+            throw FormatError.invalidField(field: "device state flags", reason: "reserved bits are set")
+        }
         try r.readReserved(count: 3, "device state reserved")
         let uuid = try r.readBytes(count: 16, "device state file UUID")
         let seq = try r.readInteger(as: UInt64.self, "device state sequence")
@@ -66,7 +74,8 @@ public struct DeviceState: Equatable, Sendable {
         guard Crypto.constantTimeEqual(Crypto.hmacSHA256(key: macKey, parts: [Array(bytes[0..<56])]), mac) else {
             throw FormatError.checksumMismatch(what: "device state file")
         }
-        return DeviceState(fileUUID: uuid, newestSequence: seq, failedAttempts: failures, lastFailureAt: last,
-                           passcodeSet: flags & 1 != 0)
+        return DeviceState(
+            fileUUID: uuid, newestSequence: seq, failedAttempts: failures, lastFailureAt: last,
+            passcodeSet: flags & 1 != 0)
     }
 }

@@ -36,8 +36,8 @@ public struct FileHeader: Equatable, Sendable {
         w.writeInteger(UInt32(total), as: UInt32.self)
         w.writeBytes(fileUUID)
         w.writeBytes(deviceUUID)
-        w.writeZeros(4)          // flags: none defined in 1.0
-        w.writeZeros(4)          // reserved
+        w.writeZeros(4)  // flags: none defined in 1.0
+        w.writeZeros(4)  // reserved
         w.writeInteger(baseSequence, as: UInt64.self)
         w.writeInteger(createdAt, as: UInt64.self)
         w.writeInteger(UInt16(bag.count), as: UInt16.self)
@@ -61,8 +61,10 @@ public struct FileHeader: Equatable, Sendable {
             throw FormatError.unsupportedVersion(what: "keychain file", major: major, minor: minor)
         }
         let length = Int(try r.readInteger(as: UInt32.self, "header length"))
-        guard length >= FormatConstants.headerFixedSize + FormatConstants.keybagFixedSize + FormatConstants.headerMACSize,
-              length <= FormatConstants.headerMaxSize else {
+        guard
+            length >= FormatConstants.headerFixedSize + FormatConstants.keybagFixedSize + FormatConstants.headerMACSize,
+            length <= FormatConstants.headerMaxSize
+        else {
             throw FormatError.invalidField(field: "header length", reason: "\(length) is outside the allowed range")
         }
         return length
@@ -70,7 +72,9 @@ public struct FileHeader: Equatable, Sendable {
 
     /// Decodes a whole header (exactly `peekLength` bytes). The MAC is returned, not checked:
     /// checking needs the device key, which depends on `deviceUUID` and `fileUUID` read here.
-    public static func decode(_ bytes: [UInt8]) throws -> (header: FileHeader, authenticated: ArraySlice<UInt8>, mac: [UInt8]) {
+    public static func decode(_ bytes: [UInt8]) throws -> (
+        header: FileHeader, authenticated: ArraySlice<UInt8>, mac: [UInt8]
+    ) {
         let length = try peekLength(bytes)
         guard bytes.count == length else { throw FormatError.truncated(field: "header") }
         var r = ByteReader(bytes[0..<(length - FormatConstants.headerMACSize)])
@@ -82,9 +86,14 @@ public struct FileHeader: Equatable, Sendable {
         let deviceUUID = try r.readBytes(count: 16, "header device UUID")
         let flags = try r.readInteger(as: UInt32.self, "header flags")
         if minor <= FormatConstants.fileMinor, flags != 0 {
-            throw FormatError.invalidField(field: "header flags", reason: "no flags are defined in version 1.\(FormatConstants.fileMinor)")
+            throw FormatError.invalidField(
+                field: "header flags", reason: "no flags are defined in version 1.\(FormatConstants.fileMinor)")
         }
-        if minor <= FormatConstants.fileMinor { try r.readReserved(count: 4, "header reserved") } else { _ = try r.readSlice(count: 4, "header reserved") }
+        if minor <= FormatConstants.fileMinor {
+            try r.readReserved(count: 4, "header reserved")
+        } else {
+            _ = try r.readSlice(count: 4, "header reserved")
+        }
         let base = try r.readInteger(as: UInt64.self, "header base sequence")
         let created = try r.readInteger(as: UInt64.self, "header creation time")
         let bagLength = Int(try r.readInteger(as: UInt16.self, "header keybag length"))
@@ -93,9 +102,11 @@ public struct FileHeader: Equatable, Sendable {
         try bagReader.expectEnd("header keybag")
         let ext = try r.readBytes(count: r.remaining, "header extension")
         if minor <= FormatConstants.fileMinor, !ext.isEmpty {
-            throw FormatError.invalidField(field: "header", reason: "\(ext.count) bytes after the keybag that version 1.\(minor) does not define")
+            throw FormatError.invalidField(
+                field: "header", reason: "\(ext.count) bytes after the keybag that version 1.\(minor) does not define")
         }
-        var header = FileHeader(fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: base, createdAt: created, keybag: keybag)
+        var header = FileHeader(
+            fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: base, createdAt: created, keybag: keybag)
         header.major = major
         header.minor = minor
         header.extensionBytes = ext

@@ -114,13 +114,13 @@ public enum ItemClass: String, CaseIterable, Sendable, Codable {
 
 /// Protection classes (kSecAttrAccessible) with Apple's AKS class numbers (reference §3.1).
 public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
-    case whenUnlocked = 6                       // ak
-    case afterFirstUnlock = 7                   // ck
-    case always = 8                             // dk
-    case whenUnlockedThisDeviceOnly = 9         // aku
-    case afterFirstUnlockThisDeviceOnly = 10    // cku
-    case alwaysThisDeviceOnly = 11              // dku
-    case whenPasscodeSetThisDeviceOnly = 12     // akpu
+    case whenUnlocked = 6  // ak
+    case afterFirstUnlock = 7  // ck
+    case always = 8  // dk
+    case whenUnlockedThisDeviceOnly = 9  // aku
+    case afterFirstUnlockThisDeviceOnly = 10  // cku
+    case alwaysThisDeviceOnly = 11  // dku
+    case whenPasscodeSetThisDeviceOnly = 12  // akpu
 
     /// The `pdmn` code: ak, ck, dk, aku, cku, dku, akpu.
     public var code: String {
@@ -151,9 +151,11 @@ public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     /// Parses `ak` … `akpu`, or the long names with or without the `kSecAttrAccessible` prefix.
     public init?(code: String) {
         let name = code.hasPrefix("kSecAttrAccessible") ? String(code.dropFirst(18)) : code
-        guard let match = ProtectionClass.allCases.first(where: {
-            $0.code == name || $0.longName.lowercased() == name.lowercased()
-        }) else { return nil }
+        guard
+            let match = ProtectionClass.allCases.first(where: {
+                $0.code == name || $0.longName.lowercased() == name.lowercased()
+            })
+        else { return nil }
         self = match
     }
 

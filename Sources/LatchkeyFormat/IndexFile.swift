@@ -29,9 +29,11 @@ public struct IndexHeader: Equatable, Sendable {
     /// Live items whose newest put has no valid hash record bound to it (§7.6).
     public var unhashedCount: UInt64
 
-    public init(fileUUID: [UInt8], logHeaderMAC: [UInt8], coveredEnd: UInt64, lastSequence: UInt64,
-                lastRecordOffset: UInt64, lastRecordTag: [UInt8], itemCount: UInt64, recordCount: UInt64,
-                ancillaryCount: UInt64, generation: [UInt8], attributeCount: UInt64 = 0, unhashedCount: UInt64 = 0) {
+    public init(
+        fileUUID: [UInt8], logHeaderMAC: [UInt8], coveredEnd: UInt64, lastSequence: UInt64,
+        lastRecordOffset: UInt64, lastRecordTag: [UInt8], itemCount: UInt64, recordCount: UInt64,
+        ancillaryCount: UInt64, generation: [UInt8], attributeCount: UInt64 = 0, unhashedCount: UInt64 = 0
+    ) {
         self.fileUUID = fileUUID
         self.logHeaderMAC = logHeaderMAC
         self.coveredEnd = coveredEnd
@@ -52,7 +54,8 @@ public struct IndexHeader: Equatable, Sendable {
     public var unhashedPages: UInt32 { IndexHeader.pages(unhashedCount, FormatConstants.indexUnhashedPerPage) }
     /// The size the file must have: the header page and every entry page.
     public var fileSize: UInt64 {
-        (1 + UInt64(itemPages) + UInt64(uniquePages) + UInt64(attributePages) + UInt64(unhashedPages)) * UInt64(FormatConstants.indexPageSize)
+        (1 + UInt64(itemPages) + UInt64(uniquePages) + UInt64(attributePages) + UInt64(unhashedPages))
+            * UInt64(FormatConstants.indexPageSize)
     }
 
     static func pages(_ count: UInt64, _ perPage: Int) -> UInt32 {
@@ -111,11 +114,16 @@ public struct IndexHeader: Equatable, Sendable {
         guard try r.readInteger(as: UInt32.self, "index page size") == UInt32(FormatConstants.indexPageSize) else {
             throw FormatError.invalidField(field: "index page size", reason: "must be 4096")
         }
-        var h = IndexHeader(fileUUID: try r.readBytes(count: 16, "index file UUID"), logHeaderMAC: try r.readBytes(count: 32, "index log header MAC"),
-                            coveredEnd: try r.readInteger(as: UInt64.self, "index covered end"), lastSequence: try r.readInteger(as: UInt64.self, "index last sequence"),
-                            lastRecordOffset: try r.readInteger(as: UInt64.self, "index last record offset"), lastRecordTag: try r.readBytes(count: 16, "index last record tag"),
-                            itemCount: try r.readInteger(as: UInt64.self, "index item count"), recordCount: try r.readInteger(as: UInt64.self, "index record count"),
-                            ancillaryCount: try r.readInteger(as: UInt64.self, "index ancillary count"), generation: [])
+        var h = IndexHeader(
+            fileUUID: try r.readBytes(count: 16, "index file UUID"),
+            logHeaderMAC: try r.readBytes(count: 32, "index log header MAC"),
+            coveredEnd: try r.readInteger(as: UInt64.self, "index covered end"),
+            lastSequence: try r.readInteger(as: UInt64.self, "index last sequence"),
+            lastRecordOffset: try r.readInteger(as: UInt64.self, "index last record offset"),
+            lastRecordTag: try r.readBytes(count: 16, "index last record tag"),
+            itemCount: try r.readInteger(as: UInt64.self, "index item count"),
+            recordCount: try r.readInteger(as: UInt64.self, "index record count"),
+            ancillaryCount: try r.readInteger(as: UInt64.self, "index ancillary count"), generation: [])
         let itemPages = try r.readInteger(as: UInt32.self, "index item pages")
         let uniquePages = try r.readInteger(as: UInt32.self, "index unique pages")
         h.generation = try r.readBytes(count: 16, "index generation")
@@ -125,8 +133,9 @@ public struct IndexHeader: Equatable, Sendable {
         let unhashedPages = try r.readInteger(as: UInt32.self, "index unhashed pages")
         try r.readReserved(count: FormatConstants.indexPageBodySize - r.offset, "index header reserved")
         guard itemPages == h.itemPages, uniquePages == h.uniquePages, h.itemCount <= UInt64(UInt32.max),
-              h.unhashedCount <= h.itemCount, h.attributeCount <= h.itemCount * UInt64(AttributeHashRecord.maxHashes),
-              attributePages == h.attributePages, unhashedPages == h.unhashedPages else {
+            h.unhashedCount <= h.itemCount, h.attributeCount <= h.itemCount * UInt64(AttributeHashRecord.maxHashes),
+            attributePages == h.attributePages, unhashedPages == h.unhashedPages
+        else {
             throw FormatError.invalidField(field: "index page counts", reason: "do not match the item count")
         }
         return h
@@ -152,8 +161,9 @@ public enum IndexPage {
     public static func verify(_ page: [UInt8], page number: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> Bool {
         guard page.count == FormatConstants.indexPageSize else { return false }
         let body = page[..<FormatConstants.indexPageBodySize]
-        return Crypto.constantTimeEqual(mac(body: body, page: number, headerMAC: headerMAC, macKey: macKey),
-                                        Array(page[FormatConstants.indexPageBodySize...]))
+        return Crypto.constantTimeEqual(
+            mac(body: body, page: number, headerMAC: headerMAC, macKey: macKey),
+            Array(page[FormatConstants.indexPageBodySize...]))
     }
 
     static func mac(body: ArraySlice<UInt8>, page: UInt32, headerMAC: [UInt8], macKey: SecretKey) -> [UInt8] {

@@ -54,8 +54,10 @@ public struct IndexItemEntry: Sendable {
     public var protectionClass: UInt8
     public var flags: UInt8
 
-    public init(uuid: IndexKey, recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
-                uniqueKeyHash: IndexKey, protectionClass: UInt8, flags: UInt8) {
+    public init(
+        uuid: IndexKey, recordOffset: UInt64, sequence: UInt64, recordSize: UInt32, classTag: UInt32,
+        uniqueKeyHash: IndexKey, protectionClass: UInt8, flags: UInt8
+    ) {
         self.uuid = uuid
         self.recordOffset = recordOffset
         self.sequence = sequence
@@ -98,7 +100,9 @@ public struct IndexItemEntry: Sendable {
     /// 16 bytes as a key; a writer's bug (not input) when they are not 16.
     public static func key(_ bytes: [UInt8]) -> IndexKey {
         let r = ByteReader(bytes)
-        guard bytes.count == 16, let high = r.getInteger(at: 0, as: UInt64.self), let low = r.getInteger(at: 8, as: UInt64.self) else {
+        guard bytes.count == 16, let high = r.getInteger(at: 0, as: UInt64.self),
+            let low = r.getInteger(at: 8, as: UInt64.self)
+        else {
             preconditionFailure("an index key is 16 bytes, not \(bytes.count)")
         }
         return (high, low)
@@ -142,7 +146,9 @@ public struct IndexEntryPage: Sendable {
     @inlinable
     func load<T: FixedWidthInteger>(_ i: Int, _ field: Int, as: T.Type) -> T {
         precondition(i >= 0 && i < count, "index entry \(i) is outside the page's \(count)")
-        return bytes.withUnsafeBytes { T(bigEndian: $0.loadUnaligned(fromByteOffset: i * entrySize + field, as: T.self)) }
+        return bytes.withUnsafeBytes {
+            T(bigEndian: $0.loadUnaligned(fromByteOffset: i * entrySize + field, as: T.self))
+        }
     }
 
     @inlinable
@@ -158,14 +164,15 @@ public struct IndexEntryPage: Sendable {
     /// Entry `i` of an item page.
     public func item(_ i: Int) -> IndexItemEntry {
         precondition(table == .items)
-        return IndexItemEntry(uuid: loadKey(i, IndexItemLayout.uuid),
-                               recordOffset: load(i, IndexItemLayout.recordOffset, as: UInt64.self),
-                               sequence: load(i, IndexItemLayout.sequence, as: UInt64.self),
-                               recordSize: load(i, IndexItemLayout.recordSize, as: UInt32.self),
-                               classTag: load(i, IndexItemLayout.classTag, as: UInt32.self),
-                               uniqueKeyHash: loadKey(i, IndexItemLayout.uniqueKeyHash),
-                               protectionClass: load(i, IndexItemLayout.protectionClass, as: UInt8.self),
-                               flags: load(i, IndexItemLayout.flags, as: UInt8.self))
+        return IndexItemEntry(
+            uuid: loadKey(i, IndexItemLayout.uuid),
+            recordOffset: load(i, IndexItemLayout.recordOffset, as: UInt64.self),
+            sequence: load(i, IndexItemLayout.sequence, as: UInt64.self),
+            recordSize: load(i, IndexItemLayout.recordSize, as: UInt32.self),
+            classTag: load(i, IndexItemLayout.classTag, as: UInt32.self),
+            uniqueKeyHash: loadKey(i, IndexItemLayout.uniqueKeyHash),
+            protectionClass: load(i, IndexItemLayout.protectionClass, as: UInt8.self),
+            flags: load(i, IndexItemLayout.flags, as: UInt8.self))
     }
 
     /// The item named by entry `i` of a unique-key page.
@@ -270,7 +277,8 @@ public struct IndexPageWriter {
     }
 
     private mutating func sealPage() {
-        sealed.append(contentsOf: IndexPage.seal(body: body.bytes, page: nextPage, headerMAC: headerMAC, macKey: macKey))
+        sealed.append(
+            contentsOf: IndexPage.seal(body: body.bytes, page: nextPage, headerMAC: headerMAC, macKey: macKey))
         nextPage += 1
         body = ByteWriter(capacity: FormatConstants.indexPageBodySize)
         inPage = 0

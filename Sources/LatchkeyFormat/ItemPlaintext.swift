@@ -42,7 +42,7 @@ public struct ItemPlaintext: Equatable, Sendable {
     private static func decodeChecked(_ raw: UnsafeRawBufferPointer) -> ItemPlaintext? {
         guard raw.count >= 7 else { return nil }
         var attributes = [String: AttributeValue](minimumCapacity: (Int(raw[5]) << 8 | Int(raw[6])) + 1)
-        var end = 7   // where the last attribute read ends: the data length follows
+        var end = 7  // where the last attribute read ends: the data length follows
         let checked = check(raw) { name, type, value in
             let v: AttributeValue
             switch type {
@@ -89,10 +89,14 @@ extension ItemPlaintext {
     /// For `verify`, which checks a million plaintexts and needs no value from them: decoding
     /// was half of its CPU. ItemPlaintextCheckTests hold it to `decode` over the fixtures and
     /// over random and mutated plaintexts.
-    public static func check(_ bytes: UnsafeRawBufferPointer,
-                             attribute: (_ name: UnsafeRawBufferPointer, _ type: UInt8, _ value: UnsafeRawBufferPointer) -> Void) -> ItemClass? {
+    public static func check(
+        _ bytes: UnsafeRawBufferPointer,
+        attribute: (_ name: UnsafeRawBufferPointer, _ type: UInt8, _ value: UnsafeRawBufferPointer) -> Void
+    ) -> ItemClass? {
         let n = bytes.count
-        guard bytes.first == FormatConstants.itemPlaintextVersion, let itemClass = encodedClass(bytes) else { return nil }
+        guard bytes.first == FormatConstants.itemPlaintextVersion, let itemClass = encodedClass(bytes) else {
+            return nil
+        }
         func u32(_ at: Int) -> Int {
             Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
         }
@@ -122,7 +126,10 @@ extension ItemPlaintext {
             i += length
             switch type {
             case 1:
-                guard value.allSatisfy({ $0 < 0x80 }) || String(validating: value.bindMemory(to: UInt8.self), as: UTF8.self) != nil else {
+                guard
+                    value.allSatisfy({ $0 < 0x80 })
+                        || String(validating: value.bindMemory(to: UInt8.self), as: UTF8.self) != nil
+                else {
                     return nil
                 }
             case 2: break
@@ -143,10 +150,10 @@ extension ItemPlaintext {
     public static func encodedClass(_ bytes: UnsafeRawBufferPointer) -> ItemClass? {
         guard bytes.count >= 5 else { return nil }
         switch (bytes[1], bytes[2], bytes[3], bytes[4]) {
-        case (0x67, 0x65, 0x6e, 0x70): return .genericPassword   // genp
+        case (0x67, 0x65, 0x6e, 0x70): return .genericPassword  // genp
         case (0x69, 0x6e, 0x65, 0x74): return .internetPassword  // inet
-        case (0x63, 0x65, 0x72, 0x74): return .certificate       // cert
-        case (0x6b, 0x65, 0x79, 0x73): return .key               // keys
+        case (0x63, 0x65, 0x72, 0x74): return .certificate  // cert
+        case (0x6b, 0x65, 0x79, 0x73): return .key  // keys
         default: return nil
         }
     }

@@ -53,8 +53,9 @@ public struct ItemPutPayload: Equatable, Sendable {
         guard r.remaining >= FormatConstants.gcmTagSize else { throw FormatError.truncated(field: "item ciphertext") }
         let ct = try r.readBytes(count: r.remaining - FormatConstants.gcmTagSize, "item ciphertext")
         let tag = try r.readBytes(count: FormatConstants.gcmTagSize, "item tag")
-        return ItemPutPayload(uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
-                              uniqueKeyHash: hash, wrappedItemKey: wrapped, ciphertext: ct, tag: tag)
+        return ItemPutPayload(
+            uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
+            uniqueKeyHash: hash, wrappedItemKey: wrapped, ciphertext: ct, tag: tag)
     }
 
     /// AAD (§7.4): "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
@@ -64,10 +65,12 @@ public struct ItemPutPayload: Equatable, Sendable {
 
     /// Seals `plaintext` under a fresh item key wrapped by `classKey`. `classTag` and `uniqueKeyHash`, when given, are what `keys.classTag` and
     ///   `keys.uniqueKeyHash` give for this plaintext, computed by the caller beforehand.
-    public static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
-                            keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
-                            itemKey fixedKey: [UInt8]? = nil, wrappedItemKey: [UInt8]? = nil,
-                            classTag: [UInt8]? = nil, uniqueKeyHash: [UInt8]? = nil) throws -> ItemPutPayload {
+    public static func seal(
+        _ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
+        keys: FileKeys, classKey: SecretKey, fileUUID: [UInt8],
+        itemKey fixedKey: [UInt8]? = nil, wrappedItemKey: [UInt8]? = nil,
+        classTag: [UInt8]? = nil, uniqueKeyHash: [UInt8]? = nil
+    ) throws -> ItemPutPayload {
         // A given `fixedKey` is either the deterministic fixture generator's, or a fresh key a
         // bulk writer drew and wrapped (`wrappedItemKey`, under `classKey`) with others at once.
         try checkSize(plaintext)
@@ -75,13 +78,15 @@ public struct ItemPutPayload: Equatable, Sendable {
         defer { Crypto.cleanse(&itemKey) }
         var body = plaintext.encode()
         defer { Crypto.cleanse(&body) }
-        var p = ItemPutPayload(uuid: uuid, classTag: classTag ?? keys.classTag(plaintext.itemClass), protectionClass: protectionClass,
-                               flags: flags,
-                               uniqueKeyHash: uniqueKeyHash
-                                   ?? keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
-                               wrappedItemKey: [], ciphertext: [], tag: [])
+        var p = ItemPutPayload(
+            uuid: uuid, classTag: classTag ?? keys.classTag(plaintext.itemClass), protectionClass: protectionClass,
+            flags: flags,
+            uniqueKeyHash: uniqueKeyHash
+                ?? keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)),
+            wrappedItemKey: [], ciphertext: [], tag: [])
         p.wrappedItemKey = try wrappedItemKey ?? Crypto.aesKeyWrap(kek: classKey, key: itemKey)
-        let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
+        let sealed = try Crypto.aesGCMSeal(
+            key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
         p.ciphertext = sealed.ciphertext
         p.tag = sealed.tag
         return p
@@ -93,7 +98,8 @@ public struct ItemPutPayload: Equatable, Sendable {
     public static func checkSize(_ plaintext: ItemPlaintext) throws -> Int {
         let size = plaintext.encodedSize
         guard size <= FormatConstants.maxItemPlaintextSize else {
-            throw FormatError.tooLarge(what: "the item (attributes and data)", size: size, limit: FormatConstants.maxItemPlaintextSize)
+            throw FormatError.tooLarge(
+                what: "the item (attributes and data)", size: size, limit: FormatConstants.maxItemPlaintextSize)
         }
         return size
     }
@@ -109,8 +115,9 @@ public struct ItemPutPayload: Equatable, Sendable {
     public func open(classKey: SecretKey, fileUUID: [UInt8]) throws -> ItemPlaintext {
         var itemKey = try Crypto.aesKeyUnwrap(kek: classKey, wrapped: wrappedItemKey)
         defer { Crypto.cleanse(&itemKey) }
-        var body = try Crypto.aesGCMOpen(key: itemKey, nonce: FormatConstants.itemNonce, aad: aad(fileUUID: fileUUID),
-                                         ciphertext: ciphertext, tag: tag)
+        var body = try Crypto.aesGCMOpen(
+            key: itemKey, nonce: FormatConstants.itemNonce, aad: aad(fileUUID: fileUUID),
+            ciphertext: ciphertext, tag: tag)
         defer { Crypto.cleanse(&body) }
         return try ItemPlaintext.decode(body)
     }
@@ -133,8 +140,10 @@ extension ItemPutPayload {
     /// from there, and zeroed. The same plaintext, or the same error from `ItemPlaintext.decode`.
     /// - Returns: nil when the layout is wrong, the key does not unwrap or the tag does not
     ///   verify: then `decode(_:)` and `open(classKey:fileUUID:)` throw the error to report.
-    package static func open(_ payload: ArraySlice<UInt8>, classKey: SecretKey, fileUUID: [UInt8],
-                             context: GCMContext, scratch: inout [UInt8]) throws -> ItemPlaintext? {
+    package static func open(
+        _ payload: ArraySlice<UInt8>, classKey: SecretKey, fileUUID: [UInt8],
+        context: GCMContext, scratch: inout [UInt8]
+    ) throws -> ItemPlaintext? {
         let fixed = FormatConstants.itemPutFixedSize
         let keyStart = 40, keySize = FormatConstants.wrappedKeySize - 8
         guard let ctCount = prepare(payload, &scratch) else { return nil }
@@ -143,24 +152,30 @@ extension ItemPutPayload {
             withUnsafeTemporaryAllocation(byteCount: keySize + aadCount, alignment: 16) { tmp -> Bool in
                 let itemKey = UnsafeMutableRawBufferPointer(rebasing: tmp[0..<keySize])
                 defer { Crypto.cleanse(itemKey) }
-                guard Crypto.aesKeyUnwrap(kek: classKey, wrapped: UnsafeRawBufferPointer(rebasing: p[keyStart..<fixed]), into: itemKey) else {
+                guard
+                    Crypto.aesKeyUnwrap(
+                        kek: classKey, wrapped: UnsafeRawBufferPointer(rebasing: p[keyStart..<fixed]), into: itemKey)
+                else {
                     return false
                 }
                 let aad = UnsafeMutableRawBufferPointer(rebasing: tmp[keySize...])
                 writeAAD(aad, fileUUID: fileUUID, clear: UnsafeRawBufferPointer(rebasing: p[0..<40]))
                 return scratch.withUnsafeMutableBytes { out in
                     FormatConstants.itemNonce.withUnsafeBytes { nonce in
-                        Crypto.aesGCMOpen(context: context, key: UnsafeRawBufferPointer(itemKey), nonce: nonce,
-                                          aad: UnsafeRawBufferPointer(aad),
-                                          ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
-                                          tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]),
-                                          into: UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount]))
+                        Crypto.aesGCMOpen(
+                            context: context, key: UnsafeRawBufferPointer(itemKey), nonce: nonce,
+                            aad: UnsafeRawBufferPointer(aad),
+                            ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
+                            tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]),
+                            into: UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount]))
                     }
                 }
             }
         }
         guard opened else { return nil }
-        defer { scratch.withUnsafeMutableBytes { Crypto.cleanse(UnsafeMutableRawBufferPointer(rebasing: $0[0..<ctCount])) } }
+        defer {
+            scratch.withUnsafeMutableBytes { Crypto.cleanse(UnsafeMutableRawBufferPointer(rebasing: $0[0..<ctCount])) }
+        }
         return try ItemPlaintext.decode(scratch[0..<ctCount])
     }
 
@@ -177,7 +192,8 @@ extension ItemPutPayload {
     }
 
     /// The AAD (§7.4) into `aad`: "LKv1item" ‖ file UUID ‖ the 40 clear bytes of the payload.
-    private static func writeAAD(_ aad: UnsafeMutableRawBufferPointer, fileUUID: [UInt8], clear: UnsafeRawBufferPointer) {
+    private static func writeAAD(_ aad: UnsafeMutableRawBufferPointer, fileUUID: [UInt8], clear: UnsafeRawBufferPointer)
+    {
         let prefix = FormatConstants.itemAADPrefix
         aad.copyBytes(from: prefix)
         UnsafeMutableRawBufferPointer(rebasing: aad[prefix.count...]).copyBytes(from: fileUUID)
@@ -188,20 +204,25 @@ extension ItemPutPayload {
     /// `verify`, which unwraps many at once): the plaintext is decrypted into `scratch` (grown
     /// when too small) through `context`, `body` called with its bytes, and the plaintext zeroed.
     /// - Returns: `body`'s answer, or nil when the tag does not verify (`open` would throw).
-    package static func withOpened(_ payload: ArraySlice<UInt8>, itemKey: UnsafeRawBufferPointer, fileUUID: [UInt8],
-                                   context: GCMContext, scratch: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Bool) -> Bool? {
+    package static func withOpened(
+        _ payload: ArraySlice<UInt8>, itemKey: UnsafeRawBufferPointer, fileUUID: [UInt8],
+        context: GCMContext, scratch: inout [UInt8], _ body: (UnsafeRawBufferPointer) -> Bool
+    ) -> Bool? {
         let fixed = FormatConstants.itemPutFixedSize
         guard let ctCount = prepare(payload, &scratch) else { return nil }
         return payload.withUnsafeBytes { p -> Bool? in
-            withUnsafeTemporaryAllocation(byteCount: FormatConstants.itemAADPrefix.count + fileUUID.count + 40, alignment: 16) { aad -> Bool? in
+            withUnsafeTemporaryAllocation(
+                byteCount: FormatConstants.itemAADPrefix.count + fileUUID.count + 40, alignment: 16
+            ) { aad -> Bool? in
                 writeAAD(aad, fileUUID: fileUUID, clear: UnsafeRawBufferPointer(rebasing: p[0..<40]))
                 return scratch.withUnsafeMutableBytes { out -> Bool? in
                     let plaintext = UnsafeMutableRawBufferPointer(rebasing: out[0..<ctCount])
                     defer { Crypto.cleanse(plaintext) }
                     let opened = FormatConstants.itemNonce.withUnsafeBytes { nonce in
-                        Crypto.aesGCMOpen(context: context, key: itemKey, nonce: nonce, aad: UnsafeRawBufferPointer(aad),
-                                          ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
-                                          tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]), into: plaintext)
+                        Crypto.aesGCMOpen(
+                            context: context, key: itemKey, nonce: nonce, aad: UnsafeRawBufferPointer(aad),
+                            ciphertext: UnsafeRawBufferPointer(rebasing: p[fixed..<fixed + ctCount]),
+                            tag: UnsafeRawBufferPointer(rebasing: p[(fixed + ctCount)...]), into: plaintext)
                     }
                     guard opened else { return nil }
                     return body(UnsafeRawBufferPointer(plaintext))
@@ -258,7 +279,8 @@ extension ItemPutPayload {
         guard flags & ~userPresenceFlag == 0, reserved == 0 else {
             throw FormatError.invalidField(field: "item flags", reason: "reserved bits are set")
         }
-        return ItemPutClear(uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
-                            uniqueKeyHash: try r.readSlice(count: 16, "item unique-key hash"))
+        return ItemPutClear(
+            uuid: uuid, classTag: classTag, protectionClass: pc, flags: flags,
+            uniqueKeyHash: try r.readSlice(count: 16, "item unique-key hash"))
     }
 }

@@ -35,13 +35,18 @@ public struct DeviceSecret: Sendable {
         var r = ByteReader(bytes)
         // Shorter than the magic: not a device secret file at all (spec §2.3, §1.4).
         guard bytes.count >= FormatConstants.deviceMagic.count,
-              try r.readBytes(count: 8, "device secret magic") == FormatConstants.deviceMagic else {
+            try r.readBytes(count: 8, "device secret magic") == FormatConstants.deviceMagic
+        else {
             throw FormatError.badMagic(what: "Latchkey device secret file")
         }
         let major = try r.readInteger(as: UInt16.self, "device secret major version")
         let minor = try r.readInteger(as: UInt16.self, "device secret minor version")
-        guard major == 1 else { throw FormatError.unsupportedVersion(what: "device secret file", major: major, minor: minor) }
-        guard bytes.count == FormatConstants.deviceFileSize else { throw FormatError.truncated(field: "device secret file") }
+        guard major == 1 else {
+            throw FormatError.unsupportedVersion(what: "device secret file", major: major, minor: minor)
+        }
+        guard bytes.count == FormatConstants.deviceFileSize else {
+            throw FormatError.truncated(field: "device secret file")
+        }
         try r.readReserved(count: 4, "device secret reserved")
         let uuid = try r.readBytes(count: 16, "device UUID")
         var secret = try r.readBytes(count: 32, "device secret")
@@ -78,7 +83,9 @@ public struct FileKeys: Sendable {
         indexFileMAC = try Crypto.hkdfSHA256(ikm: deviceKey, salt: [], info: FormatConstants.infoIndexFileMAC)
         let index = self.index
         classTagWords = [ItemClass.genericPassword, .internetPassword, .certificate, .key].map {
-            Crypto.hmacSHA256(key: index, parts: [FormatConstants.classTagPrefix, $0.code]).prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
+            Crypto.hmacSHA256(key: index, parts: [FormatConstants.classTagPrefix, $0.code]).prefix(4).reduce(0) {
+                $0 << 8 | UInt32($1)
+            }
         }
     }
 
@@ -102,8 +109,9 @@ public struct FileKeys: Sendable {
         guard kdf.kind == .scrypt else {
             throw FormatError.invalidField(field: "keybag KDF", reason: "this keychain has no passcode")
         }
-        var stretched = try Crypto.scrypt(password: passcode, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
-                                          maxMemory: kdf.maxMemory, count: 32)
+        var stretched = try Crypto.scrypt(
+            password: passcode, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
+            maxMemory: kdf.maxMemory, count: 32)
         defer { Crypto.cleanse(&stretched) }
         var salt = deviceKey.copyBytes()
         defer { Crypto.cleanse(&salt) }
@@ -158,13 +166,18 @@ public struct UniqueKey: Hashable, Sendable {
     private static let genericPasswordKey: [(name: String, kind: Kind)] =
         [("acct", .bytes), ("svce", .bytes), ("agrp", .bytes), ("sync", .integer)]
     private static let internetPasswordKey: [(name: String, kind: Kind)] =
-        [("acct", .bytes), ("sdmn", .bytes), ("srvr", .bytes), ("ptcl", .integer), ("atyp", .bytes),
-         ("port", .integer), ("path", .bytes), ("agrp", .bytes), ("sync", .integer)]
+        [
+            ("acct", .bytes), ("sdmn", .bytes), ("srvr", .bytes), ("ptcl", .integer), ("atyp", .bytes),
+            ("port", .integer), ("path", .bytes), ("agrp", .bytes), ("sync", .integer)
+        ]
     private static let certificateKey: [(name: String, kind: Kind)] =
         [("ctyp", .integer), ("issr", .bytes), ("slnr", .bytes), ("agrp", .bytes), ("sync", .integer)]
     private static let keyKey: [(name: String, kind: Kind)] =
-        [("kcls", .integer), ("klbl", .bytes), ("atag", .bytes), ("crtr", .integer), ("type", .integer),
-         ("bsiz", .integer), ("esiz", .integer), ("sdat", .date), ("edat", .date), ("agrp", .bytes), ("sync", .integer)]
+        [
+            ("kcls", .integer), ("klbl", .bytes), ("atag", .bytes), ("crtr", .integer), ("type", .integer),
+            ("bsiz", .integer), ("esiz", .integer), ("sdat", .date), ("edat", .date), ("agrp", .bytes),
+            ("sync", .integer)
+        ]
 
     public init(itemClass: ItemClass, attributes: [String: AttributeValue]) {
         self.init(itemClass: itemClass) { attributes[$0] }
@@ -204,8 +217,12 @@ public struct UniqueKey: Hashable, Sendable {
                 // The default of an absent attribute: empty bytes, 0, date 0.
                 switch kind {
                 case .bytes: w.writeInteger(0, as: UInt8.self); w.writeInteger(0, as: UInt32.self)
-                case .integer: w.writeInteger(1, as: UInt8.self); w.writeInteger(8, as: UInt32.self); w.writeInteger(0, as: UInt64.self)
-                case .date: w.writeInteger(2, as: UInt8.self); w.writeInteger(8, as: UInt32.self); w.writeInteger(Double(0).bitPattern, as: UInt64.self)
+                case .integer:
+                    w.writeInteger(1, as: UInt8.self); w.writeInteger(8, as: UInt32.self);
+                    w.writeInteger(0, as: UInt64.self)
+                case .date:
+                    w.writeInteger(2, as: UInt8.self); w.writeInteger(8, as: UInt32.self);
+                    w.writeInteger(Double(0).bitPattern, as: UInt64.self)
                 }
             }
         }

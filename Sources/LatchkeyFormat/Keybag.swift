@@ -10,7 +10,8 @@ public struct KDFParameters: Equatable, Sendable {
     public var salt: [UInt8]
 
     /// A keychain without a passcode.
-    public static let none = KDFParameters(kind: .none, logN: 0, r: 0, p: 0, salt: [UInt8](repeating: 0, count: FormatConstants.saltSize))
+    public static let none = KDFParameters(
+        kind: .none, logN: 0, r: 0, p: 0, salt: [UInt8](repeating: 0, count: FormatConstants.saltSize))
 
     /// scrypt cost of new passcodes: N = 2^17, r = 8, p = 1 (128 MiB), OWASP's minimum for
     /// scrypt (spec/SECURITY.md §3). Readers accept any cost within the bounds of §4.1.
@@ -73,12 +74,16 @@ public struct KDFParameters: Equatable, Sendable {
         switch kind {
         case .none:
             guard logN == 0, r == 0, p == 0, salt.allSatisfy({ $0 == 0 }) else {
-                throw FormatError.invalidField(field: "\(names.prefix)KDF", reason: "parameters must be zero when there is no \(names.secret)")
+                throw FormatError.invalidField(
+                    field: "\(names.prefix)KDF", reason: "parameters must be zero when there is no \(names.secret)")
             }
         case .scrypt:
             guard (10...22).contains(logN), (1...32).contains(r), (1...16).contains(p),
-                  128 * UInt64(r) * n <= 1 << 30 else {
-                throw FormatError.invalidField(field: "\(names.prefix)KDF", reason: "scrypt parameters out of range (logN 10-22, r 1-32, p 1-16, at most 1 GiB)")
+                128 * UInt64(r) * n <= 1 << 30
+            else {
+                throw FormatError.invalidField(
+                    field: "\(names.prefix)KDF",
+                    reason: "scrypt parameters out of range (logN 10-22, r 1-32, p 1-16, at most 1 GiB)")
             }
         }
     }
@@ -150,14 +155,16 @@ public struct Keybag: Equatable, Sendable {
         for _ in 0..<count {
             let rawClass = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard let pc = ProtectionClass(rawValue: rawClass) else {
-                throw FormatError.invalidField(field: "keybag entry class", reason: "unknown protection class \(rawClass)")
+                throw FormatError.invalidField(
+                    field: "keybag entry class", reason: "unknown protection class \(rawClass)")
             }
             guard let wrap = WrapKind(rawValue: try r.readInteger(as: UInt8.self, "keybag entry wrap")) else {
                 throw FormatError.invalidField(field: "keybag entry wrap", reason: "unknown wrap kind")
             }
             let wrapped = try r.readBytes(count: FormatConstants.wrappedKeySize, "keybag wrapped key")
             if let last = entries.last, last.protectionClass >= pc {
-                throw FormatError.invalidField(field: "keybag entries", reason: "classes must be unique and in ascending order")
+                throw FormatError.invalidField(
+                    field: "keybag entries", reason: "classes must be unique and in ascending order")
             }
             entries.append(KeybagEntry(protectionClass: pc, wrap: wrap, wrappedKey: wrapped))
         }
@@ -183,7 +190,8 @@ public struct Keybag: Equatable, Sendable {
             }()
             let actual = entry(for: pc)?.wrap
             guard actual == expected else {
-                throw FormatError.invalidField(field: "keybag entries",
+                throw FormatError.invalidField(
+                    field: "keybag entries",
                     reason: "class \(pc.code) must be \(expected.map { "wrapped by \($0)" } ?? "absent")")
             }
         }

@@ -35,7 +35,9 @@ public struct FrameHeader: Equatable, Sendable {
     /// Decodes a frame header. A CRC mismatch is damage (never a torn tail: the caller only
     /// calls this with 20 bytes present). Reserved bits and sizes are checked after the CRC.
     public static func decode(_ bytes: ArraySlice<UInt8>) throws -> FrameHeader {
-        guard bytes.count >= FormatConstants.frameHeaderSize else { throw FormatError.truncated(field: "record header") }
+        guard bytes.count >= FormatConstants.frameHeaderSize else {
+            throw FormatError.truncated(field: "record header")
+        }
         var r = ByteReader(bytes.prefix(FormatConstants.frameHeaderSize))
         let length = try r.readInteger(as: UInt32.self, "record length")
         let type = try r.readInteger(as: UInt8.self, "record type")
@@ -60,8 +62,10 @@ public struct FrameHeader: Equatable, Sendable {
 /// Whole records: header, payload and the 16-byte tag (spec §6.2).
 public enum RecordFrame {
     /// Encodes a record that will start at file offset `offset`.
-    public static func encode(type: UInt8, flags: UInt8, sequence: UInt64, payload: [UInt8],
-                              offset: UInt64, macKey: SecretKey) -> [UInt8] {
+    public static func encode(
+        type: UInt8, flags: UInt8, sequence: UInt64, payload: [UInt8],
+        offset: UInt64, macKey: SecretKey
+    ) -> [UInt8] {
         let header = FrameHeader(payloadLength: UInt32(payload.count), type: type, flags: flags, sequence: sequence)
         var out = header.encode()
         out.reserveCapacity(header.recordSize)
@@ -72,7 +76,9 @@ public enum RecordFrame {
 
     /// The record tag: the first 16 bytes of HMAC-SHA256(record MAC key, offset ‖ header ‖ payload).
     public static func tag(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>) -> [UInt8] {
-        withMAC(macKey: macKey, offset: offset, headerAndPayload: headerAndPayload) { Array($0[0..<FormatConstants.frameTagSize]) }
+        withMAC(macKey: macKey, offset: offset, headerAndPayload: headerAndPayload) {
+            Array($0[0..<FormatConstants.frameTagSize])
+        }
     }
 
     /// Checks the tag of a complete record (`record` holds header, payload and tag) in constant
@@ -82,15 +88,18 @@ public enum RecordFrame {
         let bodyCount = record.count - FormatConstants.frameTagSize
         return withMAC(macKey: macKey, offset: offset, headerAndPayload: record.prefix(bodyCount)) { mac in
             record.withUnsafeBytes { r in
-                Crypto.constantTimeEqual(UnsafeRawBufferPointer(rebasing: mac[0..<FormatConstants.frameTagSize]),
-                                         UnsafeRawBufferPointer(rebasing: r[bodyCount...]))
+                Crypto.constantTimeEqual(
+                    UnsafeRawBufferPointer(rebasing: mac[0..<FormatConstants.frameTagSize]),
+                    UnsafeRawBufferPointer(rebasing: r[bodyCount...]))
             }
         }
     }
 
     /// Calls `body` with the full HMAC (32 bytes, on the stack) of offset ‖ header ‖ payload.
-    private static func withMAC<R>(macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>,
-                                   _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    private static func withMAC<R>(
+        macKey: SecretKey, offset: UInt64, headerAndPayload: ArraySlice<UInt8>,
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
         var o = offset.bigEndian
         return withUnsafeBytes(of: &o) { ob in
             headerAndPayload.withUnsafeBytes { hp in

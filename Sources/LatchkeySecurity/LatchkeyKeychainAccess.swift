@@ -85,7 +85,7 @@ public final class LatchkeyKeychainAccess: @unchecked Sendable {
         var q: [String: Any] = [
             kSecClass as String: kSecClassGenericPassword,
             kSecAttrAccount as String: key,
-            kSecAttrService as String: service,
+            kSecAttrService as String: service
         ]
         if let g = accessGroup { q[kSecAttrAccessGroup as String] = g }
         return q

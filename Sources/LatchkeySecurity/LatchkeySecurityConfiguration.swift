@@ -120,9 +120,11 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     }
 
     /// A configuration for one keychain, caller and passcode source.
-    public init(keychainPath: String, devicePath: String, caller: CallerIdentity,
-                passcodeSource: PasscodeSource = .none,
-                authenticationHandler: AuthenticationHandler? = nil) {
+    public init(
+        keychainPath: String, devicePath: String, caller: CallerIdentity,
+        passcodeSource: PasscodeSource = .none,
+        authenticationHandler: AuthenticationHandler? = nil
+    ) {
         _keychainPath = keychainPath
         _devicePath = devicePath
         _caller = .success(caller)
@@ -148,13 +150,21 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     /// The keychain file. Setting it closes the cached keychain.
     public var keychainPath: String {
         get { locked { _keychainPath } }
-        set { locked { _keychainPath = newValue; cached = nil } }
+        set {
+            locked {
+                _keychainPath = newValue; cached = nil
+            }
+        }
     }
 
     /// The device secret file. Setting it closes the cached keychain.
     public var devicePath: String {
         get { locked { _devicePath } }
-        set { locked { _devicePath = newValue; cached = nil } }
+        set {
+            locked {
+                _devicePath = newValue; cached = nil
+            }
+        }
     }
 
     /// Who is calling: the access groups it may use. nil only when the environment's identity
@@ -165,7 +175,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         get { locked { try? _caller.get() } }
         set {
             locked {
-                _caller = newValue.map { .success($0) }
+                _caller =
+                    newValue.map { .success($0) }
                     ?? .success(CallerIdentity(applicationIdentifier: nil, keychainAccessGroups: []))
             }
         }
@@ -182,7 +193,11 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     /// Where the passcode comes from. Setting it closes the cached keychain.
     public var passcodeSource: PasscodeSource {
         get { locked { _passcodeSource } }
-        set { locked { _passcodeSource = newValue; cached = nil } }
+        set {
+            locked {
+                _passcodeSource = newValue; cached = nil
+            }
+        }
     }
 
     /// Asked for the passcode when an item added with a user-presence access control is read
@@ -285,7 +300,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         let kc: Keychain
         if FileManager.default.fileExists(atPath: _keychainPath) {
             // `latchkey agent`, when one answers, serves the keychain with its unlocked keys.
-            let environment = KeychainEnvironment(lookup: { _ in nil }, keychainPath: _keychainPath, devicePath: _devicePath)
+            let environment = KeychainEnvironment(
+                lookup: { _ in nil }, keychainPath: _keychainPath, devicePath: _devicePath)
             var passcode = currentPasscode()
             defer { if passcode != nil { Crypto.cleanse(&passcode!) } }
             // Open, then unlock: not open(passcode:), whose KDF thread beside the read saves a
@@ -294,7 +310,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
             kc = try environment.open(passcode: nil).keychain
             if let passcode, kc.hasPasscode { try kc.unlockUnlessAgentIsUnlocked(passcode: passcode) }
         } else {
-            let advice = "create it with 'latchkey init' (LATCHKEY_KEYCHAIN=\(_keychainPath)), or give a passcode (LATCHKEY_PASSCODE, LatchkeySecurityConfiguration.passcodeSource) so that it is created on first use"
+            let advice =
+                "create it with 'latchkey init' (LATCHKEY_KEYCHAIN=\(_keychainPath)), or give a passcode (LATCHKEY_PASSCODE, LatchkeySecurityConfiguration.passcodeSource) so that it is created on first use"
             guard _createsKeychainIfAbsent else {
                 throw KeychainError(.notAvailable, "no keychain at \(_keychainPath); \(advice)")
             }
@@ -314,32 +331,44 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
 
     /// Runs one SecItem call on the open keychain with this configuration's caller and
     /// authentication handler; records a failure in `lastError`.
-    func perform<T>(authenticationUI: SecAuthenticationUI = .allow, _ body: (Keychain) throws -> T) -> Result<T, SecFailure> {
+    func perform<T>(authenticationUI: SecAuthenticationUI = .allow, _ body: (Keychain) throws -> T) -> Result<
+        T, SecFailure
+    > {
         locked {
             let kc: Keychain
             do {
                 let caller = try _caller.get()
-                kc = try openLocked().with(CallContext(caller: caller,
-                                                       authenticate: authenticationUI == .fail ? nil : effectiveHandler()))
+                kc = try openLocked().with(
+                    CallContext(
+                        caller: caller,
+                        authenticate: authenticationUI == .fail ? nil : effectiveHandler()))
             } catch {
                 let failure = SecFailure.from(error)
                 _lastError = failure.error
-                explainOnce(failure.error, fix: "the keychain, device secret, passcode and caller come from LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE and LATCHKEY_ENTITLEMENTS / LATCHKEY_APP_ID, or from LatchkeySecurityConfiguration.shared")
+                explainOnce(
+                    failure.error,
+                    fix:
+                        "the keychain, device secret, passcode and caller come from LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, LATCHKEY_PASSCODE and LATCHKEY_ENTITLEMENTS / LATCHKEY_APP_ID, or from LatchkeySecurityConfiguration.shared"
+                )
                 return .failure(failure)
             }
             do {
                 let value = try body(kc)
                 return .success(value)
             } catch {
-                if cached?.agentStopped == true { cached = nil }   // as after a reboot: open again on the next call
+                if cached?.agentStopped == true { cached = nil }  // as after a reboot: open again on the next call
                 let failure = SecFailure.from(error)
                 _lastError = failure.error
                 switch failure.error.status {
                 case .missingEntitlement:
                     explainOnce(failure.error, fix: "or set LatchkeySecurityConfiguration.shared.caller")
                 case .interactionNotAllowed where isWithoutPasscode:
-                    explainOnce(KeychainError(.interactionNotAllowed, "the keychain \(_keychainPath) is locked and no passcode was given"),
-                                fix: "set LATCHKEY_PASSCODE or LatchkeySecurityConfiguration.shared.passcodeSource, or run `latchkey agent` and `latchkey unlock` to unlock it for every process")
+                    explainOnce(
+                        KeychainError(
+                            .interactionNotAllowed, "the keychain \(_keychainPath) is locked and no passcode was given"),
+                        fix:
+                            "set LATCHKEY_PASSCODE or LatchkeySecurityConfiguration.shared.passcodeSource, or run `latchkey agent` and `latchkey unlock` to unlock it for every process"
+                    )
                 default:
                     break
                 }
@@ -360,7 +389,8 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
     private func explainOnce(_ error: KeychainError, fix: String) {
         guard _explainsFirstFailure, !explained else { return }
         explained = true
-        let line = "LatchkeySecurity: \(error); \(fix). Said once; later failures give their OSStatus and LatchkeySecurityConfiguration.current.lastError (LATCHKEY_SECURITY_QUIET=1 silences this line).\n"
+        let line =
+            "LatchkeySecurity: \(error); \(fix). Said once; later failures give their OSStatus and LatchkeySecurityConfiguration.current.lastError (LATCHKEY_SECURITY_QUIET=1 silences this line).\n"
         FileHandle.standardError.write(Data(line.utf8))
     }
 

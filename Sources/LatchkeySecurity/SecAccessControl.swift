@@ -38,7 +38,7 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 
     /// The constraints that ask for authentication before the item's data is returned.
     static let authenticationConstraints: SecAccessControlCreateFlags = [
-        .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch, .applicationPassword,
+        .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .watch, .applicationPassword
     ]
 }
 
@@ -92,13 +92,18 @@ public final class SecAccessControl: CustomStringConvertible, Hashable, Sendable
 ///   - error: receives a retained `CFError` (domain `NSOSStatusErrorDomain`, code errSecParam −50)
 ///     when `protection` is not an accessibility value.
 /// - Returns: the object, or nil on error.
-public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protection: CFTypeRef,
-                                            _ flags: SecAccessControlCreateFlags,
-                                            _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? {
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?, _ protection: CFTypeRef,
+    _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
     guard let code = protection as? String, let pc = SecProtection.parse(code) else {
-        let e = NSError(domain: NSOSStatusErrorDomain, code: Int(errSecParam), userInfo: [
-            NSLocalizedDescriptionKey: "the protection of an access control must be one of the kSecAttrAccessible values (ak, ck, dk, aku, cku, dku, akpu)",
-        ])
+        let e = NSError(
+            domain: NSOSStatusErrorDomain, code: Int(errSecParam),
+            userInfo: [
+                NSLocalizedDescriptionKey:
+                    "the protection of an access control must be one of the kSecAttrAccessible values (ak, ck, dk, aku, cku, dku, akpu)"
+            ])
         error?.pointee = Unmanaged.passRetained(e)
         return nil
     }

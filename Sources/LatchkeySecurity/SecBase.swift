@@ -174,7 +174,7 @@ let secErrorMessages: [OSStatus: String] = [
     -26276: "An internal error occurred (private constant).",
     -34018: "A required entitlement isn't present.",
     -34019: "The keychain needs an upgrade that cannot run now; retry later (private constant).",
-    -34020: "The client is restricted and is not permitted to perform this operation.",
+    -34020: "The client is restricted and is not permitted to perform this operation."
 ]
 
 /// A human-readable message for an OSStatus, as Apple's `SecCopyErrorMessageString`.

@@ -78,7 +78,9 @@ public func SecCertificateCopySubjectSummary(_ certificate: SecCertificate) -> C
 /// The subject's common name (Apple's SecCertificateCopyCommonName, iOS 10.3+).
 /// - Returns: errSecSuccess with the last commonName of the subject, or errSecItemNotFound
 ///   (nil stored) when the subject has none.
-public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>) -> OSStatus {
+public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ commonName: UnsafeMutablePointer<CFString?>)
+    -> OSStatus
+{
     commonName.pointee = nil
     guard let cn = certificate.info.commonName else { return errSecItemNotFound }
     commonName.pointee = NSString(string: cn)
@@ -87,8 +89,10 @@ public func SecCertificateCopyCommonName(_ certificate: SecCertificate, _ common
 
 /// The serial number's content octets (Apple's SecCertificateCopySerialNumberData, iOS 11+):
 /// the value kSecAttrSerialNumber holds.
-public func SecCertificateCopySerialNumberData(_ certificate: SecCertificate,
-                                               _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecCertificateCopySerialNumberData(
+    _ certificate: SecCertificate,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     NSData(data: Data(certificate.info.serialNumber))
 }
 
@@ -143,19 +147,23 @@ extension SecItemRequest {
     /// - Throws: errSecParam for an object that is not of the dictionary's class.
     mutating func valueReference(_ value: SecValue) throws {
         guard case .ref(let object) = value else {
-            throw SecFailure.param("kSecValueRef must be a SecCertificate, SecKey or SecIdentity, not \(value.typeName)")
+            throw SecFailure.param(
+                "kSecValueRef must be a SecCertificate, SecKey or SecIdentity, not \(value.typeName)")
         }
         let identifying: [String: AttributeValue]
         let content: [UInt8]
         switch (itemClass, object) {
         case (.certificate, let cert as SecCertificate):
             content = cert.info.der
-            identifying = Keychain.certificateAttributes(cert.info).filter { ["ctyp", "issr", "slnr", "pkhh"].contains($0.key) }
+            identifying = Keychain.certificateAttributes(cert.info).filter {
+                ["ctyp", "issr", "slnr", "pkhh"].contains($0.key)
+            }
         case (.key, let key as SecKey):
             content = key.data
             identifying = key.identifyingAttributes
         default:
-            throw SecFailure.param("kSecValueRef holds a \(type(of: object)), which is not an item of class \(itemClass.rawValue)")
+            throw SecFailure.param(
+                "kSecValueRef holds a \(type(of: object)), which is not an item of class \(itemClass.rawValue)")
         }
         if call == .add {
             if data == nil { data = content }

@@ -28,7 +28,8 @@ public final class SecIdentity: NSObject, SecItemReference, @unchecked Sendable 
     /// certificate and an asymmetric private key.
     convenience init?(_ identity: Identity) {
         guard let cert = SecCertificate(item: identity.certificate), let key = SecKey(item: identity.privateKey),
-              key.info != nil else { return nil }
+            key.info != nil
+        else { return nil }
         self.init(certificate: cert, privateKey: key)
     }
 
@@ -49,19 +50,27 @@ public final class SecIdentity: NSObject, SecItemReference, @unchecked Sendable 
 /// Creates an identity from a certificate and its private key (Apple's SecIdentityCreate, a
 /// private function of Security, kept under its name).
 /// - Returns: nil when `privateKey` is not the private key of the certificate's public key.
-public func SecIdentityCreate(_ allocator: CFAllocator?, _ certificate: SecCertificate, _ privateKey: SecKey) -> SecIdentity? {
-    guard let info = privateKey.info, info.isPrivate, info.publicKeyHash == certificate.info.publicKeyHash else { return nil }
+public func SecIdentityCreate(_ allocator: CFAllocator?, _ certificate: SecCertificate, _ privateKey: SecKey)
+    -> SecIdentity?
+{
+    guard let info = privateKey.info, info.isPrivate, info.publicKeyHash == certificate.info.publicKeyHash else {
+        return nil
+    }
     return SecIdentity(certificate: certificate, privateKey: privateKey)
 }
 
 /// The identity's certificate (Apple's SecIdentityCopyCertificate). Always errSecSuccess.
-public func SecIdentityCopyCertificate(_ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>) -> OSStatus {
+public func SecIdentityCopyCertificate(
+    _ identityRef: SecIdentity, _ certificateRef: UnsafeMutablePointer<SecCertificate?>
+) -> OSStatus {
     certificateRef.pointee = identityRef.certificate
     return errSecSuccess
 }
 
 /// The identity's private key (Apple's SecIdentityCopyPrivateKey). Always errSecSuccess.
-public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>) -> OSStatus {
+public func SecIdentityCopyPrivateKey(_ identityRef: SecIdentity, _ privateKeyRef: UnsafeMutablePointer<SecKey?>)
+    -> OSStatus
+{
     privateKeyRef.pointee = identityRef.privateKey
     return errSecSuccess
 }

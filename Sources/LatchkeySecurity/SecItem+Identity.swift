@@ -31,8 +31,10 @@ enum SecItemOperation: Sendable {
 ///   - attributesToUpdate: the new values of SecItemUpdate, else nil.
 ///   - result: the result pointer of SecItemAdd / SecItemCopyMatching, else nil.
 /// - Returns: the OSStatus of the call, with the statuses of the stored classes' calls.
-func identityCall(_ operation: SecItemOperation, _ entries: [String: SecValue],
-                  _ attributesToUpdate: [String: SecValue]?, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+func identityCall(
+    _ operation: SecItemOperation, _ entries: [String: SecValue],
+    _ attributesToUpdate: [String: SecValue]?, _ result: UnsafeMutablePointer<CFTypeRef?>?
+) -> OSStatus {
     result?.pointee = nil
     let config = LatchkeySecurityConfiguration.current
     let request: SecIdentityRequest
@@ -96,7 +98,8 @@ struct SecIdentityRequest {
             let inCert = common || ItemSchema.kind(key, in: .certificate) != nil
             let inKey = common || ItemSchema.kind(key, in: .key) != nil
             guard inCert || inKey else {
-                throw SecFailure.noSuchAttr("'\(key)' is an attribute of neither certificates nor keys, so not of identities")
+                throw SecFailure.noSuchAttr(
+                    "'\(key)' is an attribute of neither certificates nor keys, so not of identities")
             }
             if inCert { certEntries[key] = value }
             if inKey && (!inCert || call == .add) { keyEntries[key] = value }
@@ -113,7 +116,8 @@ struct SecIdentityRequest {
             }
             // The identity of that certificate; the client's own attributes win.
             let info = ref.certificate.info
-            for (name, value) in Keychain.certificateAttributes(info) where ["ctyp", "issr", "slnr", "pkhh"].contains(name) {
+            for (name, value) in Keychain.certificateAttributes(info)
+            where ["ctyp", "issr", "slnr", "pkhh"].contains(name) {
                 if certificate.attributes[name] == nil { certificate.attributes[name] = value }
             }
             if key.attributes["klbl"] == nil, let label = ref.privateKey.info?.publicKeyHash {
@@ -124,20 +128,24 @@ struct SecIdentityRequest {
 
     /// The typed query: both requests' filters, the certificate request's options.
     var query: IdentityQuery {
-        IdentityQuery(certificate.attributes.merging(key.attributes) { c, _ in c },
-                      protection: certificate.protection, caseInsensitive: certificate.caseInsensitive,
-                      synchronizable: certificate.synchronizable, persistentRef: certificate.persistentRef)
+        IdentityQuery(
+            certificate.attributes.merging(key.attributes) { c, _ in c },
+            protection: certificate.protection, caseInsensitive: certificate.caseInsensitive,
+            synchronizable: certificate.synchronizable, persistentRef: certificate.persistentRef)
     }
 }
 
-private func identityAdd(_ request: SecIdentityRequest, _ result: UnsafeMutablePointer<CFTypeRef?>?,
-                         _ config: LatchkeySecurityConfiguration) -> OSStatus {
+private func identityAdd(
+    _ request: SecIdentityRequest, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+    _ config: LatchkeySecurityConfiguration
+) -> OSStatus {
     let identity = request.reference!
     let attributes = request.certificate.attributes.merging(request.key.attributes) { c, _ in c }
     let outcome = config.perform { kc in
-        try kc.addIdentity(certificate: identity.certificate.info.der, privateKey: identity.privateKey.data,
-                           attributes: attributes, protection: request.certificate.protection,
-                           requiresUserPresence: request.certificate.requiresUserPresence)
+        try kc.addIdentity(
+            certificate: identity.certificate.info.der, privateKey: identity.privateKey.data,
+            attributes: attributes, protection: request.certificate.protection,
+            requiresUserPresence: request.certificate.requiresUserPresence)
     }
     switch outcome {
     case .success(let added):
@@ -148,8 +156,10 @@ private func identityAdd(_ request: SecIdentityRequest, _ result: UnsafeMutableP
     }
 }
 
-private func identityCopyMatching(_ request: SecIdentityRequest, _ result: UnsafeMutablePointer<CFTypeRef?>?,
-                                  _ config: LatchkeySecurityConfiguration) -> OSStatus {
+private func identityCopyMatching(
+    _ request: SecIdentityRequest, _ result: UnsafeMutablePointer<CFTypeRef?>?,
+    _ config: LatchkeySecurityConfiguration
+) -> OSStatus {
     let r = request.certificate
     let limit = r.limit ?? .one
     let includeData = r.returns.data || r.returns.ref
@@ -161,15 +171,19 @@ private func identityCopyMatching(_ request: SecIdentityRequest, _ result: Unsaf
             found = []
             for candidate in try kc.identities(matching: request.query, includeData: false)
             where !candidate.privateKey.requiresUserPresence && !candidate.certificate.requiresUserPresence {
-                let cert = try kc.find(Query(.certificate, persistentRef: candidate.certificate.persistentRef), limit: 1)
+                let cert = try kc.find(
+                    Query(.certificate, persistentRef: candidate.certificate.persistentRef), limit: 1)
                 let key = try kc.find(Query(.key, persistentRef: candidate.privateKey.persistentRef), limit: 1)
                 if let c = cert.first, let k = key.first { found.append(Identity(certificate: c, privateKey: k)) }
                 if let l = limit.fetchLimit, found.count >= l { break }
             }
         } else {
-            found = try kc.identities(matching: request.query, limit: limit.fetchLimit, includeData: includeData, prompt: r.prompt)
+            found = try kc.identities(
+                matching: request.query, limit: limit.fetchLimit, includeData: includeData, prompt: r.prompt)
         }
-        guard !found.isEmpty else { throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query") }
+        guard !found.isEmpty else {
+            throw KeychainError(.itemNotFound, "no identity (certificate with its private key) matches the query")
+        }
         return found
     }
     switch outcome {
@@ -181,8 +195,10 @@ private func identityCopyMatching(_ request: SecIdentityRequest, _ result: Unsaf
     }
 }
 
-private func identityUpdate(_ request: SecIdentityRequest, _ attributesToUpdate: [String: SecValue],
-                            _ config: LatchkeySecurityConfiguration) -> OSStatus {
+private func identityUpdate(
+    _ request: SecIdentityRequest, _ attributesToUpdate: [String: SecValue],
+    _ config: LatchkeySecurityConfiguration
+) -> OSStatus {
     let attributes: [String: AttributeValue]
     let protection: ProtectionClass?
     do {
@@ -191,17 +207,19 @@ private func identityUpdate(_ request: SecIdentityRequest, _ attributesToUpdate:
         for key in attributesToUpdate.keys.sorted() {
             let value = attributesToUpdate[key]!
             if key == "v_Data" {
-                throw SecFailure.param("the data of an identity cannot be changed; delete the identity and add the new one")
+                throw SecFailure.param(
+                    "the data of an identity cannot be changed; delete the identity and add the new one")
             }
             guard key.count == 4 else {
-                certEntries[key] = value // SecItemChanges gives the status for it
+                certEntries[key] = value  // SecItemChanges gives the status for it
                 continue
             }
             let common = SecIdentityRequest.everyClass.contains(key)
             let inCert = common || ItemSchema.kind(key, in: .certificate) != nil
             let inKey = common || ItemSchema.kind(key, in: .key) != nil
             guard inCert || inKey else {
-                throw SecFailure.noSuchAttr("'\(key)' is an attribute of neither certificates nor keys, so not of identities")
+                throw SecFailure.noSuchAttr(
+                    "'\(key)' is an attribute of neither certificates nor keys, so not of identities")
             }
             if inCert { certEntries[key] = value } else { keyEntries[key] = value }
         }
@@ -212,7 +230,9 @@ private func identityUpdate(_ request: SecIdentityRequest, _ attributesToUpdate:
     } catch {
         return identityFailure(SecFailure.from(error), config)
     }
-    switch config.perform({ kc in try kc.updateIdentities(matching: request.query, attributes: attributes, protection: protection) }) {
+    switch config.perform({ kc in
+        try kc.updateIdentities(matching: request.query, attributes: attributes, protection: protection)
+    }) {
     case .success: return errSecSuccess
     case .failure(let f): return f.error.osStatus
     }

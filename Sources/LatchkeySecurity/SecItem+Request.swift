@@ -78,8 +78,9 @@ struct SecItemRequest {
     var hasAttributeFilter = false
 
     var query: Query {
-        Query(itemClass, attributes, protection: protection, caseInsensitive: caseInsensitive,
-              synchronizable: synchronizable, persistentRef: persistentRef)
+        Query(
+            itemClass, attributes, protection: protection, caseInsensitive: caseInsensitive,
+            synchronizable: synchronizable, persistentRef: persistentRef)
     }
 
     var requiresUserPresence: Bool { accessControl?.requiresUserPresence ?? false }
@@ -90,7 +91,7 @@ extension SecItemRequest {
     /// - Throws: errSecParam when there is none (or it is not a string), errSecNoSuchClass for
     ///   an unknown class.
     static func itemClass(of entries: [String: SecValue], call: SecItemCall) throws -> SecItemClass {
-        if let byReference = referenceClass(entries) { return byReference } // kSecValueRef (SecCertificate.swift)
+        if let byReference = referenceClass(entries) { return byReference }  // kSecValueRef (SecCertificate.swift)
         let name: String
         switch entries["class"] {
         case .string(let s)?:
@@ -103,7 +104,8 @@ extension SecItemRequest {
                     throw SecFailure.param("kSecValuePersistentRef is not a persistent reference of this keychain")
                 }
             } else {
-                throw SecFailure.param("the dictionary has no kSecClass; add kSecClass (for example kSecClassGenericPassword)")
+                throw SecFailure.param(
+                    "the dictionary has no kSecClass; add kSecClass (for example kSecClassGenericPassword)")
             }
         case let v?:
             throw SecFailure.param("kSecClass must be one of the kSecClass… strings, not \(v.typeName)")
@@ -136,14 +138,18 @@ extension SecItemRequest {
             } else if key.hasPrefix("u_") {
                 try useKey(key, value)
             } else if key.hasPrefix("f_") {
-                continue // callbacks: ignored, as by Apple's daemon
+                continue  // callbacks: ignored, as by Apple's daemon
             } else {
-                throw SecFailure.param("'\(key)' is not a SecItem key (kSecClass, kSecAttr…, kSecMatch…, kSecReturn…, kSecValue…, kSecUse…)")
+                throw SecFailure.param(
+                    "'\(key)' is not a SecItem key (kSecClass, kSecAttr…, kSecMatch…, kSecReturn…, kSecValue…, kSecUse…)"
+                )
             }
         }
         if let ac = accessControl {
             if let p = pdmnGiven, p != ac.protection {
-                throw SecFailure.param("kSecAttrAccessible (\(p.code)) and the protection of kSecAttrAccessControl (\(ac.protection.code)) differ; give one of them")
+                throw SecFailure.param(
+                    "kSecAttrAccessible (\(p.code)) and the protection of kSecAttrAccessControl (\(ac.protection.code)) differ; give one of them"
+                )
             }
             protection = ac.protection
         } else {
@@ -166,13 +172,17 @@ extension SecItemRequest {
             return
         case "accc":
             guard case .accessControl(let ac) = value else {
-                throw SecFailure.param("kSecAttrAccessControl must be a SecAccessControl (SecAccessControlCreateWithFlags), not \(value.typeName)")
+                throw SecFailure.param(
+                    "kSecAttrAccessControl must be a SecAccessControl (SecAccessControlCreateWithFlags), not \(value.typeName)"
+                )
             }
             hasAttributeFilter = true
             accessControl = ac
         case "pdmn":
             guard case .string(let s) = value, let pc = SecProtection.parse(s) else {
-                throw SecFailure.param("kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)")
+                throw SecFailure.param(
+                    "kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)"
+                )
             }
             hasAttributeFilter = true
             pdmnGiven = pc
@@ -194,7 +204,7 @@ extension SecItemRequest {
             let coerced = try SecItemRequest.coerce(value, to: kind, code: code)
             hasAttributeFilter = true
             if call == .add && (code == "cdat" || code == "mdat") {
-                return // the keychain sets the dates itself (reference §5.12)
+                return  // the keychain sets the dates itself (reference §5.12)
             }
             attributes[code] = coerced
         }
@@ -226,7 +236,8 @@ extension SecItemRequest {
         case .add:
             // Apple's daemon returns success without adding anything (reference §5.2 ‡, an iOS
             // bug); Latchkey returns errSecParam instead, a deliberate fix (LatchkeySecurity documentation, "Deliberate differences from iOS").
-            throw SecFailure.param("SecItemAdd does not take search keys (\(key)); remove kSecMatch… from the attributes")
+            throw SecFailure.param(
+                "SecItemAdd does not take search keys (\(key)); remove kSecMatch… from the attributes")
         case .updateQuery, .delete:
             let name = call == .delete ? "SecItemDelete" : "the query of SecItemUpdate"
             let verb = call == .delete ? "deletes" : "changes"
@@ -237,7 +248,9 @@ extension SecItemRequest {
             if key == "m_Limit" {
                 // macOS would ignore a finite limit and act on every match, more than the caller
                 // asked for; refusing it is the safe reading.
-                throw SecFailure.param("\(name) \(verb) every match and cannot stop after a number of items; remove kSecMatchLimit (or give kSecMatchLimitAll)")
+                throw SecFailure.param(
+                    "\(name) \(verb) every match and cannot stop after a number of items; remove kSecMatchLimit (or give kSecMatchLimitAll)"
+                )
             }
             throw SecFailure.param("\(name) does not take search keys (\(key)); it \(verb) every match")
         case .copyMatching:
@@ -262,7 +275,7 @@ extension SecItemRequest {
                 throw SecFailure(.unimplemented, "\(key) is not implemented by Latchkey")
             }
         case "m_ItemList", "m_SearchList":
-            break // macOS only; iOS ignores them in CopyMatching (reference §5.7)
+            break  // macOS only; iOS ignores them in CopyMatching (reference §5.7)
         default:
             throw SecFailure.param("'\(key)' is not a kSecMatch… key")
         }
@@ -296,19 +309,22 @@ extension SecItemRequest {
     private mutating func valueKey(_ key: String, _ value: SecValue) throws {
         switch key {
         case "v_Data":
-            guard call == .add else { return } // not a filter (reference §5.2 *)
+            guard call == .add else { return }  // not a filter (reference §5.2 *)
             data = try SecItemRequest.secretData(value)
         case "v_PersistentRef":
             guard call != .add else {
                 throw SecFailure.param("SecItemAdd does not take kSecValuePersistentRef")
             }
             guard case .data(let ref) = value, ref.count == 20,
-                  ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)) != nil else {
-                throw SecFailure.param("kSecValuePersistentRef must be a persistent reference returned by kSecReturnPersistentRef (20 bytes)")
+                ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)) != nil
+            else {
+                throw SecFailure.param(
+                    "kSecValuePersistentRef must be a persistent reference returned by kSecReturnPersistentRef (20 bytes)"
+                )
             }
             persistentRef = ref
         case "v_Ref":
-            try valueReference(value) // SecCertificate.swift
+            try valueReference(value)  // SecCertificate.swift
         default:
             throw SecFailure.param("'\(key)' is not a kSecValue… key")
         }
@@ -349,9 +365,10 @@ extension SecItemRequest {
         case "u_NoAuthUI":
             if try value.boolean(for: "kSecUseNoAuthenticationUI") { authenticationUI = .fail }
         case "u_ItemList":
-            throw SecFailure.param("kSecUseItemList is not supported (deprecated by Apple, \"not implemented on this platform\")")
+            throw SecFailure.param(
+                "kSecUseItemList is not supported (deprecated by Apple, \"not implemented on this platform\")")
         case "u_AuthCtx", "u_CredRef", "u_Tomb", "u_SystemKeychain", "u_SyncBubbleKeychain", "u_CallerName",
-             "u_TokenRawItems", "u_CertWithIssuers":
+            "u_TokenRawItems", "u_CertWithIssuers":
             return
         default:
             throw SecFailure.param("'\(key)' is not a kSecUse… key")
@@ -380,7 +397,9 @@ struct SecItemChanges {
                 continue
             }
             guard key.count == 4 else {
-                throw SecFailure.noSuchAttr("'\(key)' cannot be changed by SecItemUpdate; the attributes to update take item attributes and kSecValueData only (put kSecClass and search keys in the query)")
+                throw SecFailure.noSuchAttr(
+                    "'\(key)' cannot be changed by SecItemUpdate; the attributes to update take item attributes and kSecValueData only (put kSecClass and search keys in the query)"
+                )
             }
             switch key {
             case "nleg":
@@ -392,12 +411,14 @@ struct SecItemChanges {
                 accessControl = ac
             case "pdmn":
                 guard case .string(let s) = value, let pc = SecProtection.parse(s) else {
-                    throw SecFailure.param("kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)")
+                    throw SecFailure.param(
+                        "kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)"
+                    )
                 }
                 pdmn = pc
             case "sync":
                 switch try SecItemRequest.syncValue(value) {
-                case .any: continue // silently ignored (reference §5.2)
+                case .any: continue  // silently ignored (reference §5.2)
                 case .synchronizable: attributes["sync"] = .integer(1)
                 case .notSynchronizable: attributes["sync"] = .integer(0)
                 }
@@ -406,16 +427,21 @@ struct SecItemChanges {
                     throw SecFailure.noSuchAttr("'\(key)' is not an attribute of class \(itemClass.rawValue)")
                 }
                 let coerced = try SecItemRequest.coerce(value, to: kind, code: key)
-                if key == "cdat" || key == "mdat" { continue } // set by the keychain (§5.12)
+                if key == "cdat" || key == "mdat" { continue }  // set by the keychain (§5.12)
                 attributes[key] = coerced
             }
         }
         if let ac = accessControl {
             if let p = pdmn, p != ac.protection {
-                throw SecFailure.param("kSecAttrAccessible (\(p.code)) and the protection of kSecAttrAccessControl (\(ac.protection.code)) differ; give one of them")
+                throw SecFailure.param(
+                    "kSecAttrAccessible (\(p.code)) and the protection of kSecAttrAccessControl (\(ac.protection.code)) differ; give one of them"
+                )
             }
             if ac.requiresUserPresence {
-                throw SecFailure(.unimplemented, "SecItemUpdate cannot add access-control constraints to existing items yet; delete the item and add it again with kSecAttrAccessControl")
+                throw SecFailure(
+                    .unimplemented,
+                    "SecItemUpdate cannot add access-control constraints to existing items yet; delete the item and add it again with kSecAttrAccessControl"
+                )
             }
             protection = ac.protection
         } else {

@@ -49,7 +49,7 @@ enum SecItemResult {
     /// kSecReturnRef: passwords have no reference type on iOS, so no object is returned (§5.4).
     /// Certificates and keys get SecCertificate/SecKey objects (the item must be read with its
     /// data; SecCertificate.swift).
-    static func reference(for item: Item) -> AnyObject? { secReference(for: item) } // SecCertificate.swift
+    static func reference(for item: Item) -> AnyObject? { secReference(for: item) }  // SecCertificate.swift
 
     /// The attribute dictionary of an item: 4-character keys, the unique-key attributes with
     /// their defaults when absent (Apple stores defaults, so `svce = ""` appears), `pdmn`, the

@@ -56,10 +56,18 @@ enum SecValue {
         switch type {
         case "c", "B":
             // swift-corelibs-foundation gives booleans the char type.
-            if n.int64Value == 0 || n.int64Value == 1 { self = .bool(n.boolValue) } else { self = .integer(n.int64Value) }
+            if n.int64Value == 0 || n.int64Value == 1 {
+                self = .bool(n.boolValue)
+            } else {
+                self = .integer(n.int64Value)
+            }
         case "f", "d": self = .double(n.doubleValue)
         case "Q", "L", "I", "S", "C":
-            if let v = Int64(exactly: n.uint64Value) { self = .integer(v) } else { self = .other("an integer out of range") }
+            if let v = Int64(exactly: n.uint64Value) {
+                self = .integer(v)
+            } else {
+                self = .other("an integer out of range")
+            }
         default: self = .integer(n.int64Value)
         }
     }
@@ -101,7 +109,8 @@ enum SecValue {
     /// A boolean as Apple's CFBoolean checks want it (kSecReturn…, kSecMatchCaseInsensitive).
     func boolean(for key: String) throws -> Bool {
         if case .bool(let b) = self { return b }
-        throw SecFailure.param("the value of \(key) must be a boolean (kCFBooleanTrue / kCFBooleanFalse), not \(typeName)")
+        throw SecFailure.param(
+            "the value of \(key) must be a boolean (kCFBooleanTrue / kCFBooleanFalse), not \(typeName)")
     }
 }
 
@@ -141,7 +150,8 @@ func secEntries(_ dictionary: CFDictionary) throws -> [String: SecValue] {
     var out: [String: SecValue] = [:]
     for (key, value) in dictionary {
         guard let k = key as? String else {
-            throw SecFailure.param("every key of a SecItem dictionary must be a string (a kSec… constant); found \(type(of: key))")
+            throw SecFailure.param(
+                "every key of a SecItem dictionary must be a string (a kSec… constant); found \(type(of: key))")
         }
         out[k] = SecValue(value)
     }

@@ -54,8 +54,9 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         return fail(SecFailure.from(error), config)
     }
     let outcome = config.perform { kc in
-        try kc.add(request.itemClass, attributes: request.attributes, data: request.data ?? [],
-                   protection: request.protection, requiresUserPresence: request.requiresUserPresence)
+        try kc.add(
+            request.itemClass, attributes: request.attributes, data: request.data ?? [],
+            protection: request.protection, requiresUserPresence: request.requiresUserPresence)
     }
     switch outcome {
     case .success(let item):

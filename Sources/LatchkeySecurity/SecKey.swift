@@ -77,8 +77,10 @@ public final class SecKey: NSObject, SecItemReference, @unchecked Sendable {
 
 /// An NSError in Apple's OSStatus domain, as the CFError of the Security framework.
 func secError(_ status: OSStatus, _ message: String) -> Unmanaged<CFError> {
-    Unmanaged.passRetained(NSError(domain: "NSOSStatusErrorDomain", code: Int(status),
-                                   userInfo: [NSLocalizedDescriptionKey: message]))
+    Unmanaged.passRetained(
+        NSError(
+            domain: "NSOSStatusErrorDomain", code: Int(status),
+            userInfo: [NSLocalizedDescriptionKey: message]))
 }
 
 /// Creates a key from its external representation (Apple's SecKeyCreateWithData).
@@ -92,14 +94,18 @@ func secError(_ status: OSStatus, _ message: String) -> Unmanaged<CFError> {
 ///     when given, must match too. Symmetric keys do not exist as SecKey objects on iOS.
 /// - Returns: the key, or nil with `error` set (errSecParam) when the data is not such a key
 ///   or contradicts the attributes.
-public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
-                                 _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+public func SecKeyCreateWithData(
+    _ keyData: CFData, _ attributes: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecKey? {
     func fail(_ message: String) -> SecKey? {
         error?.pointee = secError(errSecParam, message)
         return nil
     }
     let entries: [String: SecValue]
-    do { entries = try secEntries(attributes) } catch { return fail("the attributes must be a dictionary with string keys") }
+    do { entries = try secEntries(attributes) } catch {
+        return fail("the attributes must be a dictionary with string keys")
+    }
     func number(_ key: String) -> Int64? {
         switch entries[key] {
         case .string(let s)?: return Int64(s)
@@ -108,7 +114,8 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
         }
     }
     if entries["kcls"] != nil, number("kcls") == 2 {
-        return fail("symmetric keys cannot be SecKey objects; store the bytes as a kSecClassKey item with kSecValueData")
+        return fail(
+            "symmetric keys cannot be SecKey objects; store the bytes as a kSecClassKey item with kSecValueData")
     }
     let info: KeyInfo
     do {
@@ -123,7 +130,9 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
     }
     if entries["kcls"] != nil {
         guard let kcls = number("kcls"), kcls == (info.isPrivate ? 1 : 0) else {
-            return fail("kSecAttrKeyClass does not match the key data, which holds a \(info.isPrivate ? "private" : "public") key")
+            return fail(
+                "kSecAttrKeyClass does not match the key data, which holds a \(info.isPrivate ? "private" : "public") key"
+            )
         }
     }
     if entries["bsiz"] != nil, number("bsiz") != Int64(info.sizeInBits) {
@@ -134,7 +143,9 @@ public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary,
 
 /// The key's external representation (Apple's SecKeyCopyExternalRepresentation): PKCS#1 DER
 /// for RSA, 04‖X‖Y(‖K) for EC, the raw key for Ed25519/X25519 and symmetric keys.
-public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?)
+    -> CFData?
+{
     NSData(data: Data(key.data))
 }
 
@@ -153,7 +164,9 @@ public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? {
 public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     let dict = NSMutableDictionary()
     if let item = key.item {
-        for (name, value) in item.attributes { dict.setObject(SecItemResult.object(for: value), forKey: NSString(string: name)) }
+        for (name, value) in item.attributes {
+            dict.setObject(SecItemResult.object(for: value), forKey: NSString(string: name))
+        }
         dict.setObject(NSString(string: item.protection.code), forKey: NSString(string: "pdmn"))
     }
     dict.setObject(NSString(string: "keys"), forKey: NSString(string: "class"))

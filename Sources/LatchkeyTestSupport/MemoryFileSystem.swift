@@ -40,7 +40,8 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         package var description: String {
             switch self {
             case .error(let e): return Self.name(e)
-            case .shortWrite(let e, let kept): return "a short write (\(kept.map { "\($0) bytes" } ?? "half")), then \(Self.name(e))"
+            case .shortWrite(let e, let kept):
+                return "a short write (\(kept.map { "\($0) bytes" } ?? "half")), then \(Self.name(e))"
             }
         }
 
@@ -209,22 +210,24 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         let (files, dirs) = Self.surviving(durableNames, durableDirectories)
         var copies: [ObjectIdentifier: Node] = [:]
         for (name, node) in files {
-            let copy = copies[ObjectIdentifier(node)] ?? {
-                let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
-                var bytes = node.durable
-                switch mode {
-                case .loseUnsynced: break
-                case .keepUnsynced: bytes = node.current
-                case .tearUnsynced:
-                    if node.current.count > bytes.count, node.current.starts(with: bytes) {
-                        let extra = node.current.count - bytes.count
-                        bytes = Array(node.current.prefix(bytes.count + extra / 2))
+            let copy =
+                copies[ObjectIdentifier(node)]
+                ?? {
+                    let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
+                    var bytes = node.durable
+                    switch mode {
+                    case .loseUnsynced: break
+                    case .keepUnsynced: bytes = node.current
+                    case .tearUnsynced:
+                        if node.current.count > bytes.count, node.current.starts(with: bytes) {
+                            let extra = node.current.count - bytes.count
+                            bytes = Array(node.current.prefix(bytes.count + extra / 2))
+                        }
                     }
-                }
-                n.current = bytes
-                n.durable = bytes
-                return n
-            }()
+                    n.current = bytes
+                    n.durable = bytes
+                    return n
+                }()
             copies[ObjectIdentifier(node)] = copy
             fs.names[name] = copy
             fs.durableNames[name] = copy
@@ -238,7 +241,8 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// The names a boot finds when `files` and `directories` are the names on disk: those
     /// whose every directory above them is there too.
     private static func surviving(_ files: [String: Node], _ directories: [String: Directory])
-        -> (files: [String: Node], directories: [String: Directory]) {
+        -> (files: [String: Node], directories: [String: Directory])
+    {
         func reachable(_ dir: String) -> Bool {
             var d = dir
             while d != "/" && d != "." && !d.isEmpty {
@@ -259,7 +263,13 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
     /// Replaces a file's bytes, durably (for tests that damage files).
     package func setContents(_ path: String, _ bytes: [UInt8]) {
         mutex.lock(); defer { mutex.unlock() }
-        let node = names[path] ?? Node(mode: 0o600, owner: userID, inode: { nextInode += 1; return nextInode }())
+        let node =
+            names[path]
+            ?? Node(
+                mode: 0o600, owner: userID,
+                inode: {
+                    nextInode += 1; return nextInode
+                }())
         node.current = bytes
         node.durable = bytes
         node.dirty = []
@@ -375,8 +385,9 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         mutex.lock(); defer { mutex.unlock() }
         let n = try node(fd)
         try enter("fstat", pathOf(fd))
-        return FileStatus(size: UInt64(n.current.count), links: names.values.reduce(0) { $0 + ($1 === n ? 1 : 0) },
-                          changeStamp: UInt64(mutations))
+        return FileStatus(
+            size: UInt64(n.current.count), links: names.values.reduce(0) { $0 + ($1 === n ? 1 : 0) },
+            changeStamp: UInt64(mutations))
     }
 
     package func identity(_ fd: Int32) throws -> FileIdentity {
@@ -438,7 +449,9 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try enter("ftruncate", pathOf(fd), allocates: true)
         try mutate("ftruncate", "fd \(fd)")
         let old = n.current.count
-        if n.current.count > Int(size) { n.current.removeSubrange(Int(size)...) } else {
+        if n.current.count > Int(size) {
+            n.current.removeSubrange(Int(size)...)
+        } else {
             n.current.append(contentsOf: repeatElement(0, count: Int(size) - n.current.count))
         }
         if old != Int(size) { n.dirty.append(min(old, Int(size))..<max(old, Int(size))) }
@@ -517,7 +530,9 @@ package final class MemoryFileSystem: FileSystem, @unchecked Sendable {
         try enter("rmdir", path)
         guard directories[path] != nil else { return }
         let prefix = path + "/"
-        guard !names.keys.contains(where: { $0.hasPrefix(prefix) }), !directories.keys.contains(where: { $0.hasPrefix(prefix) }) else {
+        guard !names.keys.contains(where: { $0.hasPrefix(prefix) }),
+            !directories.keys.contains(where: { $0.hasPrefix(prefix) })
+        else {
             throw IOFailure("rmdir", path, ENOTEMPTY)
         }
         try mutate("rmdir", path)
@@ -640,7 +655,8 @@ extension MemoryFileSystem {
         var seen = Set<ObjectIdentifier>()
         var nodes: [Node] = []
         for state in nameStates {
-            for node in state.values.sorted(by: { $0.inode < $1.inode }) where seen.insert(ObjectIdentifier(node)).inserted {
+            for node in state.values.sorted(by: { $0.inode < $1.inode })
+            where seen.insert(ObjectIdentifier(node)).inserted {
                 nodes.append(node)
             }
         }
@@ -675,7 +691,8 @@ extension MemoryFileSystem {
 
         var out: [MemoryFileSystem] = []
         var fingerprints = Set<Int>()
-        let index = Dictionary(uniqueKeysWithValues: nodes.enumerated().map { (ObjectIdentifier($0.element), $0.offset) })
+        let index = Dictionary(
+            uniqueKeysWithValues: nodes.enumerated().map { (ObjectIdentifier($0.element), $0.offset) })
         for c in choices {
             if out.count >= model.limit { break }
             let fs = MemoryFileSystem()
@@ -684,14 +701,16 @@ extension MemoryFileSystem {
             var hasher = Hasher()
             for (name, node) in nameStates[c[0]].sorted(by: { $0.key < $1.key }) {
                 let id = ObjectIdentifier(node)
-                let copy = copies[id] ?? {
-                    let i = index[id]!
-                    let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
-                    let bytes = Self.materialize(node, variants[i][c[i + 1]], blockSize: model.blockSize)
-                    n.current = bytes
-                    n.durable = bytes
-                    return n
-                }()
+                let copy =
+                    copies[id]
+                    ?? {
+                        let i = index[id]!
+                        let n = Node(mode: node.mode, owner: node.owner, inode: node.inode)
+                        let bytes = Self.materialize(node, variants[i][c[i + 1]], blockSize: model.blockSize)
+                        n.current = bytes
+                        n.durable = bytes
+                        return n
+                    }()
                 copies[id] = copy
                 hasher.combine(name)
                 hasher.combine(copy.inode)
@@ -725,7 +744,9 @@ extension MemoryFileSystem {
         guard !dirty.isEmpty else { return [Variant(kept: [], size: d)] }
         var sizes: [Int] = [d]
         if c >= d {
-            for i in dirty where min(c, (i + 1) * b) > d && min(c, (i + 1) * b) != sizes.last { sizes.append(min(c, (i + 1) * b)) }
+            for i in dirty where min(c, (i + 1) * b) > d && min(c, (i + 1) * b) != sizes.last {
+                sizes.append(min(c, (i + 1) * b))
+            }
         } else {
             sizes.append(c)
         }

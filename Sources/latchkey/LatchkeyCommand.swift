@@ -1,11 +1,11 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 
@@ -16,7 +16,8 @@ struct LatchkeyCommand: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "latchkey",
-        abstract: "Apple's Keychain Services model on Linux: an encrypted keychain file of passwords, keys and certificates.",
+        abstract:
+            "Apple's Keychain Services model on Linux: an encrypted keychain file of passwords, keys and certificates.",
         discussion: """
             Options follow the subcommand; the global options (--keychain, --device, \
             --passcode-file, --passcode-command, --new-passcode-file, --app-id, \
@@ -40,11 +41,13 @@ struct LatchkeyCommand: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self, DeleteCommand.self,
+            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self,
+            DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
-            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self, RestoreCommand.self,
+            DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self,
+            RestoreCommand.self,
             BackupVerifyCommand.self, BackupListCommand.self, GenerateManualCommand.self,
-            AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self,
+            AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self
         ]
     )
 
@@ -54,9 +57,9 @@ struct LatchkeyCommand: ParsableCommand {
         Terminal.guardStandardStreams()
         do {
             // Before either parser sees a String that Swift has already repaired.
-            try RawInput.check()   // Support/RawInput.swift
+            try RawInput.check()  // Support/RawInput.swift
             let arguments = try CommandLineForms.normalized(Array(CommandLine.arguments.dropFirst()))
-            if try runFast(arguments) { return }   // Commands/FastParser.swift
+            if try runFast(arguments) { return }  // Commands/FastParser.swift
             let (kept, items) = EnvironmentItemOptions.laterItems(arguments)
             var command = try parseAsRoot(kept)
             if !items.isEmpty { command = try EnvironmentItemOptions.adding(items, to: command) }
@@ -94,12 +97,14 @@ struct LatchkeyCommand: ParsableCommand {
     static func runFast(_ arguments: [String]) throws -> Bool {
         let rest = Array(arguments.dropFirst())
         switch arguments.first {
-        case "--version" where rest.isEmpty: Output.line(version)   // as ArgumentParser prints it
+        case "--version" where rest.isEmpty: Output.line(version)  // as ArgumentParser prints it
         case "find": guard let r = FindCommand.fastRequest(rest) else { return false }; try FindCommand.execute(r)
         case "add": guard let r = AddCommand.fastRequest(rest) else { return false }; try AddCommand.execute(r)
         case "update": guard let r = UpdateCommand.fastRequest(rest) else { return false }; try UpdateCommand.execute(r)
         case "delete": guard let r = DeleteCommand.fastRequest(rest) else { return false }; try DeleteCommand.execute(r)
-        case "dump": guard let r = DumpCommand.fastRequest(rest) else { return false }; try DumpCommand.execute(json: r.json, global: r.global)
+        case "dump":
+            guard let r = DumpCommand.fastRequest(rest) else { return false };
+            try DumpCommand.execute(json: r.json, global: r.global)
         default: return false
         }
         return true
@@ -108,17 +113,20 @@ struct LatchkeyCommand: ParsableCommand {
     /// "unknown command 'x'" with the list of commands, when the first argument is neither a
     /// command nor an option (ArgumentParser would only say "Unexpected argument").
     static func unknownCommandMessage() -> String? {
-        guard let first = CommandLineForms.command ?? CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"), first != "help",
-              !configuration.subcommands.contains(where: { $0._commandName == first }) else { return nil }
+        guard let first = CommandLineForms.command ?? CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"),
+            first != "help",
+            !configuration.subcommands.contains(where: { $0._commandName == first })
+        else { return nil }
         let commands = configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
-        return "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."
+        return
+            "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."
     }
 
     static func exitProcess(_ code: Int32) -> Never {
         #if canImport(Glibc)
-        Glibc.exit(code)
+            Glibc.exit(code)
         #else
-        Darwin.exit(code)
+            Darwin.exit(code)
         #endif
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -13,12 +13,17 @@ import Testing
     static func sandbox() throws -> CLISandbox {
         let sb = try AgentCLITests.sandbox()
         sb.environment["LATCHKEY_BACKUP_PASSWORD"] = "backup password"
-        for (account, accessible) in [("a", "ak"), ("b", "ck"), ("c", "dk"), ("d", "aku"), ("e", "cku"), ("f", "dku"), ("g", "akpu")] {
-            try sb.add(account: account, data: Array("secret-\(account)".utf8), ["--accessible", accessible, "--label", "label \(account)"],
-                       env: noAgent)
+        for (account, accessible) in [
+            ("a", "ak"), ("b", "ck"), ("c", "dk"), ("d", "aku"), ("e", "cku"), ("f", "dku"), ("g", "akpu")
+        ] {
+            try sb.add(
+                account: account, data: Array("secret-\(account)".utf8),
+                ["--accessible", accessible, "--label", "label \(account)"],
+                env: noAgent)
         }
-        let inet = try sb.run(["add", "--class", "inet", "--account", "web", "--server", "example.com", "--port", "443"],
-                              stdin: Array("web-secret".utf8), env: noAgent)
+        let inet = try sb.run(
+            ["add", "--class", "inet", "--account", "web", "--server", "example.com", "--port", "443"],
+            stdin: Array("web-secret".utf8), env: noAgent)
         guard inet.status == 0 else { throw CLITestError("add inet: \(inet.stderr)") }
         // An item of another application's group: a backup holds every group.
         try sb.add(account: "h", data: Array("secret-h".utf8), ["--app-id", "other.app"], env: noAgent)
@@ -29,8 +34,9 @@ import Testing
     func contents(_ sb: CLISandbox, keychain: String, device: String) throws -> [String] {
         var lines: [String] = []
         for c in ["genp", "inet"] {
-            let r = try sb.run(["find", "--class", c, "--limit", "all", "--return", "all", "--jsonl", "--synchronizable", "any"],
-                               env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_DEVICE": device, "LATCHKEY_AGENT_SOCK": "none"])
+            let r = try sb.run(
+                ["find", "--class", c, "--limit", "all", "--return", "all", "--jsonl", "--synchronizable", "any"],
+                env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_DEVICE": device, "LATCHKEY_AGENT_SOCK": "none"])
             guard r.status == 0 else { throw CLITestError("find \(c): \(r.stderr)") }
             lines += r.out.split(separator: "\n").map(String.init)
         }
@@ -55,9 +61,11 @@ import Testing
         let listLocal = try sb.run(["backup-list", local, "--jsonl"], env: AgentBackupTests.noAgent)
         let listServed = try sb.run(["backup-list", served, "--jsonl"], env: AgentBackupTests.noAgent)
         #expect(listLocal.status == 0 && listServed.status == 0, "\(listLocal.stderr) \(listServed.stderr)")
-        let sortedLocal = listLocal.out.split(separator: "\n").sorted(), sortedServed = listServed.out.split(separator: "\n").sorted()
+        let sortedLocal = listLocal.out.split(separator: "\n").sorted(),
+            sortedServed = listServed.out.split(separator: "\n").sorted()
         #expect(sortedLocal.count == 8, "every item but akpu, of every group: \(listLocal.out)")
-        #expect(listServed.out.contains("\"agrp\":\"other.app\""), "the agent's backup holds the other group's item too")
+        #expect(
+            listServed.out.contains("\"agrp\":\"other.app\""), "the agent's backup holds the other group's item too")
         #expect(sortedLocal == sortedServed)
 
         // Restored into new keychains (this device, so the ThisDeviceOnly items come back too),
@@ -66,15 +74,17 @@ import Testing
         #expect(source.count == 7)
         for (name, archive) in [("from-local", local), ("from-agent", served)] {
             let keychain = sb.directory.appendingPathComponent("\(name).keychain").path
-            let restored = try sb.run(["restore", archive, "--keychain-kdf-log-n", "10", "--json"],
-                                      env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_AGENT_SOCK": "none"])
+            let restored = try sb.run(
+                ["restore", archive, "--keychain-kdf-log-n", "10", "--json"],
+                env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_AGENT_SOCK": "none"])
             #expect(restored.status == 0, "\(name): \(restored.stderr)")
             #expect(try contents(sb, keychain: keychain, device: device) == source, "\(name)")
         }
 
         // On another machine the password opens the migratory items of the agent's backup.
-        let elsewhere = try sb.run(["backup-verify", served, "--json"],
-                                   env: ["LATCHKEY_DEVICE": sb.directory.appendingPathComponent("other.device").path])
+        let elsewhere = try sb.run(
+            ["backup-verify", served, "--json"],
+            env: ["LATCHKEY_DEVICE": sb.directory.appendingPathComponent("other.device").path])
         #expect(elsewhere.status == 0, "\(elsewhere.stderr)")
         let json = try #require(try elsewhere.json() as? [String: Any])
         #expect(json["itemsChecked"] as? Int == 5 && json["itemsNotDecryptable"] as? Int == 3, "\(json)")
@@ -95,7 +105,8 @@ import Testing
     /// to ask, the backup stops before writing anything.
     @Test func backup_throughTheAgent_ofAUserPresenceItem_withoutAPasscode_isRefusedBeforeWriting() throws {
         let sb = try AgentBackupTests.sandbox()
-        try sb.add(account: "guarded", data: Array("x".utf8), ["--require-user-presence"], env: AgentBackupTests.noAgent)
+        try sb.add(
+            account: "guarded", data: Array("x".utf8), ["--require-user-presence"], env: AgentBackupTests.noAgent)
         let agent = try AgentCLITests.startAgent(sb)
         defer { AgentCLITests.stop(agent) }
         #expect(try sb.run(["unlock"]).status == 0)
@@ -113,12 +124,16 @@ import Testing
         defer { AgentCLITests.stop(agent) }
         #expect(try sb.run(["unlock"]).status == 0)
         let out = sb.directory.appendingPathComponent("out.tar").path
-        let (end, text) = try BackupOutputTests().interrupt(sb, ["backup", "--output", out, "--kdf-log-n", "18"],
-                                                             env: ["LATCHKEY_PASSCODE": ""]) { names, text in
+        let (end, text) = try BackupOutputTests().interrupt(
+            sb, ["backup", "--output", out, "--kdf-log-n", "18"],
+            env: ["LATCHKEY_PASSCODE": ""]
+        ) { names, text in
             names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup  ")
         }
         #expect(end == .killed(SIGINT), "\(end)")
-        let left = try FileManager.default.contentsOfDirectory(atPath: sb.directory.path).filter { $0.contains(".tmp-") }
+        let left = try FileManager.default.contentsOfDirectory(atPath: sb.directory.path).filter {
+            $0.contains(".tmp-")
+        }
         #expect(left.isEmpty, "no temporary file: \(left)")
         #expect(!FileManager.default.fileExists(atPath: out))
         let lastBar = try #require(text.range(of: "backup  ", options: .backwards))

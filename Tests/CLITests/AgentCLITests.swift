@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `latchkey agent`, `unlock`, `lock` and `status` end to end with the built binary (issue 7).
@@ -55,7 +55,10 @@ import Glibc
         let file = try sb.writeFile("items.jsonl", Array((lines.joined(separator: "\n") + "\n").utf8))
         let failed = try sb.run(["import", file], env: AgentCLITests.noPasscode)
         #expect(failed.status == 2, "\(failed.stderr)")
-        #expect(failed.stderr.hasPrefix("latchkey: line 2200: \"v_Data\" must be the secret in base64; the 2000 item(s) before line 2001 were imported already"), "\(failed.stderr)")
+        #expect(
+            failed.stderr.hasPrefix(
+                "latchkey: line 2200: \"v_Data\" must be the secret in base64; the 2000 item(s) before line 2001 were imported already"
+            ), "\(failed.stderr)")
         #expect(failed.stderr.contains("run 'tail -n +2001 \(file) | latchkey import -'"), "\(failed.stderr)")
         #expect(try sb.run(["find", "--account", "user2000"], env: AgentCLITests.noPasscode).status == 0)
         #expect(try sb.run(["find", "--account", "user2001"], env: AgentCLITests.noPasscode).status == 1)
@@ -113,7 +116,9 @@ import Glibc
         #expect(try sb.run(["find", "--account", "ak", "--service", "mail"]).out == "A")
 
         agent = try AgentCLITests.startAgent(sb)
-        #expect(try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).status == 4, "ck needs a new first unlock")
+        #expect(
+            try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).status == 4,
+            "ck needs a new first unlock")
         #expect(try sb.run(["unlock"]).status == 0)
         #expect(try sb.run(["find", "--account", "ck", "--service", "mail"], env: none).out == "C")
     }
@@ -129,7 +134,7 @@ import Glibc
         defer { AgentCLITests.stop(agent) }
         #expect(try sb.run(["unlock"]).status == 0)
         let wrong: [String: String?] = ["LATCHKEY_PASSCODE": "wrong"]
-        for _ in 0..<7 {   // more than the 5 free attempts of PasscodeThrottle
+        for _ in 0..<7 {  // more than the 5 free attempts of PasscodeThrottle
             let r = try sb.run(["find", "--account", "ak", "--service", "mail"], env: wrong)
             #expect(r.status == 0 && r.out == "A", "\(r.stderr)")
         }
@@ -166,15 +171,20 @@ import Glibc
             if pid > 0 { kill(pid, SIGTERM) }
         }
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.out.hasPrefix("LATCHKEY_AGENT_SOCK='\(sb.environment["LATCHKEY_AGENT_SOCK"]!)'; export LATCHKEY_AGENT_SOCK;"), "\(r.out)")
+        #expect(
+            r.out.hasPrefix(
+                "LATCHKEY_AGENT_SOCK='\(sb.environment["LATCHKEY_AGENT_SOCK"]!)'; export LATCHKEY_AGENT_SOCK;"),
+            "\(r.out)")
         #expect(r.stderr.isEmpty)
         let status = try sb.run(["status", "--json"])
         #expect(status.status == 0)
         pid = ((try? status.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) ?? 0
         #expect(pid > 0)
         // The detached agent keeps no passcode from the command that started it.
-        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))).map { String(decoding: $0, as: UTF8.self) }
-        if let environ {   // readable by root only: the agent is not dumpable
+        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))).map {
+            String(decoding: $0, as: UTF8.self)
+        }
+        if let environ {  // readable by root only: the agent is not dumpable
             #expect(environ.contains("LATCHKEY_KEYCHAIN="))
             #expect(!environ.contains("LATCHKEY_PASSCODE="))
         }
@@ -184,7 +194,8 @@ import Glibc
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.out == r.out, "\(second.out)")
         let again = try sb.run(["status", "--json"])
-        #expect(((try? again.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) == pid, "the same agent answers")
+        #expect(
+            ((try? again.json() as? [String: Any])?["pid"] as? Int).map(Int32.init) == pid, "the same agent answers")
         let foreground = try sb.run(["agent", "--idle-timeout", "1"])
         #expect(foreground.status != 0)
         #expect(foreground.stderr.contains("already answers"), "\(foreground.stderr)")
@@ -198,7 +209,8 @@ import Glibc
     @Test func daemon_quotesTheSocketPath_forEval() throws {
         let sb = try CLISandbox()
         let directory = sb.directory.appendingPathComponent("a b'$(touch pwned)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let socket = directory + "/agent.sock"
         sb.environment["LATCHKEY_AGENT_SOCK"] = socket
         try sb.initKeychain()
@@ -206,12 +218,15 @@ import Glibc
         defer { _ = try? sb.run(["agent", "--stop"]) }
         #expect(r.status == 0, "\(r.stderr)")
         let lines = try sb.writeFile("daemon.sh", r.stdout)
-        let evaluated = try sb.runShell("eval \"$(cat daemon.sh)\"; printf '%s' \"$LATCHKEY_AGENT_SOCK\"; sh -c 'printf \"|%s\" \"$LATCHKEY_AGENT_SOCK\"'",
-                                        env: ["LATCHKEY_AGENT_SOCK": nil])
+        let evaluated = try sb.runShell(
+            "eval \"$(cat daemon.sh)\"; printf '%s' \"$LATCHKEY_AGENT_SOCK\"; sh -c 'printf \"|%s\" \"$LATCHKEY_AGENT_SOCK\"'",
+            env: ["LATCHKEY_AGENT_SOCK": nil])
         _ = lines
         #expect(evaluated.status == 0, "\(evaluated.stderr)")
         #expect(evaluated.out == socket + "|" + socket, "\(evaluated.out) \(evaluated.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: sb.directory.appendingPathComponent("pwned").path), "eval ran a command of the path")
+        #expect(
+            !FileManager.default.fileExists(atPath: sb.directory.appendingPathComponent("pwned").path),
+            "eval ran a command of the path")
         #expect(try sb.run(["status"]).status == 0)
     }
 
@@ -291,7 +306,9 @@ import Glibc
                 for (i, byte) in path.utf8.enumerated() { raw[i] = byte }
             }
             let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             #expect(connected == 0)
             idle.append(fd)
@@ -349,7 +366,7 @@ import Glibc
             (["add", "--account", "x", "--access-group", "other"], [1]),
             (["update", "--account", "zzz", "--set-label", "x"], []),
             (["delete", "--class", "keys"], []),
-            (["dump", "--json"], []),
+            (["dump", "--json"], [])
         ]
         for (args, stdin) in commands {
             let viaAgent = try sb.run(args, stdin: stdin)
@@ -372,7 +389,8 @@ import Glibc
         nonisolated(unsafe) let shared = sb
         DispatchQueue.concurrentPerform(iterations: 2 * n) { i in
             let env: [String: String?] = i % 2 == 0 ? [:] : ["LATCHKEY_AGENT_SOCK": "none"]
-            _ = try? shared.run(["add", "--account", "p\(i)", "--service", "mail", "--accessible", "dk"], stdin: [UInt8(i)], env: env)
+            _ = try? shared.run(
+                ["add", "--account", "p\(i)", "--service", "mail", "--accessible", "dk"], stdin: [UInt8(i)], env: env)
         }
         let r = try sb.run(["find", "--limit", "all", "--return", "attributes"])
         #expect((try r.json() as? [Any])?.count == 2 * n, "\(r.stderr)")

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Another local user who makes the agent's default directory first (issue 13, point 6):
@@ -18,14 +18,17 @@ import Glibc
     static func sandbox() throws -> CLISandbox {
         let sb = try CLISandbox()
         sb.environment["XDG_RUNTIME_DIR"] = sb.directory.appendingPathComponent("run").path
-        try FileManager.default.createDirectory(at: sb.directory.appendingPathComponent("run"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: sb.directory.appendingPathComponent("run"), withIntermediateDirectories: true)
         try sb.initKeychain()
         try sb.add(account: "alice", data: Array("s3cret".utf8))
         return sb
     }
 
     /// Every ordinary command works, with nothing on stderr.
-    static func expectCommandsWork(_ sb: CLISandbox, env: [String: String?] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectCommandsWork(
+        _ sb: CLISandbox, env: [String: String?] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let found = try sb.run(["find", "--account", "alice", "--service", "mail"], env: env)
         #expect(found.status == 0 && found.out == "s3cret", "find: \(found.stderr)", sourceLocation: sourceLocation)
         #expect(found.stderr.isEmpty, "nothing alarming: \(found.stderr)", sourceLocation: sourceLocation)
@@ -46,9 +49,13 @@ import Glibc
 
         let agent = try sb.run(["agent"])
         #expect(agent.status == 7)
-        #expect(agent.stderr.contains("symbolic link") && agent.stderr.contains("XDG_RUNTIME_DIR"), "says what to fix: \(agent.stderr)")
+        #expect(
+            agent.stderr.contains("symbolic link") && agent.stderr.contains("XDG_RUNTIME_DIR"),
+            "says what to fix: \(agent.stderr)")
         let status = try sb.run(["status"])
-        #expect(status.status == 7 && status.stderr.contains("XDG_RUNTIME_DIR"), "status asked for the agent: \(status.stderr)")
+        #expect(
+            status.status == 7 && status.stderr.contains("XDG_RUNTIME_DIR"),
+            "status asked for the agent: \(status.stderr)")
     }
 
     @Test func agentDirectoryWithOpenMode_commandsStillWork_agentRefuses() throws {
@@ -79,8 +86,10 @@ import Glibc
 
     /// The real attack: uid B makes /tmp/latchkey-A (mode 0700, so A cannot even look inside)
     /// before A's first command. A's commands work; A's agent refuses and says what to do.
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-                   "needs root and setpriv(1) to run commands as two other uids"))
+    @Test(
+        .enabled(
+            if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            "needs root and setpriv(1) to run commands as two other uids"))
     func anotherUserOwnsTmpLatchkeyUID() throws {
         let sb = try CLISandbox()
         let victim = UInt32.random(in: 40_000...49_999), attacker = victim + 10_000
@@ -95,10 +104,13 @@ import Glibc
         #expect(chown(home.path, victim, victim) == 0)
         let binary = try CLISandbox.binary().path
         func asVictim(_ args: [String], stdin: [UInt8] = []) throws -> CLIResult {
-            try sb.run(executable: URL(fileURLWithPath: "/usr/bin/setpriv"),
-                       ["--reuid=\(victim)", "--regid=\(victim)", "--clear-groups", binary] + args, stdin: stdin,
-                       env: ["XDG_RUNTIME_DIR": nil, "LATCHKEY_PASSCODE": nil, "HOME": home.path, "XDG_DATA_HOME": home.path,
-                             "LATCHKEY_KEYCHAIN": home.path + "/login.keychain", "LATCHKEY_DEVICE": home.path + "/device.secret"])
+            try sb.run(
+                executable: URL(fileURLWithPath: "/usr/bin/setpriv"),
+                ["--reuid=\(victim)", "--regid=\(victim)", "--clear-groups", binary] + args, stdin: stdin,
+                env: [
+                    "XDG_RUNTIME_DIR": nil, "LATCHKEY_PASSCODE": nil, "HOME": home.path, "XDG_DATA_HOME": home.path,
+                    "LATCHKEY_KEYCHAIN": home.path + "/login.keychain", "LATCHKEY_DEVICE": home.path + "/device.secret"
+                ])
         }
         let made = try asVictim(["init", "--no-passcode"])
         #expect(made.status == 0, "\(made.stderr)")
@@ -109,6 +121,8 @@ import Glibc
 
         let agent = try asVictim(["agent"])
         #expect(agent.status == 7)
-        #expect(agent.stderr.contains("belongs to uid \(attacker)") && agent.stderr.contains("XDG_RUNTIME_DIR"), "\(agent.stderr)")
+        #expect(
+            agent.stderr.contains("belongs to uid \(attacker)") && agent.stderr.contains("XDG_RUNTIME_DIR"),
+            "\(agent.stderr)")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Which requests a CLI command sends the agent (spec/AGENT.md §7), seen on the socket: the
@@ -16,8 +16,9 @@ import Glibc
         let agent = try AgentCLITests.startAgent(sb)
         defer { AgentCLITests.stop(agent) }
         #expect(try sb.run(["unlock"]).status == 0)
-        let recorder = try AgentRecorder(relayingTo: sb.environment["LATCHKEY_AGENT_SOCK"]!,
-                                         at: sb.directory.appendingPathComponent("r/agent.sock").path)
+        let recorder = try AgentRecorder(
+            relayingTo: sb.environment["LATCHKEY_AGENT_SOCK"]!,
+            at: sb.directory.appendingPathComponent("r/agent.sock").path)
         defer { recorder.stop() }
         try body(sb, recorder)
     }
@@ -42,7 +43,8 @@ import Glibc
             #expect(added.status == 0, "\(added.stderr)")
             #expect(recorder.takeRequests() == [[0x20]], "add")
 
-            let updated = try sb.run(["update", "--account", "bob", "--service", "mail", "--set-label", "Bob"], env: env)
+            let updated = try sb.run(
+                ["update", "--account", "bob", "--service", "mail", "--set-label", "Bob"], env: env)
             #expect(updated.status == 0, "\(updated.stderr)")
             #expect(recorder.takeRequests() == [[0x22]], "update")
 
@@ -66,11 +68,14 @@ import Glibc
             #expect(direct.status == 7, "\(direct.stderr)")
             #expect(served.status == direct.status)
             #expect(served.stderr == direct.stderr)
-            #expect(direct.stderr.hasPrefix("latchkey: no keychain at \(missing); create one with 'latchkey init'"), "\(direct.stderr)")
+            #expect(
+                direct.stderr.hasPrefix("latchkey: no keychain at \(missing); create one with 'latchkey init'"),
+                "\(direct.stderr)")
             #expect(recorder.takeRequests() == [[0x21]])
 
             #expect(try sb.run(["lock"]).status == 0)
-            let locked = try sb.run(["find", "--account", "alice", "--service", "mail"], env: AgentRequestTests.env(recorder))
+            let locked = try sb.run(
+                ["find", "--account", "alice", "--service", "mail"], env: AgentRequestTests.env(recorder))
             #expect(locked.status == 4, "\(locked.stderr)")
             #expect(locked.stderr.contains("errSecInteractionNotAllowed"), "\(locked.stderr)")
         }
@@ -104,7 +109,8 @@ final class AgentRecorder: @unchecked Sendable {
         let directory = (path as NSString).deletingLastPathComponent
         guard mkdir(directory, 0o700) == 0 else { throw CLITestError("cannot create \(directory)") }
         listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0, AgentRecorder.withAddress(path, { bind(listener, $0, $1) }) == 0, listen(listener, 8) == 0 else {
+        guard listener >= 0, AgentRecorder.withAddress(path, { bind(listener, $0, $1) }) == 0, listen(listener, 8) == 0
+        else {
             throw CLITestError("cannot listen at \(path): \(String(cString: strerror(errno)))")
         }
         chmod(path, 0o600)
@@ -147,7 +153,8 @@ final class AgentRecorder: @unchecked Sendable {
             if index < requests.count, request.count > 5 { requests[index].append(request[5]) }
             mutex.unlock()
             guard AgentRecorder.writeAll(agent, request), let answer = AgentRecorder.readFrame(agent),
-                  AgentRecorder.writeAll(client, answer) else { return }
+                AgentRecorder.writeAll(client, answer)
+            else { return }
         }
     }
 

@@ -13,25 +13,32 @@ import Testing
     /// The markdown table of the attribute options, in help order.
     static func table() -> String {
         func classes(_ set: Set<ItemClass>) -> String {
-            set.count == ItemClass.allCases.count ? "all" : ItemClass.allCases.filter(set.contains).map(\.rawValue).joined(separator: ", ")
+            set.count == ItemClass.allCases.count
+                ? "all" : ItemClass.allCases.filter(set.contains).map(\.rawValue).joined(separator: ", ")
         }
         var lines = ["| option | Apple's constant | code | classes | value | |", "|---|---|---|---|---|---|"]
         for row in AttributeSchema.all {
             guard let option = AttributeOption(row) else { continue }
             let flags = ["`--\(option.flag)`"] + (option.bytesOption.map { ["`--\($0.flag)`"] } ?? [])
             var notes: [String] = []
-            if !row.uniqueIn.isEmpty { notes.append(row.uniqueIn == row.classes ? "unique key" : "unique key of \(classes(row.uniqueIn))") }
-            if !row.indexedIn.isEmpty { notes.append(row.indexedIn == row.classes ? "indexed" : "indexed in \(classes(row.indexedIn))") }
+            if !row.uniqueIn.isEmpty {
+                notes.append(row.uniqueIn == row.classes ? "unique key" : "unique key of \(classes(row.uniqueIn))")
+            }
+            if !row.indexedIn.isEmpty {
+                notes.append(row.indexedIn == row.classes ? "indexed" : "indexed in \(classes(row.indexedIn))")
+            }
             if row.isDerived { notes.append("derived from the certificate: queries only") }
             let value = option.syntax.valueName.replacingOccurrences(of: "|", with: "\\|")
-            lines.append("| \(flags.joined(separator: ", ")) | `\(row.constant)` | `\(row.code)` | \(classes(row.classes)) | \(value) | "
-                + "\(notes.joined(separator: "; ")) |")
+            lines.append(
+                "| \(flags.joined(separator: ", ")) | `\(row.constant)` | `\(row.code)` | \(classes(row.classes)) | \(value) | "
+                    + "\(notes.joined(separator: "; ")) |")
         }
         return lines.joined(separator: "\n")
     }
 
     @Test func cliDoc_listsEveryAttributeOption_asTheSchemaHasThem() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("docs/CLI.md").path
         let doc = try String(contentsOfFile: path, encoding: .utf8)
         let start = try #require(doc.range(of: Self.begin), "docs/CLI.md lacks \(Self.begin)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -73,8 +73,9 @@ import Testing
     /// A full disk used to say only "Write error".
     @Test func diskFull_theMessageSaysSo() throws {
         let sb = try BackupOutputTests.sandbox()
-        let r = try sb.run(executable: URL(fileURLWithPath: "/bin/sh"),
-                           ["-c", "exec \"$0\" backup --output - --kdf-log-n 10 >/dev/full", try CLISandbox.binary().path], env: [:])
+        let r = try sb.run(
+            executable: URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "exec \"$0\" backup --output - --kdf-log-n 10 >/dev/full", try CLISandbox.binary().path], env: [:])
         #expect(r.status == 7)
         #expect(r.stderr.contains(String(cString: strerror(ENOSPC))), "names the errno: \(r.stderr)")
         #expect(r.stderr.contains("standard output"), "names what failed: \(r.stderr)")
@@ -85,8 +86,10 @@ import Testing
     /// Interrupts `latchkey args…` (stderr on a pseudo-terminal, TERM=xterm) with SIGINT once
     /// `ready` holds for the sandbox directory and what stderr showed so far; returns how it
     /// ended and all of stderr. The KDF costs make the window a second or so wide.
-    func interrupt(_ sb: CLISandbox, _ args: [String], env: [String: String] = [:],
-                   when ready: ([String], String) -> Bool) throws -> (Spawned.End, String) {
+    func interrupt(
+        _ sb: CLISandbox, _ args: [String], env: [String: String] = [:],
+        when ready: ([String], String) -> Bool
+    ) throws -> (Spawned.End, String) {
         let (master, name) = try PseudoTerminal.open()
         defer { close(master) }
         _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
@@ -127,14 +130,16 @@ import Testing
         // (drawn from 0.4 s on).
         let out = sb.directory.appendingPathComponent("out.tar").path
         let (end, text) = try interrupt(sb, ["backup", "--output", out, "--kdf-log-n", "18"]) { names, text in
-            names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup  ")   // the bar's label
+            names.contains { $0.hasPrefix("out.tar.tmp-") } && text.contains("backup  ")  // the bar's label
         }
         #expect(end == .killed(SIGINT), "ends as SIGINT would: \(end)")
         let left = try leftovers(sb)
         #expect(left.isEmpty, "no temporary file: \(left)")
         #expect(!FileManager.default.fileExists(atPath: out))
         let lastBar = try #require(text.range(of: "backup  ", options: .backwards))
-        #expect(text[lastBar.upperBound...].contains("\r\u{1B}[K"), "the bar is erased after it was last drawn: \(text.debugDescription)")
+        #expect(
+            text[lastBar.upperBound...].contains("\r\u{1B}[K"),
+            "the bar is erased after it was last drawn: \(text.debugDescription)")
     }
 
     @Test func ctrlC_duringRestore_leavesNoTemporaryKeychainNorDeviceSecret() throws {
@@ -145,8 +150,10 @@ import Testing
         let keychain = sb.directory.appendingPathComponent("new.keychain").path
         let device = sb.directory.appendingPathComponent("new.device").path
         // The new keychain's passcode KDF (2^17) runs once the temporary keychain exists.
-        let (end, _) = try interrupt(sb, ["restore", backup, "--keychain-kdf-log-n", "17"],
-                                     env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_DEVICE": device]) { names, _ in
+        let (end, _) = try interrupt(
+            sb, ["restore", backup, "--keychain-kdf-log-n", "17"],
+            env: ["LATCHKEY_KEYCHAIN": keychain, "LATCHKEY_DEVICE": device]
+        ) { names, _ in
             names.contains { $0.hasPrefix("new.keychain.restore-") }
         }
         #expect(end == .killed(SIGINT), "\(end)")
@@ -165,7 +172,9 @@ enum PseudoTerminal {
     private typealias NameOfInt = @convention(c) (Int32) -> UnsafeMutablePointer<CChar>?
 
     private static func function<T>(_ name: String, as type: T.Type) throws -> T {
-        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { throw CLITestError("no \(name) in libc") }
+        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {
+            throw CLITestError("no \(name) in libc")
+        }
         return unsafeBitCast(sym, to: type)
     }
 

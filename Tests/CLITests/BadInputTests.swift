@@ -28,7 +28,7 @@ import Testing
         (["find", "--limit", "0"], "--limit"),
         (["find", "--limit", "3"], "--return attributes"),
         (["update", "--account", "a"], "nothing to change"),
-        (["import"], "Missing expected argument"),
+        (["import"], "Missing expected argument")
     ])
     func badOption_exits2_namingTheProblem(_ args: [String], _ message: String) throws {
         let sandbox = try CLISandbox()
@@ -46,7 +46,7 @@ import Testing
         ["add", "--account", "a", "--passcode-file", "missing.txt"],
         ["find", "--account", "a", "--entitlements", "missing.plist"],
         ["import", "missing.jsonl"],
-        ["import", "."],
+        ["import", "."]
     ])
     func unreadableFile_exits7WithErrSecIO_namingIt(_ args: [String]) throws {
         let sandbox = try CLISandbox()
@@ -62,7 +62,7 @@ import Testing
     @Test(arguments: [
         (["add", "--account", "a"], "--data-file"),
         (["update", "--account", "a", "--set-data"], "--data-file"),
-        (["import", "-"], "give a FILE"),
+        (["import", "-"], "give a FILE")
     ])
     func stdinClosed_whenASecretIsNeeded_exits2_andChangesNothing(_ args: [String], _ hint: String) throws {
         let sandbox = try CLISandbox()
@@ -106,7 +106,9 @@ import Testing
 
     @Test func aPasscodeIsNeverAnArgument() throws {
         let sandbox = try CLISandbox()
-        for args in [["init", "--passcode", "secret"], ["passwd", "--new-passcode", "secret"], ["add", "--data", "secret"]] {
+        for args in [
+            ["init", "--passcode", "secret"], ["passwd", "--new-passcode", "secret"], ["add", "--data", "secret"]
+        ] {
             let result = try sandbox.run(args)
             #expect(result.status == 2, "\(args)")
             #expect(!FileManager.default.fileExists(atPath: sandbox.keychainPath))

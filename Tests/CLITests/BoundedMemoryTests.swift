@@ -22,7 +22,9 @@ import Testing
         env["LATCHKEY_AGENT_SOCK"] = "none"
         let p = try Spawned(args, environment: env, in: sandbox.directory)
         let (end, peak) = p.waitWithPeakRSS()
-        guard case .exited(let status) = end else { throw CLITestError("latchkey \(args.joined(separator: " ")) was killed: \(end)") }
+        guard case .exited(let status) = end else {
+            throw CLITestError("latchkey \(args.joined(separator: " ")) was killed: \(end)")
+        }
         return (status, p.stderr, peak)
     }
 
@@ -43,7 +45,9 @@ import Testing
 
         let result = try Self.peak(sandbox, ["import", url.path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(!Self.boundsApply || result.peak < 96 * Self.mib, "import peaked at \(result.peak / Self.mib) MiB for 128 MiB of secrets")
+        #expect(
+            !Self.boundsApply || result.peak < 96 * Self.mib,
+            "import peaked at \(result.peak / Self.mib) MiB for 128 MiB of secrets")
         let found = try sandbox.run(["find", "--account", "big31"], env: ["LATCHKEY_PASSCODE": nil])
         #expect(found.stdout.count == 4 * Self.mib)
     }
@@ -57,7 +61,9 @@ import Testing
         try sandbox.initKeychain(noPasscode: true)
         let label = String(repeating: "L", count: 4096)
         var lines = ""
-        for i in 0..<12_000 { lines += "{\"class\":\"genp\",\"acct\":\"a\(i)\",\"labl\":\"\(label)\",\"v_Data\":\"AA==\"}\n" }
+        for i in 0..<12_000 {
+            lines += "{\"class\":\"genp\",\"acct\":\"a\(i)\",\"labl\":\"\(label)\",\"v_Data\":\"AA==\"}\n"
+        }
         let input = try sandbox.writeFile("items.jsonl", Array(lines.utf8))
         lines = ""
         let imported = try Self.peak(sandbox, ["import", input])
@@ -82,10 +88,13 @@ import Testing
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect(!Self.boundsApply || restore.peak < bound, "restore peaked at \(restore.peak / Self.mib) MiB")
         // backup-verify and backup-list read the archive as restore does, an entry at a time.
-        for args in [["backup-verify", backupPath], ["backup-list", backupPath], ["backup-list", "--jsonl", backupPath]] {
+        for args in [["backup-verify", backupPath], ["backup-list", backupPath], ["backup-list", "--jsonl", backupPath]]
+        {
             let run = try Self.peak(sandbox, args)
             #expect(run.status == 0, "\(run.stderr)")
-            #expect(!Self.boundsApply || run.peak < bound, "\(args.joined(separator: " ")) peaked at \(run.peak / Self.mib) MiB")
+            #expect(
+                !Self.boundsApply || run.peak < bound,
+                "\(args.joined(separator: " ")) peaked at \(run.peak / Self.mib) MiB")
         }
 
         // What streamed out is every item, in creation order.

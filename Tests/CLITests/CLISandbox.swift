@@ -22,7 +22,8 @@ enum CLIBinary {
             if fm.isExecutableFile(atPath: candidate.path) { return candidate }
         }
         // Fallback: the package root is three levels above this file.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let scratch = (try? fm.contentsOfDirectory(atPath: root.path))?.filter { $0.hasPrefix(".build") } ?? []
         let found = scratch.map { root.appendingPathComponent($0).appendingPathComponent("debug/latchkey") }
             .filter { fm.isExecutableFile(atPath: $0.path) }
@@ -69,10 +70,11 @@ final class CLISandbox {
             "LATCHKEY_PASSCODE": CLISandbox.passcode,
             // The agent's default location, in the sandbox: a test never reaches an agent that
             // the user (or another test run) keeps at /tmp/latchkey-<uid>/.
-            "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
+            "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path
         ]
-        try FileManager.default.createDirectory(at: directory.appendingPathComponent("run"), withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("run"), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         // Under `make test-asan` / `make test-tsan` the binary is instrumented too: it gets the
         // same sanitizer options (suppression files) as the test process.
         for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"] {
@@ -85,17 +87,22 @@ final class CLISandbox {
     /// Runs `latchkey args…` with `stdin` as its standard input. `env` adds variables; a nil
     /// value removes one. With `closeStdin` the binary starts with no fd 0 at all (`<&-`).
     @discardableResult
-    func run(_ args: [String], stdin: [UInt8] = [], env: [String: String?] = [:], closeStdin: Bool = false) throws -> CLIResult {
+    func run(_ args: [String], stdin: [UInt8] = [], env: [String: String?] = [:], closeStdin: Bool = false) throws
+        -> CLIResult
+    {
         let binary = try CLISandbox.binary()
         if closeStdin {
-            return try run(executable: URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" \"$@\" <&-", binary.path] + args, env: env)
+            return try run(
+                executable: URL(fileURLWithPath: "/bin/sh"), ["-c", "exec \"$0\" \"$@\" <&-", binary.path] + args,
+                env: env)
         }
         return try run(executable: binary, args, stdin: stdin, env: env)
     }
 
     static func binary() throws -> URL {
         guard let binary = CLIBinary.url else {
-            throw CLITestError("the latchkey binary was not found; build with 'swift build --scratch-path .build-cli --build-tests'")
+            throw CLITestError(
+                "the latchkey binary was not found; build with 'swift build --scratch-path .build-cli --build-tests'")
         }
         return binary
     }
@@ -103,15 +110,25 @@ final class CLISandbox {
     /// Runs `latchkey args…` with stdout and stderr on a pseudo-terminal, through script(1);
     /// nil when script(1) is not installed. Both streams come back in `stdout`.
     func runOnTerminal(_ args: [String], env: [String: String?] = [:]) throws -> CLIResult? {
-        guard let script = ["/usr/bin/script", "/bin/script"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-        let quoted = ([try CLISandbox.binary().path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        return try run(executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " ") + " </dev/null", "/dev/null"], env: env)
+        guard
+            let script = ["/usr/bin/script", "/bin/script"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else { return nil }
+        let quoted = ([try CLISandbox.binary().path] + args).map {
+            "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        return try run(
+            executable: URL(fileURLWithPath: script),
+            ["-qec", quoted.joined(separator: " ") + " </dev/null", "/dev/null"], env: env)
     }
 
     /// Runs `/bin/sh -c script` with `$0` set to the latchkey binary, in the sandbox
     /// directory: for what a test needs a shell for (pipes, FIFOs, `/dev/stdin`).
     func runShell(_ script: String, stdin: [UInt8] = [], env: [String: String?] = [:]) throws -> CLIResult {
-        try run(executable: URL(fileURLWithPath: "/bin/sh"), ["-c", script, try CLISandbox.binary().path], stdin: stdin, env: env)
+        try run(
+            executable: URL(fileURLWithPath: "/bin/sh"), ["-c", script, try CLISandbox.binary().path], stdin: stdin,
+            env: env)
     }
 
     /// Runs `latchkey args…` with arguments and environment values given as bytes, which need
@@ -129,9 +146,17 @@ final class CLISandbox {
     /// script(1), which types `input` on it; nil when script(1) is not installed. What the
     /// terminal showed (the echo of `input` too) comes back in `stdout`.
     func runOnTerminal(_ args: [String], input: [UInt8], env: [String: String?] = [:]) throws -> CLIResult? {
-        guard let script = ["/usr/bin/script", "/bin/script"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return nil }
-        let quoted = ([try CLISandbox.binary().path] + args).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-        return try run(executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " "), "/dev/null"], stdin: input, env: env)
+        guard
+            let script = ["/usr/bin/script", "/bin/script"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else { return nil }
+        let quoted = ([try CLISandbox.binary().path] + args).map {
+            "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }
+        return try run(
+            executable: URL(fileURLWithPath: script), ["-qec", quoted.joined(separator: " "), "/dev/null"],
+            stdin: input, env: env)
     }
 
     /// Writes an Entitlements.plist (XML) and returns its path.
@@ -177,27 +202,33 @@ final class CLISandbox {
         try? input.close()
         try? output.close()
         try? error.close()
-        return CLIResult(status: process.terminationStatus,
-                         stdout: [UInt8](try Data(contentsOf: outURL)),
-                         stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
+        return CLIResult(
+            status: process.terminationStatus,
+            stdout: [UInt8](try Data(contentsOf: outURL)),
+            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self))
     }
 
     /// `init` with the sandbox passcode (or none) at the tests' scrypt cost.
     func initKeychain(noPasscode: Bool = false) throws {
-        let result = noPasscode ? try run(["init", "--no-passcode"], env: ["LATCHKEY_PASSCODE": nil])
-                                : try run(["init", "--kdf-log-n", CLISandbox.kdfLogN])
+        let result =
+            noPasscode
+            ? try run(["init", "--no-passcode"], env: ["LATCHKEY_PASSCODE": nil])
+            : try run(["init", "--kdf-log-n", CLISandbox.kdfLogN])
         guard result.status == 0 else { throw CLITestError("init failed (\(result.status)): \(result.stderr)") }
     }
 
     /// `add --account A --service S [extra]` with `data` on stdin; throws unless it succeeds.
-    func add(account: String, service: String = "mail", data: [UInt8], _ extra: [String] = [], env: [String: String?] = [:]) throws {
+    func add(
+        account: String, service: String = "mail", data: [UInt8], _ extra: [String] = [], env: [String: String?] = [:]
+    ) throws {
         let result = try run(["add", "--account", account, "--service", service] + extra, stdin: data, env: env)
         guard result.status == 0 else { throw CLITestError("add failed (\(result.status)): \(result.stderr)") }
     }
 
     /// A file of the package's fixtures/ directory.
     static func fixture(_ relative: String) -> String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("fixtures").appendingPathComponent(relative).path
     }
 

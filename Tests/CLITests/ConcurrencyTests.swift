@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -84,7 +84,8 @@ import Testing
                     case .find: expected = own[account].map { .found($0) } ?? .notFound
                     }
                     if outcome != expected {
-                        recorder.problem("worker \(w) op \(i): \(kind) of its own \(account) gave \(outcome), expected \(expected)")
+                        recorder.problem(
+                            "worker \(w) op \(i): \(kind) of its own \(account) gave \(outcome), expected \(expected)")
                     }
                     switch (kind, outcome) {
                     case (.add, .ok), (.update, .ok): own[account] = value
@@ -95,7 +96,10 @@ import Testing
                     let key = shared.randomElement(using: &rng)!
                     let start = monotonicMicroseconds()
                     let outcome = try run(sandbox, kind, account: key, value: value)
-                    recorder.record(Event(key: key, kind: kind, value: value, outcome: outcome, start: start, end: monotonicMicroseconds()))
+                    recorder.record(
+                        Event(
+                            key: key, kind: kind, value: value, outcome: outcome, start: start,
+                            end: monotonicMicroseconds()))
                 }
             } catch {
                 recorder.problem("worker \(w) op \(i): \(error)")
@@ -146,7 +150,7 @@ import Testing
         let e = [
             Event(key: "k", kind: .add, value: "a", outcome: .ok, start: 0, end: 10),
             Event(key: "k", kind: .update, value: "b", outcome: .ok, start: 20, end: 30),
-            Event(key: "k", kind: .find, value: "", outcome: .found("a"), start: 40, end: 50),
+            Event(key: "k", kind: .find, value: "", outcome: .found("a"), start: 40, end: 50)
         ]
         #expect(!ConcurrencyTests.linearizable(e, final: "b"))
         var overlapping = e
@@ -192,9 +196,13 @@ import Testing
         for key in shared {
             let events = recorder.events.filter { $0.key == key }.sorted { $0.start < $1.start }
             checked += events.count
-            #expect(ConcurrencyTests.linearizable(events, final: final[key]),
-                    "the \(events.count) operations on \(key) have no serial order that gives what was observed (final \(String(describing: final[key])))")
+            #expect(
+                ConcurrencyTests.linearizable(events, final: final[key]),
+                "the \(events.count) operations on \(key) have no serial order that gives what was observed (final \(String(describing: final[key])))"
+            )
         }
-        print("ConcurrencyTests: \(total / workers * workers) operations by \(workers) processes at once in \(String(format: "%.1f", elapsed)) s; \(checked) on shared accounts checked for linearizability; \(recorder.events.filter { $0.outcome == .ok }.count) of those succeeded")
+        print(
+            "ConcurrencyTests: \(total / workers * workers) operations by \(workers) processes at once in \(String(format: "%.1f", elapsed)) s; \(checked) on shared accounts checked for linearizability; \(recorder.events.filter { $0.outcome == .ok }.count) of those succeeded"
+        )
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -26,13 +26,18 @@ import Testing
         try probe.run()
         let probeLimits = String(decoding: probeOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         probe.waitUntilExit()
-        let probeLine = probeLimits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
-        try #require(probeLine.split(separator: " ").dropFirst(4).first != "0", "the shell could not raise the core limit: \(probeLine)")
+        let probeLine =
+            probeLimits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
+        try #require(
+            probeLine.split(separator: " ").dropFirst(4).first != "0",
+            "the shell could not raise the core limit: \(probeLine)")
 
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "\(raise); exec \"$0\" \"$@\"",
-                             try CLISandbox.binary().path, "add", "--account", "core", "--service", "dump"]
+        process.arguments = [
+            "-c", "\(raise); exec \"$0\" \"$@\"",
+            try CLISandbox.binary().path, "add", "--account", "core", "--service", "dump"
+        ]
         process.environment = sandbox.environment
         let input = Pipe()
         process.standardInput = input
@@ -45,11 +50,16 @@ import Testing
         }
         var line = ""
         for _ in 0..<300 {
-            let limits = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? ""
-            let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/exe")) ?? ""
+            let limits =
+                (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? ""
+            let exe =
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.processIdentifier)/exe"))
+                ?? ""
             line = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
             // Wait until the binary itself runs and has set its limits.
-            if exe.hasSuffix("/latchkey"), Array(line.split(separator: " ").dropFirst(4).prefix(2)) == ["0", "0"] { break }
+            if exe.hasSuffix("/latchkey"), Array(line.split(separator: " ").dropFirst(4).prefix(2)) == ["0", "0"] {
+                break
+            }
             usleep(10_000)
         }
         #expect(Array(line.split(separator: " ").dropFirst(4).prefix(2)) == ["0", "0"], "\(line)")

@@ -23,17 +23,26 @@ import Testing
         let sb = try CLISandbox()
         let data = sb.directory.appendingPathComponent("new/share").path
         let log = sb.directory.appendingPathComponent("strace.log").path
-        let r = try sb.run(executable: URL(fileURLWithPath: "/usr/bin/strace"),
-                           ["-f", "-e", "trace=mkdir,mkdirat,openat,fsync", "-o", log, try CLISandbox.binary().path, "init", "--no-passcode"],
-                           env: ["XDG_DATA_HOME": data, "LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil, "LATCHKEY_PASSCODE": nil,
-                                 // Under `make test-asan`: LeakSanitizer cannot run under ptrace (it
-                                 // ends the traced process with a fatal error), so it is off here.
-                                 "ASAN_OPTIONS": (ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"])
+        let r = try sb.run(
+            executable: URL(fileURLWithPath: "/usr/bin/strace"),
+            [
+                "-f", "-e", "trace=mkdir,mkdirat,openat,fsync", "-o", log, try CLISandbox.binary().path, "init",
+                "--no-passcode"
+            ],
+            env: [
+                "XDG_DATA_HOME": data, "LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil, "LATCHKEY_PASSCODE": nil,
+                // Under `make test-asan`: LeakSanitizer cannot run under ptrace (it
+                // ends the traced process with a fatal error), so it is off here.
+                "ASAN_OPTIONS": (ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "")
+                    + "detect_leaks=0"
+            ])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map(String.init)
 
         func quoted(_ line: String) -> String? {
-            guard let a = line.firstIndex(of: "\""), let b = line[line.index(after: a)...].firstIndex(of: "\"") else { return nil }
+            guard let a = line.firstIndex(of: "\""), let b = line[line.index(after: a)...].firstIndex(of: "\"") else {
+                return nil
+            }
             return String(line[line.index(after: a)..<b])
         }
         var made: [(index: Int, path: String)] = []
@@ -51,7 +60,8 @@ import Testing
             var fd: String?
             for line in lines[(index + 1)...] {
                 if line.contains("openat("), line.contains("O_DIRECTORY"), quoted(line) == parent,
-                   let eq = line.range(of: "= ", options: .backwards) {
+                    let eq = line.range(of: "= ", options: .backwards)
+                {
                     fd = String(line[eq.upperBound...])
                 } else if let fd, line.contains("fsync(\(fd))"), line.hasSuffix("= 0") {
                     synced = true

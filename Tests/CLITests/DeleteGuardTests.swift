@@ -17,7 +17,9 @@ import Testing
         return (try result.json() as? [Any])?.count ?? -1
     }
 
-    @Test(arguments: [["delete"], ["delete", "--class", "keys"], ["delete", "--yes"], ["delete", "--synchronizable", "any"]])
+    @Test(arguments: [
+        ["delete"], ["delete", "--class", "keys"], ["delete", "--yes"], ["delete", "--synchronizable", "any"]
+    ])
     func emptyQuery_withoutAll_isRefused_namingAll(_ args: [String]) throws {
         let sandbox = try sandbox(items: 2)
         let result = try sandbox.run(args)
@@ -39,8 +41,10 @@ import Testing
         let sandbox = try sandbox(items: 3)
         let refused = try sandbox.run(["delete", "--service", "mail"])
         #expect(refused.status == 2, "\(refused.stderr)")
-        #expect(refused.stderr.contains("3 items match") && refused.stderr.contains("--yes") && refused.stderr.contains("nothing was deleted"),
-                "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("3 items match") && refused.stderr.contains("--yes")
+                && refused.stderr.contains("nothing was deleted"),
+            "\(refused.stderr)")
         #expect(try count(sandbox) == 3)
 
         let one = try sandbox.run(["delete", "--account", "user0", "--service", "mail"])
@@ -58,7 +62,9 @@ import Testing
         let result = try sandbox.run(["delete", "--service", "mail", "--dry-run"])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.out.split(separator: "\n")
-        #expect(lines.count == 3 && lines[0].hasPrefix("CLASS") && lines[1].contains("user0") && lines[2].contains("user1"), "\(result.out)")
+        #expect(
+            lines.count == 3 && lines[0].hasPrefix("CLASS") && lines[1].contains("user0") && lines[2].contains("user1"),
+            "\(result.out)")
         #expect(!result.out.contains("secret") && !result.stderr.contains("secret"))
         #expect(result.stderr.contains("2 item(s) would be deleted; nothing was deleted"))
         #expect(try count(sandbox) == 2)
@@ -70,7 +76,9 @@ import Testing
 
     @Test func onATerminal_severalMatches_areListed_andDeletedOnlyOnYes() throws {
         let sandbox = try sandbox(items: 3)
-        guard let no = try sandbox.runOnTerminal(["delete", "--service", "mail"], input: Array("n\n".utf8)) else { return }
+        guard let no = try sandbox.runOnTerminal(["delete", "--service", "mail"], input: Array("n\n".utf8)) else {
+            return
+        }
         #expect(no.status == 4, "\(no.out)")
         #expect(no.out.contains("3 items match") && no.out.contains("user0") && no.out.contains("user2"), "\(no.out)")
         #expect(no.out.contains("Delete these 3 items? [y/N]") && no.out.contains("nothing was deleted"), "\(no.out)")
@@ -85,7 +93,8 @@ import Testing
 
     @Test func onATerminal_yes_andASingleMatch_askNothing() throws {
         let sandbox = try sandbox(items: 3)
-        guard let one = try sandbox.runOnTerminal(["delete", "--account", "user0", "--service", "mail"], input: []) else { return }
+        guard let one = try sandbox.runOnTerminal(["delete", "--account", "user0", "--service", "mail"], input: [])
+        else { return }
         #expect(one.status == 0 && !one.out.contains("[y/N]"), "\(one.out)")
         let all = try #require(try sandbox.runOnTerminal(["delete", "--all", "--yes"], input: []))
         #expect(all.status == 0 && !all.out.contains("[y/N]"), "\(all.out)")

@@ -12,7 +12,8 @@ import Testing
         try sb.add(account: "alice", data: Array("s3cret".utf8))
         let info = try sb.run(["info", "--json"])
         #expect(info.status == 0, "\(info.stderr)")
-        let device = try #require((try info.json() as? [String: Any])?["deviceUUID"] as? String, "info --json names the device: \(info.out)")
+        let device = try #require(
+            (try info.json() as? [String: Any])?["deviceUUID"] as? String, "info --json names the device: \(info.out)")
         let devicePath = sb.directory.appendingPathComponent("device.secret").path
         #expect(unlink(devicePath) == 0)
 
@@ -25,8 +26,10 @@ import Testing
 
         let again = try sb.run(["init", "--kdf-log-n", CLISandbox.kdfLogN])
         #expect(again.status == 7)
-        #expect(!again.stderr.lowercased().contains("delete"), "init never suggests deleting the keychain: \(again.stderr)")
+        #expect(
+            !again.stderr.lowercased().contains("delete"), "init never suggests deleting the keychain: \(again.stderr)")
         #expect(again.stderr.contains(device), "\(again.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: devicePath), "init made no new device secret for the old keychain")
+        #expect(
+            !FileManager.default.fileExists(atPath: devicePath), "init made no new device secret for the old keychain")
     }
 }

@@ -25,15 +25,21 @@ import Testing
     @Test func everyCommand_hasAPurpose_anExample_andEveryOptionExplained() throws {
         let dump = try CLISandbox().run(["--experimental-dump-help"])
         let tool = try JSONDecoder().decode(ToolInfo.self, from: Data(dump.stdout))
-        let commands = (tool.command.subcommands ?? []).filter { ($0.shouldDisplay ?? true) && $0.commandName != "help" }
+        let commands = (tool.command.subcommands ?? []).filter {
+            ($0.shouldDisplay ?? true) && $0.commandName != "help"
+        }
         #expect(commands.count >= 11)
         for command in commands {
             let abstract = command.abstract ?? ""
             #expect(!abstract.isEmpty && !abstract.contains("\n"), "\(command.commandName): one-line purpose")
             let discussion = command.discussion ?? ""
-            #expect(discussion.contains("Example:\n") && discussion.contains("latchkey \(command.commandName)"), "\(command.commandName): example")
+            #expect(
+                discussion.contains("Example:\n") && discussion.contains("latchkey \(command.commandName)"),
+                "\(command.commandName): example")
             for argument in command.arguments ?? [] where argument.shouldDisplay {
-                #expect(!(argument.abstract ?? "").isEmpty, "\(command.commandName) \(argument.valueName ?? "?") is not explained")
+                #expect(
+                    !(argument.abstract ?? "").isEmpty,
+                    "\(command.commandName) \(argument.valueName ?? "?") is not explained")
             }
         }
     }
@@ -43,12 +49,18 @@ import Testing
         #expect(result.status == 0)
         #expect(result.stderr.isEmpty)
         let page = result.out
-        for part in [".TH LATCHKEY 1", ".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH ITEM AND QUERY OPTIONS", ".SH GLOBAL OPTIONS",
-                     ".SH ENVIRONMENT", ".SH EXIT STATUS", "LATCHKEY_PASSCODE", "\\-\\-application\\-label", "\\-\\-set\\-label",
-                     "LATCHKEY_PASSCODE_COMMAND", "LATCHKEY_BACKUP_PASSWORD_COMMAND", "\\-\\-passcode\\-command", "\\-\\-item"] {
+        for part in [
+            ".TH LATCHKEY 1", ".SH NAME", ".SH SYNOPSIS", ".SH COMMANDS", ".SH ITEM AND QUERY OPTIONS",
+            ".SH GLOBAL OPTIONS",
+            ".SH ENVIRONMENT", ".SH EXIT STATUS", "LATCHKEY_PASSCODE", "\\-\\-application\\-label", "\\-\\-set\\-label",
+            "LATCHKEY_PASSCODE_COMMAND", "LATCHKEY_BACKUP_PASSWORD_COMMAND", "\\-\\-passcode\\-command", "\\-\\-item"
+        ] {
             #expect(page.contains(part), "missing \(part)")
         }
-        for command in ["init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd", "exec", "env"] {
+        for command in [
+            "init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd", "exec",
+            "env"
+        ] {
             #expect(page.contains(".SS \"latchkey \(command)"), "missing \(command)")
         }
         #expect(!page.contains("generate\\-manual\""), "hidden commands stay hidden")
@@ -70,7 +82,9 @@ import Testing
         }
     }
 
-    @Test(arguments: [("bash", "-F _latchkey latchkey"), ("zsh", "#compdef latchkey"), ("fish", "complete -c 'latchkey'")])
+    @Test(arguments: [
+        ("bash", "-F _latchkey latchkey"), ("zsh", "#compdef latchkey"), ("fish", "complete -c 'latchkey'")
+    ])
     func completionScript_namesTheCommandsAndOptions(_ shell: String, _ marker: String) throws {
         let sandbox = try CLISandbox()
         let result = try sandbox.run(["--generate-completion-script", shell])

@@ -7,10 +7,18 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "alice", data: Array("hunter2".utf8), ["--label", "Mail"])
-        #expect(try sandbox.run(["add", "--class", "inet", "--server", "example.com", "--protocol", "htps", "--port", "443",
-                                 "--account", "bob", "--accessible", "aku"], stdin: Array("pw".utf8)).status == 0)
-        #expect(try sandbox.run(["add", "--class", "keys", "--key-class", "symmetric", "--application-tag", "com.example.aes"],
-                                stdin: Array(repeating: 7, count: 32)).status == 0)
+        #expect(
+            try sandbox.run(
+                [
+                    "add", "--class", "inet", "--server", "example.com", "--protocol", "htps", "--port", "443",
+                    "--account", "bob", "--accessible", "aku"
+                ], stdin: Array("pw".utf8)
+            ).status == 0)
+        #expect(
+            try sandbox.run(
+                ["add", "--class", "keys", "--key-class", "symmetric", "--application-tag", "com.example.aes"],
+                stdin: Array(repeating: 7, count: 32)
+            ).status == 0)
 
         let table = try sandbox.run(["dump"])
         #expect(table.status == 0)
@@ -57,16 +65,31 @@ import Testing
     @Test func dump_perApp_twoAppsShareAGroup_aThirdSeesOnlyItsOwn() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
-        let mail = try sandbox.entitlements("mail.plist", applicationIdentifier: "T1.com.example.mail", groups: ["T1.com.example.shared", "T1.com.example.mail"])
-        let calendar = try sandbox.entitlements("calendar.plist", applicationIdentifier: "T1.com.example.calendar", groups: ["T1.com.example.shared"])
-        let other = try sandbox.entitlements("other.plist", applicationIdentifier: "T2.org.other", groups: ["T2.org.other"])
+        let mail = try sandbox.entitlements(
+            "mail.plist", applicationIdentifier: "T1.com.example.mail",
+            groups: ["T1.com.example.shared", "T1.com.example.mail"])
+        let calendar = try sandbox.entitlements(
+            "calendar.plist", applicationIdentifier: "T1.com.example.calendar", groups: ["T1.com.example.shared"])
+        let other = try sandbox.entitlements(
+            "other.plist", applicationIdentifier: "T2.org.other", groups: ["T2.org.other"])
         #expect(try sandbox.run(["add", "--account", "shared", "--entitlements", mail], stdin: [1]).status == 0)
-        #expect(try sandbox.run(["add", "--account", "mail-only", "--access-group", "T1.com.example.mail", "--entitlements", mail], stdin: [2]).status == 0)
-        #expect(try sandbox.run(["add", "--account", "cal-only", "--access-group", "T1.com.example.calendar", "--entitlements", calendar], stdin: [3]).status == 0)
+        #expect(
+            try sandbox.run(
+                ["add", "--account", "mail-only", "--access-group", "T1.com.example.mail", "--entitlements", mail],
+                stdin: [2]
+            ).status == 0)
+        #expect(
+            try sandbox.run(
+                [
+                    "add", "--account", "cal-only", "--access-group", "T1.com.example.calendar", "--entitlements",
+                    calendar
+                ], stdin: [3]
+            ).status == 0)
         #expect(try sandbox.run(["add", "--account", "other", "--entitlements", other], stdin: [4]).status == 0)
 
         func accounts(_ plist: String) throws -> Set<String> {
-            let items = try #require(try sandbox.run(["dump", "--json", "--entitlements", plist]).json() as? [[String: Any]])
+            let items = try #require(
+                try sandbox.run(["dump", "--json", "--entitlements", plist]).json() as? [[String: Any]])
             return Set(items.compactMap { $0["acct"] as? String })
         }
         #expect(try accounts(mail) == ["shared", "mail-only"])
@@ -81,7 +104,7 @@ import Testing
             #"{"class":"genp","acct":"alice","svce":"mail","v_Data":"aHVudGVyMg==","pdmn":"ck"}"#,
             "",
             #"{"class":"inet","acct":"bob","srvr":"example.com","ptcl":"htps","port":443,"invi":true,"v_Data":"cHc="}"#,
-            #"{"class":"keys","kcls":2,"atag":"com.example.aes","v_Data":"AAECAw==","sdat":"2026-01-02T00:00:00Z"}"#,
+            #"{"class":"keys","kcls":2,"atag":"com.example.aes","v_Data":"AAECAw==","sdat":"2026-01-02T00:00:00Z"}"#
         ]
         let file = try sandbox.writeFile("items.jsonl", Array((lines.joined(separator: "\n") + "\n").utf8))
         let result = try sandbox.run(["import", file])
@@ -90,10 +113,14 @@ import Testing
         #expect(result.stderr.isEmpty, "no progress bar when stderr is not a terminal")
 
         #expect(try sandbox.run(["find", "--account", "alice"]).stdout == Array("hunter2".utf8))
-        let inet = try #require(try sandbox.run(["find", "--class", "inet", "--server", "example.com", "--return", "attributes"]).json() as? [String: Any])
+        let inet = try #require(
+            try sandbox.run(["find", "--class", "inet", "--server", "example.com", "--return", "attributes"]).json()
+                as? [String: Any])
         #expect(inet["port"] as? Int == 443 && inet["invi"] as? Int == 1 && inet["pdmn"] as? String == "ak")
-        #expect(try sandbox.run(["find", "--class", "keys", "--application-tag", "com.example.aes"]).stdout == [0, 1, 2, 3])
-        let alice = try #require(try sandbox.run(["find", "--account", "alice", "--return", "attributes"]).json() as? [String: Any])
+        #expect(
+            try sandbox.run(["find", "--class", "keys", "--application-tag", "com.example.aes"]).stdout == [0, 1, 2, 3])
+        let alice = try #require(
+            try sandbox.run(["find", "--account", "alice", "--return", "attributes"]).json() as? [String: Any])
         #expect(alice["pdmn"] as? String == "ck")
 
         let stdin = try sandbox.run(["import", "-", "--json"], stdin: Array(#"{"class":"genp","acct":"carol"}"#.utf8))
@@ -113,10 +140,11 @@ import Testing
             (#"{"class":"cert","v_Data":"AAAA"}"#, "DER X.509 certificate"),
             (#"["class","genp"]"#, "not a JSON object"),
             (#"{"class":"genp","acct":"x""#, "not valid JSON"),
-            (#"{"class":"genp","acct":[1]}"#, "\"acct\" must be a string, a number or true/false"),
+            (#"{"class":"genp","acct":[1]}"#, "\"acct\" must be a string, a number or true/false")
         ]
         for (line, message) in cases {
-            let file = try sandbox.writeFile("bad.jsonl", Array("{\"class\":\"genp\",\"acct\":\"good\"}\n\(line)\n".utf8))
+            let file = try sandbox.writeFile(
+                "bad.jsonl", Array("{\"class\":\"genp\",\"acct\":\"good\"}\n\(line)\n".utf8))
             let result = try sandbox.run(["import", file])
             #expect(result.status == 2, "\(line): \(result.stderr)")
             #expect(result.stderr.hasPrefix("latchkey: line 2: "), "\(result.stderr)")
@@ -139,7 +167,10 @@ import Testing
         let file = try sandbox.writeFile("items.jsonl", Array(lines.joined(separator: "\n").utf8))
         let result = try sandbox.run(["import", file])
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr == "latchkey: line 5: \"v_Data\" must be the secret in base64; nothing was imported (errSecParam -50)\n")
+        #expect(
+            result.stderr
+                == "latchkey: line 5: \"v_Data\" must be the secret in base64; nothing was imported (errSecParam -50)\n"
+        )
         let after = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
         #expect(after == before, "the keychain is \(after.count) bytes, was \(before.count)")
         #expect(try sandbox.run(["find", "--account", "big0"]).status == 1)
@@ -154,10 +185,15 @@ import Testing
         try sandbox.initKeychain()
         try sandbox.add(account: "user2345", data: [1])
         let before = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
-        let lines = (0..<3000).map { "{\"class\":\"genp\",\"acct\":\"user\($0)\",\"svce\":\"mail\",\"v_Data\":\"\(Data(repeating: 0x41, count: 600).base64EncodedString())\"}\n" }
+        let lines = (0..<3000).map {
+            "{\"class\":\"genp\",\"acct\":\"user\($0)\",\"svce\":\"mail\",\"v_Data\":\"\(Data(repeating: 0x41, count: 600).base64EncodedString())\"}\n"
+        }
         let result = try sandbox.run(["import", "-"], stdin: Array(lines.joined().utf8))
         #expect(result.status == 3)
-        #expect(result.stderr.hasPrefix("latchkey: line 2346: an item with the same unique key is already in the keychain; nothing was imported"), "\(result.stderr)")
+        #expect(
+            result.stderr.hasPrefix(
+                "latchkey: line 2346: an item with the same unique key is already in the keychain; nothing was imported"
+            ), "\(result.stderr)")
         let after = try [UInt8](Data(contentsOf: URL(fileURLWithPath: sandbox.keychainPath)))
         #expect(after == before, "the keychain is \(after.count) bytes, was \(before.count)")
         #expect(try sandbox.run(["verify"]).status == 0)
@@ -167,16 +203,29 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "taken", data: [1])
-        let repeated = try sandbox.run(["import", "-"], stdin: Array("{\"class\":\"genp\",\"acct\":\"n\"}\n{\"class\":\"genp\",\"acct\":\"m\"}\n{\"class\":\"genp\",\"acct\":\"n\"}\n".utf8))
+        let repeated = try sandbox.run(
+            ["import", "-"],
+            stdin: Array(
+                "{\"class\":\"genp\",\"acct\":\"n\"}\n{\"class\":\"genp\",\"acct\":\"m\"}\n{\"class\":\"genp\",\"acct\":\"n\"}\n"
+                    .utf8))
         #expect(repeated.status == 3)
-        #expect(repeated.stderr == "latchkey: line 3 has the same unique key as line 1; nothing was imported (errSecDuplicateItem -25299)\n")
+        #expect(
+            repeated.stderr
+                == "latchkey: line 3 has the same unique key as line 1; nothing was imported (errSecDuplicateItem -25299)\n"
+        )
 
-        let existing = try sandbox.run(["import", "-"], stdin: Array("{\"class\":\"genp\",\"acct\":\"new\"}\n{\"class\":\"genp\",\"acct\":\"taken\",\"svce\":\"mail\"}\n".utf8))
+        let existing = try sandbox.run(
+            ["import", "-"],
+            stdin: Array(
+                "{\"class\":\"genp\",\"acct\":\"new\"}\n{\"class\":\"genp\",\"acct\":\"taken\",\"svce\":\"mail\"}\n"
+                    .utf8))
         #expect(existing.status == 3)
-        #expect(existing.stderr.hasPrefix("latchkey: line 2: an item with the same unique key is already in the keychain"))
+        #expect(
+            existing.stderr.hasPrefix("latchkey: line 2: an item with the same unique key is already in the keychain"))
         #expect(try sandbox.run(["find", "--account", "new"]).status == 1)
 
-        let foreign = try sandbox.run(["import", "-"], stdin: Array("{\"class\":\"genp\",\"acct\":\"f\",\"agrp\":\"com.other\"}\n".utf8))
+        let foreign = try sandbox.run(
+            ["import", "-"], stdin: Array("{\"class\":\"genp\",\"acct\":\"f\",\"agrp\":\"com.other\"}\n".utf8))
         #expect(foreign.status == 6)
         #expect(foreign.stderr.hasPrefix("latchkey: line 1: the caller may not use access group com.other"))
     }
@@ -184,7 +233,8 @@ import Testing
     @Test func import_dryRun_checksWithoutWriting() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
-        let result = try sandbox.run(["import", "-", "--dry-run"], stdin: Array("{\"class\":\"genp\",\"acct\":\"a\"}\n".utf8))
+        let result = try sandbox.run(
+            ["import", "-", "--dry-run"], stdin: Array("{\"class\":\"genp\",\"acct\":\"a\"}\n".utf8))
         #expect(result.status == 0)
         #expect(result.out.hasPrefix("1 item(s) checked; nothing imported"))
         #expect(try sandbox.run(["find", "--account", "a"]).status == 1)
@@ -194,18 +244,27 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "a", data: [0, 1, 255], ["--label", "A", "--accessible", "ck"])
-        #expect(try sandbox.run(["add", "--class", "inet", "--server", "s.example", "--port", "22", "--account", "b"], stdin: [9]).status == 0)
+        #expect(
+            try sandbox.run(
+                ["add", "--class", "inet", "--server", "s.example", "--port", "22", "--account", "b"], stdin: [9]
+            ).status == 0)
         var lines: [String] = []
         for c in ["genp", "inet"] {
-            let array = try #require(try sandbox.run(["find", "--class", c, "--limit", "all", "--return", "all"]).json() as? [Any])
-            for object in array { lines.append(String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)) }
+            let array = try #require(
+                try sandbox.run(["find", "--class", c, "--limit", "all", "--return", "all"]).json() as? [Any])
+            for object in array {
+                lines.append(String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self))
+            }
         }
         let other = sandbox.directory.appendingPathComponent("other.keychain").path
         #expect(try sandbox.run(["init", "--keychain", other, "--kdf-log-n", CLISandbox.kdfLogN]).status == 0)
-        let imported = try sandbox.run(["import", "-", "--keychain", other], stdin: Array(lines.joined(separator: "\n").utf8))
+        let imported = try sandbox.run(
+            ["import", "-", "--keychain", other], stdin: Array(lines.joined(separator: "\n").utf8))
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(try sandbox.run(["find", "--account", "a", "--keychain", other]).stdout == [0, 1, 255])
-        let a = try #require(try sandbox.run(["find", "--account", "a", "--keychain", other, "--return", "attributes"]).json() as? [String: Any])
+        let a = try #require(
+            try sandbox.run(["find", "--account", "a", "--keychain", other, "--return", "attributes"]).json()
+                as? [String: Any])
         #expect(a["labl"] as? String == "A" && a["pdmn"] as? String == "ck")
         #expect(try sandbox.run(["find", "--class", "inet", "--port", "22", "--keychain", other]).stdout == [9])
     }
@@ -221,13 +280,19 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "alice", service: "bank", data: Array("victim".utf8), ["--app-id", "com.victim.bank"])
-        let attack = try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--access-group", "COM.VICTIM.BANK",
-                                      "--app-id", "COM.VICTIM.BANK"])
+        let attack = try sandbox.run([
+            "find", "--account", "ALICE", "--case-insensitive", "--access-group", "COM.VICTIM.BANK",
+            "--app-id", "COM.VICTIM.BANK"
+        ])
         #expect(attack.status == 1, "\(attack.out)")
         #expect(attack.stdout.isEmpty)
-        #expect(try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "COM.VICTIM.BANK"]).status == 1)
+        #expect(
+            try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "COM.VICTIM.BANK"]).status
+                == 1)
         // The owner's case-insensitive search still folds the account.
-        #expect(try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "com.victim.bank"]).stdout == Array("victim".utf8))
+        #expect(
+            try sandbox.run(["find", "--account", "ALICE", "--case-insensitive", "--app-id", "com.victim.bank"]).stdout
+                == Array("victim".utf8))
     }
 
     @Test func nfcAndNFDEntitlements_dumpUpdateDeleteAddAndImport_stayInTheirOwnGroup() throws {
@@ -238,23 +303,30 @@ import Testing
         try sandbox.add(account: "alice", service: "bank", data: Array("nfd secret".utf8), ["--entitlements", nfdPlist])
         try sandbox.add(account: "mine", service: "other", data: [1], ["--entitlements", nfcPlist])
 
-        let dump = try #require(try sandbox.run(["dump", "--json", "--entitlements", nfcPlist]).json() as? [[String: Any]])
+        let dump = try #require(
+            try sandbox.run(["dump", "--json", "--entitlements", nfcPlist]).json() as? [[String: Any]])
         #expect(dump.compactMap { $0["acct"] as? String } == ["mine"])
-        let update = try sandbox.run(["update", "--service", "bank", "--set-label", "owned", "--entitlements", nfcPlist])
+        let update = try sandbox.run(["update", "--service", "bank", "--set-label", "owned", "--entitlements", nfcPlist]
+        )
         #expect(update.status == 1, "\(update.stderr)")
         #expect(try sandbox.run(["delete", "--service", "bank", "--entitlements", nfcPlist]).status == 1)
-        let add = try sandbox.run(["add", "--account", "x", "--access-group", Self.nfd, "--entitlements", nfcPlist], stdin: [2])
+        let add = try sandbox.run(
+            ["add", "--account", "x", "--access-group", Self.nfd, "--entitlements", nfcPlist], stdin: [2])
         #expect(add.status == 6)
         #expect(add.stderr.contains("(errSecNoAccessForItem -25243)"))
-        let line = Array(("{\"class\":\"genp\",\"acct\":\"y\",\"agrp\":\"" + Self.nfd + "\",\"v_Data\":\"AA==\"}\n").utf8)
+        let line = Array(
+            ("{\"class\":\"genp\",\"acct\":\"y\",\"agrp\":\"" + Self.nfd + "\",\"v_Data\":\"AA==\"}\n").utf8)
         let imported = try sandbox.run(["import", "-", "--entitlements", nfcPlist], stdin: line)
         #expect(imported.status == 6, "\(imported.stderr)")
         #expect(imported.stderr.contains("line 1"))
 
         // The NFD app's item is untouched, and the only one in its group.
-        let theirs = try #require(try sandbox.run(["dump", "--json", "--entitlements", nfdPlist]).json() as? [[String: Any]])
+        let theirs = try #require(
+            try sandbox.run(["dump", "--json", "--entitlements", nfdPlist]).json() as? [[String: Any]])
         #expect(theirs.compactMap { $0["acct"] as? String } == ["alice"])
         #expect(theirs.first?["labl"] == nil)
-        #expect(try sandbox.run(["find", "--account", "alice", "--entitlements", nfdPlist]).stdout == Array("nfd secret".utf8))
+        #expect(
+            try sandbox.run(["find", "--account", "alice", "--entitlements", nfdPlist]).stdout
+                == Array("nfd secret".utf8))
     }
 }

@@ -17,14 +17,17 @@ import Testing
 
     @Test func exec_putsTheSecretsInTheChildsEnvironment_andIsTheChild() throws {
         let sandbox = try sandbox()
-        let r = try sandbox.run(["exec", "--item", "GH=github.com/alice", "--item", "DB=https://db.example.com/v1/",
-                                 "--", "sh", "-c", "printf '%s|%s|%s' \"$GH\" \"$DB\" \"$0\"", "arg0"])
+        let r = try sandbox.run([
+            "exec", "--item", "GH=github.com/alice", "--item", "DB=https://db.example.com/v1/",
+            "--", "sh", "-c", "printf '%s|%s|%s' \"$GH\" \"$DB\" \"$0\"", "arg0"
+        ])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.out == Self.token + "|pg|arg0", "\(r.out)")
         // The exit status and a signal are the child's own.
         let status = try sandbox.run(["exec", "--item", "GH=github.com/alice", "--", "sh", "-c", "exit 42"])
         #expect(status.status == 42, "\(status.stderr)")
-        let signalled = try sandbox.runShell("\"$0\" exec --item GH=github.com/alice -- sh -c 'kill -TERM $$'; echo \"rc=$?\"")
+        let signalled = try sandbox.runShell(
+            "\"$0\" exec --item GH=github.com/alice -- sh -c 'kill -TERM $$'; echo \"rc=$?\"")
         #expect(signalled.out == "rc=143\n", "\(signalled.out) \(signalled.stderr)")
         // latchkey replaced itself: the child's parent is the shell that started latchkey.
         let parent = try sandbox.runShell("\"$0\" exec --item GH=github.com/alice -- sh -c 'echo $PPID'; echo $$")
@@ -41,15 +44,17 @@ import Testing
     @Test func exec_childGetsTheItems_notThePasscodeOrOtherSecrets() throws {
         let sandbox = try sandbox()
         let secrets = ["LATCHKEY_PASSCODE", "LATCHKEY_NEW_PASSCODE", "LATCHKEY_BACKUP_PASSWORD"]
-        let r = try sandbox.run(["exec", "--item", "TOKEN=https://db.example.com/v1/app", "--", "env"],
-                                env: ["LATCHKEY_NEW_PASSCODE": "new-secret", "LATCHKEY_BACKUP_PASSWORD": "backup-secret"])
+        let r = try sandbox.run(
+            ["exec", "--item", "TOKEN=https://db.example.com/v1/app", "--", "env"],
+            env: ["LATCHKEY_NEW_PASSCODE": "new-secret", "LATCHKEY_BACKUP_PASSWORD": "backup-secret"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.out.split(separator: "\n").map(String.init)
         #expect(lines.contains("TOKEN=pg"), "\(r.out)")
         for name in secrets {
             #expect(!lines.contains { $0.hasPrefix(name + "=") }, "\(name) reached the child")
         }
-        #expect(!r.out.contains(CLISandbox.passcode) && !r.out.contains("new-secret") && !r.out.contains("backup-secret"))
+        #expect(
+            !r.out.contains(CLISandbox.passcode) && !r.out.contains("new-secret") && !r.out.contains("backup-secret"))
         #expect(lines.contains { $0.hasPrefix("LATCHKEY_KEYCHAIN=") }, "the rest of the environment is passed on")
         // An --item of that name is what the user asked for: it is set.
         let named = try sandbox.run(["exec", "--item", "LATCHKEY_PASSCODE=https://db.example.com/v1/app", "--", "env"])
@@ -61,7 +66,10 @@ import Testing
         let sandbox = try sandbox()
         let n = 6_000
         var lines = ""
-        for i in 0..<n { lines += "{\"class\":\"genp\",\"svce\":\"s\(i)\",\"acct\":\"a\",\"v_Data\":\"\(Data("v\(i)".utf8).base64EncodedString())\"}\n" }
+        for i in 0..<n {
+            lines +=
+                "{\"class\":\"genp\",\"svce\":\"s\(i)\",\"acct\":\"a\",\"v_Data\":\"\(Data("v\(i)".utf8).base64EncodedString())\"}\n"
+        }
         let input = try sandbox.writeFile("items.jsonl", Array(lines.utf8))
         let imported = try sandbox.run(["import", input])
         #expect(imported.status == 0, "\(imported.stderr)")
@@ -76,8 +84,10 @@ import Testing
         // room for a slow machine.
         #expect(seconds < 10, "\(n) items took \(seconds) s")
         // Items are taken only before `--`: what follows is the command's, --item included.
-        let exec = try sandbox.run(["exec", "--item", "A=s1/a", "--item=B=s2/a", "--item", "C=s3/a", "--",
-                                    "sh", "-c", "printf '%s|' \"$A\" \"$B\" \"$C\" \"$@\"", "sh", "--item", "D=s4/a", "--item=E"])
+        let exec = try sandbox.run([
+            "exec", "--item", "A=s1/a", "--item=B=s2/a", "--item", "C=s3/a", "--",
+            "sh", "-c", "printf '%s|' \"$A\" \"$B\" \"$C\" \"$@\"", "sh", "--item", "D=s4/a", "--item=E"
+        ])
         #expect(exec.out == "v1|v2|v3|--item|D=s4/a|--item=E|", "\(exec.out) \(exec.stderr)")
         let twice = try sandbox.run(["env", "--item", "A=s1/a", "--item", "B=s2/a", "--item", "A=s3/a"])
         #expect(twice.status == 2 && twice.stderr.contains("gives A twice"), "\(twice.stderr)")
@@ -86,10 +96,14 @@ import Testing
     @Test func exec_missingOrAmbiguousItem_runsNothing() throws {
         let sandbox = try sandbox()
         let marker = sandbox.directory.appendingPathComponent("ran").path
-        let missing = try sandbox.run(["exec", "--item", "GH=github.com/alice", "--item", "NPM=npmjs.com/bob", "--", "touch", marker])
+        let missing = try sandbox.run([
+            "exec", "--item", "GH=github.com/alice", "--item", "NPM=npmjs.com/bob", "--", "touch", marker
+        ])
         #expect(missing.status == 1, "errSecItemNotFound: \(missing.stderr)")
-        #expect(missing.stderr.contains("NPM") && missing.stderr.contains("npmjs.com") && missing.stderr.contains("(errSecItemNotFound -25300)"),
-                "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains("NPM") && missing.stderr.contains("npmjs.com")
+                && missing.stderr.contains("(errSecItemNotFound -25300)"),
+            "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: marker), "the child never started")
 
         try sandbox.add(account: "bob", service: "github.com", data: Array("b".utf8))
@@ -106,8 +120,10 @@ import Testing
 
     @Test func badSpecs_areUsageErrors() throws {
         let sandbox = try sandbox()
-        for (spec, words) in [("1GH=github.com/alice", "not a valid environment variable name"), ("G-H=github.com/alice", "not a valid"),
-                              ("GH", "no '='"), ("GH=/alice", "names no service")] {
+        for (spec, words) in [
+            ("1GH=github.com/alice", "not a valid environment variable name"), ("G-H=github.com/alice", "not a valid"),
+            ("GH", "no '='"), ("GH=/alice", "names no service")
+        ] {
             let r = try sandbox.run(["exec", "--item", spec, "--", "true"])
             #expect(r.status == 2 && r.stderr.contains(words), "\(spec): \(r.stderr)")
             let e = try sandbox.run(["env", "--item", spec])

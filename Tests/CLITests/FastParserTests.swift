@@ -12,18 +12,24 @@ import Testing
     // MARK: Both parsers, as text to compare
 
     static func describe(_ q: Query) -> String {
-        let attributes = q.attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }
-        return "\(q.itemClass) \(attributes) \(String(describing: q.protection)) ci=\(q.caseInsensitive) \(q.synchronizable) "
+        let attributes = q.attributes.sorted { $0.key < $1.key }.map {
+            "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)"
+        }
+        return
+            "\(q.itemClass) \(attributes) \(String(describing: q.protection)) ci=\(q.caseInsensitive) \(q.synchronizable) "
             + "ref=\(String(describing: q.persistentRef))"
     }
 
     static func describe(_ attributes: [String: AttributeValue]) -> String {
-        attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }.joined(separator: ",")
+        attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.typeCode):\($0.value.keyBytes)" }.joined(
+            separator: ",")
     }
 
     static func describe(_ g: GlobalSettings) -> String {
-        let values = [g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
-                      g.entitlementsOption]
+        let values = [
+            g.keychainOption, g.deviceOption, g.passcodeFile, g.passcodeCommand, g.newPasscodeFile, g.appIDOption,
+            g.entitlementsOption
+        ]
         return "\(values)"
     }
 
@@ -35,55 +41,79 @@ import Testing
         var slow: @Sendable ([String]) -> String?
     }
 
-    static let find = Parsers(name: "find", fast: { FindCommand.fastRequest($0).map(describe) }, slow: { arguments in
-        guard let c = try? FindCommand.parseAsRoot(arguments) as? FindCommand, let r = try? c.request() else { return nil }
-        return describe(r)
-    })
+    static let find = Parsers(
+        name: "find", fast: { FindCommand.fastRequest($0).map(describe) },
+        slow: { arguments in
+            guard let c = try? FindCommand.parseAsRoot(arguments) as? FindCommand, let r = try? c.request() else {
+                return nil
+            }
+            return describe(r)
+        })
     static func describe(_ r: FindCommand.Request) -> String {
         "\(describe(r.query)) limit=\(r.limit) return=\(r.returnKind) json=\(r.json) \(describe(r.global))"
     }
 
-    static let add = Parsers(name: "add", fast: { AddCommand.fastRequest($0).map(describe) }, slow: { arguments in
-        guard let c = try? AddCommand.parseAsRoot(arguments) as? AddCommand, let r = try? c.request() else { return nil }
-        return describe(r)
-    })
+    static let add = Parsers(
+        name: "add", fast: { AddCommand.fastRequest($0).map(describe) },
+        slow: { arguments in
+            guard let c = try? AddCommand.parseAsRoot(arguments) as? AddCommand, let r = try? c.request() else {
+                return nil
+            }
+            return describe(r)
+        })
     static func describe(_ r: AddCommand.Request) -> String {
         "\(r.itemClass) \(describe(r.attributes)) \(String(describing: r.protection)) file=\(String(describing: r.dataFile)) "
             + "presence=\(r.requireUserPresence) \(describe(r.global))"
     }
 
-    static let update = Parsers(name: "update", fast: { UpdateCommand.fastRequest($0).map(describe) }, slow: { arguments in
-        guard let c = try? UpdateCommand.parseAsRoot(arguments) as? UpdateCommand, let r = try? c.request() else { return nil }
-        return describe(r)
-    })
+    static let update = Parsers(
+        name: "update", fast: { UpdateCommand.fastRequest($0).map(describe) },
+        slow: { arguments in
+            guard let c = try? UpdateCommand.parseAsRoot(arguments) as? UpdateCommand, let r = try? c.request() else {
+                return nil
+            }
+            return describe(r)
+        })
     static func describe(_ r: UpdateCommand.Request) -> String {
         "\(describe(r.query)) set=\(describe(r.newValues)) \(String(describing: r.protection)) data=\(r.setData) "
             + "file=\(String(describing: r.dataFile)) \(describe(r.global))"
     }
 
-    static let delete = Parsers(name: "delete", fast: { DeleteCommand.fastRequest($0).map(describe) }, slow: { arguments in
-        guard let c = try? DeleteCommand.parseAsRoot(arguments) as? DeleteCommand, let r = try? c.request() else { return nil }
-        return describe(r)
-    })
+    static let delete = Parsers(
+        name: "delete", fast: { DeleteCommand.fastRequest($0).map(describe) },
+        slow: { arguments in
+            guard let c = try? DeleteCommand.parseAsRoot(arguments) as? DeleteCommand, let r = try? c.request() else {
+                return nil
+            }
+            return describe(r)
+        })
     static func describe(_ r: DeleteCommand.Request) -> String {
         "\(describe(r.query)) all=\(r.all) yes=\(r.yes) dry=\(r.dryRun) \(describe(r.global))"
     }
 
     /// Where the fast parser answers, ArgumentParser gives the same request.
-    func expectAgreement(_ p: Parsers, _ arguments: [String], fastMustAnswer: Bool = false,
-                         sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectAgreement(
+        _ p: Parsers, _ arguments: [String], fastMustAnswer: Bool = false,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let fast = p.fast(arguments)
-        if fastMustAnswer { #expect(fast != nil, "\(p.name): the fast parser declined \(arguments)", sourceLocation: sourceLocation) }
+        if fastMustAnswer {
+            #expect(fast != nil, "\(p.name): the fast parser declined \(arguments)", sourceLocation: sourceLocation)
+        }
         guard let fast else { return }
         guard let slow = p.slow(arguments) else {
-            Issue.record("\(p.name): the fast parser accepted \(arguments), which ArgumentParser refuses", sourceLocation: sourceLocation)
+            Issue.record(
+                "\(p.name): the fast parser accepted \(arguments), which ArgumentParser refuses",
+                sourceLocation: sourceLocation)
             return
         }
         #expect(fast == slow, "\(p.name) \(arguments)", sourceLocation: sourceLocation)
     }
 
-    static let globals = ["--keychain", "/tmp/k", "--device", "/tmp/d", "--app-id", "com.example", "--entitlements", "e.plist",
-                          "--passcode-file", "p", "--passcode-command", "pass show latchkey"]
+    static let globals = [
+        "--keychain", "/tmp/k", "--device", "/tmp/d", "--app-id", "com.example", "--entitlements", "e.plist",
+        "--passcode-file", "p", "--passcode-command", "pass show latchkey"
+    ]
 
     // MARK: find
 
@@ -95,7 +125,7 @@ import Testing
             ["--label", "Mail", "--case-insensitive"], ["--account", ""], ["--account", "äöü 𝄞 \u{301}e"],
             FastParserTests.globals + ["--account", "x"],
             ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw=="],
-            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"],
+            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"]
         ]
         for arguments in forms { expectAgreement(Self.find, arguments, fastMustAnswer: true) }
     }
@@ -104,13 +134,14 @@ import Testing
         let declined: [[String]] = [
             ["--help"], ["-h"], ["--class", "inet", "--server", "example.com"], ["--accessible", "ak"],
             ["--synchronizable", "any"], ["--account", "a", "--account", "b"], ["--account"], ["--account", "-x"],
-            ["--limit", "all"],   // with --return data: validate() refuses; ArgumentParser says why
+            ["--limit", "all"],  // with --return data: validate() refuses; ArgumentParser says why
             ["--limit", "zero"], ["--return", "everything"], ["--json=yes"], ["--no-such-option", "x"],
-            ["positional"], ["--server", "example.com"],   // inet's attribute without --class inet
+            ["positional"], ["--server", "example.com"],  // inet's attribute without --class inet
             ["--new-passcode-file", "p"], ["--set-account", "x"], ["--data-file", "f"],
-            ["--account", "a", "--account-hex", "61"], ["--service-hex", "6d", "--service", "m"],   // one attribute twice
+            // one attribute twice
+            ["--account", "a", "--account-hex", "61"], ["--service-hex", "6d", "--service", "m"],
             ["--account-hex", "zz"], ["--account-hex", "abc"], ["--server-hex", "00"], ["--application-tag-hex", "00"],
-            ["--account="], ["--label-hex="],   // ArgumentParser: a missing value
+            ["--account="], ["--label-hex="]  // ArgumentParser: a missing value
         ]
         for arguments in declined {
             #expect(FindCommand.fastRequest(arguments) == nil, "\(arguments)")
@@ -128,7 +159,7 @@ import Testing
             [], ["--account", "alice", "--service", "mail"], ["--account=alice", "--service=mail", "--label", "Mail"],
             ["--account", "a", "--data-file", "secret.bin"], ["--account", "a", "--require-user-presence"],
             ["--account", "äöü 𝄞 \u{301}e", "--comment", ""], FastParserTests.globals + ["--account", "x"],
-            ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw==", "--is-invisible", "yes"],
+            ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw==", "--is-invisible", "yes"]
         ]
         for arguments in forms { expectAgreement(Self.add, arguments, fastMustAnswer: true) }
     }
@@ -141,7 +172,7 @@ import Testing
             FastParserTests.globals + ["--account", "x", "--set-data"],
             ["--label", "L", "--set-generic", "Z2VuZXJpYw==", "--set-creator", "aapl", "--set-type", "42"],
             ["--account-hex", "ff", "--set-account-hex", "fe", "--set-label-hex", "00:01"],
-            ["--account-hex", "61", "--set-account", "b"],   // the query and a new value: one attribute, not given twice
+            ["--account-hex", "61", "--set-account", "b"]  // the query and a new value: one attribute, not given twice
         ]
         for arguments in forms { expectAgreement(Self.update, arguments, fastMustAnswer: true) }
     }
@@ -149,46 +180,57 @@ import Testing
     @Test func delete_commonForms_areParsedFast_andMeanTheSame() {
         let forms: [[String]] = [
             [], ["--account", "alice", "--service", "mail"], ["--service=mail"], ["--label", "äöü 𝄞"],
-            FastParserTests.globals + ["--account", "x"], ["--all"], ["--all", "--yes"], ["--service", "mail", "--dry-run"],
-            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"],
+            FastParserTests.globals + ["--account", "x"], ["--all"], ["--all", "--yes"],
+            ["--service", "mail", "--dry-run"],
+            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"]
         ]
         for arguments in forms { expectAgreement(Self.delete, arguments, fastMustAnswer: true) }
     }
 
     @Test func add_update_delete_formsLeftToArgumentParser() {
         let declined: [(Parsers, [String])] = [
-            (Self.add, ["--help"]), (Self.add, ["--class", "keys", "--key-class", "symmetric"]), (Self.add, ["--accessible", "ck"]),
+            (Self.add, ["--help"]), (Self.add, ["--class", "keys", "--key-class", "symmetric"]),
+            (Self.add, ["--accessible", "ck"]),
             (Self.add, ["--synchronizable", "yes"]), (Self.add, ["--account", "a", "--account", "b"]),
-            (Self.add, ["--require-user-presence=yes"]), (Self.add, ["--server", "example.com"]), (Self.add, ["--set-data"]),
+            (Self.add, ["--require-user-presence=yes"]), (Self.add, ["--server", "example.com"]),
+            (Self.add, ["--set-data"]),
             (Self.add, ["--limit", "all"]), (Self.add, ["--data-file"]), (Self.add, ["--port", "80"]),
-            (Self.update, ["--account", "a"]),                      // nothing to change: validate() says so
-            (Self.update, ["--account", "a", "--data-file", "f", "--set-label", "x"]),   // --data-file without --set-data
+            (Self.update, ["--account", "a"]),  // nothing to change: validate() says so
+            // --data-file without --set-data
+            (Self.update, ["--account", "a", "--data-file", "f", "--set-label", "x"]),
             (Self.update, ["--set-accessible", "ck"]), (Self.update, ["--set-synchronizable", "yes"]),
-            (Self.update, ["--set-server", "example.com"]), (Self.update, ["--set-data=yes"]), (Self.update, ["--set-port", "x"]),
+            (Self.update, ["--set-server", "example.com"]), (Self.update, ["--set-data=yes"]),
+            (Self.update, ["--set-port", "x"]),
             (Self.update, ["--class", "inet", "--server", "example.com", "--set-data"]), (Self.update, ["-h"]),
             (Self.delete, ["--class", "cert"]), (Self.delete, ["--set-label", "x"]), (Self.delete, ["--json"]),
             (Self.delete, ["positional"]), (Self.delete, ["--is-invisible", "maybe"]),
             (Self.delete, ["--all=yes"]), (Self.delete, ["--yes", "--yes"]), (Self.delete, ["--dry-run", "x"]),
-            (Self.delete, ["--account", "a", "--account-hex", "61"]), (Self.add, ["--label-hex", "6", "--account", "a"]),
-            (Self.update, ["--set-account", "a", "--set-account-hex", "61"]),
+            (Self.delete, ["--account", "a", "--account-hex", "61"]),
+            (Self.add, ["--label-hex", "6", "--account", "a"]),
+            (Self.update, ["--set-account", "a", "--set-account-hex", "61"])
         ]
         for (p, arguments) in declined {
             #expect(p.fast(arguments) == nil, "\(p.name) \(arguments)")
         }
     }
 
-    static let dump = Parsers(name: "dump", fast: { DumpCommand.fastRequest($0).map { "json=\($0.json) \(describe($0.global))" } },
-                              slow: { arguments in
-        guard let c = try? DumpCommand.parseAsRoot(arguments) as? DumpCommand else { return nil }
-        return "json=\(c.json) \(describe(c.global.settings))"
-    })
+    static let dump = Parsers(
+        name: "dump", fast: { DumpCommand.fastRequest($0).map { "json=\($0.json) \(describe($0.global))" } },
+        slow: { arguments in
+            guard let c = try? DumpCommand.parseAsRoot(arguments) as? DumpCommand else { return nil }
+            return "json=\(c.json) \(describe(c.global.settings))"
+        })
 
     @Test func dump_commonForms_areParsedFast_andMeanTheSame() {
-        for arguments in [[], ["--json"], FastParserTests.globals, FastParserTests.globals + ["--json"], ["--keychain=/k"]] {
+        for arguments in [
+            [], ["--json"], FastParserTests.globals, FastParserTests.globals + ["--json"], ["--keychain=/k"]
+        ] {
             expectAgreement(Self.dump, arguments, fastMustAnswer: true)
         }
-        for arguments in [["--account", "a"], ["--json=yes"], ["--json", "--json"], ["--help"], ["x"], ["--set-label", "x"],
-                          ["--new-passcode-file", "p"], ["--limit", "all"]] {
+        for arguments in [
+            ["--account", "a"], ["--json=yes"], ["--json", "--json"], ["--help"], ["x"], ["--set-label", "x"],
+            ["--new-passcode-file", "p"], ["--limit", "all"]
+        ] {
             #expect(Self.dump.fast(arguments) == nil, "\(arguments)")
         }
     }
@@ -219,7 +261,10 @@ import Testing
                 expectAgreement(parsers, arguments)
             }
         }
-        #expect(answered >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }.count, "\(form)")
+        #expect(
+            answered
+                >= (AttributeOption.all + AttributeOption.allBytes).filter { $0.classes.contains(.genericPassword) }
+                .count, "\(form)")
     }
 
     /// Both parsers read the same declarations: the attribute options ArgumentParser declares
@@ -236,16 +281,26 @@ import Testing
         let titles = Set(OptionSection.allCases.flatMap { [$0.title(newValues: false), $0.title(newValues: true)] })
         let special: Set<String> = ["class", "accessible", "synchronizable", "set-accessible", "set-synchronizable"]
         let attributeFlags = Set((AttributeOption.all + AttributeOption.allBytes).map(\.flag))
-        let settable = Set((AttributeOption.all + AttributeOption.allBytes).filter { !$0.derived }.map { "set-" + $0.flag })
-        for form in [FindCommand.fastForm, AddCommand.fastForm, UpdateCommand.fastForm, DeleteCommand.fastForm, DumpCommand.fastForm] {
+        let settable = Set(
+            (AttributeOption.all + AttributeOption.allBytes).filter { !$0.derived }.map { "set-" + $0.flag })
+        for form in [
+            FindCommand.fastForm, AddCommand.fastForm, UpdateCommand.fastForm, DeleteCommand.fastForm,
+            DumpCommand.fastForm
+        ] {
             let command = try #require(tool.command.subcommands?.first { $0.commandName == form.command })
             let arguments = command.arguments ?? []
-            func names(_ kind: String) -> Set<String> { Set(arguments.filter { $0.kind == kind }.flatMap { $0.names ?? [] }.map(\.name)) }
+            func names(_ kind: String) -> Set<String> {
+                Set(arguments.filter { $0.kind == kind }.flatMap { $0.names ?? [] }.map(\.name))
+            }
             #expect(form.flags.isSubset(of: names("flag")), "\(form.command): \(form.flags.subtracting(names("flag")))")
-            #expect(form.options.isSubset(of: names("option")), "\(form.command): \(form.options.subtracting(names("option")))")
+            #expect(
+                form.options.isSubset(of: names("option")),
+                "\(form.command): \(form.options.subtracting(names("option")))")
             #expect(FastArguments.globalOptions.isSubset(of: names("option")), "\(form.command)")
-            let attributes = Set(arguments.filter { titles.contains($0.sectionTitle ?? "") }.flatMap { $0.names ?? [] }.map(\.name))
-                .subtracting(special)
+            let attributes = Set(
+                arguments.filter { titles.contains($0.sectionTitle ?? "") }.flatMap { $0.names ?? [] }.map(\.name)
+            )
+            .subtracting(special)
             let expected = form.command == "dump" ? [] : attributeFlags.union(form.newValues ? settable : [])
             #expect(attributes == expected, "\(form.command): \(attributes.symmetricDifference(expected).sorted())")
         }
@@ -255,11 +310,15 @@ import Testing
     /// GlobalOptions, and `settings` carries each (an option added later and not there would be
     /// lost by both parsers' commands).
     @Test func globalSettings_coverEveryOption() throws {
-        let options = Mirror(reflecting: GlobalOptions()).children.filter { "\(type(of: $0.value))".hasPrefix("Option<") }
+        let options = Mirror(reflecting: GlobalOptions()).children.filter {
+            "\(type(of: $0.value))".hasPrefix("Option<")
+        }
         let values = Mirror(reflecting: GlobalSettings(given: [:])).children
         #expect(options.count == 7, "GlobalOptions has \(options.count) options; give GlobalSettings a value for each")
         #expect(values.count == options.count)
-        let names = ["keychain", "device", "passcode-file", "passcode-command", "new-passcode-file", "app-id", "entitlements"]
+        let names = [
+            "keychain", "device", "passcode-file", "passcode-command", "new-passcode-file", "app-id", "entitlements"
+        ]
         let given = GlobalSettings(given: Dictionary(uniqueKeysWithValues: names.map { ($0, "v-" + $0) }))
         let parsed = try GlobalOptions.parse(names.flatMap { ["--" + $0, "v-" + $0] }).settings
         #expect(FastParserTests.describe(given) == FastParserTests.describe(parsed))

@@ -12,12 +12,18 @@ import Testing
         let stored = try sb.run(["find", "--account", "a", "--service", "mail"]).out
         #expect(stored.count == 24 && stored.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }, "\(stored)")
 
-        let printed = try sb.run(["generate", "--account", "b", "--service", "mail", "--length", "40", "--charset", "hex", "--print"])
+        let printed = try sb.run([
+            "generate", "--account", "b", "--service", "mail", "--length", "40", "--charset", "hex", "--print"
+        ])
         #expect(printed.status == 0)
         #expect(printed.out.count == 40 && printed.out.allSatisfy { "0123456789abcdef".contains($0) }, "\(printed.out)")
-        #expect(try sb.run(["find", "--account", "b", "--service", "mail"]).out == printed.out, "what is printed is what is stored")
+        #expect(
+            try sb.run(["find", "--account", "b", "--service", "mail"]).out == printed.out,
+            "what is printed is what is stored")
 
-        let inet = try sb.run(["generate", "--class", "inet", "--server", "db.example.com", "--account", "app", "--charset", "ascii"])
+        let inet = try sb.run([
+            "generate", "--class", "inet", "--server", "db.example.com", "--account", "app", "--charset", "ascii"
+        ])
         #expect(inet.status == 0, "\(inet.stderr)")
         let ascii = try sb.run(["find", "--class", "inet", "--server", "db.example.com", "--account", "app"]).stdout
         #expect(ascii.count == 24 && ascii.allSatisfy { (0x21...0x7E).contains($0) })
@@ -34,8 +40,12 @@ import Testing
         // leave some out or pile up on others).
         let sb = try CLISandbox()
         try sb.initKeychain()
-        let r = try sb.run(["generate", "--account", "d", "--service", "mail", "--length", "1024", "--charset", "digits", "--print"])
-        let r2 = try sb.run(["generate", "--account", "e", "--service", "mail", "--length", "1024", "--charset", "digits", "--print"])
+        let r = try sb.run([
+            "generate", "--account", "d", "--service", "mail", "--length", "1024", "--charset", "digits", "--print"
+        ])
+        let r2 = try sb.run([
+            "generate", "--account", "e", "--service", "mail", "--length", "1024", "--charset", "digits", "--print"
+        ])
         var counts: [Character: Int] = [:]
         for c in r.out + r2.out { counts[c, default: 0] += 1 }
         #expect(counts.count == 10, "\(counts)")

@@ -16,11 +16,15 @@ import Testing
         #expect(lines <= 62, "update --help is \(lines) lines")
         #expect(!short.out.contains("--server") || short.out.contains("--help-all"), "\(short.out)")
         #expect(!short.out.contains("--server <"), "the inet options are under --help-all")
-        #expect(short.out.contains("--account <") && short.out.contains("--set-account <") && short.out.contains("--help-all"))
+        #expect(
+            short.out.contains("--account <") && short.out.contains("--set-account <")
+                && short.out.contains("--help-all"))
         for arguments in [["update", "--help-all"], ["help-all", "update"]] {
             let all = try sandbox.run(arguments, env: Self.narrow)
             #expect(all.status == 0, "\(arguments): \(all.stderr)")
-            for option in ["--server <", "--set-port <", "--application-tag <", "--synchronizable <", "--entitlements <"] {
+            for option in [
+                "--server <", "--set-port <", "--application-tag <", "--synchronizable <", "--entitlements <"
+            ] {
                 #expect(all.out.contains(option), "\(arguments) lists \(option)")
             }
         }
@@ -28,7 +32,10 @@ import Testing
         #expect(root.out.contains("exec") && root.out.contains("env") && root.out.contains("--help-all"), "\(root.out)")
         // The man page has every option.
         let manual = try sandbox.run(["generate-manual"]).out.replacingOccurrences(of: "\\-", with: "-")
-        for text in ["--server", "--set-port", "--passcode-command", "--password-command", "latchkey exec", "NAME=SERVICE", "help-all"] {
+        for text in [
+            "--server", "--set-port", "--passcode-command", "--password-command", "latchkey exec", "NAME=SERVICE",
+            "help-all"
+        ] {
             #expect(manual.contains(text), "the man page mentions \(text)")
         }
         // Hidden from help, still parsed.
@@ -47,20 +54,29 @@ import Testing
         // A passcode file whose name starts with "-": still the option's value.
         _ = try sandbox.writeFile("-pw", Array(CLISandbox.passcode.utf8))
         for arguments in [
-            ["--keychain", keychain, "--device", device, "--passcode-file", "-pw", "find", "--account", "a"],            // fast path
-            ["--keychain=\(keychain)", "--device", device, "--passcode-file=-pw", "find", "--account", "a", "--accessible", "ak"],   // ArgumentParser
-            ["--keychain", keychain, "find", "--account", "a", "--device", device, "--passcode-file", "./-pw"],           // split
+            // fast path
+            ["--keychain", keychain, "--device", device, "--passcode-file", "-pw", "find", "--account", "a"],
+            [
+                "--keychain=\(keychain)", "--device", device, "--passcode-file=-pw", "find", "--account", "a",
+                "--accessible", "ak"
+            ],  // ArgumentParser
+            ["--keychain", keychain, "find", "--account", "a", "--device", device, "--passcode-file", "./-pw"]  // split
         ] {
             let r = try sandbox.run(arguments)
             #expect(r.status == 0, "\(arguments): \(r.stderr)")
             #expect(r.stdout == Array("s3cret".utf8), "\(arguments)")
         }
-        let added = try sandbox.run(["--keychain", keychain, "--device", device, "--passcode-command", "echo '\(CLISandbox.passcode)'",
-                                     "add", "--account", "b", "--service", "mail"], stdin: Array("two".utf8))
+        let added = try sandbox.run(
+            [
+                "--keychain", keychain, "--device", device, "--passcode-command", "echo '\(CLISandbox.passcode)'",
+                "add", "--account", "b", "--service", "mail"
+            ], stdin: Array("two".utf8))
         #expect(added.status == 0, "\(added.stderr)")
         // Arguments after the subcommand (and after --) are the command's: exec's child gets them as they are.
-        let child = try sandbox.run(["--keychain", keychain, "--device", device, "--passcode-file", "-pw",
-                                     "exec", "--item", "B=mail/b", "--", "sh", "-c", "printf '%s %s' \"$B\" \"$1\"", "sh", "--keychain"])
+        let child = try sandbox.run([
+            "--keychain", keychain, "--device", device, "--passcode-file", "-pw",
+            "exec", "--item", "B=mail/b", "--", "sh", "-c", "printf '%s %s' \"$B\" \"$1\"", "sh", "--keychain"
+        ])
         #expect(child.out == "two --keychain", "\(child.out) \(child.stderr)")
         // A leading global option with no command, or no value.
         let noCommand = try sandbox.run(["--keychain", keychain])
@@ -78,7 +94,8 @@ import Testing
         let script = try sandbox.run(["--generate-completion-script", "bash"])
         let path = try sandbox.writeFile("latchkey.bash", script.stdout)
         let array = words.map { "'\($0)'" }.joined(separator: " ")
-        let r = try sandbox.runShell("""
+        let r = try sandbox.runShell(
+            """
             exec bash -c 'source "$1"; COMP_WORDS=(\(array)); COMP_CWORD=\(words.count - 1); COMP_LINE="${COMP_WORDS[*]}"; \
             COMP_POINT=${#COMP_LINE}; _latchkey latchkey "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"; \
             printf "%s\\n" "${COMPREPLY[@]}"' bash \(path)
@@ -88,7 +105,9 @@ import Testing
 
     @Test func fileOptionsAndArguments_completePaths() throws {
         let sandbox = try CLISandbox()
-        for name in ["login.keychain", "pw.txt", "kc.backup", "items.jsonl", "secret.bin", "ent.plist"] { _ = try sandbox.writeFile(name, []) }
+        for name in ["login.keychain", "pw.txt", "kc.backup", "items.jsonl", "secret.bin", "ent.plist"] {
+            _ = try sandbox.writeFile(name, [])
+        }
         for (words, expected) in [
             (["latchkey", "find", "--keychain", "log"], "login.keychain"),
             (["latchkey", "add", "--passcode-file", "pw"], "pw.txt"),
@@ -100,20 +119,29 @@ import Testing
             (["latchkey", "import", "ite"], "items.jsonl"),
             (["latchkey", "add", "--data-file", "sec"], "secret.bin"),
             (["latchkey", "update", "--data-file", "sec"], "secret.bin"),
-            (["latchkey", "passwd", "--new-passcode-file", "pw"], "pw.txt"),
+            (["latchkey", "passwd", "--new-passcode-file", "pw"], "pw.txt")
         ] {
             let got = try Self.bashCompletions(sandbox, words)
             #expect(got.contains(expected), "bash: \(words.joined(separator: " ")) → \(got)")
         }
         let zsh = try sandbox.run(["--generate-completion-script", "zsh"]).out
-        for option in ["--keychain", "--device", "--passcode-file", "--new-passcode-file", "--entitlements", "--data-file", "--password-file", "--output"] {
-            #expect(zsh.range(of: "'\(option)\\[[^\\n]*\\]:[^:\\n]*:_files'", options: .regularExpression) != nil,
-                    "zsh completes files for \(option)")
+        for option in [
+            "--keychain", "--device", "--passcode-file", "--new-passcode-file", "--entitlements", "--data-file",
+            "--password-file", "--output"
+        ] {
+            #expect(
+                zsh.range(of: "'\(option)\\[[^\\n]*\\]:[^:\\n]*:_files'", options: .regularExpression) != nil,
+                "zsh completes files for \(option)")
         }
         #expect(zsh.components(separatedBy: "':file|-:_files'").count - 1 >= 2, "zsh: restore FILE and import FILE")
         let fish = try sandbox.run(["--generate-completion-script", "fish"]).out
-        for option in ["keychain", "device", "passcode-file", "new-passcode-file", "entitlements", "data-file", "password-file", "output"] {
-            #expect(fish.range(of: "-l '\(option)' [^\\n]*-rF\\n", options: .regularExpression) != nil, "fish completes files for --\(option)")
+        for option in [
+            "keychain", "device", "passcode-file", "new-passcode-file", "entitlements", "data-file", "password-file",
+            "output"
+        ] {
+            #expect(
+                fish.range(of: "-l '\(option)' [^\\n]*-rF\\n", options: .regularExpression) != nil,
+                "fish completes files for --\(option)")
         }
         #expect(fish.contains("positional \"latchkey restore\" -eq 1' -F"), "fish: restore FILE")
         #expect(fish.contains("positional \"latchkey import\" -eq 1' -F"), "fish: import FILE")

@@ -14,8 +14,8 @@ import Testing
     static let lines: [String] = [
         #"{"class":"genp","acct":"user0","svce":"bench","labl":"group 0","v_Data":"\#(secret)"}"#,
         #"{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg=="}"#,
-        #"{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg="}"#,            // short: general path decides
-        #"{"class":"genp","acct":"alice","v_Data":"aHVudGVyMh=="}"#,           // non-zero padding bits
+        #"{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg="}"#,  // short: general path decides
+        #"{"class":"genp","acct":"alice","v_Data":"aHVudGVyMh=="}"#,  // non-zero padding bits
         #"{"class":"genp","acct":"alice","v_Data":"aHVudGVy"}"#,
         #"{"class":"genp","acct":"alice","v_Data":"aHVu dGVy"}"#,
         #"{"class":"genp","acct":"alice","v_Data":"aHVudGVy===="}"#,
@@ -49,7 +49,7 @@ import Testing
         #"[{"class":"genp"}]"#, #"{}"#, #"{"#, #"}"#, "", "   ", #""class""#, #"{"class":"genp"}"#,
         #"{"class":"genp","acct":"a","labl":"x\ty"}"#, "{\"class\":\"genp\",\"acct\":\"a\u{7F}\"}",
         #"{"class":"genp","subj":"AAEC"}"#, #"{"class":"genp","acctx":"a"}"#, #"{"class":"genp","":"a"}"#,
-        #"{"class":"genp","acct":"\u0000"}"#,
+        #"{"class":"genp","acct":"\u0000"}"#
     ]
 
     static func same(_ a: NewItem, _ b: NewItem) -> Bool {
@@ -78,11 +78,13 @@ import Testing
     @Test func base64_decodesAsFoundationDoes() {
         let alphabet: [UInt8] = Array("AQgw/+9=-z".utf8)
         var texts: [[UInt8]] = []
-        for a in alphabet { for b in alphabet { for c in alphabet { for d in alphabet { texts.append([a, b, c, d]) } } } }
+        for a in alphabet {
+            for b in alphabet { for c in alphabet { for d in alphabet { texts.append([a, b, c, d]) } } }
+        }
         var rng = SplitMix(seed: 0xba5e_64)
         for _ in 0..<20_000 {
             let length = 4 * (2 + Int(rng.next() % 3)) - (rng.next() % 8 == 0 ? 1 : 0)
-            var text = (0..<length).map { _ in alphabet[Int(rng.next() % 6)] }   // no '=' or strays inside
+            var text = (0..<length).map { _ in alphabet[Int(rng.next() % 6)] }  // no '=' or strays inside
             if rng.next() % 2 == 0 { text[length - 1] = UInt8(ascii: "=") }
             if rng.next() % 4 == 0 { text[length - 2] = UInt8(ascii: "=") }
             texts.append(text)
@@ -90,7 +92,8 @@ import Testing
         var checked = 0
         for text in texts {
             guard let fast = text.withUnsafeBufferPointer({ ImportLine.base64($0, 0..<text.count) }) else { continue }
-            #expect(Data(base64Encoded: Data(text)).map { [UInt8]($0) } == fast, "\(String(decoding: text, as: UTF8.self))")
+            #expect(
+                Data(base64Encoded: Data(text)).map { [UInt8]($0) } == fast, "\(String(decoding: text, as: UTF8.self))")
             checked += 1
         }
         #expect(checked > 5000)
@@ -103,14 +106,16 @@ import Testing
         var rng = SystemRandomNumberGenerator()
         var digests: [ImportRun.KeyDigest] = []
         for line in 1...5000 {
-            var d = ImportRun.KeyDigest(UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("user\(line)")]))
-            if line % 7 == 0 { d.high = rng.next() }   // some digests from elsewhere
+            var d = ImportRun.KeyDigest(
+                UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("user\(line)")]))
+            if line % 7 == 0 { d.high = rng.next() }  // some digests from elsewhere
             #expect(seen.line(of: d) == nil)
             seen.insert(d, line: line)
             digests.append(d)
         }
         for (i, d) in digests.enumerated() { #expect(seen.line(of: d) == i + 1) }
-        let absent = ImportRun.KeyDigest(UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("nobody")]))
+        let absent = ImportRun.KeyDigest(
+            UniqueKey(itemClass: .genericPassword, attributes: ["acct": .string("nobody")]))
         #expect(seen.line(of: absent) == nil)
     }
 }

@@ -51,7 +51,8 @@ import Testing
     @Test func find_returnAttributesJSON_hasApplesKeysAndISODates() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
-        try sandbox.add(account: "alice", data: Array("pw".utf8), ["--label", "Mail", "--accessible", "AfterFirstUnlock"])
+        try sandbox.add(
+            account: "alice", data: Array("pw".utf8), ["--label", "Mail", "--accessible", "AfterFirstUnlock"])
         let result = try sandbox.run(["find", "--account", "alice", "--return", "attributes", "--json"])
         #expect(result.status == 0)
         let object = try #require(try result.json() as? [String: Any])
@@ -64,7 +65,8 @@ import Testing
         #expect(object["agrp"] as? String == "latchkey.cli")
         #expect(object["pdmn"] as? String == "ck")
         let cdat = try #require(object["cdat"] as? String)
-        #expect(cdat.hasSuffix("Z") && cdat.contains("T") && cdat.contains("."), "not ISO 8601 UTC with fractions: \(cdat)")
+        #expect(
+            cdat.hasSuffix("Z") && cdat.contains("T") && cdat.contains("."), "not ISO 8601 UTC with fractions: \(cdat)")
         // Sorted keys, pretty-printed.
         #expect(result.out.hasPrefix("{\n"))
         #expect(result.out.range(of: "\"acct\"")!.lowerBound < result.out.range(of: "\"svce\"")!.lowerBound)
@@ -105,10 +107,15 @@ import Testing
     @Test func inetItem_withProtocolAndPort_isFoundByThem() throws {
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
-        let add = try sandbox.run(["add", "--class", "inet", "--server", "example.com", "--protocol", "htps", "--port", "443",
-                                   "--account", "bob", "--path", "/login"], stdin: Array("pw".utf8))
+        let add = try sandbox.run(
+            [
+                "add", "--class", "inet", "--server", "example.com", "--protocol", "htps", "--port", "443",
+                "--account", "bob", "--path", "/login"
+            ], stdin: Array("pw".utf8))
         #expect(add.status == 0)
-        let found = try sandbox.run(["find", "--class", "inet", "--server", "example.com", "--port", "443", "--return", "attributes"])
+        let found = try sandbox.run([
+            "find", "--class", "inet", "--server", "example.com", "--port", "443", "--return", "attributes"
+        ])
         #expect(found.status == 0)
         let object = try #require(try found.json() as? [String: Any])
         #expect(object["class"] as? String == "inet")
@@ -121,23 +128,29 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "alice", data: Array("old".utf8))
-        let before = try #require(try sandbox.run(["find", "--account", "alice", "--return", "attributes"]).json() as? [String: Any])
+        let before = try #require(
+            try sandbox.run(["find", "--account", "alice", "--return", "attributes"]).json() as? [String: Any])
 
-        let update = try sandbox.run(["update", "--account", "alice", "--service", "mail", "--set-label", "Work", "--set-data"],
-                                     stdin: Array("new\u{0}secret".utf8))
+        let update = try sandbox.run(
+            ["update", "--account", "alice", "--service", "mail", "--set-label", "Work", "--set-data"],
+            stdin: Array("new\u{0}secret".utf8))
         #expect(update.status == 0)
         #expect(update.stdout.isEmpty)
         #expect(update.stderr.isEmpty)
 
         #expect(try sandbox.run(["find", "--account", "alice"]).stdout == Array("new\u{0}secret".utf8))
-        let after = try #require(try sandbox.run(["find", "--label", "Work", "--return", "attributes"]).json() as? [String: Any])
+        let after = try #require(
+            try sandbox.run(["find", "--label", "Work", "--return", "attributes"]).json() as? [String: Any])
         #expect(after["labl"] as? String == "Work")
         #expect(after["cdat"] as? String == before["cdat"] as? String)
 
-        let moved = try sandbox.run(["update", "--account", "alice", "--set-account", "alicia", "--set-accessible", "dk"])
+        let moved = try sandbox.run([
+            "update", "--account", "alice", "--set-account", "alicia", "--set-accessible", "dk"
+        ])
         #expect(moved.status == 0)
         #expect(try sandbox.run(["find", "--account", "alice"]).status == 1)
-        let renamed = try #require(try sandbox.run(["find", "--account", "alicia", "--return", "attributes"]).json() as? [String: Any])
+        let renamed = try #require(
+            try sandbox.run(["find", "--account", "alicia", "--return", "attributes"]).json() as? [String: Any])
         #expect(renamed["pdmn"] as? String == "dk")
     }
 
@@ -174,23 +187,26 @@ import Testing
         func plist(_ name: String, _ app: String, _ groups: [String]) throws -> String {
             let path = sandbox.directory.appendingPathComponent(name).path
             try """
-                <?xml version="1.0" encoding="UTF-8"?>
-                <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-                <plist version="1.0"><dict>
-                  <key>application-identifier</key><string>\(app)</string>
-                  <key>com.apple.security.application-groups</key><array>\(groups.map { "<string>\($0)</string>" }.joined())</array>
-                </dict></plist>
-                """.write(toFile: path, atomically: true, encoding: .utf8)
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0"><dict>
+              <key>application-identifier</key><string>\(app)</string>
+              <key>com.apple.security.application-groups</key><array>\(groups.map { "<string>\($0)</string>" }.joined())</array>
+            </dict></plist>
+            """.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
         let a = try plist("a.plist", "TEAM.com.example.a", ["group.example.shared"])
         let b = try plist("b.plist", "TEAM.com.example.b", ["group.example.shared"])
-        let added = try sandbox.run(["add", "--account", "s", "--access-group", "group.example.shared", "--entitlements", a], stdin: [7])
+        let added = try sandbox.run(
+            ["add", "--account", "s", "--access-group", "group.example.shared", "--entitlements", a], stdin: [7])
         #expect(added.status == 0, "\(added.stderr)")
         try sandbox.add(account: "own", data: [8], ["--entitlements", a])
         // App b reads it through LATCHKEY_ENTITLEMENTS, as a script would.
         #expect(try sandbox.run(["find", "--account", "s"], env: ["LATCHKEY_ENTITLEMENTS": b]).stdout == [7])
-        let attrs = try #require(try sandbox.run(["find", "--account", "own", "--return", "attributes", "--entitlements", a]).json() as? [String: Any])
+        let attrs = try #require(
+            try sandbox.run(["find", "--account", "own", "--return", "attributes", "--entitlements", a]).json()
+                as? [String: Any])
         #expect(attrs["agrp"] as? String == "TEAM.com.example.a", "the default group is the app id, not the app group")
         #expect(try sandbox.run(["find", "--account", "own", "--entitlements", b]).status == 1)
         #expect(try sandbox.run(["find", "--account", "s", "--app-id", "TEAM.com.example.c"]).status == 1)
@@ -206,22 +222,29 @@ import Testing
         // Each app finds its own item; an explicit group it does not have finds nothing.
         #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.one"]).stdout == [1])
         #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.two"]).stdout == [2])
-        #expect(try sandbox.run(["find", "--account", "a", "--app-id", "com.example.one", "--access-group", "com.example.two"]).status == 1)
+        #expect(
+            try sandbox.run([
+                "find", "--account", "a", "--app-id", "com.example.one", "--access-group", "com.example.two"
+            ]).status == 1)
         #expect(try sandbox.run(["find", "--account", "a"]).status == 1, "the default app id latchkey.cli sees neither")
         // A caller whose entitlements list both groups sees both.
         let plist = sandbox.directory.appendingPathComponent("both.plist").path
         try """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0"><dict>
-              <key>application-identifier</key><string>com.example.three</string>
-              <key>keychain-access-groups</key><array><string>com.example.one</string><string>com.example.two</string></array>
-            </dict></plist>
-            """.write(toFile: plist, atomically: true, encoding: .utf8)
-        let all = try #require(try sandbox.run(["find", "--account", "a", "--limit", "all", "--return", "attributes", "--entitlements", plist]).json() as? [Any])
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0"><dict>
+          <key>application-identifier</key><string>com.example.three</string>
+          <key>keychain-access-groups</key><array><string>com.example.one</string><string>com.example.two</string></array>
+        </dict></plist>
+        """.write(toFile: plist, atomically: true, encoding: .utf8)
+        let all = try #require(
+            try sandbox.run([
+                "find", "--account", "a", "--limit", "all", "--return", "attributes", "--entitlements", plist
+            ]).json() as? [Any])
         #expect(all.count == 2)
         // Adding to a group the caller does not have is errSecNoAccessForItem (exit 6).
-        let denied = try sandbox.run(["add", "--account", "z", "--access-group", "com.example.one", "--app-id", "com.example.two"], stdin: [9])
+        let denied = try sandbox.run(
+            ["add", "--account", "z", "--access-group", "com.example.one", "--app-id", "com.example.two"], stdin: [9])
         #expect(denied.status == 6)
         #expect(denied.stderr.contains("(errSecNoAccessForItem -25243)"))
     }

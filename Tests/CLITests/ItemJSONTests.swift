@@ -29,13 +29,15 @@ import Testing
 
     func foundation(_ items: [Item], includeData: Bool, asArray: Bool) throws -> [UInt8] {
         let objects = items.map { object($0, includeData: includeData) }
-        return ItemJSONTests.escapingTerminalControls(try ItemJSONTests.jsonSerialization(asArray ? objects as Any : objects[0] as Any))
+        return ItemJSONTests.escapingTerminalControls(
+            try ItemJSONTests.jsonSerialization(asArray ? objects as Any : objects[0] as Any))
     }
 
     /// What the CLI printed through Foundation's JSONSerialization, before it stopped linking
     /// Foundation: the reference for `ItemJSON.text`.
     static func jsonSerialization(_ object: Any) throws -> [UInt8] {
-        let bytes = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let bytes = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         return Array(bytes) + [UInt8(ascii: "\n")]
     }
 
@@ -54,10 +56,12 @@ import Testing
         return Array(String(out).utf8)
     }
 
-    static let awkward = ["plain", "", "quote \" and backslash \\ and slash /", "tab\tnew\nline\r\u{8}\u{c}",
-                          "\u{1}\u{1f}\u{7f}", "é e\u{301} 日本語 𝄞 \u{2028}\u{2029}", "{\"json\": [1, 2]}", "12", "-0", "a//b",
-                          "C1 \u{80}\u{85}\u{9B}\u{9F} bidi \u{202E}gpj\u{202A}\u{2066}\u{2069}\u{61C}\u{200E}\u{200F}",
-                          "neighbours \u{A0}\u{7E}\u{2027}\u{202F}\u{2065}\u{206A}\u{61B}\u{200D}\u{2000}\u{2FFF}\u{C0}"]
+    static let awkward = [
+        "plain", "", "quote \" and backslash \\ and slash /", "tab\tnew\nline\r\u{8}\u{c}",
+        "\u{1}\u{1f}\u{7f}", "é e\u{301} 日本語 𝄞 \u{2028}\u{2029}", "{\"json\": [1, 2]}", "12", "-0", "a//b",
+        "C1 \u{80}\u{85}\u{9B}\u{9F} bidi \u{202E}gpj\u{202A}\u{2066}\u{2069}\u{61C}\u{200E}\u{200F}",
+        "neighbours \u{A0}\u{7E}\u{2027}\u{202F}\u{2065}\u{206A}\u{61B}\u{200D}\u{2000}\u{2FFF}\u{C0}"
+    ]
 
     @Test func everyAttributeOfEveryClass_andAwkwardStrings_printAsJSONSerializationDoes() throws {
         var items: [Item] = []
@@ -78,9 +82,13 @@ import Testing
             }
         }
         for includeData in [false, true] {
-            #expect(ItemJSON.text(items, includeData: includeData, asArray: true) == (try foundation(items, includeData: includeData, asArray: true)))
+            #expect(
+                ItemJSON.text(items, includeData: includeData, asArray: true)
+                    == (try foundation(items, includeData: includeData, asArray: true)))
             for one in items.prefix(12) {
-                #expect(ItemJSON.text([one], includeData: includeData, asArray: false) == (try foundation([one], includeData: includeData, asArray: false)))
+                #expect(
+                    ItemJSON.text([one], includeData: includeData, asArray: false)
+                        == (try foundation([one], includeData: includeData, asArray: false)))
             }
         }
     }
@@ -88,6 +96,8 @@ import Testing
     @Test func emptyArray_andAnItemWithoutAttributes() throws {
         #expect(ItemJSON.text([], includeData: false, asArray: true) == (try ItemJSONTests.jsonSerialization([Any]())))
         let bare = item(.genericPassword, [:])
-        #expect(ItemJSON.text([bare], includeData: false, asArray: false) == (try foundation([bare], includeData: false, asArray: false)))
+        #expect(
+            ItemJSON.text([bare], includeData: false, asArray: false)
+                == (try foundation([bare], includeData: false, asArray: false)))
     }
 }

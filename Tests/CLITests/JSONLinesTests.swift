@@ -24,10 +24,14 @@ import Testing
         let imported = try other.run(["import", file])
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(try other.run(["find", "--account", "alice", "--service", "mail"]).out == "s3cret")
-        let label = try other.run(["find", "--account", "alice", "--service", "mail", "--return", "attributes", "--json"])
+        let label = try other.run([
+            "find", "--account", "alice", "--service", "mail", "--return", "attributes", "--json"
+        ])
         #expect(label.out.contains(#""two\n  lines""#), "\(label.out)")
 
-        #expect(try sb.run(["find", "--service", "mail", "--jsonl"]).status == 2, "--jsonl needs --return attributes or all")
+        #expect(
+            try sb.run(["find", "--service", "mail", "--jsonl"]).status == 2, "--jsonl needs --return attributes or all"
+        )
     }
 }
 
@@ -43,7 +47,8 @@ import Testing
         try objects.map { o in
             var o = o
             o["cdat"] = nil; o["mdat"] = nil
-            return String(decoding: try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys]), as: UTF8.self)
+            return String(
+                decoding: try JSONSerialization.data(withJSONObject: o, options: [.sortedKeys]), as: UTF8.self)
         }.sorted()
     }
 
@@ -51,8 +56,11 @@ import Testing
         let sb = try CLISandbox()
         try sb.initKeychain()
         try sb.add(account: "alice", data: Array("s3cret".utf8), ["--label", "two\n  lines"])
-        let inet = try sb.run(["add", "--class", "inet", "--server", "example.com", "--port", "8443", "--protocol", "htps",
-                               "--account", "bob", "--accessible", "ck"], stdin: Array("pw".utf8))
+        let inet = try sb.run(
+            [
+                "add", "--class", "inet", "--server", "example.com", "--port", "8443", "--protocol", "htps",
+                "--account", "bob", "--accessible", "ck"
+            ], stdin: Array("pw".utf8))
         #expect(inet.status == 0, "\(inet.stderr)")
         let dump = try sb.run(["dump", "--jsonl"])
         #expect(dump.status == 0, "\(dump.stderr)")

@@ -9,7 +9,9 @@ import Testing
         #expect(first.status == 0)
         #expect(first.stdout.isEmpty)
         #expect(FileManager.default.fileExists(atPath: sandbox.keychainPath))
-        let mode = try FileManager.default.attributesOfItem(atPath: sandbox.environment["LATCHKEY_DEVICE"]!)[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: sandbox.environment["LATCHKEY_DEVICE"]!)[.posixPermissions]
+            as? Int
         #expect(mode == 0o600)
 
         let again = try sandbox.run(["init", "--kdf-log-n", CLISandbox.kdfLogN])
@@ -20,7 +22,9 @@ import Testing
 
     @Test func init_defaultsToXDGDataHome() throws {
         let sandbox = try CLISandbox()
-        let result = try sandbox.run(["init", "--no-passcode"], env: ["LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil, "LATCHKEY_PASSCODE": nil])
+        let result = try sandbox.run(
+            ["init", "--no-passcode"], env: ["LATCHKEY_KEYCHAIN": nil, "LATCHKEY_DEVICE": nil, "LATCHKEY_PASSCODE": nil]
+        )
         #expect(result.status == 0)
         let dir = sandbox.directory.appendingPathComponent("xdg/latchkey")
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("login.keychain").path))
@@ -51,7 +55,8 @@ import Testing
         let sandbox = try CLISandbox()
         let file = try sandbox.writeFile("passcode", Array("file pass\n".utf8))
         let env: [String: String?] = ["LATCHKEY_PASSCODE": nil]
-        #expect(try sandbox.run(["init", "--kdf-log-n", CLISandbox.kdfLogN, "--passcode-file", file], env: env).status == 0)
+        #expect(
+            try sandbox.run(["init", "--kdf-log-n", CLISandbox.kdfLogN, "--passcode-file", file], env: env).status == 0)
         try sandbox.add(account: "a", data: [7], ["--passcode-file", file], env: env)
         // The same passcode given without the newline opens it.
         #expect(try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": "file pass"]).stdout == [7])
@@ -75,13 +80,15 @@ import Testing
         try sandbox.add(account: "dk-item", data: Array("dk".utf8), ["--accessible", "dk"])
         let locked: [String: String?] = ["LATCHKEY_PASSCODE": nil]
 
-        let ak = try sandbox.run(["find", "--account", "ak-item", "--service", "mail", "--access-group", "latchkey.cli"], env: locked)
+        let ak = try sandbox.run(
+            ["find", "--account", "ak-item", "--service", "mail", "--access-group", "latchkey.cli"], env: locked)
         #expect(ak.status == 4)
         #expect(ak.stderr.hasSuffix("(errSecInteractionNotAllowed -25308)\n"))
 
         // The full unique key, or a protection-class filter, reaches the dk item without
         // decrypting the locked ones.
-        let dk = try sandbox.run(["find", "--account", "dk-item", "--service", "mail", "--access-group", "latchkey.cli"], env: locked)
+        let dk = try sandbox.run(
+            ["find", "--account", "dk-item", "--service", "mail", "--access-group", "latchkey.cli"], env: locked)
         #expect(dk.status == 0)
         #expect(dk.stdout == Array("dk".utf8))
         #expect(try sandbox.run(["find", "--accessible", "Always"], env: locked).stdout == Array("dk".utf8))
@@ -95,7 +102,8 @@ import Testing
         let sandbox = try CLISandbox()
         try sandbox.initKeychain()
         try sandbox.add(account: "a", data: Array("kept".utf8))
-        let changed = try sandbox.run(["passwd", "--kdf-log-n", CLISandbox.kdfLogN], env: ["LATCHKEY_NEW_PASSCODE": "battery staple"])
+        let changed = try sandbox.run(
+            ["passwd", "--kdf-log-n", CLISandbox.kdfLogN], env: ["LATCHKEY_NEW_PASSCODE": "battery staple"])
         #expect(changed.status == 0)
         #expect(changed.stdout.isEmpty)
 
@@ -113,8 +121,9 @@ import Testing
         let noNew = try sandbox.run(["passwd"])
         #expect(noNew.status == 2)
         #expect(noNew.stderr.contains("LATCHKEY_NEW_PASSCODE"))
-        let wrongOld = try sandbox.run(["passwd", "--kdf-log-n", CLISandbox.kdfLogN],
-                                       env: ["LATCHKEY_PASSCODE": "nope", "LATCHKEY_NEW_PASSCODE": "x"])
+        let wrongOld = try sandbox.run(
+            ["passwd", "--kdf-log-n", CLISandbox.kdfLogN],
+            env: ["LATCHKEY_PASSCODE": "nope", "LATCHKEY_NEW_PASSCODE": "x"])
         #expect(wrongOld.status == 4)
     }
 
@@ -129,7 +138,7 @@ import Testing
         try sandbox.add(account: "acct4", data: Array("secret 4".utf8))
         try sandbox.add(account: "acct5", data: Array("secret 5".utf8))
         var bytes = [UInt8](try Data(contentsOf: url))
-        bytes[intact.count + 60] ^= 0x01   // inside acct4's record; acct5's verifies
+        bytes[intact.count + 60] ^= 0x01  // inside acct4's record; acct5's verifies
         try Data(bytes).write(to: url)
 
         let shown = try sandbox.run(["verify", "--repair"])
@@ -159,7 +168,9 @@ import Testing
         let verify = try sandbox.run(["verify"])
         #expect(verify.status == 5)
         #expect(verify.out.hasPrefix("rolled back: "), "\(verify.out)")
-        #expect(verify.stderr.contains("--accept-rollback") && !verify.stderr.contains("restore it from a backup"), "\(verify.stderr)")
+        #expect(
+            verify.stderr.contains("--accept-rollback") && !verify.stderr.contains("restore it from a backup"),
+            "\(verify.stderr)")
     }
 
     @Test func damagedKeychain_exits5OnFindAndVerify() throws {

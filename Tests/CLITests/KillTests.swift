@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -73,7 +73,9 @@ import Testing
             case .passwd:
                 after.passcode = "pass-\(model.nextPasscode)"
                 after.nextPasscode += 1
-                return (["passwd", "--kdf-log-n", "10", "--new-passcode-file", newPasscodeFile(after.passcode)], "", after)
+                return (
+                    ["passwd", "--kdf-log-n", "10", "--new-passcode-file", newPasscodeFile(after.passcode)], "", after
+                )
             case .compact:
                 return (["compact"], "", after)
             case .restore:
@@ -88,7 +90,8 @@ import Testing
 
         /// A device-only backup (no password, so no scrypt) of what is there now.
         func makeBackup() throws {
-            let p = try Spawned(["backup", "--output", backupPath, "--no-password"], environment: env, in: sandbox.directory)
+            let p = try Spawned(
+                ["backup", "--output", backupPath, "--no-password"], environment: env, in: sandbox.directory)
             guard p.wait() == .exited(0) else { throw CLITestError("backup failed: \(p.stderr)") }
             model.backup = model.items
         }
@@ -147,9 +150,11 @@ import Testing
                 model.nextAccount = after.nextAccount
             } else if found == before.items {
                 model.items = before.items
-                model.nextAccount = after.nextAccount // never reuse an account name
+                model.nextAccount = after.nextAccount  // never reuse an account name
             } else {
-                throw CLITestError("after a killed \(op) the items are neither the state before nor after it:\n found  \(found)\n before \(before.items)\n after  \(after.items)")
+                throw CLITestError(
+                    "after a killed \(op) the items are neither the state before nor after it:\n found  \(found)\n before \(before.items)\n after  \(after.items)"
+                )
             }
         }
 
@@ -163,13 +168,16 @@ import Testing
             switch r.wait() {
             case .exited(0): return true
             case .exited(4) where quietlyWrong: return false
-            case let end: throw CLITestError("verify ended with \(end): \(String(decoding: r.stdout, as: UTF8.self)) \(r.stderr)")
+            case let end:
+                throw CLITestError("verify ended with \(end): \(String(decoding: r.stdout, as: UTF8.self)) \(r.stderr)")
             }
         }
 
         /// Every item of the test's service, account → data.
         func items() throws -> [String: String] {
-            let r = try Spawned(["find", "--service", "kill", "--limit", "all", "--return", "all", "--json"], environment: env, in: sandbox.directory)
+            let r = try Spawned(
+                ["find", "--service", "kill", "--limit", "all", "--return", "all", "--json"], environment: env,
+                in: sandbox.directory)
             switch r.wait() {
             case .exited(1): return [:]
             case .exited(0): break
@@ -180,7 +188,9 @@ import Testing
             }
             var out: [String: String] = [:]
             for object in array {
-                guard let account = object["acct"] as? String, let data = (object["v_Data"] as? String).flatMap({ Data(base64Encoded: $0) }) else {
+                guard let account = object["acct"] as? String,
+                    let data = (object["v_Data"] as? String).flatMap({ Data(base64Encoded: $0) })
+                else {
                     throw CLITestError("an item without acct or v_Data: \(object)")
                 }
                 guard out[account] == nil else { throw CLITestError("two items for the account \(account)") }
@@ -233,11 +243,19 @@ import Testing
         // A killed compaction leaves its temporary file; the next compaction removes it.
         let compacted = try Spawned(["compact"], environment: run.env, in: run.sandbox.directory)
         #expect(compacted.wait() == .exited(0), "\(compacted.stderr)")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: run.sandbox.directory.path).filter { $0.contains(".compact-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: run.sandbox.directory.path).filter {
+            $0.contains(".compact-")
+        }
         #expect(leftovers.isEmpty, "temporary files of killed compactions outlived the next compaction: \(leftovers)")
-        let line = Op.allCases.map { "\($0.rawValue) \(run.kills[$0, default: 0]) killed (\(run.applied[$0, default: 0]) of them applied), \(run.completed[$0, default: 0]) completed" }
-        print("KillTests: \(total) kills in \(i) operations, \(run.checks) verifies, \(String(format: "%.1f", Date().timeIntervalSince(started))) s; " + line.joined(separator: "; "))
-        print("KillTests: estimated run times µs: " + Op.allCases.map { "\($0.rawValue) \(run.duration[$0] ?? 0)" }.joined(separator: ", "))
+        let line = Op.allCases.map {
+            "\($0.rawValue) \(run.kills[$0, default: 0]) killed (\(run.applied[$0, default: 0]) of them applied), \(run.completed[$0, default: 0]) completed"
+        }
+        print(
+            "KillTests: \(total) kills in \(i) operations, \(run.checks) verifies, \(String(format: "%.1f", Date().timeIntervalSince(started))) s; "
+                + line.joined(separator: "; "))
+        print(
+            "KillTests: estimated run times µs: "
+                + Op.allCases.map { "\($0.rawValue) \(run.duration[$0] ?? 0)" }.joined(separator: ", "))
         for op in Op.allCases { #expect(run.kills[op, default: 0] > 0, "no \(op) was killed") }
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -11,7 +11,9 @@ import Testing
 @Suite struct PlantedFileTests {
     /// Runs `latchkey args…` and waits at most `seconds` for it; nil when it was still running
     /// (it is killed then).
-    func run(_ s: CLISandbox, _ args: [String], stdin: [UInt8] = [], seconds: Double = 20) throws -> (status: Int32, out: String, err: String)? {
+    func run(_ s: CLISandbox, _ args: [String], stdin: [UInt8] = [], seconds: Double = 20) throws -> (
+        status: Int32, out: String, err: String
+    )? {
         let p = try Spawned(args, environment: s.environment, stdin: stdin, in: s.directory)
         let deadline = monotonicMicroseconds() + Int64(seconds * 1_000_000)
         while p.running {
@@ -45,8 +47,9 @@ import Testing
         }
         let compact = try run(s, ["compact"])
         #expect(compact?.status == 0, "compact: \(String(describing: compact))")
-        let backup = try run(s, ["backup", "--output", s.directory.appendingPathComponent("b.lkbackup").path],
-                             stdin: [], seconds: 20)
+        let backup = try run(
+            s, ["backup", "--output", s.directory.appendingPathComponent("b.lkbackup").path],
+            stdin: [], seconds: 20)
         #expect(backup != nil, "backup hung")
         // A writer replaces the planted FIFO with a real index (or leaves no index at all):
         // nothing of the kind stays at the path.

@@ -32,7 +32,7 @@ struct RealDiskTests {
     func alignToPage(_ s: CLISandbox, _ keychain: String) throws {
         let size0 = bytes(keychain).count
         try s.add(account: "probe", data: [1])
-        let overhead = bytes(keychain).count - size0 - 1   // the record of "probe" minus its data
+        let overhead = bytes(keychain).count - size0 - 1  // the record of "probe" minus its data
         let size1 = bytes(keychain).count
         let data = (4096 - (size1 + overhead) % 4096) % 4096
         try s.add(account: "pad00", data: [UInt8](repeating: 0x50, count: data))
@@ -50,7 +50,8 @@ struct RealDiskTests {
     /// the keychain beside the sandbox, for the two restores, with an item that it then
     /// deletes (so that `restore --merge` has something to write).
     func writers(_ s: CLISandbox, _ disk: SmallDisk) throws -> [Writer] {
-        let importFile = try s.writeFile("import.jsonl", Array(#"{"class":"genp","acct":"imported","v_Data":"aW1wb3J0ZWQ="}"#.utf8 + [0x0A]))
+        let importFile = try s.writeFile(
+            "import.jsonl", Array(#"{"class":"genp","acct":"imported","v_Data":"aW1wb3J0ZWQ="}"#.utf8 + [0x0A]))
         let backup = s.directory.appendingPathComponent("merge.backup").path
         try s.add(account: "from-backup", data: Array("restored".utf8))
         let made = try s.run(["backup", "--no-password", "--output", backup])
@@ -58,15 +59,20 @@ struct RealDiskTests {
         let deleted = try s.run(["delete", "--account", "from-backup"])
         guard deleted.status == 0 else { throw CLITestError("delete: \(deleted.stderr)") }
         return [
-            Writer(name: "add", args: ["add", "--account", "new"], stdin: Array(String(repeating: "n", count: 100).utf8)),
+            Writer(
+                name: "add", args: ["add", "--account", "new"], stdin: Array(String(repeating: "n", count: 100).utf8)),
             Writer(name: "update", args: ["update", "--account", "a", "--set-data"], stdin: Array("a, changed".utf8)),
             Writer(name: "import", args: ["import", importFile]),
             Writer(name: "compact", args: ["compact"]),
             Writer(name: "backup", args: ["backup", "--no-password", "--output", disk.path("keychain.backup")]),
             Writer(name: "restore --merge", args: ["restore", "--merge", backup]),
-            Writer(name: "restore into a new keychain", args: ["restore", backup, "--keychain-kdf-log-n", CLISandbox.kdfLogN],
-                   env: ["LATCHKEY_KEYCHAIN": disk.path("restored.keychain")]),
-            Writer(name: "passwd", args: ["passwd", "--kdf-log-n", CLISandbox.kdfLogN], env: ["LATCHKEY_NEW_PASSCODE": "battery staple"]),
+            Writer(
+                name: "restore into a new keychain",
+                args: ["restore", backup, "--keychain-kdf-log-n", CLISandbox.kdfLogN],
+                env: ["LATCHKEY_KEYCHAIN": disk.path("restored.keychain")]),
+            Writer(
+                name: "passwd", args: ["passwd", "--kdf-log-n", CLISandbox.kdfLogN],
+                env: ["LATCHKEY_NEW_PASSCODE": "battery staple"])
         ]
     }
 
@@ -136,9 +142,12 @@ struct RealDiskTests {
         let find = try s.run(["find", "--account", "a"])
         #expect(find.status == 0 && find.out == "a-secret", "find on a read-only medium: \(find.stderr)")
         let backupPath = s.directory.appendingPathComponent("ro.backup").path
-        for args in [["dump"], ["dump", "--json"], ["info"], ["verify"], ["backup", "--no-password", "--output", backupPath]] {
+        for args in [
+            ["dump"], ["dump", "--json"], ["info"], ["verify"], ["backup", "--no-password", "--output", backupPath]
+        ] {
             let r = try s.run(args)
-            #expect(r.status == 0, "\(args.joined(separator: " ")) on a read-only medium: exit \(r.status): \(r.stderr)")
+            #expect(
+                r.status == 0, "\(args.joined(separator: " ")) on a read-only medium: exit \(r.status): \(r.stderr)")
         }
         #expect(FileManager.default.fileExists(atPath: backupPath), "no backup was written from the read-only medium")
 

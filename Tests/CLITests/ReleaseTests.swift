@@ -6,7 +6,8 @@ import Testing
 /// a tarball (no .git) prints the version alone (scripts/build-info.sh, run before every build
 /// by Plugins/LatchkeyBuildInfo); the package has a licence.
 @Suite struct ReleaseTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// Runs a program to completion; its stdout, and whether it exited 0.
     static func run(_ path: String, _ args: [String], in directory: URL? = nil) throws -> (ok: Bool, out: String) {
@@ -23,12 +24,15 @@ import Testing
         return (p.terminationStatus == 0, String(decoding: data, as: UTF8.self))
     }
 
-    static var git: String? { ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"].first { FileManager.default.isExecutableFile(atPath: $0) } }
+    static var git: String? {
+        ["/usr/bin/git", "/bin/git", "/usr/local/bin/git"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
 
     /// The newest `## X.Y.Z` heading of CHANGELOG.md.
     static func changelogVersion() throws -> String {
         let text = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        let heading = try #require(text.split(separator: "\n").first { $0.hasPrefix("## ") && $0.dropFirst(3).first?.isNumber == true })
+        let heading = try #require(
+            text.split(separator: "\n").first { $0.hasPrefix("## ") && $0.dropFirst(3).first?.isNumber == true })
         return String(heading.dropFirst(3).prefix { !$0.isWhitespace })
     }
 
@@ -39,19 +43,24 @@ import Testing
         let result = try CLISandbox().run(["--version"])
         #expect(result.status == 0)
         let printed = result.out.trimmingCharacters(in: .newlines)
-        guard let git = Self.git, let head = try? Self.run(git, ["-C", Self.root.path, "rev-parse", "--short=12", "HEAD"]), head.ok else {
+        guard let git = Self.git,
+            let head = try? Self.run(git, ["-C", Self.root.path, "rev-parse", "--short=12", "HEAD"]), head.ok
+        else {
             #expect(printed == version, "built outside a work tree: the version alone")
             return
         }
         let commit = head.out.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(printed == "\(version) (commit \(commit))" || printed == "\(version) (commit \(commit)-modified)", "\(printed)")
+        #expect(
+            printed == "\(version) (commit \(commit))" || printed == "\(version) (commit \(commit)-modified)",
+            "\(printed)")
     }
 
     /// The prebuild script of Plugins/LatchkeyBuildInfo: the commit of a work tree, nil for a
     /// tarball and for a copy unpacked inside another repository's work tree.
     @Test func buildInfo_namesTheCommitOfAWorkTree_andNoneWithoutOne() throws {
         let git = try #require(Self.git, "git is needed to make the work tree")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-buildinfo-" + UUID().uuidString)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-buildinfo-" + UUID().uuidString)
         defer { try? FileManager.default.removeItem(at: dir) }
         let tarball = dir.appendingPathComponent("tarball"), repo = dir.appendingPathComponent("repo")
         let nested = repo.appendingPathComponent("vendor/latchkey")
@@ -65,15 +74,21 @@ import Testing
         #expect(try buildInfo(tarball).contains("static let commit: String? = nil"))
 
         try "x".write(to: repo.appendingPathComponent("file"), atomically: true, encoding: .utf8)
-        for args in [["init", "-q"], ["add", "file"], ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "one"]] {
+        for args in [
+            ["init", "-q"], ["add", "file"],
+            ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "one"]
+        ] {
             #expect(try Self.run(git, ["-C", repo.path] + args).ok)
         }
-        let head = try Self.run(git, ["-C", repo.path, "rev-parse", "--short=12", "HEAD"]).out.trimmingCharacters(in: .whitespacesAndNewlines)
+        let head = try Self.run(git, ["-C", repo.path, "rev-parse", "--short=12", "HEAD"]).out.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(head.count == 12)
         #expect(try buildInfo(repo).contains("static let commit: String? = \"\(head)\""))
         try "y".write(to: repo.appendingPathComponent("file"), atomically: true, encoding: .utf8)
         #expect(try buildInfo(repo).contains("static let commit: String? = \"\(head)-modified\""))
-        #expect(try buildInfo(nested).contains("static let commit: String? = nil"), "a tarball unpacked inside another work tree is not that tree's commit")
+        #expect(
+            try buildInfo(nested).contains("static let commit: String? = nil"),
+            "a tarball unpacked inside another work tree is not that tree's commit")
     }
 
     @Test func licence_isApache2() throws {

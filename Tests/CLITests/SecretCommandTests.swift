@@ -15,14 +15,19 @@ import Testing
         let byOption = try sandbox.run(["find", "--account", "a", "--passcode-command", Self.printPasscode])
         #expect(byOption.status == 0, "\(byOption.stderr)")
         #expect(byOption.stdout == Array("s3cret".utf8))
-        let byVariable = try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE_COMMAND": Self.printPasscode])
+        let byVariable = try sandbox.run(
+            ["find", "--account", "a"], env: ["LATCHKEY_PASSCODE_COMMAND": Self.printPasscode])
         #expect(byVariable.status == 0, "\(byVariable.stderr)")
         #expect(byVariable.stdout == Array("s3cret".utf8))
         // Through ArgumentParser as well (--return attributes --json is not the fast path's).
-        let slow = try sandbox.run(["find", "--account", "a", "--class", "genp", "--accessible", "ak", "--passcode-command", Self.printPasscode])
+        let slow = try sandbox.run([
+            "find", "--account", "a", "--class", "genp", "--accessible", "ak", "--passcode-command", Self.printPasscode
+        ])
         #expect(slow.stdout == Array("s3cret".utf8), "\(slow.stderr)")
         // A shell runs it: a pipe works.
-        let piped = try sandbox.run(["find", "--account", "a", "--passcode-command", "echo '\(CLISandbox.passcode)' | cat"])
+        let piped = try sandbox.run([
+            "find", "--account", "a", "--passcode-command", "echo '\(CLISandbox.passcode)' | cat"
+        ])
         #expect(piped.stdout == Array("s3cret".utf8), "\(piped.stderr)")
         // The wrong passcode printed is a wrong passcode.
         let wrong = try sandbox.run(["find", "--account", "a", "--passcode-command", "echo nope"])
@@ -41,8 +46,10 @@ import Testing
         #expect(r.stdout.isEmpty)
 
         let killed = try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE_COMMAND": "kill -9 $$"])
-        #expect(killed.status == 7 && killed.stderr.contains("LATCHKEY_PASSCODE_COMMAND") && killed.stderr.contains("killed by signal 9"),
-                "\(killed.stderr)")
+        #expect(
+            killed.status == 7 && killed.stderr.contains("LATCHKEY_PASSCODE_COMMAND")
+                && killed.stderr.contains("killed by signal 9"),
+            "\(killed.stderr)")
 
         let silent = try sandbox.run(["find", "--account", "a", "--passcode-command", "true"])
         #expect(silent.status == 2 && silent.stderr.contains("printed nothing"), "\(silent.stderr)")
@@ -51,17 +58,23 @@ import Testing
     @Test func oneSourceAtATime() throws {
         let sandbox = try sandbox()
         let file = try sandbox.writeFile("pw.txt", Array(CLISandbox.passcode.utf8))
-        let both = try sandbox.run(["find", "--account", "a", "--passcode-file", file, "--passcode-command", Self.printPasscode])
+        let both = try sandbox.run([
+            "find", "--account", "a", "--passcode-file", file, "--passcode-command", Self.printPasscode
+        ])
         #expect(both.status == 2 && both.stderr.contains("--passcode-file and --passcode-command"), "\(both.stderr)")
         for other in [["LATCHKEY_PASSCODE": CLISandbox.passcode], ["LATCHKEY_PASSCODE_FILE": file]] {
-            let r = try sandbox.run(["find", "--account", "a"], env: other.merging(["LATCHKEY_PASSCODE_COMMAND": Self.printPasscode]) { a, _ in a })
+            let r = try sandbox.run(
+                ["find", "--account", "a"],
+                env: other.merging(["LATCHKEY_PASSCODE_COMMAND": Self.printPasscode]) { a, _ in a })
             #expect(r.status == 2, "\(other.keys): \(r.stderr)")
-            #expect(r.stderr.contains(other.keys.first!) && r.stderr.contains("LATCHKEY_PASSCODE_COMMAND"), "\(r.stderr)")
+            #expect(
+                r.stderr.contains(other.keys.first!) && r.stderr.contains("LATCHKEY_PASSCODE_COMMAND"), "\(r.stderr)")
             #expect(!r.stderr.contains(CLISandbox.passcode))
         }
         // An option wins over the variables, as --passcode-file does.
-        let option = try sandbox.run(["find", "--account", "a", "--passcode-command", Self.printPasscode],
-                                     env: ["LATCHKEY_PASSCODE_FILE": "/nonexistent"])
+        let option = try sandbox.run(
+            ["find", "--account", "a", "--passcode-command", Self.printPasscode],
+            env: ["LATCHKEY_PASSCODE_FILE": "/nonexistent"])
         #expect(option.stdout == Array("s3cret".utf8), "\(option.stderr)")
     }
 
@@ -76,28 +89,41 @@ import Testing
         #expect(imported.status == 0, "stdin is not the command's: \(imported.stderr)")
         let found = try sandbox.run(["find", "--account", "b", "--passcode-command", counting])
         #expect(found.stdout == Array("piped secret".utf8), "\(found.stderr)")
-        let runs = try String(contentsOfFile: sandbox.directory.appendingPathComponent("runs.txt").path, encoding: .utf8)
+        let runs = try String(
+            contentsOfFile: sandbox.directory.appendingPathComponent("runs.txt").path, encoding: .utf8)
         #expect(runs == "run\nrun\n", "once per latchkey process: \(runs)")
     }
 
     @Test func backupPasswordCommand_optionAndVariable() throws {
         let sandbox = try sandbox()
         sandbox.environment["LATCHKEY_PASSCODE"] = CLISandbox.passcode
-        let backup = try sandbox.run(["backup", "--output", "kc.backup", "--kdf-log-n", "10", "--password-command", "printf 'backup pw\\n'"])
+        let backup = try sandbox.run([
+            "backup", "--output", "kc.backup", "--kdf-log-n", "10", "--password-command", "printf 'backup pw\\n'"
+        ])
         #expect(backup.status == 0, "\(backup.stderr)")
         let newKeychain = sandbox.directory.appendingPathComponent("new.keychain").path
-        let restore = try sandbox.run(["restore", "kc.backup", "--dry-run", "--json"],
-                                      env: ["LATCHKEY_KEYCHAIN": newKeychain, "LATCHKEY_BACKUP_PASSWORD_COMMAND": "echo 'backup pw'"])
+        let restore = try sandbox.run(
+            ["restore", "kc.backup", "--dry-run", "--json"],
+            env: ["LATCHKEY_KEYCHAIN": newKeychain, "LATCHKEY_BACKUP_PASSWORD_COMMAND": "echo 'backup pw'"])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect((try restore.json() as? [String: Any])?["restored"] as? Int == 1, "\(restore.out)")
-        let wrong = try sandbox.run(["restore", "kc.backup", "--dry-run", "--password-command", "echo nope"], env: ["LATCHKEY_KEYCHAIN": newKeychain])
+        let wrong = try sandbox.run(
+            ["restore", "kc.backup", "--dry-run", "--password-command", "echo nope"],
+            env: ["LATCHKEY_KEYCHAIN": newKeychain])
         #expect(wrong.status == 4, "the command's password is used: \(wrong.stderr)")
-        let failed = try sandbox.run(["restore", "kc.backup", "--dry-run", "--password-command", "exit 5"], env: ["LATCHKEY_KEYCHAIN": newKeychain])
-        #expect(failed.status == 7 && failed.stderr.contains("backup password command (--password-command) exited with status 5"),
-                "\(failed.stderr)")
-        let both = try sandbox.run(["restore", "kc.backup", "--dry-run"],
-                                   env: ["LATCHKEY_KEYCHAIN": newKeychain, "LATCHKEY_BACKUP_PASSWORD": "backup pw",
-                                         "LATCHKEY_BACKUP_PASSWORD_COMMAND": "echo 'backup pw'"])
+        let failed = try sandbox.run(
+            ["restore", "kc.backup", "--dry-run", "--password-command", "exit 5"],
+            env: ["LATCHKEY_KEYCHAIN": newKeychain])
+        #expect(
+            failed.status == 7
+                && failed.stderr.contains("backup password command (--password-command) exited with status 5"),
+            "\(failed.stderr)")
+        let both = try sandbox.run(
+            ["restore", "kc.backup", "--dry-run"],
+            env: [
+                "LATCHKEY_KEYCHAIN": newKeychain, "LATCHKEY_BACKUP_PASSWORD": "backup pw",
+                "LATCHKEY_BACKUP_PASSWORD_COMMAND": "echo 'backup pw'"
+            ])
         #expect(both.status == 2 && both.stderr.contains("LATCHKEY_BACKUP_PASSWORD_COMMAND"), "\(both.stderr)")
     }
 }

@@ -22,7 +22,7 @@ import Testing
         for script in [
             Self.fifo("pw.fifo", pw, "\"$0\" find --account a --passcode-file pw.fifo"),
             "printf '%s\\n' '\(pw)' | \"$0\" find --account a --passcode-file /dev/stdin",
-            Self.fifo("pw.fifo", pw, "LATCHKEY_PASSCODE_FILE=pw.fifo \"$0\" find --account a"),
+            Self.fifo("pw.fifo", pw, "LATCHKEY_PASSCODE_FILE=pw.fifo \"$0\" find --account a")
         ] {
             let result = try sandbox.runShell(script)
             #expect(result.status == 0, "\(script): \(result.stderr)")
@@ -41,7 +41,8 @@ import Testing
         let agent = try sandbox.run(["agent", "--daemon"])
         #expect(agent.status == 0, "\(agent.stderr)")
         defer { _ = try? sandbox.run(["agent", "--stop"]) }
-        let result = try sandbox.runShell("printf '%s' '\(CLISandbox.passcode)' | \"$0\" find --account a --passcode-file /dev/stdin")
+        let result = try sandbox.runShell(
+            "printf '%s' '\(CLISandbox.passcode)' | \"$0\" find --account a --passcode-file /dev/stdin")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == Array("s3cret".utf8))
     }
@@ -49,33 +50,47 @@ import Testing
     @Test func bothPasscodeVariables_areRefused() throws {
         let sandbox = try sandbox()
         let path = try sandbox.writeFile("pw.txt", Array(CLISandbox.passcode.utf8))
-        let result = try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": CLISandbox.passcode, "LATCHKEY_PASSCODE_FILE": path])
+        let result = try sandbox.run(
+            ["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": CLISandbox.passcode, "LATCHKEY_PASSCODE_FILE": path])
         #expect(result.status == 2, "\(result.stderr)")
-        #expect(result.stderr.contains("LATCHKEY_PASSCODE") && result.stderr.contains("LATCHKEY_PASSCODE_FILE"), "\(result.stderr)")
+        #expect(
+            result.stderr.contains("LATCHKEY_PASSCODE") && result.stderr.contains("LATCHKEY_PASSCODE_FILE"),
+            "\(result.stderr)")
         #expect(!result.stderr.contains(CLISandbox.passcode), "never the passcode")
-        let option = try sandbox.run(["find", "--account", "a", "--passcode-file", path], env: ["LATCHKEY_PASSCODE_FILE": "/nonexistent"])
+        let option = try sandbox.run(
+            ["find", "--account", "a", "--passcode-file", path], env: ["LATCHKEY_PASSCODE_FILE": "/nonexistent"])
         #expect(option.stdout == Array("s3cret".utf8), "the option wins over the variable: \(option.stderr)")
     }
 
     @Test func newPasscodeFile_fromAPipe() throws {
         let sandbox = try sandbox()
-        let script = Self.fifo("new.fifo", "n3w passcode", "\"$0\" passwd --kdf-log-n 10 --passcode-file /dev/stdin --new-passcode-file new.fifo")
+        let script = Self.fifo(
+            "new.fifo", "n3w passcode",
+            "\"$0\" passwd --kdf-log-n 10 --passcode-file /dev/stdin --new-passcode-file new.fifo")
         let changed = try sandbox.runShell(script, stdin: Array(CLISandbox.passcode.utf8))
         #expect(changed.status == 0, "\(changed.stderr)")
-        #expect(try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": "n3w passcode"]).stdout == Array("s3cret".utf8))
+        #expect(
+            try sandbox.run(["find", "--account", "a"], env: ["LATCHKEY_PASSCODE": "n3w passcode"]).stdout
+                == Array("s3cret".utf8))
     }
 
     @Test func backupPasswordFile_fromAPipe_andLATCHKEY_BACKUP_PASSWORD_FILE() throws {
         let sandbox = try sandbox()
         sandbox.environment["LATCHKEY_PASSCODE"] = CLISandbox.passcode
-        let backup = try sandbox.runShell(Self.fifo("bpw.fifo", "backup pw", "\"$0\" backup --output kc.backup --kdf-log-n 10 --password-file bpw.fifo"))
+        let backup = try sandbox.runShell(
+            Self.fifo(
+                "bpw.fifo", "backup pw", "\"$0\" backup --output kc.backup --kdf-log-n 10 --password-file bpw.fifo"))
         #expect(backup.status == 0, "\(backup.stderr)")
-        let restore = try sandbox.runShell(Self.fifo("bpw.fifo", "backup pw", "LATCHKEY_BACKUP_PASSWORD_FILE=bpw.fifo \"$0\" restore kc.backup --dry-run --json"),
-                                           env: ["LATCHKEY_KEYCHAIN": sandbox.directory.appendingPathComponent("new.keychain").path])
+        let restore = try sandbox.runShell(
+            Self.fifo(
+                "bpw.fifo", "backup pw",
+                "LATCHKEY_BACKUP_PASSWORD_FILE=bpw.fifo \"$0\" restore kc.backup --dry-run --json"),
+            env: ["LATCHKEY_KEYCHAIN": sandbox.directory.appendingPathComponent("new.keychain").path])
         #expect(restore.status == 0, "\(restore.stderr)")
         #expect((try restore.json() as? [String: Any])?["restored"] as? Int == 1, "\(restore.out)")
-        let wrong = try sandbox.runShell("printf nope | \"$0\" restore kc.backup --dry-run --password-file /dev/stdin",
-                                         env: ["LATCHKEY_KEYCHAIN": sandbox.directory.appendingPathComponent("new.keychain").path])
+        let wrong = try sandbox.runShell(
+            "printf nope | \"$0\" restore kc.backup --dry-run --password-file /dev/stdin",
+            env: ["LATCHKEY_KEYCHAIN": sandbox.directory.appendingPathComponent("new.keychain").path])
         #expect(wrong.status == 4, "the piped password is used: \(wrong.stderr)")
     }
 
@@ -84,14 +99,19 @@ import Testing
         sandbox.environment["LATCHKEY_PASSCODE"] = CLISandbox.passcode
         let plist = try sandbox.entitlements("mail.plist", applicationIdentifier: "TEAM.mail", groups: ["group.mail"])
         // /dev/stdin carries the plist; the secret comes from a FIFO.
-        let added = try sandbox.runShell(Self.fifo("d.fifo", "piped secret", "cat \(plist) | \"$0\" add --account m --entitlements /dev/stdin --data-file d.fifo"))
+        let added = try sandbox.runShell(
+            Self.fifo(
+                "d.fifo", "piped secret",
+                "cat \(plist) | \"$0\" add --account m --entitlements /dev/stdin --data-file d.fifo"))
         #expect(added.status == 0, "\(added.stderr)")
-        let found = try sandbox.runShell("cat \(plist) | \"$0\" find --account m --return attributes --entitlements /dev/stdin")
+        let found = try sandbox.runShell(
+            "cat \(plist) | \"$0\" find --account m --return attributes --entitlements /dev/stdin")
         #expect(found.status == 0, "\(found.stderr)")
         #expect((try found.json() as? [String: Any])?["agrp"] as? String == "group.mail", "\(found.out)")
         let data = try sandbox.runShell("cat \(plist) | \"$0\" find --account m --entitlements /dev/stdin")
         #expect(data.stdout == Array("piped secret".utf8))
-        let imported = try sandbox.runShell(Self.fifo("items.fifo", #"{"class":"genp","acct":"i","v_Data":"aQ=="}"#, "\"$0\" import items.fifo"))
+        let imported = try sandbox.runShell(
+            Self.fifo("items.fifo", #"{"class":"genp","acct":"i","v_Data":"aQ=="}"#, "\"$0\" import items.fifo"))
         #expect(imported.status == 0, "\(imported.stderr)")
         #expect(try sandbox.run(["find", "--account", "i"]).stdout == Array("i".utf8))
     }

@@ -31,19 +31,27 @@ import Testing
         return plaintext - 10
     }
 
-    func expectRefused(_ s: CLISandbox, _ result: CLIResult, _ what: String, before: [UInt8],
-                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectRefused(
+        _ s: CLISandbox, _ result: CLIResult, _ what: String, before: [UInt8],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         #expect(result.status == 2, "\(what): exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
-        #expect(Self.limitWords.contains { result.stderr.contains($0) }, "\(what): the message does not name the limit: \(result.stderr)",
-                sourceLocation: sourceLocation)
-        #expect(result.stderr.hasSuffix("(errSecParam -50)\n"), "\(what): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            Self.limitWords.contains { result.stderr.contains($0) },
+            "\(what): the message does not name the limit: \(result.stderr)",
+            sourceLocation: sourceLocation)
+        #expect(
+            result.stderr.hasSuffix("(errSecParam -50)\n"), "\(what): \(result.stderr)", sourceLocation: sourceLocation)
         let unchanged = bytes(s.keychainPath) == before
-        #expect(unchanged, "\(what): the keychain file changed (\(size(s.keychainPath)) bytes, was \(before.count))",
-                sourceLocation: sourceLocation)
+        #expect(
+            unchanged, "\(what): the keychain file changed (\(size(s.keychainPath)) bytes, was \(before.count))",
+            sourceLocation: sourceLocation)
         let verify = try s.run(["verify"])
         #expect(verify.status == 0, "\(what): verify: \(verify.out) \(verify.stderr)", sourceLocation: sourceLocation)
         let other = try s.run(["find", "--account", "other"])
-        #expect(other.status == 0 && other.out == "other-secret", "\(what): the other item: \(other.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            other.status == 0 && other.out == "other-secret", "\(what): the other item: \(other.stderr)",
+            sourceLocation: sourceLocation)
     }
 
     @Test func add_atTheLimitWorks_oneByteOverIsRefusedBeforeWriting() throws {
@@ -51,15 +59,21 @@ import Testing
         try s.initKeychain()
         try s.add(account: "other", data: Array("other-secret".utf8))
         // "big00" and "probe" have the same length: the same attributes take the same room.
-        let overhead = try overhead(s) { try s.add(account: "probe", service: "limits", data: [UInt8](repeating: 1, count: $0)) }
+        let overhead = try overhead(s) {
+            try s.add(account: "probe", service: "limits", data: [UInt8](repeating: 1, count: $0))
+        }
         let n = Self.maxPlaintext - overhead
         let before = bytes(s.keychainPath)
-        let over = try s.run(["add", "--account", "big00", "--service", "limits"], stdin: [UInt8](repeating: 0x61, count: n + 1))
+        let over = try s.run(
+            ["add", "--account", "big00", "--service", "limits"], stdin: [UInt8](repeating: 0x61, count: n + 1))
         try expectRefused(s, over, "add of a \(Self.maxPlaintext + 1)-byte plaintext", before: before)
 
-        let at = try s.run(["add", "--account", "big00", "--service", "limits"], stdin: [UInt8](repeating: 0x61, count: n))
+        let at = try s.run(
+            ["add", "--account", "big00", "--service", "limits"], stdin: [UInt8](repeating: 0x61, count: n))
         #expect(at.status == 0, "add of a \(Self.maxPlaintext)-byte plaintext: \(at.stderr)")
-        #expect(size(s.keychainPath) == before.count + 132 + Self.maxPlaintext + Self.hashRecord, "the record is not the largest one the format holds")
+        #expect(
+            size(s.keychainPath) == before.count + 132 + Self.maxPlaintext + Self.hashRecord,
+            "the record is not the largest one the format holds")
         let found = try s.run(["find", "--account", "big00"])
         #expect(found.status == 0 && found.stdout.count == n)
         #expect(try s.run(["verify"]).status == 0)
@@ -70,7 +84,9 @@ import Testing
         try s.initKeychain()
         try s.add(account: "other", data: Array("other-secret".utf8))
         func line(_ account: String, _ n: Int) -> [UInt8] {
-            Array(#"{"class":"genp","acct":"\#(account)","svce":"limits","v_Data":"\#(Data(repeating: 0x62, count: n).base64EncodedString())"}"#.utf8) + [0x0A]
+            Array(
+                #"{"class":"genp","acct":"\#(account)","svce":"limits","v_Data":"\#(Data(repeating: 0x62, count: n).base64EncodedString())"}"#
+                    .utf8) + [0x0A]
         }
         let overhead = try overhead(s) { n in
             let r = try s.run(["import", "-"], stdin: line("probe", n))

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real, small file system for one test: a tmpfs mounted on a new directory, unmounted and
@@ -13,7 +13,8 @@ final class SmallDisk {
     /// Why no tmpfs can be mounted here (nil: it can).
     static let unavailable: String? = {
         guard getuid() == 0 else {
-            return "mounting a tmpfs needs root, and the tests run as uid \(getuid()); run them as root (e.g. in a container) to include the real disk-full and read-only tests"
+            return
+                "mounting a tmpfs needs root, and the tests run as uid \(getuid()); run them as root (e.g. in a container) to include the real disk-full and read-only tests"
         }
         do {
             let probe = try SmallDisk(size: "16k")

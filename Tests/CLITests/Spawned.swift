@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 
@@ -21,8 +21,10 @@ final class Spawned {
 
     /// Starts `latchkey args…` with `environment` (exactly: nothing is inherited). With
     /// `stderrTerminal` (a pseudo-terminal's path) stderr goes there instead of to a file.
-    init(_ args: [String], environment: [String: String], stdin: [UInt8] = [], in directory: URL,
-         stderrTerminal: String? = nil) throws {
+    init(
+        _ args: [String], environment: [String: String], stdin: [UInt8] = [], in directory: URL,
+        stderrTerminal: String? = nil
+    ) throws {
         let binary = try CLISandbox.binary().path
         let id = UUID().uuidString
         inPath = directory.appendingPathComponent("in-\(id)").path
@@ -108,8 +110,9 @@ final class Spawned {
         let statusPath = "/proc/\(pid)/status"
         while true {
             if let text = try? String(contentsOfFile: statusPath, encoding: .utf8),
-               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+            {
                 peakKiB = max(peakKiB, kib)
             }
             if !running { break }

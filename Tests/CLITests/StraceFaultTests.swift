@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -24,8 +24,10 @@ import Testing
     static let straceWorks = DataDirectoryDurabilityTests.straceWorks
 
     /// The system calls faults are injected into.
-    static let calls = ["openat", "write", "pwrite64", "fsync", "fdatasync", "ftruncate", "rename", "renameat", "renameat2",
-                        "link", "linkat", "unlink", "unlinkat", "mkdir", "flock"]
+    static let calls = [
+        "openat", "write", "pwrite64", "fsync", "fdatasync", "ftruncate", "rename", "renameat", "renameat2",
+        "link", "linkat", "unlink", "unlinkat", "mkdir", "flock"
+    ]
     /// Calls that change names: every one of them is a point, whatever the budget.
     static let namingCalls: Set<String> = ["rename", "renameat", "renameat2", "link", "linkat", "unlink", "unlinkat"]
 
@@ -43,7 +45,9 @@ import Testing
     /// The binary under test: LATCHKEY_STRACE_BINARY, else the debug build.
     static func binary() throws -> URL {
         if let path = ProcessInfo.processInfo.environment["LATCHKEY_STRACE_BINARY"], !path.isEmpty {
-            guard FileManager.default.isExecutableFile(atPath: path) else { throw CLITestError("LATCHKEY_STRACE_BINARY=\(path) is not an executable") }
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw CLITestError("LATCHKEY_STRACE_BINARY=\(path) is not an executable")
+            }
             return URL(fileURLWithPath: path)
         }
         return try CLISandbox.binary()
@@ -70,12 +74,15 @@ import Testing
         init() throws {
             sb = try CLISandbox()
             bin = try StraceFaultTests.binary()
-            for d in [kc, dev, out] { try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true) }
+            for d in [kc, dev, out] {
+                try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
+            }
             sb.environment["LATCHKEY_KEYCHAIN"] = keychain
             sb.environment["LATCHKEY_DEVICE"] = dev.appendingPathComponent("device.secret").path
             sb.environment["LATCHKEY_PASSCODE"] = nil
             // Under `make test-asan`: LeakSanitizer cannot run under ptrace.
-            sb.environment["ASAN_OPTIONS"] = (ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
+            sb.environment["ASAN_OPTIONS"] =
+                (ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? "") + "detect_leaks=0"
         }
 
         @discardableResult
@@ -92,22 +99,31 @@ import Testing
         /// Runs under strace: with `log`, every call of `StraceFaultTests.calls` is written there
         /// (no string contents: `-s 0`); with `inject`, that fault is injected.
         @discardableResult
-        func traced(_ args: [String], stdin: [UInt8] = [], log: String? = nil, inject: (call: String, n: Int, fault: Fault)? = nil) throws -> CLIResult {
+        func traced(
+            _ args: [String], stdin: [UInt8] = [], log: String? = nil,
+            inject: (call: String, n: Int, fault: Fault)? = nil
+        ) throws -> CLIResult {
             // -y: descriptors are printed with their paths (what says whether a call touches the
             // sandbox); -s 0: no bytes of what is written (secrets) in the log.
             var strace = ["-f", "-qq", "-y", "-s", "0", "-o", log ?? "/dev/null"]
             if let inject {
-                strace += ["-e", "trace=\(inject.call)", "-e", "inject=\(inject.call):\(inject.fault.injection):when=\(inject.n)"]
+                strace += [
+                    "-e", "trace=\(inject.call)", "-e",
+                    "inject=\(inject.call):\(inject.fault.injection):when=\(inject.n)"
+                ]
             } else {
                 strace += ["-e", "trace=" + StraceFaultTests.calls.joined(separator: ",")]
             }
-            return try sb.run(executable: URL(fileURLWithPath: "/usr/bin/strace"), strace + [bin.path] + args, stdin: stdin, env: [:])
+            return try sb.run(
+                executable: URL(fileURLWithPath: "/usr/bin/strace"), strace + [bin.path] + args, stdin: stdin, env: [:])
         }
 
         /// The calls an operation makes, in order, each as (call, its ordinal in its process,
         /// whether it touches a file of the sandbox: the dynamic loader's opens of libraries do
         /// not, and are left out of a budget).
-        func events(_ args: [String], stdin: [UInt8] = [], prepare: () throws -> Void) throws -> [(call: String, n: Int, ours: Bool)] {
+        func events(_ args: [String], stdin: [UInt8] = [], prepare: () throws -> Void) throws -> [(
+            call: String, n: Int, ours: Bool
+        )] {
             try prepare()
             let log = sb.directory.appendingPathComponent("trace.log").path
             defer { try? FileManager.default.removeItem(atPath: log) }
@@ -136,7 +152,8 @@ import Testing
             var found: [String] = []
             for d in [kc, dev, out] {
                 for name in try FileManager.default.contentsOfDirectory(atPath: d.path)
-                where [".create-", ".restore-", ".tmp-", ".index-", ".compact-"].contains(where: { name.contains($0) }) {
+                where [".create-", ".restore-", ".tmp-", ".index-", ".compact-"].contains(where: { name.contains($0) })
+                {
                     found.append(d.lastPathComponent + "/" + name)
                 }
             }
@@ -168,8 +185,9 @@ import Testing
     /// each, so that 1,000 pass the 256 KiB after which a writer writes an index).
     static func importLines(_ count: Int, prefix: String = "i") -> [UInt8] {
         let secret = Data(repeating: 0x5a, count: 120).base64EncodedString()
-        return Array((0..<count).map { #"{"class":"genp","acct":"\#(prefix)\#($0)","svce":"strace","v_Data":"\#(secret)"}"# }
-            .joined(separator: "\n").utf8) + [10]
+        return Array(
+            (0..<count).map { #"{"class":"genp","acct":"\#(prefix)\#($0)","svce":"strace","v_Data":"\#(secret)"}"# }
+                .joined(separator: "\n").utf8) + [10]
     }
 
     /// Injects each fault at the chosen points of `args` and checks what is left after `rerun`.
@@ -177,8 +195,10 @@ import Testing
     ///   - prepare: puts the bench in the state before the operation.
     ///   - rerun: what runs after the faulty run (the operation again, any writing command).
     ///   - check: the state after the rerun: opens, complete, one of the two states.
-    func exercise(_ bench: Bench, _ label: String, _ args: [String], stdin: [UInt8] = [], prepare: () throws -> Void,
-                  rerun: () throws -> Void, check: () throws -> Void) throws {
+    func exercise(
+        _ bench: Bench, _ label: String, _ args: [String], stdin: [UInt8] = [], prepare: () throws -> Void,
+        rerun: () throws -> Void, check: () throws -> Void
+    ) throws {
         let events = try bench.events(args, stdin: stdin, prepare: prepare)
         #expect(!events.isEmpty, "\(label): strace saw the calls")
         var points = 0
@@ -209,7 +229,7 @@ import Testing
                 }
                 points += 1
                 if case .kill = fault, faulty.status == SIGKILL { killed += 1 }
-                if !left.isEmpty { return }   // one failure says it; the rest would repeat it
+                if !left.isEmpty { return }  // one failure says it; the rest would repeat it
             }
         }
         print("StraceFaultTests: \(label): \(events.count) calls, faults at \(points) points, \(killed) runs killed")
@@ -220,17 +240,23 @@ import Testing
     @Test(.enabled(if: straceWorks, "needs strace(1) allowed to trace a child"))
     func init_killedOrFailedAtAnyCall_leavesNothingBehind() throws {
         let b = try Bench()
-        try exercise(b, "init", ["init", "--no-passcode"], prepare: { () throws in
-            try b.clear(b.kc)
-            try b.clear(b.dev)
-        }, rerun: { () throws in
-            let again = try b.run(["init", "--no-passcode"])
-            #expect(again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)), "init again: \(again.stderr)")
-            try b.add("after")
-        }, check: { () throws in
-            #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
-            #expect(try b.itemCount() == 1)
-        })
+        try exercise(
+            b, "init", ["init", "--no-passcode"],
+            prepare: { () throws in
+                try b.clear(b.kc)
+                try b.clear(b.dev)
+            },
+            rerun: { () throws in
+                let again = try b.run(["init", "--no-passcode"])
+                #expect(
+                    again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)),
+                    "init again: \(again.stderr)")
+                try b.add("after")
+            },
+            check: { () throws in
+                #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
+                #expect(try b.itemCount() == 1)
+            })
     }
 
     @Test(.enabled(if: straceWorks, "needs strace(1) allowed to trace a child"))
@@ -246,17 +272,25 @@ import Testing
         let made = try b.run(["backup", "--output", backup, "--no-password"], env: ["LATCHKEY_KEYCHAIN": source])
         #expect(made.status == 0, "\(made.stderr)")
         let restore = ["restore", backup, "--no-passcode"]
-        try exercise(b, "restore into a new keychain", restore, prepare: { () throws in
-            try b.clear(b.kc)
-        }, rerun: { () throws in
-            let again = try b.run(restore)
-            #expect(again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)), "restore again: \(again.stderr)")
-            try b.add("after")
-        }, check: { () throws in
-            #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
-            #expect(try b.itemCount() == items + 1, "every restored item, and the one added after")
-            #expect(FileManager.default.fileExists(atPath: b.keychain + ".index"), "the restored keychain has its index")
-        })
+        try exercise(
+            b, "restore into a new keychain", restore,
+            prepare: { () throws in
+                try b.clear(b.kc)
+            },
+            rerun: { () throws in
+                let again = try b.run(restore)
+                #expect(
+                    again.status == 0 || (again.status == 7 && FileManager.default.fileExists(atPath: b.keychain)),
+                    "restore again: \(again.stderr)")
+                try b.add("after")
+            },
+            check: { () throws in
+                #expect(try b.links(b.keychain) == 1, "no second name of the keychain")
+                #expect(try b.itemCount() == items + 1, "every restored item, and the one added after")
+                #expect(
+                    FileManager.default.fileExists(atPath: b.keychain + ".index"), "the restored keychain has its index"
+                )
+            })
     }
 
     @Test(.enabled(if: straceWorks, "needs strace(1) allowed to trace a child"))
@@ -266,16 +300,20 @@ import Testing
         #expect(try b.run(["import", "-"], stdin: Self.importLines(50)).status == 0)
         let output = b.out.appendingPathComponent("kc.backup").path
         let backup = ["backup", "--output", output, "--no-password"]
-        try exercise(b, "backup --output FILE", backup, prepare: { () throws in
-            try b.clear(b.out)
-        }, rerun: { () throws in
-            let again = try b.run(backup)
-            #expect(again.status == 0, "backup again: \(again.stderr)")
-        }, check: { () throws in
-            let verified = try b.run(["backup-verify", output])
-            #expect(verified.status == 0, "\(verified.stderr)")
-            #expect(try b.links(output) == 1)
-        })
+        try exercise(
+            b, "backup --output FILE", backup,
+            prepare: { () throws in
+                try b.clear(b.out)
+            },
+            rerun: { () throws in
+                let again = try b.run(backup)
+                #expect(again.status == 0, "backup again: \(again.stderr)")
+            },
+            check: { () throws in
+                let verified = try b.run(["backup-verify", output])
+                #expect(verified.status == 0, "\(verified.stderr)")
+                #expect(try b.links(output) == 1)
+            })
     }
 
     @Test(.enabled(if: straceWorks, "needs strace(1) allowed to trace a child"))
@@ -283,16 +321,20 @@ import Testing
         let b = try Bench()
         let items = 1000
         let lines = Self.importLines(items)
-        try exercise(b, "import with an index write", ["import", "-"], stdin: lines, prepare: { () throws in
-            try b.clear(b.kc)
-            #expect(try b.run(["init", "--no-passcode"]).status == 0)
-        }, rerun: { () throws in
-            try b.add("after")
-        }, check: { () throws in
-            #expect(try b.links(b.keychain) == 1)
-            let n = try b.itemCount()
-            #expect(n == 1 || n == items + 1, "all of the import or none of it: \(n) items")
-        })
+        try exercise(
+            b, "import with an index write", ["import", "-"], stdin: lines,
+            prepare: { () throws in
+                try b.clear(b.kc)
+                #expect(try b.run(["init", "--no-passcode"]).status == 0)
+            },
+            rerun: { () throws in
+                try b.add("after")
+            },
+            check: { () throws in
+                #expect(try b.links(b.keychain) == 1)
+                let n = try b.itemCount()
+                #expect(n == 1 || n == items + 1, "all of the import or none of it: \(n) items")
+            })
     }
 
     /// The rename that must not replace is one system call (renameat2 RENAME_NOREPLACE) in the
@@ -302,12 +344,18 @@ import Testing
     func init_putsTheKeychainInPlaceWithOneRenameNotALink() throws {
         let b = try Bench()
         let log = b.sb.directory.appendingPathComponent("names.log").path
-        let r = try b.sb.run(executable: URL(fileURLWithPath: "/usr/bin/strace"),
-                             ["-f", "-qq", "-o", log, "-e", "trace=link,linkat,renameat2", b.bin.path, "init", "--no-passcode"], env: [:])
+        let r = try b.sb.run(
+            executable: URL(fileURLWithPath: "/usr/bin/strace"),
+            ["-f", "-qq", "-o", log, "-e", "trace=link,linkat,renameat2", b.bin.path, "init", "--no-passcode"], env: [:]
+        )
         #expect(r.status == 0, "\(r.stderr)")
         let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
         #expect(!lines.contains { $0.contains("link(") || $0.contains("linkat(") }, "\(lines)")
-        #expect(lines.contains { $0.contains("renameat2(") && $0.contains("RENAME_NOREPLACE") && $0.contains("login.keychain\"") && $0.hasSuffix("= 0") },
-                "\(lines)")
+        #expect(
+            lines.contains {
+                $0.contains("renameat2(") && $0.contains("RENAME_NOREPLACE") && $0.contains("login.keychain\"")
+                    && $0.hasSuffix("= 0")
+            },
+            "\(lines)")
     }
 }

@@ -4,11 +4,14 @@ import Testing
 /// The CLI's small pieces on their own: progress lines, tables, styling rules, value syntax.
 @Suite struct SupportTests {
     @Test func progress_rendersBarCountsRateAndTime() {
-        let line = Progress.render(label: "import", completed: 4_500, total: 10_000, unit: .items, elapsed: 3, width: 100)
+        let line = Progress.render(
+            label: "import", completed: 4_500, total: 10_000, unit: .items, elapsed: 3, width: 100)
         #expect(line == "import  [##################----------------------]  4,500/10,000 items  1,500/s  0:03")
-        let bytes = Progress.render(label: "compact", completed: 3 << 20, total: 12 << 20, unit: .bytes, elapsed: 2, width: 100)
+        let bytes = Progress.render(
+            label: "compact", completed: 3 << 20, total: 12 << 20, unit: .bytes, elapsed: 2, width: 100)
         #expect(bytes.contains("3.0 MiB/12.0 MiB") && bytes.contains("1.5 MiB/s"))
-        let spinner = Progress.render(label: "writing", completed: nil, total: nil, unit: .items, elapsed: 61, width: 80)
+        let spinner = Progress.render(
+            label: "writing", completed: nil, total: nil, unit: .items, elapsed: 61, width: 80)
         #expect(spinner == "writing  |  1:01")
         let narrow = Progress.render(label: "import", completed: 1, total: 4, unit: .items, elapsed: 0, width: 30)
         #expect(narrow.count < 30 && narrow.contains("25%"))
@@ -31,7 +34,10 @@ import Testing
         var table = Table(["A", "LONG HEADER", "N"], rightAligned: [2])
         table.append(["x", "y", "5"])
         table.append(["wide cell", "z", "123"])
-        #expect(table.render() == ["A          LONG HEADER    N", "x          y              5", "wide cell  z            123"])
+        #expect(
+            table.render() == [
+                "A          LONG HEADER    N", "x          y              5", "wide cell  z            123"
+            ])
         var wide = Table(["NAME", "VALUE"])
         wide.append([String(repeating: "n", count: 30), String(repeating: "v", count: 30)])
         let fitted = wide.render(width: 40)
@@ -52,7 +58,8 @@ import Testing
         #expect(shown[2] == #""a\r\nb""# && shown[3] == #""tab\there""#, "controls are shown escaped")
         let widest = shown.map(\.count).max()!
         for (line, cell) in zip(lines.dropFirst(), shown) {
-            #expect(line == cell + String(repeating: " ", count: widest - cell.count) + "  x", "\(cell.debugDescription)")
+            #expect(
+                line == cell + String(repeating: " ", count: widest - cell.count) + "  x", "\(cell.debugDescription)")
         }
         var cut = Table(["NAME", "VALUE"])
         cut.append([String(repeating: "é", count: 30), "v"])
@@ -63,7 +70,9 @@ import Testing
         #expect(Style.allowed(isTerminal: true, environment: [:]))
         #expect(!Style.allowed(isTerminal: false, environment: [:]))
         #expect(!Style.allowed(isTerminal: true, environment: ["NO_COLOR": "1"]))
-        #expect(Style.allowed(isTerminal: true, environment: ["NO_COLOR": ""]), "no-color.org: an empty value does not count")
+        #expect(
+            Style.allowed(isTerminal: true, environment: ["NO_COLOR": ""]),
+            "no-color.org: an empty value does not count")
         #expect(!Style.allowed(isTerminal: true, environment: ["TERM": "dumb"]))
         #expect(Style.plain.red("x") == "x")
     }
@@ -75,9 +84,14 @@ import Testing
         #expect(ISODate.parse("2001-01-01") == 0)
         #expect(ISODate.parse("2001-01-01T00:00:01.5Z") == 1.5)
         #expect(ISODate.format(0) == "2001-01-01T00:00:00.000Z")
-        #expect(try AttributeOption.named("key-type")!.value("EC", option: "--key-type", command: "find") == .integer(73))
-        #expect(try AttributeOption.named("key-class")!.value("private", option: "--key-class", command: "find") == .integer(1))
+        #expect(
+            try AttributeOption.named("key-type")!.value("EC", option: "--key-type", command: "find") == .integer(73))
+        #expect(
+            try AttributeOption.named("key-class")!.value("private", option: "--key-class", command: "find")
+                == .integer(1))
         #expect(try AttributeOption.named("port")!.value("443", option: "--port", command: "find") == .integer(443))
-        #expect(try AttributeOption.named("protocol")!.value("htps", option: "--protocol", command: "find") == .string("htps"))
+        #expect(
+            try AttributeOption.named("protocol")!.value("htps", option: "--protocol", command: "find")
+                == .string("htps"))
     }
 }

@@ -5,11 +5,14 @@ import Testing
 /// which `make install` installs under $(PREFIX)/lib/systemd/user/ and `make uninstall`
 /// removes. Its ExecStart must be an agent invocation this build runs.
 @Suite struct SystemdUnitTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// Runs `make ARGUMENTS` in the package root.
     static func make(_ arguments: [String], in sandbox: CLISandbox) throws -> CLIResult {
-        try sandbox.run(executable: URL(fileURLWithPath: "/usr/bin/env"), ["make", "-s", "--no-print-directory", "-C", root.path] + arguments, env: [:])
+        try sandbox.run(
+            executable: URL(fileURLWithPath: "/usr/bin/env"),
+            ["make", "-s", "--no-print-directory", "-C", root.path] + arguments, env: [:])
     }
 
     /// The unit `make install` would install with PREFIX=/opt/lk.
@@ -31,13 +34,16 @@ import Testing
         #expect(argv.first == "/opt/lk/bin/latchkey", "the installed binary under PREFIX: \(argv)")
         #expect(argv.dropFirst().first == "agent", "\(argv)")
         #expect(!argv.contains("--daemon"), "systemd supervises a foreground agent (Type=exec)")
-        #expect(unit.contains("Environment=LATCHKEY_AGENT_SOCK=%t/latchkey/agent.sock"), "%t is $XDG_RUNTIME_DIR, the clients' default")
+        #expect(
+            unit.contains("Environment=LATCHKEY_AGENT_SOCK=%t/latchkey/agent.sock"),
+            "%t is $XDG_RUNTIME_DIR, the clients' default")
 
         // The same arguments, run by this build in the foreground as systemd would: it answers
         // `status`, and stops on SIGTERM (what `systemctl --user stop` sends) with exit 0.
         sandbox.environment["LATCHKEY_AGENT_SOCK"] = sandbox.directory.appendingPathComponent("agent.sock").path
         let arguments = argv.dropFirst().map { "'\($0)'" }.joined(separator: " ")
-        let r = try sandbox.runShell("""
+        let r = try sandbox.runShell(
+            """
             "$0" \(arguments) 2>agent.log & pid=$!
             i=0; until "$0" status >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 400 ] && break; sleep 0.05; done
             "$0" status; st=$?
@@ -47,7 +53,9 @@ import Testing
     }
 
     @Test func systemdAnalyze_acceptsTheUnit() throws {
-        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         guard let analyze else {
             // Not every build machine has systemd; the ExecStart test above still runs the agent.
             print("SystemdUnitTests: systemd-analyze is not installed; the unit file was not verified by systemd")
@@ -65,13 +73,15 @@ import Testing
         let sandbox = try CLISandbox()
         let destdir = sandbox.directory.appendingPathComponent("stage").path
         let unitPath = destdir + "/usr/lib/systemd/user/latchkey-agent.service"
-        try FileManager.default.createDirectory(atPath: destdir + "/usr/lib/systemd/user", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: destdir + "/usr/lib/systemd/user", withIntermediateDirectories: true)
         FileManager.default.createFile(atPath: unitPath, contents: Data())
         let r = try Self.make(["uninstall", "DESTDIR=\(destdir)", "PREFIX=/usr"], in: sandbox)
         #expect(r.status == 0, "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: unitPath), "make uninstall removes the unit")
         // And install puts it there: the recipe installs what `make systemd-unit` prints.
         let makefile = try String(contentsOfFile: Self.root.appendingPathComponent("Makefile").path, encoding: .utf8)
-        #expect(makefile.contains("\"$$root/lib/systemd/user/latchkey-agent.service\""), "make install installs the unit")
+        #expect(
+            makefile.contains("\"$$root/lib/systemd/user/latchkey-agent.service\""), "make install installs the unit")
     }
 }

@@ -27,7 +27,10 @@ import Testing
             limits = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/limits", encoding: .utf8)) ?? ""
             // Wait until the binary itself runs (the limits of a just-forked child are inherited).
             if let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max core file size") }),
-               line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"] { break }
+                line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"]
+            {
+                break
+            }
             usleep(20_000)
         }
         let line = try #require(limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
@@ -40,7 +43,9 @@ import Testing
         try sandbox.add(account: "a", data: [1])
         let piped = try sandbox.run(["info"])
         #expect(!piped.out.contains("\u{1B}["), "no escape codes when stdout is not a terminal")
-        guard let terminal = try sandbox.runOnTerminal(["info"], env: ["TERM": "xterm", "NO_COLOR": nil]) else { return }
+        guard let terminal = try sandbox.runOnTerminal(["info"], env: ["TERM": "xterm", "NO_COLOR": nil]) else {
+            return
+        }
         #expect(terminal.status == 0)
         #expect(terminal.out.contains("\u{1B}[1m"), "bold on a terminal: \(terminal.out)")
         let noColor = try #require(try sandbox.runOnTerminal(["info"], env: ["TERM": "xterm", "NO_COLOR": "1"]))

@@ -17,28 +17,40 @@ import Testing
     }
 
     @Test func replacing_isReplacingOccurrences() {
-        let cases: [(String, String, String)] = [("T", " ", "2026-01-31T12:00"), ("\\", "\\e", "a\\b\\\\c"), ("-", "\\-", "--x-"),
-                                                 ("…", "...", "wait…"), ("—", "\\(em", "a—b—"), ("aa", "b", "aaaaa"), ("x", "y", ""),
-                                                 ("-", "\\-", "e\u{301}-é-")]
+        let cases: [(String, String, String)] = [
+            ("T", " ", "2026-01-31T12:00"), ("\\", "\\e", "a\\b\\\\c"), ("-", "\\-", "--x-"),
+            ("…", "...", "wait…"), ("—", "\\(em", "a—b—"), ("aa", "b", "aaaaa"), ("x", "y", ""),
+            ("-", "\\-", "e\u{301}-é-")
+        ]
         for (target, replacement, text) in cases {
-            #expect(TextEditing.replacing(target, with: replacement, in: text)
+            #expect(
+                TextEditing.replacing(target, with: replacement, in: text)
                     == text.replacingOccurrences(of: target, with: replacement), "\(text)")
         }
     }
 
     @Test func trimming_isTrimmingCharacters() {
         for text in ["", " ", "ok\n", "\n\t ok done \r\n", "\u{A0}htps\u{2003}", " a b ", "\u{85}x\u{2028}", "\t"] {
-            #expect(TextEditing.trimming(text, newlines: true) == text.trimmingCharacters(in: .whitespacesAndNewlines), "\(text.debugDescription)")
-            #expect(TextEditing.trimming(text, newlines: false) == text.trimmingCharacters(in: .whitespaces), "\(text.debugDescription)")
+            #expect(
+                TextEditing.trimming(text, newlines: true) == text.trimmingCharacters(in: .whitespacesAndNewlines),
+                "\(text.debugDescription)")
+            #expect(
+                TextEditing.trimming(text, newlines: false) == text.trimmingCharacters(in: .whitespaces),
+                "\(text.debugDescription)")
         }
     }
 
     @Test func keyOrder_isCompareNumericCaseInsensitiveForced() {
-        let keys = ["acct", "Acct", "svce", "v_Data", "class", "a2", "a10", "a02", "A10", "labl", "cdat", "_x", "Z", "z", "a", "ab", "aB"]
+        let keys = [
+            "acct", "Acct", "svce", "v_Data", "class", "a2", "a10", "a02", "A10", "labl", "cdat", "_x", "Z", "z", "a",
+            "ab", "aB"
+        ]
         for a in keys {
             for b in keys where a != b {
-                let foundation = a.compare(b, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.startIndex..<a.endIndex,
-                                           locale: NSLocale.system) == .orderedAscending
+                let foundation =
+                    a.compare(
+                        b, options: [.numeric, .caseInsensitive, .forcedOrdering], range: a.startIndex..<a.endIndex,
+                        locale: NSLocale.system) == .orderedAscending
                 #expect(JSONText.keyPrecedes(a, b) == foundation, "\(a) < \(b)")
             }
         }

@@ -13,7 +13,7 @@ import Testing
         ["find", "--limit", "some"],
         ["add", "--port", "eighty"],
         ["init", "--kdf-log-n", "5"],
-        ["find", "--passcode", "secret"],
+        ["find", "--passcode", "secret"]
     ])
     func badCommandLine_exits2WithMessageOnStderr(_ args: [String]) throws {
         let sandbox = try CLISandbox()
@@ -59,8 +59,10 @@ import Testing
 
     @Test func update_helpListsASetOptionForEveryAttribute() throws {
         let help = try CLISandbox().run(["update", "--help-all"]).out
-        for name in ["account", "service", "access-group", "accessible", "label", "description", "comment", "generic",
-                     "server", "protocol", "port", "path", "security-domain", "authentication-type"] {
+        for name in [
+            "account", "service", "access-group", "accessible", "label", "description", "comment", "generic",
+            "server", "protocol", "port", "path", "security-domain", "authentication-type"
+        ] {
             #expect(help.contains("--\(name) "), "missing --\(name)")
             #expect(help.contains("--set-\(name) "), "missing --set-\(name)")
         }

@@ -23,7 +23,8 @@ import Testing
     /// Runs the generator into a fresh temporary root (keychain/, backup/, manifest.json); the
     /// caller removes it.
     static func generateRoot() throws -> URL {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-fixtures-\(UUID().uuidString)")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "latchkey-fixtures-\(UUID().uuidString)")
         let p = Process()
         guard let exe = binary else { throw GeneratorMissing() }
         p.executableURL = exe
@@ -38,7 +39,9 @@ import Testing
     /// Runs the generator into a fresh temporary root; returns ROOT/keychain's files by relative path.
     static func generate() throws -> (files: [String: [UInt8]], cleanup: () -> Void) {
         let root = try generateRoot()
-        return (try files(under: root.appendingPathComponent("keychain")), { try? FileManager.default.removeItem(at: root) })
+        return (
+            try files(under: root.appendingPathComponent("keychain")), { try? FileManager.default.removeItem(at: root) }
+        )
     }
 
     struct GeneratorMissing: Error {}
@@ -76,6 +79,8 @@ import Testing
         let fresh = try Self.generate()
         defer { fresh.cleanup() }
         let committed = try Self.files(under: KeychainFixture.root)
-        #expect(Self.differences(fresh.files, committed) == [], "fixtures/keychain is stale or hand-edited; run 'make fixtures'")
+        #expect(
+            Self.differences(fresh.files, committed) == [],
+            "fixtures/keychain is stale or hand-edited; run 'make fixtures'")
     }
 }

@@ -20,9 +20,10 @@ import Testing
     static func fixtureDirectories(_ format: String) -> Set<String> {
         let dir = root.appendingPathComponent(format)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-        return Set(names.filter {
-            FileManager.default.fileExists(atPath: dir.appendingPathComponent("\($0)/FIXTURE.txt").path)
-        })
+        return Set(
+            names.filter {
+                FileManager.default.fileExists(atPath: dir.appendingPathComponent("\($0)/FIXTURE.txt").path)
+            })
     }
 
     @Test func manifest_namesItsSchema() throws {
@@ -44,8 +45,10 @@ import Testing
 
     /// Each entry says what the directory's FIXTURE.txt says, and every file it names exists.
     @Test func manifest_agreesWithEachFixtureDirectory() throws {
-        let outcomes: Set<String> = ["success", "not-a-latchkey-file", "unsupported-version", "integrity-error",
-                                     "authentication-error", "rolled-back"]
+        let outcomes: Set<String> = [
+            "success", "not-a-latchkey-file", "unsupported-version", "integrity-error",
+            "authentication-error", "rolled-back"
+        ]
         for entry in try Self.entries() {
             let name = try #require(entry["name"] as? String)
             let format = try #require(entry["format"] as? String)
@@ -55,22 +58,34 @@ import Testing
             let header = try fixtureHeader(in: dir)
             let expect = try #require(entry["expect"] as? String)
             #expect(outcomes.contains(expect), "\(name): unknown outcome \(expect)")
-            #expect(header["expect"] == expect, "\(name): manifest says \(expect), FIXTURE.txt \(header["expect"] ?? "nothing")")
+            #expect(
+                header["expect"] == expect,
+                "\(name): manifest says \(expect), FIXTURE.txt \(header["expect"] ?? "nothing")")
             #expect(header["description"] == entry["description"] as? String, "\(name): description")
             #expect(header["defect"] == entry["defect"] as? String, "\(name): defect")
             let inputs = try #require(entry["inputs"] as? [String: Any], "\(name): no inputs")
             for case let (_, file as String) in inputs {
-                #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(file).path), "\(name): \(file) is missing")
+                #expect(
+                    FileManager.default.fileExists(atPath: dir.appendingPathComponent(file).path),
+                    "\(name): \(file) is missing")
             }
             if format == "keychain" {
                 #expect(entry["operation"] as? String == "open")
-                #expect((inputs["passcode"] is String) == FileManager.default.fileExists(atPath: dir.appendingPathComponent("passcode.txt").path))
-                #expect((inputs["index"] is String) == FileManager.default.fileExists(atPath: dir.appendingPathComponent("keychain.index").path))
+                #expect(
+                    (inputs["passcode"] is String)
+                        == FileManager.default.fileExists(atPath: dir.appendingPathComponent("passcode.txt").path))
+                #expect(
+                    (inputs["index"] is String)
+                        == FileManager.default.fileExists(atPath: dir.appendingPathComponent("keychain.index").path))
                 if let use = entry["indexUse"] as? String {
                     #expect(["used", "not-used"].contains(use))
-                    #expect(header["index"]?.hasPrefix(use == "used" ? "used" : "not used") == true, "\(name): indexUse \(use)")
+                    #expect(
+                        header["index"]?.hasPrefix(use == "used" ? "used" : "not used") == true,
+                        "\(name): indexUse \(use)")
                 }
-                #expect((entry["indexUse"] != nil) == (inputs["index"] is String), "\(name): indexUse exactly when there is an index")
+                #expect(
+                    (entry["indexUse"] != nil) == (inputs["index"] is String),
+                    "\(name): indexUse exactly when there is an index")
                 if let wrong = entry["wrongPasscodes"] as? [String] {
                     #expect(wrong == [header["old-passcode-must-fail"] ?? ""], "\(name): wrongPasscodes")
                 }
@@ -78,7 +93,9 @@ import Testing
                     #expect(entry["items"] as? String == "expected.json")
                     let count = try itemCount(dir.appendingPathComponent("expected.json"), key: "items")
                     #expect(entry["itemCount"] as? Int == count, "\(name): itemCount")
-                    #expect(entry["recoveredTailBytes"] as? Int == Int(header["recovered-tail-bytes"] ?? ""), "\(name): recoveredTailBytes")
+                    #expect(
+                        entry["recoveredTailBytes"] as? Int == Int(header["recovered-tail-bytes"] ?? ""),
+                        "\(name): recoveredTailBytes")
                 } else {
                     #expect(entry["items"] == nil && entry["itemCount"] == nil)
                 }
@@ -92,7 +109,8 @@ import Testing
                     #expect(outcomes.contains(rexpect))
                     if let items = r["items"] as? String {
                         #expect(rexpect == "success")
-                        let key = items.replacingOccurrences(of: "expected-", with: "").replacingOccurrences(of: ".json", with: "")
+                        let key = items.replacingOccurrences(of: "expected-", with: "").replacingOccurrences(
+                            of: ".json", with: "")
                         #expect(header[key] == items, "\(name): FIXTURE.txt \(key)")
                         let count = try itemCount(dir.appendingPathComponent(items), key: "restored")
                         #expect(r["itemCount"] as? Int == count, "\(name): \(items) itemCount")

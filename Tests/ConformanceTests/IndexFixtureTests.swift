@@ -32,7 +32,8 @@ import Testing
 
         let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
         kc.localStore!.indexTailLimit = 0
-        try kc.localStore!.withStreamingTransaction { _ in }   // a write with nothing in it: the index is written after it
+        // a write with nothing in it: the index is written after it
+        try kc.localStore!.withStreamingTransaction { _ in }
         let written = [UInt8](try Data(contentsOf: URL(fileURLWithPath: indexPath)))
 
         let keys = try Self.keys(w)
@@ -41,8 +42,10 @@ import Testing
         #expect(a.generation != b.generation)
         (a.generation, b.generation) = ([], [])
         #expect(a == b)
-        #expect(name == "index_valid" ? a.unhashedCount == a.itemCount && a.attributeCount == 0
-                                      : a.unhashedCount == 0 && a.attributeCount > a.itemCount)
+        #expect(
+            name == "index_valid"
+                ? a.unhashedCount == a.itemCount && a.attributeCount == 0
+                : a.unhashedCount == 0 && a.attributeCount > a.itemCount)
         #expect(generated.count == written.count)
         for page in 1..<generated.count / 4096 {
             let body = page * 4096..<page * 4096 + 4064
@@ -65,8 +68,10 @@ import Testing
         #expect(Array(log[Int(h.coveredEnd) - 16..<Int(h.coveredEnd)]) == h.lastRecordTag)
         let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
         for page in 1..<index.count / 4096 {
-            #expect(IndexPage.verify(Array(index[page * 4096..<(page + 1) * 4096]), page: UInt32(page), headerMAC: headerMAC,
-                                     macKey: keys.indexFileMAC))
+            #expect(
+                IndexPage.verify(
+                    Array(index[page * 4096..<(page + 1) * 4096]), page: UInt32(page), headerMAC: headerMAC,
+                    macKey: keys.indexFileMAC))
         }
         let firstPage = Array(index[4096..<8192])
         var uuids: [String] = []
@@ -99,11 +104,14 @@ import Testing
         let passcode = try fixture.passcode()
         for i in 0..<2 {
             let e = try IndexItemEntry.decode(Array(index[4096..<8192]), at: i * FormatConstants.indexItemEntrySize)
-            #expect(Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuidBytes, "entry \(i) names its own record")
+            #expect(
+                Array(log[Int(e.recordOffset) + 20..<Int(e.recordOffset) + 36]) != e.uuidBytes,
+                "entry \(i) names its own record")
             let want = try #require(expected[e.uuidBytes])
             let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
             if let passcode { try kc.unlock(passcode: passcode) }
-            let found = try kc.find(Query(want.itemClass, persistentRef: want.itemClass.code + e.uuidBytes), includeData: false)
+            let found = try kc.find(
+                Query(want.itemClass, persistentRef: want.itemClass.code + e.uuidBytes), includeData: false)
             #expect(found.count == 1)
             #expect(found.first.map { Array($0.persistentRef.suffix(16)) } == e.uuidBytes)
             var attrs = found.first?.attributes ?? [:]
@@ -117,7 +125,9 @@ import Testing
                 let want = try #require(expected[Array(item.persistentRef.suffix(16))])
                 var attrs = item.attributes
                 attrs["pdmn"] = nil
-                #expect(attrs == want.attributes, "\(hexString(item.persistentRef)) is listed with another item's attributes")
+                #expect(
+                    attrs == want.attributes,
+                    "\(hexString(item.persistentRef)) is listed with another item's attributes")
             }
         }
     }

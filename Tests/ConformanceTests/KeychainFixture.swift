@@ -15,7 +15,9 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
         return names.sorted().compactMap { name in
             let dir = root.appendingPathComponent(name)
-            guard FileManager.default.fileExists(atPath: dir.appendingPathComponent("FIXTURE.txt").path) else { return nil }
+            guard FileManager.default.fileExists(atPath: dir.appendingPathComponent("FIXTURE.txt").path) else {
+                return nil
+            }
             return KeychainFixture(name: name, directory: dir)
         }
     }()
@@ -41,7 +43,9 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
 
     func expectation() throws -> Expectation {
         let raw = try header()["expect"] ?? ""
-        guard let e = Expectation(rawValue: raw) else { throw FixtureProblem("\(name): FIXTURE.txt has expect '\(raw)'") }
+        guard let e = Expectation(rawValue: raw) else {
+            throw FixtureProblem("\(name): FIXTURE.txt has expect '\(raw)'")
+        }
         return e
     }
 
@@ -58,7 +62,8 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
     func expectedItems() throws -> [ExpectedItem] {
         let data = try Data(contentsOf: directory.appendingPathComponent("expected.json"))
         guard let top = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let items = top["items"] as? [[String: Any]] else {
+            let items = top["items"] as? [[String: Any]]
+        else {
             throw FixtureProblem("\(name): expected.json has no items array")
         }
         return try items.map { try ExpectedItem($0, fixture: name) }
@@ -110,14 +115,22 @@ struct ExpectedItem {
     init(_ json: [String: Any], fixture: String) throws {
         func fail(_ what: String) -> FixtureProblem { FixtureProblem("\(fixture): expected.json: \(what)") }
         guard let c = json["class"] as? String, let cls = ItemClass(rawValue: c) else { throw fail("bad class") }
-        guard let u = json["uuid"] as? String, let uuid = bytesFromHex(u), uuid.count == 16 else { throw fail("bad uuid") }
-        guard let p = json["protection"] as? String, let pc = json["protectionClass"] as? NSNumber else { throw fail("bad protection") }
+        guard let u = json["uuid"] as? String, let uuid = bytesFromHex(u), uuid.count == 16 else {
+            throw fail("bad uuid")
+        }
+        guard let p = json["protection"] as? String, let pc = json["protectionClass"] as? NSNumber else {
+            throw fail("bad protection")
+        }
         guard let d = json["data"] as? String, let data = Data(base64Encoded: d) else { throw fail("bad data") }
-        guard let f = json["flags"] as? NSNumber, let flagsByte = UInt8(exactly: f.intValue) else { throw fail("bad flags") }
+        guard let f = json["flags"] as? NSNumber, let flagsByte = UInt8(exactly: f.intValue) else {
+            throw fail("bad flags")
+        }
         guard let attrs = json["attributes"] as? [String: Any] else { throw fail("no attributes") }
         var values: [String: AttributeValue] = [:]
         for (name, raw) in attrs {
-            guard let v = raw as? [String: Any], v.count == 1, let (kind, value) = v.first else { throw fail("attribute \(name)") }
+            guard let v = raw as? [String: Any], v.count == 1, let (kind, value) = v.first else {
+                throw fail("attribute \(name)")
+            }
             switch (kind, value) {
             case ("string", let s as String): values[name] = .string(s)
             case ("data", let s as String):

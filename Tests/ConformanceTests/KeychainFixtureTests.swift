@@ -16,7 +16,7 @@ import Testing
         "file_shorter_than_magic", "state_truncated", "akpu_item_without_passcode", "golden_passcode_removed",
         "golden_user_presence", "item_flags_reserved",
         "index_valid", "index_stale", "index_tampered", "index_foreign", "index_longer_log",
-        "index_swapped", "damage_search_max_record",
+        "index_swapped", "damage_search_max_record"
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -41,13 +41,15 @@ import Testing
             break
         case .notALatchkeyFile:
             #expect(e.status == .decode, "\(e)")
-            #expect(e.message.contains("not a Latchkey"), "the message should say the file is not a Latchkey file: \(e)")
+            #expect(
+                e.message.contains("not a Latchkey"), "the message should say the file is not a Latchkey file: \(e)")
         case .authenticationError:
             #expect(e.status == .authFailed, "\(e)")
         case .integrityError:
             #expect(e.status == .decode, "\(e)")
-            #expect(!mentionsNewerVersion(e) && !e.message.contains("rolled back") && !e.message.contains("not a Latchkey"),
-                    "damage reported as something else: \(e)")
+            #expect(
+                !mentionsNewerVersion(e) && !e.message.contains("rolled back") && !e.message.contains("not a Latchkey"),
+                "damage reported as something else: \(e)")
         case .unsupportedVersion:
             #expect(e.status == .decode, "\(e)")
             #expect(mentionsNewerVersion(e), "the message should say a newer Latchkey is needed: \(e)")
@@ -95,11 +97,14 @@ import Testing
         let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
         // Locked, a query limited to a class that is open works as without hashes (the others
         // would throw errSecInteractionNotAllowed, as they do without hashes).
-        let forged = try kc.find(Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/forged")], protection: .always),
-                                 includeData: false)
-        #expect(Set(forged.compactMap { $0.attributes["acct"] }) == [.string("unbound-binding"), .string("unbound-uuid")])
+        let forged = try kc.find(
+            Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/forged")], protection: .always),
+            includeData: false)
+        #expect(
+            Set(forged.compactMap { $0.attributes["acct"] }) == [.string("unbound-binding"), .string("unbound-uuid")])
         try kc.unlock(passcode: try #require(try fixture.passcode()))
-        let claimed = try kc.find(Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/ak")]), includeData: false)
+        let claimed = try kc.find(
+            Query(.genericPassword, ["svce": .string("fixtures.latchkey.example/ak")]), includeData: false)
         #expect(claimed.map { $0.attributes["acct"] } == [.string("user-ak")])
     }
 
@@ -116,7 +121,8 @@ import Testing
         let before = store.itemsDecrypted
         let found = try kc.find(Query(.genericPassword, ["labl": .string("Golden Always")]))
         #expect(found.map { $0.data } == [Array("secret-dk".utf8)])
-        #expect(store.itemsDecrypted - before == 1, "decrypted \(store.itemsDecrypted - before) items for one candidate")
+        #expect(
+            store.itemsDecrypted - before == 1, "decrypted \(store.itemsDecrypted - before) items for one candidate")
     }
 
     /// spec/FORMAT.md §7.6 worked example: the attribute hashes of golden_small's `dk` item
@@ -124,17 +130,23 @@ import Testing
     @Test func attributeHashWorkedExample_matchesTheSpec() throws {
         let dir = KeychainFixture.root.appendingPathComponent("attribute_hashes")
         let file = [UInt8](try Data(contentsOf: dir.appendingPathComponent("keychain")))
-        let device = try DeviceSecret.decodeFile([UInt8](try Data(contentsOf: dir.appendingPathComponent("device.secret"))))
+        let device = try DeviceSecret.decodeFile(
+            [UInt8](try Data(contentsOf: dir.appendingPathComponent("device.secret"))))
         let header = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(file)))).header
         let keys = try FileKeys(device: device, fileUUID: header.fileUUID)
         func hash(_ name: String, _ value: AttributeValue?) -> String {
-            hexString(withUnsafeBytes(of: keys.attributeHash(itemClass: .genericPassword, name: name, value: value)!.bigEndian) { Array($0) })
+            hexString(
+                withUnsafeBytes(
+                    of: keys.attributeHash(itemClass: .genericPassword, name: name, value: value)!.bigEndian
+                ) { Array($0) })
         }
         #expect(hash("labl", .string("Golden Always")) == "e6d8a4404488d587")
         #expect(hash("acct", .string("user-dk")) == "8c93f8a07cb5304f")
         #expect(hash("acct", nil) == "fe5f149b60d88ed3")
         #expect(hash("acct", .data([])) == "fe5f149b60d88ed3")
-        #expect(keys.attributeHash(itemClass: .genericPassword, name: "labl", value: nil) == nil, "an absent label has no hash")
+        #expect(
+            keys.attributeHash(itemClass: .genericPassword, name: "labl", value: nil) == nil,
+            "an absent label has no hash")
         let hex = hexString(file)
         #expect(hex.contains("8c93f8a07cb5304f" + "e6d8a4404488d587") == false, "svce comes between acct and labl")
         #expect(hex.contains("e6d8a4404488d587"), "the dk item's hash record holds its label hash")
@@ -168,7 +180,8 @@ import Testing
 
     func checkSuccess(_ fixture: KeychainFixture, _ w: Workspace) throws {
         let header = try fixture.header()
-        let tail = try #require(header["recovered-tail-bytes"].flatMap { UInt64($0) }, "FIXTURE.txt lacks recovered-tail-bytes")
+        let tail = try #require(
+            header["recovered-tail-bytes"].flatMap { UInt64($0) }, "FIXTURE.txt lacks recovered-tail-bytes")
         let expected = try fixture.expectedItems()
         let passcode = try fixture.passcode()
         let sizeBefore = try fileSize(w.keychainPath)
@@ -215,9 +228,12 @@ import Testing
             for name in AttributeHashRecord.indexedAttributes(for: want.itemClass) {
                 guard let value = want.attributes[name] else { continue }
                 let got = try kc.find(Query(want.itemClass, [name: value], synchronizable: .any), includeData: false)
-                #expect(got.contains { hexString($0.persistentRef) == want.reference }, "\(fixture.name): \(name) of \(want.reference)")
-                #expect(got.allSatisfy { $0.attributes[name] == value },
-                        "\(fixture.name): \(name) query returned an item without that value")
+                #expect(
+                    got.contains { hexString($0.persistentRef) == want.reference },
+                    "\(fixture.name): \(name) of \(want.reference)")
+                #expect(
+                    got.allSatisfy { $0.attributes[name] == value },
+                    "\(fixture.name): \(name) query returned an item without that value")
             }
         }
 
@@ -243,7 +259,9 @@ import Testing
         let refused = #expect(throws: KeychainError.self) { try kc.find(query) }
         #expect(refused?.status == .interactionNotAllowed, "\(want.reference): \(String(describing: refused))")
         let asked = AskCount()
-        kc.authenticationHandler = { _ in asked.ask(); return passcode }
+        kc.authenticationHandler = { _ in
+            asked.ask(); return passcode
+        }
         defer { kc.authenticationHandler = nil }
         let data = try kc.find(query).first?.data
         #expect(asked.count == 1, "\(want.reference): the passcode was asked for \(asked.count) times")

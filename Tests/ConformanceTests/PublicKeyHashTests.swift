@@ -15,7 +15,7 @@ import Testing
     /// The values spec/FORMAT.md §7.5 quotes (and fixtures/certs/expected.sh prints).
     static let specValues = [
         "rsa2048": "29b6d4d61a76c7f08afd861f9b520b2a2d8c88c7",
-        "ec-p256": "80740ab898bb61e408b34d51407c54ca8bdf6f44",
+        "ec-p256": "80740ab898bb61e408b34d51407c54ca8bdf6f44"
     ]
 
     func load(_ name: String) throws -> [UInt8] {
@@ -25,8 +25,9 @@ import Testing
     func keychain() throws -> (Keychain, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-pkhh-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let kc = try Keychain.create(path: dir.appendingPathComponent("keychain").path,
-                                     devicePath: dir.appendingPathComponent("device.secret").path, passcode: nil, kdfLogN: 10)
+        let kc = try Keychain.create(
+            path: dir.appendingPathComponent("keychain").path,
+            devicePath: dir.appendingPathComponent("device.secret").path, passcode: nil, kdfLogN: 10)
         return (kc, dir)
     }
 
@@ -45,8 +46,10 @@ import Testing
         #expect(added.attributes["pkhh"] == .data(want), "\(file)")
     }
 
-    @Test(arguments: [("rsa2048-key.der", "rsa2048"), ("ec-p256-key.der", "ec-p256"), ("ec-p256-key.pkcs8.der", "ec-p256"),
-                      ("other-key.der", nil)])
+    @Test(arguments: [
+        ("rsa2048-key.der", "rsa2048"), ("ec-p256-key.der", "ec-p256"), ("ec-p256-key.pkcs8.der", "ec-p256"),
+        ("other-key.der", nil)
+    ])
     func privateKey_klblIsTheHashOfItsPublicKeyBits(_ file: String, _ spec: String?) throws {
         let der = try load(file)
         let key = try DER.publicKeyBits(privateKey: der)
@@ -116,7 +119,7 @@ enum DER {
     static func subjectPublicKeyBits(certificate: [UInt8]) throws -> (unusedBits: UInt8, key: [UInt8]) {
         let cert = try only(certificate[...], 0x30)
         var tbs = try elements(try elements(cert.contents)[0].contents)
-        if tbs.first?.tag == 0xA0 { tbs.removeFirst() }   // [0] version
+        if tbs.first?.tag == 0xA0 { tbs.removeFirst() }  // [0] version
         // serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo
         let spki = try elements(tbs[5].contents)
         return try bitString(spki[1])
@@ -128,7 +131,7 @@ enum DER {
     static func publicKeyBits(privateKey: [UInt8]) throws -> [UInt8] {
         let fields = try elements(try only(privateKey[...], 0x30).contents)
         if fields.count == 3 || fields.count == 4, fields[1].tag == 0x30, fields[2].tag == 0x04 {
-            return try publicKeyBits(privateKey: Array(fields[2].contents))   // PKCS#8
+            return try publicKeyBits(privateKey: Array(fields[2].contents))  // PKCS#8
         }
         if let point = fields.first(where: { $0.tag == 0xA1 }) {
             let bits = try bitString(try only(point.contents, 0x03))

@@ -14,7 +14,8 @@ import Testing
 
     @Test func formatSpecWorkedExample_equalsGeneratedHexDump() throws {
         let spec = try String(contentsOf: Self.root.appendingPathComponent("spec/FORMAT.md"), encoding: .utf8)
-        let dump = try String(contentsOf: Self.root.appendingPathComponent("fixtures/keychain/golden_small/hexdump.txt"), encoding: .utf8)
+        let dump = try String(
+            contentsOf: Self.root.appendingPathComponent("fixtures/keychain/golden_small/hexdump.txt"), encoding: .utf8)
         let begin = try #require(spec.range(of: "<!-- BEGIN hexdump.txt -->\n```text\n"))
         let end = try #require(spec.range(of: "```\n<!-- END hexdump.txt -->"))
         #expect(String(spec[begin.upperBound..<end.lowerBound]) == dump)

@@ -41,8 +41,10 @@ import Testing
     /// every type, other attributes with names that sort differently as bytes and as strings.
     static func plaintexts() -> [ItemPlaintext] {
         var rng = SplitMix(seed: 0x5ea1_0fa5)
-        let names = ["acct", "svce", "labl", "gena", "srvr", "sdmn", "subj", "issr", "pkhh", "skid", "klbl", "atag",
-                     "agrp", "sync", "cdat", "Zed", "a", "ab", "é", "e\u{301}", "日本", "~", "_x", "A1"]
+        let names = [
+            "acct", "svce", "labl", "gena", "srvr", "sdmn", "subj", "issr", "pkhh", "skid", "klbl", "atag",
+            "agrp", "sync", "cdat", "Zed", "a", "ab", "é", "e\u{301}", "日本", "~", "_x", "A1"
+        ]
         let strings = ["", "alice", "é", "e\u{301}", "日本語", "😀", "with space", String(repeating: "x", count: 70)]
         var out: [ItemPlaintext] = []
         for _ in 0..<3000 {
@@ -51,12 +53,17 @@ import Testing
             for name in names where rng.next() % 3 == 0 {
                 switch rng.next() % 4 {
                 case 0: attributes[name] = .string(strings[Int(rng.next() % UInt64(strings.count))])
-                case 1: attributes[name] = .data((0..<Int(rng.next() % 40)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
+                case 1:
+                    attributes[name] = .data(
+                        (0..<Int(rng.next() % 40)).map { _ in UInt8(truncatingIfNeeded: rng.next()) })
                 case 2: attributes[name] = .integer(Int64(bitPattern: rng.next()))
                 default: attributes[name] = .date(Double(Int64(bitPattern: rng.next() >> 20)) / 1000)
                 }
             }
-            out.append(ItemPlaintext(itemClass: c, attributes: attributes, data: (0..<Int(rng.next() % 8)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }))
+            out.append(
+                ItemPlaintext(
+                    itemClass: c, attributes: attributes,
+                    data: (0..<Int(rng.next() % 8)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }))
         }
         return out
     }

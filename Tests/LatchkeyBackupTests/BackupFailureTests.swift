@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Latchkey
@@ -27,7 +27,7 @@ import Testing
         if pid == 0 {
             do {
                 try BackupArchive.write(kc, to: notOpen, options: options())
-                _exit(1)   // must not succeed
+                _exit(1)  // must not succeed
             } catch let e as KeychainError where e.status == .io && e.message.contains("nothing was written") {
                 _exit(0)
             } catch {
@@ -52,7 +52,9 @@ import Testing
         defer { close(fd) }
         let error = keychainError { try BackupArchive.write(kc, to: fd, options: options()) }
         #expect(error?.status == .io)
-        #expect(error?.message.contains("the disk is full: free some space and try again") == true, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("the disk is full: free some space and try again") == true,
+            "\(String(describing: error))")
     }
 
     /// The backup is renamed into place, then its directory fsync fails: the command must not
@@ -70,7 +72,8 @@ import Testing
         #expect(error?.message.contains("complete at \(s.backupPath)") == true, "\(String(describing: error))")
         #expect(error?.message.contains(String(cString: strerror(EIO))) == true)
         #expect(try s.restoreNew(devicePath: s.devicePath).restored == 1, "the backup itself is whole")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: s.directory).filter { $0.contains(".tmp-") }.isEmpty)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: s.directory).filter { $0.contains(".tmp-") }.isEmpty)
     }
 
     // MARK: Restore into a new keychain
@@ -79,8 +82,9 @@ import Testing
         let kc = try s.makeSource()
         try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: Array("x".utf8))
         try s.backup(kc)
-        return try VerifiedBackup.verify(try BackupSource.file(s.backupPath), device: nil, password: { BackupSandbox.password },
-                                         target: .newKeychain(hasPasscode: true))
+        return try VerifiedBackup.verify(
+            try BackupSource.file(s.backupPath), device: nil, password: { BackupSandbox.password },
+            target: .newKeychain(hasPasscode: true))
     }
 
     /// On a file system without RENAME_NOREPLACE the temporary keychain is linked into place
@@ -96,8 +100,9 @@ import Testing
             if path.contains(".restore-") && !path.contains(".create-") { throw IOFailure("unlink", path, EIO) }
         }
         let error = keychainError {
-            _ = try backup.restoreNewKeychain(path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
-                                              kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
+            _ = try backup.restoreNewKeychain(
+                path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
+                kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
         }
         #expect(error?.status == .io)
         #expect(error?.message.contains("nothing was restored") == true, "\(String(describing: error))")
@@ -119,13 +124,15 @@ import Testing
             if path.contains("login.keychain") && !path.contains(".create-") { throw IOFailure("unlink", path, EIO) }
         }
         let error = keychainError {
-            _ = try backup.restoreNewKeychain(path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
-                                              kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
+            _ = try backup.restoreNewKeychain(
+                path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
+                kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
         }
         #expect(error?.status == .io)
         let temp = try #require(disk.listFiles().first { $0.hasPrefix("/new/login.keychain.restore-") })
-        #expect(error?.message.contains("complete at /new/login.keychain") == true && error?.message.contains(temp) == true,
-                "\(String(describing: error))")
+        #expect(
+            error?.message.contains("complete at /new/login.keychain") == true && error?.message.contains(temp) == true,
+            "\(String(describing: error))")
         let kc = try Keychain.open(path: "/new/login.keychain", devicePath: "/new/device.secret", fs: disk)
         try kc.unlock(passcode: BackupSandbox.passcode)
         #expect(try kc.find(Query(.genericPassword)).count == 1)
@@ -138,11 +145,14 @@ import Testing
         try disk.makeDirectory("/new", mode: 0o700)
         let fs = FaultyFileSystem(disk)
         fs.beforeSyncDirectory = { [unowned fs] path in
-            if path == "/new", fs.renamed.contains(where: { $0.1 == "/new/login.keychain" }) { throw IOFailure("fsync", path, EIO) }
+            if path == "/new", fs.renamed.contains(where: { $0.1 == "/new/login.keychain" }) {
+                throw IOFailure("fsync", path, EIO)
+            }
         }
         let error = keychainError {
-            _ = try backup.restoreNewKeychain(path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
-                                              kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
+            _ = try backup.restoreNewKeychain(
+                path: "/new/login.keychain", devicePath: "/new/device.secret", passcode: BackupSandbox.passcode,
+                kdfLogN: BackupSandbox.logN, progress: nil, fs: fs)
         }
         #expect(error?.status == .io)
         #expect(error?.message.contains("restore is complete") == true, "\(String(describing: error))")

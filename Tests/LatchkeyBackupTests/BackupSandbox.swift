@@ -18,7 +18,8 @@ final class BackupSandbox {
     var backupPath: String { directory + "/keychain.backup" }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-\(UUID().uuidString)").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     }
 
@@ -37,43 +38,62 @@ final class BackupSandbox {
     func populate(_ kc: Keychain) throws -> [Item] {
         var out: [Item] = []
         for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || kc.hasPasscode {
-            out.append(try kc.add(.genericPassword, attributes: ["acct": .string("user-\(pc.code)"), "svce": .string("mail")],
-                                  data: Array("secret-\(pc.code)".utf8), protection: pc))
+            out.append(
+                try kc.add(
+                    .genericPassword, attributes: ["acct": .string("user-\(pc.code)"), "svce": .string("mail")],
+                    data: Array("secret-\(pc.code)".utf8), protection: pc))
         }
-        out.append(try kc.add(.internetPassword, attributes: ["acct": .string("alice"), "srvr": .string("example.com"),
-                                                              "ptcl": .integer(443), "port": .integer(443)],
-                              data: Array("web".utf8), protection: .afterFirstUnlock))
-        out.append(try kc.add(.key, attributes: ["kcls": .integer(1), "atag": .data([1, 2, 3]), "labl": .string("signing key")],
-                              data: [UInt8](repeating: 7, count: 64), protection: .alwaysThisDeviceOnly))
+        out.append(
+            try kc.add(
+                .internetPassword,
+                attributes: [
+                    "acct": .string("alice"), "srvr": .string("example.com"),
+                    "ptcl": .integer(443), "port": .integer(443)
+                ],
+                data: Array("web".utf8), protection: .afterFirstUnlock))
+        out.append(
+            try kc.add(
+                .key, attributes: ["kcls": .integer(1), "atag": .data([1, 2, 3]), "labl": .string("signing key")],
+                data: [UInt8](repeating: 7, count: 64), protection: .alwaysThisDeviceOnly))
         return out
     }
 
     /// Backs up `kc` to `backupPath` (or `path`).
     @discardableResult
-    func backup(_ kc: Keychain, password: [UInt8]? = BackupSandbox.password, compression: BackupCompression = .none,
-                to path: String? = nil) throws -> BackupSummary {
-        try BackupArchive.write(kc, toFile: path ?? backupPath,
-                                options: BackupOptions(password: password, compression: compression, kdfLogN: BackupSandbox.logN))
+    func backup(
+        _ kc: Keychain, password: [UInt8]? = BackupSandbox.password, compression: BackupCompression = .none,
+        to path: String? = nil
+    ) throws -> BackupSummary {
+        try BackupArchive.write(
+            kc, toFile: path ?? backupPath,
+            options: BackupOptions(password: password, compression: compression, kdfLogN: BackupSandbox.logN))
     }
 
     /// Verifies and restores `backup` into a new keychain `name` with the device at `devicePath`.
-    func restoreNew(_ backup: String? = nil, name: String = "restored.keychain", devicePath: String,
-                    password: [UInt8]? = BackupSandbox.password, passcode: [UInt8]? = BackupSandbox.passcode,
-                    dryRun: Bool = false) throws -> RestoreReport {
+    func restoreNew(
+        _ backup: String? = nil, name: String = "restored.keychain", devicePath: String,
+        password: [UInt8]? = BackupSandbox.password, passcode: [UInt8]? = BackupSandbox.passcode,
+        dryRun: Bool = false
+    ) throws -> RestoreReport {
         let source = try BackupSource.file(backup ?? backupPath)
         let device = FileManager.default.fileExists(atPath: devicePath) ? try Device.load(path: devicePath) : nil
-        let verified = try VerifiedBackup.verify(source, device: device, password: { password },
-                                                 target: .newKeychain(hasPasscode: passcode != nil))
+        let verified = try VerifiedBackup.verify(
+            source, device: device, password: { password },
+            target: .newKeychain(hasPasscode: passcode != nil))
         if dryRun { return verified.plan }
-        return try verified.restoreNewKeychain(path: path(name), devicePath: devicePath, passcode: passcode, kdfLogN: BackupSandbox.logN)
+        return try verified.restoreNewKeychain(
+            path: path(name), devicePath: devicePath, passcode: passcode, kdfLogN: BackupSandbox.logN)
     }
 
     /// Verifies and merges `backup` into `kc`.
-    func merge(_ backup: String? = nil, into kc: Keychain, password: [UInt8]? = BackupSandbox.password,
-               dryRun: Bool = false, conflicts: RestoreConflictPolicy = .newerWins, listItems: Bool = false) throws -> RestoreReport {
-        let verified = try VerifiedBackup.verify(try BackupSource.file(backup ?? backupPath), device: nil,
-                                                 password: { password }, target: .existing(kc), conflicts: conflicts,
-                                                 listItems: listItems)
+    func merge(
+        _ backup: String? = nil, into kc: Keychain, password: [UInt8]? = BackupSandbox.password,
+        dryRun: Bool = false, conflicts: RestoreConflictPolicy = .newerWins, listItems: Bool = false
+    ) throws -> RestoreReport {
+        let verified = try VerifiedBackup.verify(
+            try BackupSource.file(backup ?? backupPath), device: nil,
+            password: { password }, target: .existing(kc), conflicts: conflicts,
+            listItems: listItems)
         if dryRun { return verified.plan }
         return try verified.restore()
     }

@@ -6,8 +6,12 @@ import Testing
 @Suite struct CommandTests {
     static let binary: URL? = {
         var dirs = [URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()]
-        if let arg0 = CommandLine.arguments.first { dirs.append(URL(fileURLWithPath: arg0).resolvingSymlinksInPath().deletingLastPathComponent()) }
-        return dirs.map { $0.appendingPathComponent("latchkey") }.first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        if let arg0 = CommandLine.arguments.first {
+            dirs.append(URL(fileURLWithPath: arg0).resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        return dirs.map { $0.appendingPathComponent("latchkey") }.first {
+            FileManager.default.isExecutableFile(atPath: $0.path)
+        }
     }()
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("fixtures/backup")
@@ -23,13 +27,17 @@ import Testing
     var env: [String: String]
 
     init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-cli-\(UUID().uuidString)").path
+        dir =
+            FileManager.default.temporaryDirectory.appendingPathComponent("latchkey-backup-cli-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        env = ["PATH": "/usr/bin:/bin", "HOME": dir, "LATCHKEY_KEYCHAIN": dir + "/login.keychain",
-               "LATCHKEY_DEVICE": dir + "/device.secret", "LATCHKEY_PASSCODE": "correct horse",
-               "LATCHKEY_BACKUP_PASSWORD": "backup pw",
-               // The default agent socket inside the sandbox: an agent the user runs is never reached.
-               "XDG_RUNTIME_DIR": dir]
+        env = [
+            "PATH": "/usr/bin:/bin", "HOME": dir, "LATCHKEY_KEYCHAIN": dir + "/login.keychain",
+            "LATCHKEY_DEVICE": dir + "/device.secret", "LATCHKEY_PASSCODE": "correct horse",
+            "LATCHKEY_BACKUP_PASSWORD": "backup pw",
+            // The default agent socket inside the sandbox: an agent the user runs is never reached.
+            "XDG_RUNTIME_DIR": dir
+        ]
     }
 
     func run(_ args: [String], stdin: [UInt8] = [], env extra: [String: String?] = [:]) throws -> Result {
@@ -49,8 +57,9 @@ import Testing
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
         try p.run()
         p.waitUntilExit()
-        return Result(status: p.terminationStatus, stdout: [UInt8](try Data(contentsOf: URL(fileURLWithPath: out))),
-                      stderr: try String(contentsOf: URL(fileURLWithPath: err), encoding: .utf8))
+        return Result(
+            status: p.terminationStatus, stdout: [UInt8](try Data(contentsOf: URL(fileURLWithPath: out))),
+            stderr: try String(contentsOf: URL(fileURLWithPath: err), encoding: .utf8))
     }
 
     func populated() throws {
@@ -67,11 +76,14 @@ import Testing
         #expect(backup.status == 0, "\(backup.stderr)")
         // No progress on a stderr that is not a terminal; only the warning that the test's cheap
         // scrypt cost (issue 13 §5) is below the default.
-        #expect(backup.stderr == "latchkey: warning: the backup password is protected with scrypt N=2^10, 128× cheaper to guess offline than the default N=2^17\n",
-                "\(backup.stderr)")
+        #expect(
+            backup.stderr
+                == "latchkey: warning: the backup password is protected with scrypt N=2^10, 128× cheaper to guess offline than the default N=2^17\n",
+            "\(backup.stderr)")
         #expect(Array(backup.stdout.prefix(4)) == [0x28, 0xB5, 0x2F, 0xFD])
-        let restored = try run(["restore", "-", "--json", "--keychain-kdf-log-n", "10"], stdin: backup.stdout,
-                               env: ["LATCHKEY_KEYCHAIN": dir + "/restored.keychain"])
+        let restored = try run(
+            ["restore", "-", "--json", "--keychain-kdf-log-n", "10"], stdin: backup.stdout,
+            env: ["LATCHKEY_KEYCHAIN": dir + "/restored.keychain"])
         #expect(restored.status == 0, "\(restored.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(restored.stdout)) as? [String: Any])
         #expect(json["restored"] as? Int == 2)
@@ -91,7 +103,9 @@ import Testing
 
         let wrong = try run(["restore", archive, "--merge"], env: ["LATCHKEY_BACKUP_PASSWORD": "nope"])
         #expect(wrong.status == 4)
-        #expect(wrong.stderr.contains("wrong backup password") && wrong.stderr.contains("errSecAuthFailed -25293"), "\(wrong.stderr)")
+        #expect(
+            wrong.stderr.contains("wrong backup password") && wrong.stderr.contains("errSecAuthFailed -25293"),
+            "\(wrong.stderr)")
 
         let exists = try run(["restore", archive])
         #expect(exists.status == 7)
@@ -123,16 +137,21 @@ import Testing
         for name in names {
             let fixture = Self.fixtures.appendingPathComponent(name)
             guard let header = try? String(contentsOf: fixture.appendingPathComponent("FIXTURE.txt"), encoding: .utf8),
-                  let expect = header.split(separator: "\n").first(where: { $0.hasPrefix("expect: ") })?.dropFirst(8),
-                  expect != "success" else { continue }
+                let expect = header.split(separator: "\n").first(where: { $0.hasPrefix("expect: ") })?.dropFirst(8),
+                expect != "success"
+            else { continue }
             let work = dir + "/" + name
             try FileManager.default.copyItem(atPath: fixture.path, toPath: work)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: work + "/source-device.secret")
-            let e: [String: String?] = ["LATCHKEY_DEVICE": work + "/source-device.secret", "LATCHKEY_KEYCHAIN": work + "/kc",
-                                        "LATCHKEY_BACKUP_PASSWORD": nil, "LATCHKEY_PASSCODE": nil]
+            try FileManager.default.setAttributes(
+                [.posixPermissions: 0o600], ofItemAtPath: work + "/source-device.secret")
+            let e: [String: String?] = [
+                "LATCHKEY_DEVICE": work + "/source-device.secret", "LATCHKEY_KEYCHAIN": work + "/kc",
+                "LATCHKEY_BACKUP_PASSWORD": nil, "LATCHKEY_PASSCODE": nil
+            ]
             #expect(try run(["init", "--no-passcode"], env: e).status == 0)
             let before = try Data(contentsOf: URL(fileURLWithPath: work + "/kc"))
-            let r = try run(["restore", work + "/backup.tar", "--merge", "--password-file", work + "/password.txt"], env: e)
+            let r = try run(
+                ["restore", work + "/backup.tar", "--merge", "--password-file", work + "/password.txt"], env: e)
             #expect(r.status == (expect == "authentication-error" ? 4 : 5), "\(name): \(r.stderr)")
             #expect(r.stderr.hasPrefix("latchkey: ") && r.stdout.isEmpty, "\(name)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: work + "/kc")) == before, "\(name)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 import LatchkeyTestSupport
@@ -27,7 +27,9 @@ final class FaultyFileSystem: FileSystem, @unchecked Sendable {
     func status(_ fd: Int32) throws -> FileStatus? { try inner.status(fd) }
     func identity(_ fd: Int32) throws -> FileIdentity { try inner.identity(fd) }
     func identity(path: String) throws -> FileIdentity? { try inner.identity(path: path) }
-    func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try inner.read(fd, offset: offset, count: count) }
+    func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
+        try inner.read(fd, offset: offset, count: count)
+    }
     func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws {
         try beforeWrite(fd, offset, bytes.count)
         try inner.write(fd, offset: offset, bytes)

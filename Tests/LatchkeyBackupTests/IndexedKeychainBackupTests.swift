@@ -16,7 +16,10 @@ import Testing
     static func indexedSource(_ s: BackupSandbox) throws -> Keychain {
         let writer = try s.makeSource(passcode: nil)
         writer.localStore!.indexTailLimit = 0
-        try writer.add(contentsOf: (0..<600).map { NewItem(.genericPassword, attributes: account($0), data: Array("secret-\($0)".utf8)) })
+        try writer.add(
+            contentsOf: (0..<600).map {
+                NewItem(.genericPassword, attributes: account($0), data: Array("secret-\($0)".utf8))
+            })
         writer.localStore!.indexTailLimit = .max
         try writer.update(query(1), attributes: [:], data: Array("new-1".utf8))
         try writer.delete(query(2))
@@ -60,8 +63,8 @@ import Testing
         source.close()
         let writer = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
         writer.localStore!.indexTailLimit = .max
-        try writer.delete(Self.query(10))      // in the index
-        try writer.delete(Self.query(1000))    // in the tail only
+        try writer.delete(Self.query(10))  // in the index
+        try writer.delete(Self.query(1000))  // in the tail only
         Thread.sleep(forTimeInterval: 0.01)
         try writer.update(Self.query(20), attributes: [:], data: Array("newer-20".utf8))
         writer.close()
@@ -89,7 +92,10 @@ import Testing
     @Test func restoreNew_putsTheIndexBesideTheRestoredKeychain() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource(passcode: nil)
-        try kc.add(contentsOf: (0..<1500).map { NewItem(.genericPassword, attributes: Self.account($0), data: Array("secret-\($0)".utf8)) })
+        try kc.add(
+            contentsOf: (0..<1500).map {
+                NewItem(.genericPassword, attributes: Self.account($0), data: Array("secret-\($0)".utf8))
+            })
         try s.backup(kc, password: nil)
         let report = try s.restoreNew(devicePath: s.devicePath, password: nil, passcode: nil)
         #expect(report.restored == 1500)

@@ -15,7 +15,7 @@ import Testing
             try kc.add(.genericPassword, attributes: ["acct": .string(name)], data: Array("old-\(name)".utf8))
         }
         try s.backup(kc)
-        Thread.sleep(forTimeInterval: 0.01)   // mdat moves on
+        Thread.sleep(forTimeInterval: 0.01)  // mdat moves on
         try kc.update(Query(.genericPassword, ["acct": .string("kept")]), attributes: [:], data: Array("new-kept".utf8))
         try kc.delete(Query(.genericPassword, ["acct": .string("deleted")]))
         try kc.delete(Query(.genericPassword, ["acct": .string("readded")]))
@@ -24,16 +24,18 @@ import Testing
     }
 
     func data(_ kc: Keychain, _ account: String) throws -> String? {
-        try kc.find(Query(.genericPassword, ["acct": .string(account)])).first.map { String(decoding: $0.data, as: UTF8.self) }
+        try kc.find(Query(.genericPassword, ["acct": .string(account)])).first.map {
+            String(decoding: $0.data, as: UTF8.self)
+        }
     }
 
     @Test func merge_newerModificationDateWins() throws {
         let (s, kc) = try scenario()
         let report = try s.merge(into: kc)
         #expect(report.merge && !report.createdKeychain)
-        #expect(report.restored == 1)          // "deleted" comes back
+        #expect(report.restored == 1)  // "deleted" comes back
         #expect(report.replaced == 0)
-        #expect(report.kept == 3)              // kept (newer here), readded (newer here), unchanged (same mdat)
+        #expect(report.kept == 3)  // kept (newer here), readded (newer here), unchanged (same mdat)
         #expect(report.keptByReason == [RestoreSkipReason.destinationNewer.rawValue: 3])
         #expect(report.skipped == 0 && report.skippedByReason.isEmpty, "a kept item is not also counted as skipped")
         #expect(try data(kc, "kept") == "new-kept")
@@ -50,7 +52,8 @@ import Testing
         let refA = try kc.find(Query(.genericPassword, ["acct": .string("a")]))[0].persistentRef
         // A second keychain on the same device with newer versions: "a" under the same UUID
         // is impossible to make there, so back it up, then make the source older.
-        let other = try Keychain.create(path: s.path("newer.keychain"), devicePath: s.devicePath, passcode: nil, kdfLogN: 10)
+        let other = try Keychain.create(
+            path: s.path("newer.keychain"), devicePath: s.devicePath, passcode: nil, kdfLogN: 10)
         Thread.sleep(forTimeInterval: 0.01)
         try other.add(.genericPassword, attributes: ["acct": .string("b")], data: Array("backup-b".utf8))
         try s.backup(other, to: s.path("newer.backup"))

@@ -8,7 +8,9 @@ import Testing
 /// item of the backup counted exactly once, as restored, replaced, kept or skipped (issue 18 §3).
 @Suite struct ReplaceTests {
     func data(_ kc: Keychain, _ account: String) throws -> String? {
-        try kc.find(Query(.genericPassword, ["acct": .string(account)])).first.map { String(decoding: $0.data, as: UTF8.self) }
+        try kc.find(Query(.genericPassword, ["acct": .string(account)])).first.map {
+            String(decoding: $0.data, as: UTF8.self)
+        }
     }
 
     /// The keychain's item is newer than the backup's: `--merge` keeps it, `--replace` does not.
@@ -20,7 +22,8 @@ import Testing
         }
         try s.backup(kc)
         Thread.sleep(forTimeInterval: 0.01)
-        try kc.update(Query(.genericPassword, ["acct": .string("edited")]), attributes: [:], data: Array("new-edited".utf8))
+        try kc.update(
+            Query(.genericPassword, ["acct": .string("edited")]), attributes: [:], data: Array("new-edited".utf8))
         try kc.delete(Query(.genericPassword, ["acct": .string("readded")]))
         try kc.add(.genericPassword, attributes: ["acct": .string("readded")], data: Array("new-readded".utf8))
         try kc.delete(Query(.genericPassword, ["acct": .string("deleted")]))
@@ -43,8 +46,11 @@ import Testing
     @Test func replace_neverReplacesAThisDeviceOnlyItem_fromAnotherDevice() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
-        try kc.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("mine".utf8), protection: .whenUnlockedThisDeviceOnly)
-        let theirs = try Keychain.create(path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("bank")], data: Array("mine".utf8),
+            protection: .whenUnlockedThisDeviceOnly)
+        let theirs = try Keychain.create(
+            path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
         try theirs.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("theirs".utf8))
         try s.backup(theirs, to: s.path("theirs.backup"))
         let report = try s.merge(s.path("theirs.backup"), into: kc, conflicts: .backupWins)
@@ -59,24 +65,33 @@ import Testing
         let s = try BackupSandbox()
         let kc = try s.makeSource()
         try kc.add(.genericPassword, attributes: ["acct": .string("older-here")], data: Array("mine".utf8))
-        let theirs = try Keychain.create(path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
+        let theirs = try Keychain.create(
+            path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
         Thread.sleep(forTimeInterval: 0.01)
         var uuids: [String: String] = [:]
-        for (name, pc) in [("new", ProtectionClass.whenUnlocked), ("older-here", .whenUnlocked), ("newer-here", .afterFirstUnlock),
-                           ("device-bound", .whenUnlockedThisDeviceOnly), ("bank", .always)] {
-            let item = try theirs.add(.genericPassword, attributes: ["acct": .string(name)], data: Array("theirs".utf8), protection: pc)
+        for (name, pc) in [
+            ("new", ProtectionClass.whenUnlocked), ("older-here", .whenUnlocked), ("newer-here", .afterFirstUnlock),
+            ("device-bound", .whenUnlockedThisDeviceOnly), ("bank", .always)
+        ] {
+            let item = try theirs.add(
+                .genericPassword, attributes: ["acct": .string(name)], data: Array("theirs".utf8), protection: pc)
             uuids[name] = hexString(Array(item.persistentRef.suffix(16)))
         }
         try s.backup(theirs, to: s.path("theirs.backup"))
-        Thread.sleep(forTimeInterval: 1.1)   // later than the archive's creation second
+        Thread.sleep(forTimeInterval: 1.1)  // later than the archive's creation second
         try kc.add(.genericPassword, attributes: ["acct": .string("newer-here")], data: Array("mine".utf8))
-        try kc.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("mine".utf8), protection: .alwaysThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("bank")], data: Array("mine".utf8),
+            protection: .alwaysThisDeviceOnly)
 
         let report = try s.merge(s.path("theirs.backup"), into: kc, listItems: true)
         #expect(report.backup.items == 5)
         #expect(report.restored == 1 && report.replaced == 1 && report.kept == 2 && report.skipped == 1)
         #expect(report.restored + report.replaced + report.kept + report.skipped == report.backup.items)
-        #expect(report.keptByReason == [RestoreSkipReason.destinationNewer.rawValue: 1, RestoreSkipReason.destinationThisDeviceOnly.rawValue: 1])
+        #expect(
+            report.keptByReason == [
+                RestoreSkipReason.destinationNewer.rawValue: 1, RestoreSkipReason.destinationThisDeviceOnly.rawValue: 1
+            ])
         #expect(report.skippedByReason == [RestoreSkipReason.thisDeviceOnlyFromAnotherDevice.rawValue: 1])
         let items = try #require(report.items)
         #expect(items.count == 5)

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Latchkey
@@ -17,15 +17,22 @@ import Testing
     }
 
     /// Another device's keychain with the same item (same unique key), made later, so newer.
-    func foreignBackup(_ s: BackupSandbox, account: String, protection: ProtectionClass = .whenUnlocked) throws -> String {
-        let theirs = try Keychain.create(path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
-        Thread.sleep(forTimeInterval: 0.01)   // a later mdat than the victim's item
-        try theirs.add(.genericPassword, attributes: ["acct": .string(account)], data: Array("theirs".utf8), protection: protection)
+    func foreignBackup(_ s: BackupSandbox, account: String, protection: ProtectionClass = .whenUnlocked) throws
+        -> String
+    {
+        let theirs = try Keychain.create(
+            path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
+        Thread.sleep(forTimeInterval: 0.01)  // a later mdat than the victim's item
+        try theirs.add(
+            .genericPassword, attributes: ["acct": .string(account)], data: Array("theirs".utf8), protection: protection
+        )
         try s.backup(theirs, to: s.path("theirs.backup"))
         return s.path("theirs.backup")
     }
 
-    @Test(arguments: [ProtectionClass.whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly])
+    @Test(arguments: [
+        ProtectionClass.whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly
+    ])
     func anotherDevicesBackup_neverReplacesAThisDeviceOnlyItem(_ mine: ProtectionClass) throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
@@ -47,10 +54,15 @@ import Testing
     @Test func thisDevicesOwnBackup_stillReplacesAnOlderThisDeviceOnlyItem() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
-        try kc.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("old".utf8), protection: .whenUnlockedThisDeviceOnly)
-        let newer = try Keychain.create(path: s.path("newer.keychain"), devicePath: s.devicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("bank")], data: Array("old".utf8),
+            protection: .whenUnlockedThisDeviceOnly)
+        let newer = try Keychain.create(
+            path: s.path("newer.keychain"), devicePath: s.devicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
         Thread.sleep(forTimeInterval: 0.01)
-        try newer.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("new".utf8), protection: .whenUnlockedThisDeviceOnly)
+        try newer.add(
+            .genericPassword, attributes: ["acct": .string("bank")], data: Array("new".utf8),
+            protection: .whenUnlockedThisDeviceOnly)
         try s.backup(newer, to: s.path("newer.backup"))
         let report = try s.merge(s.path("newer.backup"), into: kc)
         #expect(report.replaced == 1)
@@ -62,7 +74,8 @@ import Testing
     @Test func anotherDevicesBackup_stillReplacesAnOlderMigratoryItem() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
-        try kc.add(.genericPassword, attributes: ["acct": .string("mail")], data: Array("old".utf8), protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("mail")], data: Array("old".utf8), protection: .whenUnlocked)
         let report = try s.merge(try foreignBackup(s, account: "mail"), into: kc)
         #expect(report.replaced == 1)
         #expect(try item(kc, "mail")?.data == Array("theirs".utf8))
@@ -71,24 +84,30 @@ import Testing
     /// A backup that says it was made an hour ago, holding an item modified just now: the
     /// item's date is taken as the archive's creation, so it is older than the keychain's.
     func backdatedBackup(_ s: BackupSandbox, account: String) throws -> (path: String, createdAt: UInt64) {
-        let theirs = try Keychain.create(path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
-        try theirs.add(.genericPassword, attributes: ["acct": .string(account)], data: Array("theirs".utf8), protection: .whenUnlocked)
+        let theirs = try Keychain.create(
+            path: s.path("theirs.keychain"), devicePath: s.otherDevicePath, passcode: nil, kdfLogN: BackupSandbox.logN)
+        try theirs.add(
+            .genericPassword, attributes: ["acct": .string(account)], data: Array("theirs".utf8),
+            protection: .whenUnlocked)
         let createdAt = UInt64(Date().timeIntervalSince1970) - 3600
         let path = s.path("backdated.backup")
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         #expect(fd >= 0)
         defer { close(fd) }
-        try BackupArchive.write(theirs, to: fd, options: BackupOptions(password: BackupSandbox.password, kdfLogN: BackupSandbox.logN),
-                                createdAt: createdAt, random: SystemRandomSource())
+        try BackupArchive.write(
+            theirs, to: fd, options: BackupOptions(password: BackupSandbox.password, kdfLogN: BackupSandbox.logN),
+            createdAt: createdAt, random: SystemRandomSource())
         return (path, createdAt)
     }
 
     @Test func datesLaterThanTheArchive_doNotWinAMerge() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
-        try kc.add(.genericPassword, attributes: ["acct": .string("mail")], data: Array("mine".utf8), protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("mail")], data: Array("mine".utf8), protection: .whenUnlocked
+        )
         Thread.sleep(forTimeInterval: 0.01)
-        let backup = try backdatedBackup(s, account: "mail")   // its item's mdat is later than ours
+        let backup = try backdatedBackup(s, account: "mail")  // its item's mdat is later than ours
 
         let report = try s.merge(backup.path, into: kc)
         #expect(report.replaced == 0)
@@ -126,24 +145,32 @@ import Testing
         let keybag = Array(tar[e[0].offset..<e[0].offset + e[0].size])
         let bag = try BackupKeybag.decode(keybag)
         let c = bag.common
-        let keys = BackupKeys(passwordKey: try BackupKeys.passwordKey(password: BackupSandbox.password, kdf: c.kdf, backupUUID: c.backupUUID),
-                              deviceKey: nil)
+        let keys = BackupKeys(
+            passwordKey: try BackupKeys.passwordKey(
+                password: BackupSandbox.password, kdf: c.kdf, backupUUID: c.backupUUID),
+            deviceKey: nil)
         let ak = try #require(bag.entries.first { $0.protectionClass == .whenUnlocked })
         let akKey = try Crypto.unwrap(ak.wrappedKey, with: try #require(try keys.kek(.password)))
         let now = Date().timeIntervalSinceReferenceDate
-        let plaintext = ItemPlaintext(itemClass: .genericPassword,
-                                      attributes: ["acct": .string(account), "cdat": .date(now), "mdat": .date(now)],
-                                      data: Array(secret.utf8))
-        let record = try BackupItemRecord.seal(plaintext, uuid: try Crypto.randomBytes(16), protectionClass: .whenUnlocked, flags: 0,
-                                               classKey: akKey, itemKey: try Crypto.randomBytes(32), backupUUID: c.backupUUID,
-                                               entry: 1, index: 0)
+        let plaintext = ItemPlaintext(
+            itemClass: .genericPassword,
+            attributes: ["acct": .string(account), "cdat": .date(now), "mdat": .date(now)],
+            data: Array(secret.utf8))
+        let record = try BackupItemRecord.seal(
+            plaintext, uuid: try Crypto.randomBytes(16), protectionClass: .whenUnlocked, flags: 0,
+            classKey: akKey, itemKey: try Crypto.randomBytes(32), backupUUID: c.backupUUID,
+            entry: 1, index: 0)
         var records: [UInt8] = []
         record.encode(into: &records)
-        let entries: [(name: String, bytes: [UInt8])] = [(BackupConstants.keybagName, keybag),
-                                                         (BackupConstants.itemsName(1), ItemsEntry.encode(number: 1, count: 1, records: records))]
+        let entries: [(name: String, bytes: [UInt8])] = [
+            (BackupConstants.keybagName, keybag),
+            (BackupConstants.itemsName(1), ItemsEntry.encode(number: 1, count: 1, records: records))
+        ]
         let last = try #require(e.last)
         var manifest = try Manifest.decode(Array(tar[last.offset..<last.offset + last.size]))
-        manifest.entries = entries.map { ManifestEntry(name: $0.name, size: UInt64($0.bytes.count), sha256: Crypto.sha256($0.bytes)) }
+        manifest.entries = entries.map {
+            ManifestEntry(name: $0.name, size: UInt64($0.bytes.count), sha256: Crypto.sha256($0.bytes))
+        }
         manifest.itemCount = 1
         manifest.countsByClass = [1, 0, 0, 0, 0, 0]
         let sealed = manifest.encode(macKey: try #require(try keys.manifestMACKey(mode: .password)))
@@ -152,13 +179,16 @@ import Testing
         return path
     }
 
-    @Test(arguments: [ProtectionClass.whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly],
-          [RestoreConflictPolicy.newerWins, .backupWins])
-    func splicedPasswordBackup_neverReplacesAThisDeviceOnlyItem(_ mine: ProtectionClass, _ policy: RestoreConflictPolicy) throws {
+    @Test(
+        arguments: [ProtectionClass.whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly],
+        [RestoreConflictPolicy.newerWins, .backupWins])
+    func splicedPasswordBackup_neverReplacesAThisDeviceOnlyItem(
+        _ mine: ProtectionClass, _ policy: RestoreConflictPolicy
+    ) throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
         try kc.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("mine".utf8), protection: mine)
-        try s.backup(kc)   // genuine, made on this device, with the password the attacker knows
+        try s.backup(kc)  // genuine, made on this device, with the password the attacker knows
         let spliced = try splice(s, genuine: s.backupPath, account: "bank", secret: "attacker's")
 
         // The archive is intact as far as the password can tell, and its keybag is this device's.
@@ -182,14 +212,20 @@ import Testing
     @Test func genuineThisDeviceOnlyRecord_stillReplaces_andOriginSaysWhatIsProven() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource()
-        try kc.add(.genericPassword, attributes: ["acct": .string("bank")], data: Array("new".utf8), protection: .whenUnlockedThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("bank")], data: Array("new".utf8),
+            protection: .whenUnlockedThisDeviceOnly)
         try s.backup(kc)
-        try kc.update(Query(.genericPassword, ["acct": .string("bank")]), attributes: [:], data: Array("newer, but backupWins".utf8))
+        try kc.update(
+            Query(.genericPassword, ["acct": .string("bank")]), attributes: [:],
+            data: Array("newer, but backupWins".utf8))
         let report = try s.merge(into: kc, conflicts: .backupWins)
         #expect(report.replaced == 1)
         #expect(try kc.find(Query(.genericPassword, ["acct": .string("bank")])).first?.data == Array("new".utf8))
 
         try s.backup(kc, password: nil, to: s.path("device-only.backup"))
-        #expect(try s.merge(s.path("device-only.backup"), into: kc, password: nil, dryRun: true).backup.origin == "made on this device")
+        #expect(
+            try s.merge(s.path("device-only.backup"), into: kc, password: nil, dryRun: true).backup.origin
+                == "made on this device")
     }
 }

@@ -65,7 +65,9 @@ import Testing
         #expect(here.restored == 8)
         #expect(!here.backup.passwordProtected)
 
-        let e = keychainError { _ = try s.restoreNew(name: "elsewhere.keychain", devicePath: s.otherDevicePath, password: nil) }
+        let e = keychainError {
+            _ = try s.restoreNew(name: "elsewhere.keychain", devicePath: s.otherDevicePath, password: nil)
+        }
         #expect(e?.status == .authFailed)
         #expect(!FileManager.default.fileExists(atPath: s.path("elsewhere.keychain")))
         #expect(!FileManager.default.fileExists(atPath: s.otherDevicePath), "nothing is created for a refused restore")
@@ -108,13 +110,15 @@ import Testing
         let s = try BackupSandbox()
         let kc = try s.makeSource()
         let n = 2600
-        try kc.add(contentsOf: (0..<n).map {
-            NewItem(.genericPassword, attributes: ["acct": .string("u\($0)")], data: Array("d\($0)".utf8),
+        try kc.add(
+            contentsOf: (0..<n).map {
+                NewItem(
+                    .genericPassword, attributes: ["acct": .string("u\($0)")], data: Array("d\($0)".utf8),
                     protection: [ProtectionClass.whenUnlocked, .alwaysThisDeviceOnly][$0 % 2])
-        })
+            })
         let summary = try s.backup(kc)
         #expect(summary.items == n)
-        #expect(summary.entries == 5)   // keybag, 3 items entries, manifest
+        #expect(summary.entries == 5)  // keybag, 3 items entries, manifest
         let report = try s.restoreNew(devicePath: s.devicePath)
         #expect(report.restored == n)
         let restored = try Keychain.open(path: s.path("restored.keychain"), devicePath: s.devicePath)

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 @testable import Latchkey
 import LatchkeyFormat
@@ -10,17 +10,20 @@ import Testing
 /// the continues flag as they come, one fsync at the end, cut back on failure.
 @Suite struct StreamingTransactionTests {
     func plaintext(_ i: Int, padding: Int = 0) -> ItemPlaintext {
-        ItemPlaintext(itemClass: .genericPassword,
-                      attributes: ["acct": .string("s\(i)"), "cdat": .date(1000), "mdat": .date(Double(2000 + i))],
-                      data: Array("v\(i)".utf8) + [UInt8](repeating: 0x2E, count: padding))
+        ItemPlaintext(
+            itemClass: .genericPassword,
+            attributes: ["acct": .string("s\(i)"), "cdat": .date(1000), "mdat": .date(Double(2000 + i))],
+            data: Array("v\(i)".utf8) + [UInt8](repeating: 0x2E, count: padding))
     }
 
-    func uuid(_ i: Int) -> [UInt8] { [0xAB] + [UInt8](repeating: 0, count: 11) + withUnsafeBytes(of: UInt32(i).bigEndian, Array.init) }
+    func uuid(_ i: Int) -> [UInt8] {
+        [0xAB] + [UInt8](repeating: 0, count: 11) + withUnsafeBytes(of: UInt32(i).bigEndian, Array.init)
+    }
 
     @Test func largeTransaction_landsWhole_withUUIDsAndDatesAsGiven() throws {
         let s = try BackupSandbox()
         let kc = try s.makeSource(passcode: nil)
-        let n = 5000   // several 1 MiB batches
+        let n = 5000  // several 1 MiB batches
         try kc.localStore!.withStreamingTransaction { tx in
             for i in 0..<n { try tx.put(uuid: uuid(i), plaintext: plaintext(i), protection: .whenUnlocked, flags: 0) }
         }
@@ -71,7 +74,8 @@ import Testing
         let kc = try s.makeSource(passcode: nil)
         let old = try kc.add(.genericPassword, attributes: ["acct": .string("s7")], data: [1])
         try kc.localStore!.withStreamingTransaction { tx in
-            let c = try tx.conflicts(uuid: uuid(7), uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: plaintext(7).attributes))
+            let c = try tx.conflicts(
+                uuid: uuid(7), uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: plaintext(7).attributes))
             #expect(c.count == 1 && c.first?.uuid == Array(old.persistentRef.suffix(16)))
             try tx.delete(uuid: c[0].uuid)
             try tx.put(uuid: uuid(7), plaintext: plaintext(7), protection: .always, flags: 0)
@@ -88,7 +92,9 @@ import Testing
         // cut the unclosed group off).
         let reader = try Keychain.open(path: s.keychainPath, devicePath: s.devicePath)
         try kc.localStore!.withStreamingTransaction { tx in
-            for i in 0..<3000 { try tx.put(uuid: uuid(i), plaintext: plaintext(i, padding: 1024), protection: .always, flags: 0) }
+            for i in 0..<3000 {
+                try tx.put(uuid: uuid(i), plaintext: plaintext(i, padding: 1024), protection: .always, flags: 0)
+            }
             // Batches are on disk now (once the worker that writes them has caught up), without
             // their closing record: a reader sees none of them.
             try tx.settle()
@@ -126,7 +132,9 @@ import Testing
         }
         let threaded = keychainError {
             try kc.localStore!.withStreamingTransaction { tx in
-                for i in 0..<5000 { try tx.put(uuid: uuid(i), plaintext: plaintext(i, padding: 1024), protection: .always, flags: 0) }
+                for i in 0..<5000 {
+                    try tx.put(uuid: uuid(i), plaintext: plaintext(i, padding: 1024), protection: .always, flags: 0)
+                }
             }
         }
         count.lock()
@@ -145,7 +153,8 @@ import Testing
         }
         #expect(threaded?.status == .io)
         #expect(threaded?.message == inline?.message)
-        #expect(threaded?.message.contains("could not write to the keychain") == true, "\(String(describing: threaded))")
+        #expect(
+            threaded?.message.contains("could not write to the keychain") == true, "\(String(describing: threaded))")
         #expect(try s.bytes(s.keychainPath) == before)
 
         // Still writable and consistent.

@@ -15,21 +15,28 @@ import Testing
 
     private func vector(_ id: String) throws -> Vector {
         let v = try VectorFile.load("gcm-nist.txt").vector(id)
-        return Vector(key: try v.bytes("K"), plaintext: try v.bytes("P"), aad: try v.bytes("A"),
-                      iv: try v.bytes("IV"), ciphertext: try v.bytes("C"), tag: try v.bytes("T"))
+        return Vector(
+            key: try v.bytes("K"), plaintext: try v.bytes("P"), aad: try v.bytes("A"),
+            iv: try v.bytes("IV"), ciphertext: try v.bytes("C"), tag: try v.bytes("T"))
     }
 
-    private func open(_ v: Vector, key: [UInt8]? = nil, iv: [UInt8]? = nil, aad: [UInt8]? = nil,
-                      ciphertext: [UInt8]? = nil, tag: [UInt8]? = nil) throws -> [UInt8] {
-        try Crypto.aesGCMOpen(key: key ?? v.key, nonce: iv ?? v.iv, aad: aad ?? v.aad,
-                              ciphertext: ciphertext ?? v.ciphertext, tag: tag ?? v.tag)
+    private func open(
+        _ v: Vector, key: [UInt8]? = nil, iv: [UInt8]? = nil, aad: [UInt8]? = nil,
+        ciphertext: [UInt8]? = nil, tag: [UInt8]? = nil
+    ) throws -> [UInt8] {
+        try Crypto.aesGCMOpen(
+            key: key ?? v.key, nonce: iv ?? v.iv, aad: aad ?? v.aad,
+            ciphertext: ciphertext ?? v.ciphertext, tag: tag ?? v.tag)
     }
 
-    private func expectIntegrityFailure(_ what: String, _ body: () throws -> [UInt8],
-                                        sourceLocation: SourceLocation = #_sourceLocation) {
+    private func expectIntegrityFailure(
+        _ what: String, _ body: () throws -> [UInt8],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let error = #expect(throws: CryptoError.self, "\(what)", sourceLocation: sourceLocation) { try body() }
-        #expect(error?.isIntegrityCheckFailed == true, "\(what): \(String(describing: error))",
-                sourceLocation: sourceLocation)
+        #expect(
+            error?.isIntegrityCheckFailed == true, "\(what): \(String(describing: error))",
+            sourceLocation: sourceLocation)
     }
 
     @Test func gcmFile_holdsTestCases1Through18WithTheirKeySizes() throws {

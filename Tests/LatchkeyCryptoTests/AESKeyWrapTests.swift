@@ -109,12 +109,16 @@ import Testing
                 for _ in 0..<8 {
                     let kek = try Crypto.randomBytes(kekSize), data = try Crypto.randomBytes(dataSize)
                     let wrapped = try Crypto.aesKeyWrap(kek: kek, key: data)
-                    #expect(wrapped == Crypto.openSSLKeyWrapReference(kek: kek, input: data, unwrap: false), "KEK \(kekSize), data \(dataSize)")
+                    #expect(
+                        wrapped == Crypto.openSSLKeyWrapReference(kek: kek, input: data, unwrap: false),
+                        "KEK \(kekSize), data \(dataSize)")
                     #expect(try Crypto.aesKeyUnwrap(kek: kek, wrapped: wrapped) == data)
                     #expect(Crypto.openSSLKeyWrapReference(kek: kek, input: wrapped, unwrap: true) == data)
                     // One flipped bit anywhere: both refuse.
                     var damaged = wrapped
-                    let bit = Int(try Crypto.randomBytes(2).withUnsafeBytes { $0.load(as: UInt16.self) }) % (damaged.count * 8)
+                    let bit =
+                        Int(try Crypto.randomBytes(2).withUnsafeBytes { $0.load(as: UInt16.self) })
+                        % (damaged.count * 8)
                     damaged[bit / 8] ^= UInt8(1 << (bit % 8))
                     #expect(throws: CryptoError.self) { try Crypto.aesKeyUnwrap(kek: kek, wrapped: damaged) }
                     #expect(Crypto.openSSLKeyWrapReference(kek: kek, input: damaged, unwrap: true) == nil)

@@ -8,7 +8,11 @@ import Testing
     /// or foreign wrapped keys among good ones: each key's result and bytes equal a single unwrap.
     @Test func unwrapMany_equalsUnwrapOneByOne() throws {
         var seed: UInt8 = 1
-        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed = seed &* 29 &+ 71; return seed } }
+        func bytes(_ n: Int) -> [UInt8] {
+            (0..<n).map { _ in
+                seed = seed &* 29 &+ 71; return seed
+            }
+        }
         for kekSize in [16, 24, 32] {
             let kek = bytes(kekSize)
             let other = bytes(kekSize)
@@ -27,7 +31,8 @@ import Testing
                     let done = flat.withUnsafeBytes { w in
                         out.withUnsafeMutableBytes { o in
                             ok.withUnsafeMutableBufferPointer { f in
-                                Crypto.aesKeyUnwrap(kek: SecretKey(copying: kek), many: w, each: each, count: count, into: o, ok: f)
+                                Crypto.aesKeyUnwrap(
+                                    kek: SecretKey(copying: kek), many: w, each: each, count: count, into: o, ok: f)
                             }
                         }
                     }
@@ -35,7 +40,9 @@ import Testing
                     for k in 0..<count {
                         let single = try? Crypto.aesKeyUnwrap(kek: kek, wrapped: wrapped[k])
                         #expect(ok[k] == (single == nil ? 0 : 1), "KEK \(kekSize), key \(keySize), \(k) of \(count)")
-                        #expect(Array(out[k * keySize..<(k + 1) * keySize]) == (single ?? [UInt8](repeating: 0, count: keySize)))
+                        #expect(
+                            Array(out[k * keySize..<(k + 1) * keySize])
+                                == (single ?? [UInt8](repeating: 0, count: keySize)))
                     }
                 }
             }
@@ -48,34 +55,49 @@ import Testing
     /// not an AES key fails.
     @Test func unwrapThroughCachedSchedule_equalsOneShotUnwrap() throws {
         var seed: UInt8 = 3
-        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed = seed &* 29 &+ 71; return seed } }
+        func bytes(_ n: Int) -> [UInt8] {
+            (0..<n).map { _ in
+                seed = seed &* 29 &+ 71; return seed
+            }
+        }
         for kekSize in [16, 24, 32] {
             let kekBytes = bytes(kekSize)
             let kek = SecretKey(copying: kekBytes)
             for keySize in [16, 24, 32, 40] {
                 for round in 0..<6 {
-                    var wrapped = try Crypto.aesKeyWrap(kek: round == 4 ? bytes(kekSize) : kekBytes, key: bytes(keySize))
+                    var wrapped = try Crypto.aesKeyWrap(
+                        kek: round == 4 ? bytes(kekSize) : kekBytes, key: bytes(keySize))
                     if round == 3 { wrapped[round % wrapped.count] ^= 0x04 }
                     let single = try? Crypto.aesKeyUnwrap(kek: kekBytes, wrapped: wrapped)
                     var out = [UInt8](repeating: 0xEE, count: keySize)
-                    let ok = wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                    let ok = wrapped.withUnsafeBytes { w in
+                        out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) }
+                    }
                     #expect(ok == (single != nil), "KEK \(kekSize), key \(keySize), round \(round)")
                     #expect(out == (single ?? [UInt8](repeating: 0, count: keySize)))
                 }
             }
             for length in [0, 8, 16, 20, 33] {
                 var out = [UInt8](repeating: 0, count: 64)
-                let ok = bytes(length).withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                let ok = bytes(length).withUnsafeBytes { w in
+                    out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) }
+                }
                 #expect(!ok, "\(length) wrapped bytes")
             }
             let wrapped = try Crypto.aesKeyWrap(kek: kekBytes, key: bytes(32))
             var short = [UInt8](repeating: 0, count: 31)
-            #expect(!wrapped.withUnsafeBytes { w in short.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } })
+            #expect(
+                !wrapped.withUnsafeBytes { w in
+                    short.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) }
+                })
         }
         let notAES = SecretKey(copying: bytes(20))
         let wrapped = try Crypto.aesKeyWrap(kek: bytes(16), key: bytes(16))
         var out = [UInt8](repeating: 0, count: 16)
-        #expect(!wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: notAES, wrapped: w, into: $0) } })
+        #expect(
+            !wrapped.withUnsafeBytes { w in
+                out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: notAES, wrapped: w, into: $0) }
+            })
     }
 
     /// Threads sharing one class key share its schedule: each still gets its own key right.
@@ -90,7 +112,9 @@ import Testing
                     var bad = 0
                     for _ in 0..<500 {
                         var out = [UInt8](repeating: 0, count: 32)
-                        let ok = wrapped[t].withUnsafeBytes { w in out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) } }
+                        let ok = wrapped[t].withUnsafeBytes { w in
+                            out.withUnsafeMutableBytes { Crypto.aesKeyUnwrap(kek: kek, wrapped: w, into: $0) }
+                        }
                         if !ok || out != keys[t] { bad += 1 }
                     }
                     return bad
@@ -105,7 +129,11 @@ import Testing
     /// equals a single wrap, and unwraps to its key.
     @Test func wrapMany_equalsWrapOneByOne() throws {
         var seed: UInt8 = 3
-        func bytes(_ n: Int) -> [UInt8] { (0..<n).map { _ in seed = seed &* 29 &+ 71; return seed } }
+        func bytes(_ n: Int) -> [UInt8] {
+            (0..<n).map { _ in
+                seed = seed &* 29 &+ 71; return seed
+            }
+        }
         for kekSize in [16, 24, 32] {
             let kek = bytes(kekSize)
             for keySize in [16, 24, 32, 40] {
@@ -114,12 +142,17 @@ import Testing
                     let each = keySize + 8
                     var out = [UInt8](repeating: 0xEE, count: count * each)
                     let done = keys.flatMap { $0 }.withUnsafeBytes { k in
-                        out.withUnsafeMutableBytes { o in Crypto.aesKeyWrap(kek: SecretKey(copying: kek), many: k, each: keySize, count: count, into: o) }
+                        out.withUnsafeMutableBytes { o in
+                            Crypto.aesKeyWrap(
+                                kek: SecretKey(copying: kek), many: k, each: keySize, count: count, into: o)
+                        }
                     }
                     #expect(done)
                     for k in 0..<count {
                         let wrapped = Array(out[k * each..<(k + 1) * each])
-                        #expect(wrapped == (try Crypto.aesKeyWrap(kek: kek, key: keys[k])), "KEK \(kekSize), key \(keySize), \(k) of \(count)")
+                        #expect(
+                            wrapped == (try Crypto.aesKeyWrap(kek: kek, key: keys[k])),
+                            "KEK \(kekSize), key \(keySize), \(k) of \(count)")
                         #expect((try? Crypto.aesKeyUnwrap(kek: kek, wrapped: wrapped)) == keys[k])
                     }
                 }
@@ -132,7 +165,10 @@ import Testing
         keys.withUnsafeBytes { k in
             out.withUnsafeMutableBytes { o in
                 #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 32, count: Crypto.keyUnwrapBatch + 1, into: o))
-                #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 32, count: 2, into: UnsafeMutableRawBufferPointer(rebasing: o[0..<79])))
+                #expect(
+                    !Crypto.aesKeyWrap(
+                        kek: kek, many: k, each: 32, count: 2, into: UnsafeMutableRawBufferPointer(rebasing: o[0..<79]))
+                )
                 #expect(!Crypto.aesKeyWrap(kek: kek, many: k, each: 12, count: 2, into: o))
             }
         }
@@ -148,7 +184,10 @@ import Testing
             out.withUnsafeMutableBytes { o in
                 ok.withUnsafeMutableBufferPointer { f in
                     #expect(!Crypto.aesKeyUnwrap(kek: kek, many: w, each: 40, count: n, into: o, ok: f))
-                    #expect(!Crypto.aesKeyUnwrap(kek: kek, many: w, each: 40, count: 2, into: UnsafeMutableRawBufferPointer(rebasing: o[0..<63]), ok: f))
+                    #expect(
+                        !Crypto.aesKeyUnwrap(
+                            kek: kek, many: w, each: 40, count: 2,
+                            into: UnsafeMutableRawBufferPointer(rebasing: o[0..<63]), ok: f))
                 }
             }
         }
@@ -173,7 +212,10 @@ import Testing
                     aad.withUnsafeBytes { a in
                         ciphertext.withUnsafeBytes { c in
                             tag.withUnsafeBytes { t in
-                                out.withUnsafeMutableBytes { Crypto.aesGCMOpen(context: context, key: k, nonce: n, aad: a, ciphertext: c, tag: t, into: $0) }
+                                out.withUnsafeMutableBytes {
+                                    Crypto.aesGCMOpen(
+                                        context: context, key: k, nonce: n, aad: a, ciphertext: c, tag: t, into: $0)
+                                }
                             }
                         }
                     }

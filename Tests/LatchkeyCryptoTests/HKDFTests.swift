@@ -14,8 +14,9 @@ import Testing
     private func vector(_ id: String) throws -> Vector {
         let v = try VectorFile.load("rfc5869.txt").vector(id)
         #expect(try v.value("Hash") == "SHA-256")
-        return Vector(ikm: try v.bytes("IKM"), salt: try v.bytes("salt"), info: try v.bytes("info"),
-                      prk: try v.bytes("PRK"), okm: try v.bytes("OKM"), length: try v.int("L"))
+        return Vector(
+            ikm: try v.bytes("IKM"), salt: try v.bytes("salt"), info: try v.bytes("info"),
+            prk: try v.bytes("PRK"), okm: try v.bytes("OKM"), length: try v.int("L"))
     }
 
     /// HKDF computed straight from RFC 5869 Section 2 with HMAC-SHA256 (itself checked
@@ -66,7 +67,8 @@ import Testing
         let v = try vector("A.3")
         #expect(v.salt.isEmpty && v.info.isEmpty)
         let noSalt = try Crypto.hkdfSHA256(ikm: v.ikm, salt: [], info: [], count: v.length)
-        let zeroSalt = try Crypto.hkdfSHA256(ikm: v.ikm, salt: [UInt8](repeating: 0, count: 32), info: [], count: v.length)
+        let zeroSalt = try Crypto.hkdfSHA256(
+            ikm: v.ikm, salt: [UInt8](repeating: 0, count: 32), info: [], count: v.length)
         #expect(noSalt.hex == v.okm.hex)
         #expect(zeroSalt.hex == v.okm.hex)
     }
@@ -80,7 +82,8 @@ import Testing
     @Test func hkdfByDefinition_agreesWithAllRFC5869Vectors() throws {
         for id in Self.ids {
             let v = try vector(id)
-            #expect(hkdfByDefinition(ikm: v.ikm, salt: v.salt, info: v.info, length: v.length).hex == v.okm.hex, "\(id)")
+            #expect(
+                hkdfByDefinition(ikm: v.ikm, salt: v.salt, info: v.info, length: v.length).hex == v.okm.hex, "\(id)")
         }
     }
 

@@ -40,8 +40,10 @@ import Testing
 
     /// The parts are MACed as one concatenated message, empty parts included.
     @Test func hmacSHA256_splitIntoParts_equalsMACOfConcatenation() throws {
-        let v = try vector("2")   // "what do ya want for nothing?"
-        let parts = [[], Array(v.data.prefix(5)), [], Array(v.data.dropFirst(5).prefix(11)), Array(v.data.dropFirst(16)), []]
+        let v = try vector("2")  // "what do ya want for nothing?"
+        let parts = [
+            [], Array(v.data.prefix(5)), [], Array(v.data.dropFirst(5).prefix(11)), Array(v.data.dropFirst(16)), []
+        ]
         #expect(Crypto.hmacSHA256(key: v.key, parts: parts).hex == v.mac.hex)
         #expect(Crypto.hmacSHA256(key: v.key, Array(v.data.prefix(1)), Array(v.data.dropFirst())).hex == v.mac.hex)
     }
@@ -56,7 +58,9 @@ import Testing
             for messageLength in [0, 1, 55, 56, 64, 119, 400] {
                 let message = (0..<messageLength).map { UInt8(truncatingIfNeeded: $0 &* 101 &+ keyLength) }
                 let expected = hmacByDefinition(key: key, message: message)
-                #expect(Crypto.hmacSHA256(key: secret, parts: [message]) == expected, "key \(keyLength), message \(messageLength)")
+                #expect(
+                    Crypto.hmacSHA256(key: secret, parts: [message]) == expected,
+                    "key \(keyLength), message \(messageLength)")
                 let cut = messageLength / 3
                 let twoParts = Array(message[..<cut]).withUnsafeBytes { a in
                     Array(message[cut...]).withUnsafeBytes { b in Crypto.hmacSHA256(key: secret, a, b) }
@@ -70,14 +74,20 @@ import Testing
     /// states, so every MAC is still the right one.
     @Test func hmacSHA256_secretKeyContext_isRightFromManyThreadsAtOnce() async {
         let secret = SecretKey(copying: Array(repeating: 0x42, count: 32))
-        let expected = (0..<64).map { i in hmacByDefinition(key: Array(repeating: 0x42, count: 32), message: Array(repeating: UInt8(i), count: i * 7)) }
+        let expected = (0..<64).map { i in
+            hmacByDefinition(key: Array(repeating: 0x42, count: 32), message: Array(repeating: UInt8(i), count: i * 7))
+        }
         let wrong = await withTaskGroup(of: Int.self) { group in
             for t in 0..<8 {
                 group.addTask {
                     var bad = 0
                     for round in 0..<200 {
                         let i = (round + t) % 64
-                        if Crypto.hmacSHA256(key: secret, parts: [Array(repeating: UInt8(i), count: i * 7)]) != expected[i] { bad += 1 }
+                        if Crypto.hmacSHA256(key: secret, parts: [Array(repeating: UInt8(i), count: i * 7)])
+                            != expected[i]
+                        {
+                            bad += 1
+                        }
                     }
                     return bad
                 }
@@ -135,7 +145,8 @@ import Testing
     @Test func sha256_abc_givesFIPS180Digest() throws {
         let v = try vector("B.1")
         #expect(v.message == Array("abc".utf8))
-        #expect(Crypto.sha256(Array("abc".utf8)).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(
+            Crypto.sha256(Array("abc".utf8)).hex == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
     @Test func sha256_emptyInput_givesPublishedDigest() throws {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import LatchkeyCrypto
 import Testing
@@ -24,15 +24,19 @@ import Testing
 
     private func vector(_ id: String) throws -> Vector {
         let v = try VectorFile.load("rfc7914.txt").vector(id)
-        return Vector(password: try v.bytes("P"), salt: try v.bytes("S"), dk: try v.bytes("DK"),
-                      n: try v.int("N", as: UInt64.self), r: try v.int("r", as: UInt32.self),
-                      p: try v.int("p", as: UInt32.self), length: try v.int("dkLen"))
+        return Vector(
+            password: try v.bytes("P"), salt: try v.bytes("S"), dk: try v.bytes("DK"),
+            n: try v.int("N", as: UInt64.self), r: try v.int("r", as: UInt32.self),
+            p: try v.int("p", as: UInt32.self), length: try v.int("dkLen"))
     }
 
-    private func derive(_ v: Vector, password: [UInt8]? = nil, salt: [UInt8]? = nil,
-                        maxMemory: UInt64 = maxMemory) throws -> [UInt8] {
-        try Crypto.scrypt(password: password ?? v.password, salt: salt ?? v.salt, n: v.n, r: v.r, p: v.p,
-                          maxMemory: maxMemory, count: v.length)
+    private func derive(
+        _ v: Vector, password: [UInt8]? = nil, salt: [UInt8]? = nil,
+        maxMemory: UInt64 = maxMemory
+    ) throws -> [UInt8] {
+        try Crypto.scrypt(
+            password: password ?? v.password, salt: salt ?? v.salt, n: v.n, r: v.r, p: v.p,
+            maxMemory: maxMemory, count: v.length)
     }
 
     /// Memory OpenSSL needs for (N, r, p): the ROMix array V of 128 * r * N bytes plus
@@ -60,7 +64,8 @@ import Testing
     @Test func scrypt_emptyPasswordAndSalt_givesRFC7914Vector1() throws {
         let v = try vector("1")
         #expect(v.password.isEmpty && v.salt.isEmpty)
-        #expect(try Crypto.scrypt(password: [], salt: [], n: 16, r: 1, p: 1, maxMemory: Self.maxMemory, count: 64).hex
+        #expect(
+            try Crypto.scrypt(password: [], salt: [], n: 16, r: 1, p: 1, maxMemory: Self.maxMemory, count: 64).hex
                 == v.dk.hex)
     }
 

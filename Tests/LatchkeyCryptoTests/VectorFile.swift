@@ -61,7 +61,9 @@ struct VectorFile {
             let value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
             guard !key.isEmpty else { throw fail("empty key") }
             guard !vectors.isEmpty else { throw fail("field `\(key)` before the first [id]") }
-            guard vectors[vectors.count - 1].value(ifPresent: key) == nil else { throw fail("duplicate field `\(key)`") }
+            guard vectors[vectors.count - 1].value(ifPresent: key) == nil else {
+                throw fail("duplicate field `\(key)`")
+            }
             vectors[vectors.count - 1].set(key, value)
             lastKey = key
         }

@@ -4,7 +4,8 @@ import Testing
 /// The vector-file parser itself, so a known-answer test cannot pass on a misread fixture.
 @Suite struct VectorFileTests {
     @Test func parse_readsHexStringsIntegersAndContinuationLines() throws {
-        let file = try VectorFile.parse("""
+        let file = try VectorFile.parse(
+            """
             # header
             [a]
             # comment inside a vector
@@ -28,12 +29,12 @@ import Testing
     }
 
     @Test(arguments: [
-        "x = 00",                    // field before any [id]
-        "[a]\nx = 00\nx = 01",       // duplicate field
-        "[a]\n[a]",                  // duplicate vector
-        "[a]\n  00",                 // continuation without a field
-        "[a]\nno equals sign",       // not key = value
-        "[a\nx = 00",                // malformed header
+        "x = 00",  // field before any [id]
+        "[a]\nx = 00\nx = 01",  // duplicate field
+        "[a]\n[a]",  // duplicate vector
+        "[a]\n  00",  // continuation without a field
+        "[a]\nno equals sign",  // not key = value
+        "[a\nx = 00"  // malformed header
     ])
     func parse_malformedFile_throws(text: String) {
         #expect(throws: VectorFileError.self) { try VectorFile.parse(text, name: "bad") }
@@ -54,8 +55,11 @@ import Testing
     @Test func everyVectorFile_startsWithASourceHeader() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Fixtures.vectorsDirectory.path)
             .filter { $0.hasSuffix(".txt") }.sorted()
-        #expect(Set(names).isSuperset(of: ["fips180.txt", "gcm-nist.txt", "rfc3394.txt", "rfc4231.txt",
-                                           "rfc5869.txt", "rfc7914.txt"]))
+        #expect(
+            Set(names).isSuperset(of: [
+                "fips180.txt", "gcm-nist.txt", "rfc3394.txt", "rfc4231.txt",
+                "rfc5869.txt", "rfc7914.txt"
+            ]))
         for name in names {
             let text = try String(contentsOf: Fixtures.vectorsDirectory.appendingPathComponent(name), encoding: .utf8)
             let first = try #require(text.split(separator: "\n").first)

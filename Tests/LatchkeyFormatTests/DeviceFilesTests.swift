@@ -34,7 +34,9 @@ import Testing
     @Test func badMagic_isRejected() {
         let bytes = Self.secret.encodeFile()
         for offset in 0..<8 {
-            expectRejection(.badMagic, "byte \(offset)") { try DeviceSecret.decodeFile(resummed(bytes.flipping(offset))) }
+            expectRejection(.badMagic, "byte \(offset)") {
+                try DeviceSecret.decodeFile(resummed(bytes.flipping(offset)))
+            }
         }
         expectRejection(.badMagic, "a keychain file is not a device secret") {
             try DeviceSecret.decodeFile(FormatConstants.fileMagic + Array(bytes.dropFirst(8)))
@@ -66,7 +68,9 @@ import Testing
 
     @Test func reservedBytesNonZero_areRejected() {
         for offset in 12..<16 {
-            expectRejection(.invalidField, "byte \(offset)") { try DeviceSecret.decodeFile(resummed(Self.secret.encodeFile().flipping(offset))) }
+            expectRejection(.invalidField, "byte \(offset)") {
+                try DeviceSecret.decodeFile(resummed(Self.secret.encodeFile().flipping(offset)))
+            }
         }
     }
 
@@ -80,8 +84,9 @@ import Testing
 
 @Suite struct DeviceStateTests {
     static let macKey = try! DeviceState.macKey(device: DeviceSecretFileTests.secret)
-    static let state = DeviceState(fileUUID: Sample.fileUUID, newestSequence: 0x0102_0304_0506_0708, failedAttempts: 3,
-                                   lastFailureAt: -1_700_000_000)
+    static let state = DeviceState(
+        fileUUID: Sample.fileUUID, newestSequence: 0x0102_0304_0506_0708, failedAttempts: 3,
+        lastFailureAt: -1_700_000_000)
 
     /// Recomputes the MAC so that only the field under test is wrong.
     func remaced(_ bytes: [UInt8]) -> [UInt8] {
@@ -104,13 +109,16 @@ import Testing
     @Test func macKey_dependsOnTheDevice() throws {
         let other = DeviceSecret(uuid: Sample.deviceUUID, secret: SecretKey(copying: [UInt8](repeating: 9, count: 32)))
         let bytes = Self.state.encode(macKey: Self.macKey)
-        expectRejection(.checksumMismatch) { try DeviceState.decode(bytes, macKey: try DeviceState.macKey(device: other)) }
+        expectRejection(.checksumMismatch) {
+            try DeviceState.decode(bytes, macKey: try DeviceState.macKey(device: other))
+        }
     }
 
     @Test func badMagic_isRejected() {
         for offset in 0..<8 {
             expectRejection(.badMagic, "byte \(offset)") {
-                try DeviceState.decode(remaced(Self.state.encode(macKey: Self.macKey).flipping(offset)), macKey: Self.macKey)
+                try DeviceState.decode(
+                    remaced(Self.state.encode(macKey: Self.macKey).flipping(offset)), macKey: Self.macKey)
             }
         }
     }
@@ -124,7 +132,9 @@ import Testing
     @Test func wrongSize_isRejected() {
         let bytes = Self.state.encode(macKey: Self.macKey)
         for length in 0..<88 {
-            expectRejection(.truncated, "length \(length)") { try DeviceState.decode(Array(bytes.prefix(length)), macKey: Self.macKey) }
+            expectRejection(.truncated, "length \(length)") {
+                try DeviceState.decode(Array(bytes.prefix(length)), macKey: Self.macKey)
+            }
         }
         expectRejection(.anyFormatError, "89 bytes") { try DeviceState.decode(bytes + [0], macKey: Self.macKey) }
     }
@@ -132,13 +142,15 @@ import Testing
     @Test func reservedBytesNonZero_areRejected() {
         for offset in Array(13..<16) + Array(44..<48) {
             expectRejection(.invalidField, "byte \(offset)") {
-                try DeviceState.decode(remaced(Self.state.encode(macKey: Self.macKey).flipping(offset)), macKey: Self.macKey)
+                try DeviceState.decode(
+                    remaced(Self.state.encode(macKey: Self.macKey).flipping(offset)), macKey: Self.macKey)
             }
         }
         // Byte 12 holds the flags (1.1): bit 0 is "passcode set", bits 1-7 are reserved.
         for mask in [UInt8](arrayLiteral: 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80) {
             expectRejection(.invalidField, "byte 12 mask \(mask)") {
-                try DeviceState.decode(remaced(Self.state.encode(macKey: Self.macKey).flipping(12, mask)), macKey: Self.macKey)
+                try DeviceState.decode(
+                    remaced(Self.state.encode(macKey: Self.macKey).flipping(12, mask)), macKey: Self.macKey)
             }
         }
     }
@@ -159,7 +171,9 @@ import Testing
     @Test func macMismatch_isRejected() {
         let bytes = Self.state.encode(macKey: Self.macKey)
         for offset in Array(16..<44) + Array(48..<88) {
-            expectRejection(.checksumMismatch, "byte \(offset)") { try DeviceState.decode(bytes.flipping(offset), macKey: Self.macKey) }
+            expectRejection(.checksumMismatch, "byte \(offset)") {
+                try DeviceState.decode(bytes.flipping(offset), macKey: Self.macKey)
+            }
         }
     }
 }

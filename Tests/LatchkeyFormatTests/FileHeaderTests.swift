@@ -31,7 +31,9 @@ import Testing
         #expect(bytes[48..<56].allSatisfy { $0 == 0 })
         #expect(ByteReader(bytes).getInteger(at: 56, as: UInt64.self)! == 0x0102_0304_0506_0708)
         #expect(ByteReader(bytes).getInteger(at: 64, as: UInt64.self)! == 1_700_000_000)
-        #expect(Int(ByteReader(bytes).getInteger(at: 72, as: UInt16.self)!) == Sample.keybag(passcode: false).encode().count)
+        #expect(
+            Int(ByteReader(bytes).getInteger(at: 72, as: UInt16.self)!) == Sample.keybag(passcode: false).encode().count
+        )
     }
 
     @Test func everyAuthenticatedByte_isCoveredByTheMAC() throws {
@@ -39,7 +41,8 @@ import Testing
         for offset in bytes.indices {
             let damaged = bytes.flipping(offset)
             guard let (_, authenticated, mac) = try? FileHeader.decode(damaged) else { continue }
-            #expect(!FileHeader.verifyMAC(authenticated: authenticated, mac: mac, macKey: Sample.macKey), "byte \(offset)")
+            #expect(
+                !FileHeader.verifyMAC(authenticated: authenticated, mac: mac, macKey: Sample.macKey), "byte \(offset)")
         }
     }
 
@@ -47,7 +50,9 @@ import Testing
         let bytes = Sample.header(passcode: false).encode(macKey: Sample.macKey)
         for offset in 0..<8 {
             expectRejection(.badMagic, "magic byte \(offset)") { try FileHeader.decode(bytes.flipping(offset)) }
-            expectRejection(.badMagic, "peek, magic byte \(offset)") { try FileHeader.peekLength(bytes.flipping(offset)) }
+            expectRejection(.badMagic, "peek, magic byte \(offset)") {
+                try FileHeader.peekLength(bytes.flipping(offset))
+            }
         }
         // A text-mode copy (CR LF → LF) breaks the magic first.
         var textMode = bytes
@@ -61,7 +66,9 @@ import Testing
         expectRejection(.unsupportedVersion) { try FileHeader.decode(bytes) }
         // Nothing after the major version is read: not even a garbage length or a short file.
         expectRejection(.unsupportedVersion, "12 bytes only") { try FileHeader.peekLength(Array(bytes.prefix(12))) }
-        expectRejection(.unsupportedVersion, "garbage length") { try FileHeader.peekLength(bytes.setting(UInt32.max, at: 12)) }
+        expectRejection(.unsupportedVersion, "garbage length") {
+            try FileHeader.peekLength(bytes.setting(UInt32.max, at: 12))
+        }
     }
 
     @Test(arguments: [0, 139, 65_537, UInt32.max] as [UInt32])
@@ -84,7 +91,9 @@ import Testing
             expectRejection(.truncated, "length \(length)") { try FileHeader.decode(Array(bytes.prefix(length))) }
         }
         for length in 0..<16 {
-            expectRejection(.truncated, "peek, length \(length)") { try FileHeader.peekLength(Array(bytes.prefix(length))) }
+            expectRejection(.truncated, "peek, length \(length)") {
+                try FileHeader.peekLength(Array(bytes.prefix(length)))
+            }
         }
     }
 
@@ -118,14 +127,18 @@ import Testing
         #expect(FileHeader.verifyMAC(authenticated: authenticated, mac: mac, macKey: Sample.macKey))
         let tampered = body.flipping(body.count - 33)
         let (_, a2, m2) = try FileHeader.decode(tampered)
-        #expect(!FileHeader.verifyMAC(authenticated: a2, mac: m2, macKey: Sample.macKey), "extension bytes are authenticated")
+        #expect(
+            !FileHeader.verifyMAC(authenticated: a2, mac: m2, macKey: Sample.macKey),
+            "extension bytes are authenticated")
     }
 
     @Test func keybagLengthThatDoesNotFit_isRejected() {
         let bytes = Sample.header(passcode: false).encode(macKey: Sample.macKey)
         let k = Int(ByteReader(bytes).getInteger(at: 72, as: UInt16.self)!)
         for wrong in [0, 1, k - 1, k + 1, k + 42, 0xFFFF] {
-            expectRejection(.anyFormatError, "keybag length \(wrong)") { try FileHeader.decode(bytes.setting(UInt16(wrong), at: 72)) }
+            expectRejection(.anyFormatError, "keybag length \(wrong)") {
+                try FileHeader.decode(bytes.setting(UInt16(wrong), at: 72))
+            }
         }
     }
 

@@ -11,7 +11,7 @@ enum Rejection: CustomStringConvertible {
     func matches(_ e: FormatError) -> Bool {
         switch (self, e) {
         case (.truncated, .truncated), (.badMagic, .badMagic), (.unsupportedVersion, .unsupportedVersion),
-             (.invalidField, .invalidField), (.checksumMismatch, .checksumMismatch), (.anyFormatError, _):
+            (.invalidField, .invalidField), (.checksumMismatch, .checksumMismatch), (.anyFormatError, _):
             return true
         default:
             return false
@@ -31,8 +31,10 @@ enum Rejection: CustomStringConvertible {
 }
 
 /// Checks that `body` throws the `FormatError` `expected`.
-func expectRejection<T>(_ expected: Rejection, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation,
-                        _ body: () throws -> T) {
+func expectRejection<T>(
+    _ expected: Rejection, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> T
+) {
     do {
         _ = try body()
         Issue.record("\(comment): expected \(expected), but it decoded", sourceLocation: sourceLocation)
@@ -58,14 +60,16 @@ enum Sample {
         for pc in ProtectionClass.allCases {
             if pc == .whenPasscodeSetThisDeviceOnly && !passcode { continue }
             let wrap: WrapKind = pc.isAlwaysAvailable || !passcode ? .device : .passcode
-            entries.append(KeybagEntry(protectionClass: pc, wrap: wrap, wrappedKey: [UInt8](repeating: pc.rawValue, count: 40)))
+            entries.append(
+                KeybagEntry(protectionClass: pc, wrap: wrap, wrappedKey: [UInt8](repeating: pc.rawValue, count: 40)))
         }
         return Keybag(kdf: passcode ? .scrypt(salt: salt, logN: 15) : .none, entries: entries)
     }
 
     static func header(passcode: Bool, baseSequence: UInt64 = 0) -> FileHeader {
-        FileHeader(fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: baseSequence, createdAt: 1_700_000_000,
-                   keybag: keybag(passcode: passcode))
+        FileHeader(
+            fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: baseSequence, createdAt: 1_700_000_000,
+            keybag: keybag(passcode: passcode))
     }
 }
 

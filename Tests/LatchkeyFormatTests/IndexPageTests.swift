@@ -5,24 +5,29 @@ import Testing
 /// The entry pages of an index file (spec §17.2): each table written by `IndexPageWriter` and
 /// read back by `IndexEntryPage`, at the offsets of the spec's tables.
 @Suite struct IndexPageTests {
-    static let header = IndexHeader(fileUUID: Sample.fileUUID, logHeaderMAC: [UInt8](repeating: 7, count: 32), coveredEnd: 500,
-                                    lastSequence: 3, lastRecordOffset: 400, lastRecordTag: [UInt8](repeating: 9, count: 16),
-                                    itemCount: 71, recordCount: 3, ancillaryCount: 0, generation: [UInt8](repeating: 1, count: 16),
-                                    attributeCount: 2, unhashedCount: 1)
+    static let header = IndexHeader(
+        fileUUID: Sample.fileUUID, logHeaderMAC: [UInt8](repeating: 7, count: 32), coveredEnd: 500,
+        lastSequence: 3, lastRecordOffset: 400, lastRecordTag: [UInt8](repeating: 9, count: 16),
+        itemCount: 71, recordCount: 3, ancillaryCount: 0, generation: [UInt8](repeating: 1, count: 16),
+        attributeCount: 2, unhashedCount: 1)
     static let headerPage = header.encode(macKey: Sample.macKey)
 
     static func key(_ i: Int) -> IndexKey { (UInt64(i) << 56 | 0x0102_0304, UInt64(0xA0B0_C0D0_E0F0_0000) | UInt64(i)) }
 
     static func pages(of bytes: [UInt8]) -> [[UInt8]] {
-        stride(from: 0, to: bytes.count, by: FormatConstants.indexPageSize).map { Array(bytes[$0..<$0 + FormatConstants.indexPageSize]) }
+        stride(from: 0, to: bytes.count, by: FormatConstants.indexPageSize).map {
+            Array(bytes[$0..<$0 + FormatConstants.indexPageSize])
+        }
     }
 
     /// 71 items (two item pages), 71 unique keys (one page), 2 attributes, 1 unhashed item.
     static func written() -> [UInt8] {
         var w = IndexPageWriter(headerPage: headerPage, macKey: Sample.macKey)
         for i in 0..<71 {
-            w.appendItem(IndexItemEntry(uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200,
-                                         classTag: 0xCAFE_F00D, uniqueKeyHash: key(100 + i), protectionClass: 6, flags: 1))
+            w.appendItem(
+                IndexItemEntry(
+                    uuid: key(i), recordOffset: 1000 + UInt64(i), sequence: 5 + UInt64(i), recordSize: 200,
+                    classTag: 0xCAFE_F00D, uniqueKeyHash: key(100 + i), protectionClass: 6, flags: 1))
         }
         #expect(w.count == 71 && w.nextPage == 2, "a full item page was sealed when its 70th entry came")
         w.begin(.uniqueKeys)
@@ -38,7 +43,8 @@ import Testing
 
     @Test func writer_sealsEveryTableInFileOrder() throws {
         let bytes = Self.written()
-        #expect(UInt64(bytes.count) == Self.header.fileSize, "header, 2 item, 1 unique, 1 attribute and 1 unhashed page")
+        #expect(
+            UInt64(bytes.count) == Self.header.fileSize, "header, 2 item, 1 unique, 1 attribute and 1 unhashed page")
         let pages = Self.pages(of: bytes)
         #expect(pages[0] == Self.headerPage)
         let mac = IndexHeader.mac(of: Self.headerPage)
@@ -56,7 +62,8 @@ import Testing
         #expect(ByteReader(page).getInteger(at: at + 24, as: UInt64.self) == 7, "sequence at 24")
         #expect(ByteReader(page).getInteger(at: at + 32, as: UInt32.self) == 200, "record size at 32")
         #expect(ByteReader(page).getInteger(at: at + 36, as: UInt32.self) == 0xCAFE_F00D, "class tag at 36")
-        #expect(ByteReader(page).getInteger(at: at + 40, as: UInt64.self) == Self.key(102).high, "unique-key hash at 40")
+        #expect(
+            ByteReader(page).getInteger(at: at + 40, as: UInt64.self) == Self.key(102).high, "unique-key hash at 40")
         #expect(page[at + 56] == 6 && page[at + 57] == 1, "class at 56, flags at 57")
         #expect(page[70 * 58..<FormatConstants.indexPageBodySize].allSatisfy { $0 == 0 }, "zeros after the 70 entries")
         // Decoding alone reads the same fields.
@@ -80,7 +87,9 @@ import Testing
             let e = items.item(i)
             #expect(e.uuid == Self.key(i) && items.key(i) == Self.key(i))
             #expect(e.recordOffset == 1000 + UInt64(i) && e.sequence == 5 + UInt64(i) && e.recordSize == 200)
-            #expect(e.classTag == 0xCAFE_F00D && e.uniqueKeyHash == Self.key(100 + i) && e.protectionClass == 6 && e.flags == 1)
+            #expect(
+                e.classTag == 0xCAFE_F00D && e.uniqueKeyHash == Self.key(100 + i) && e.protectionClass == 6
+                    && e.flags == 1)
         }
         #expect(last.key(0) == Self.key(70))
         #expect(uniques.key(70) == Self.key(170) && uniques.uniqueOwner(70) == Self.key(70))

@@ -33,10 +33,12 @@ import Testing
         }
     }
 
-    static let sample = ItemPlaintext(itemClass: .internetPassword, attributes: [
-        "acct": .string("alice"), "srvr": .string("例え.jp"), "port": .integer(-443), "cdat": .date(7.25e8),
-        "gena": .data([0, 0xFF, 0x10]), "labl": .string(""), "Z": .string("upper case sorts first"),
-    ], data: Array("p@ssw0rd".utf8))
+    static let sample = ItemPlaintext(
+        itemClass: .internetPassword,
+        attributes: [
+            "acct": .string("alice"), "srvr": .string("例え.jp"), "port": .integer(-443), "cdat": .date(7.25e8),
+            "gena": .data([0, 0xFF, 0x10]), "labl": .string(""), "Z": .string("upper case sorts first")
+        ], data: Array("p@ssw0rd".utf8))
 
     @Test func plaintext_roundTrips() throws {
         #expect(try ItemPlaintext.decode(Self.sample.encode()) == Self.sample)
@@ -48,9 +50,11 @@ import Testing
     }
 
     @Test func encode_sortsNamesAsBytesAndUsesSpecTypes() throws {
-        let bytes = ItemPlaintext(itemClass: .genericPassword,
-                                  attributes: ["b": .integer(1), "a": .date(0.5), "B": .data([9]), "ab": .string("x")],
-                                  data: [7]).encode()
+        let bytes = ItemPlaintext(
+            itemClass: .genericPassword,
+            attributes: ["b": .integer(1), "a": .date(0.5), "B": .data([9]), "ab": .string("x")],
+            data: [7]
+        ).encode()
         var r = ByteReader(bytes)
         _ = try r.readBytes(count: 7, "head")
         var names: [String] = [], types: [UInt8] = []
@@ -75,9 +79,13 @@ import Testing
     }
 
     @Test func nameLength_outside1to32_isRejected() throws {
-        expectRejection(.invalidField, "empty name") { try ItemPlaintext.decode(Raw(attributes: [([], 1, [])]).encode()) }
+        expectRejection(.invalidField, "empty name") {
+            try ItemPlaintext.decode(Raw(attributes: [([], 1, [])]).encode())
+        }
         let long = [UInt8](repeating: 0x61, count: 33)
-        expectRejection(.invalidField, "33 bytes") { try ItemPlaintext.decode(Raw(attributes: [(long, 1, [])]).encode()) }
+        expectRejection(.invalidField, "33 bytes") {
+            try ItemPlaintext.decode(Raw(attributes: [(long, 1, [])]).encode())
+        }
         let longest = [UInt8](repeating: 0x61, count: 32)
         #expect(try ItemPlaintext.decode(Raw(attributes: [(longest, 1, [])]).encode()).attributes.count == 1)
     }
@@ -104,12 +112,16 @@ import Testing
 
     @Test(arguments: [0, 5, 0xFF] as [UInt8])
     func unknownValueType_isRejected(type: UInt8) {
-        expectRejection(.invalidField) { try ItemPlaintext.decode(Raw(attributes: [(Array("acct".utf8), type, [1])]).encode()) }
+        expectRejection(.invalidField) {
+            try ItemPlaintext.decode(Raw(attributes: [(Array("acct".utf8), type, [1])]).encode())
+        }
     }
 
     @Test func invalidUTF8String_isRejected() {
         for bad: [UInt8] in [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x61, 0xE2, 0x82]] {
-            expectRejection(.invalidField, "\(bad)") { try ItemPlaintext.decode(Raw(attributes: [(Array("acct".utf8), 1, bad)]).encode()) }
+            expectRejection(.invalidField, "\(bad)") {
+                try ItemPlaintext.decode(Raw(attributes: [(Array("acct".utf8), 1, bad)]).encode())
+            }
         }
     }
 
@@ -117,7 +129,9 @@ import Testing
     func integerOrDateNotEightBytes_isRejected(length: Int) {
         for type: UInt8 in [3, 4] {
             let value = [UInt8](repeating: 0, count: length)
-            expectRejection(.invalidField, "type \(type)") { try ItemPlaintext.decode(Raw(attributes: [(Array("port".utf8), type, value)]).encode()) }
+            expectRejection(.invalidField, "type \(type)") {
+                try ItemPlaintext.decode(Raw(attributes: [(Array("port".utf8), type, value)]).encode())
+            }
         }
     }
 
@@ -129,7 +143,9 @@ import Testing
     }
 
     @Test func lengthsThatRunPastTheEnd_areRejected() {
-        expectRejection(.anyFormatError, "attribute count too high") { try ItemPlaintext.decode(Raw(attributes: [Raw.string("a", "x")], count: 2).encode()) }
+        expectRejection(.anyFormatError, "attribute count too high") {
+            try ItemPlaintext.decode(Raw(attributes: [Raw.string("a", "x")], count: 2).encode())
+        }
         var bytes = Raw(data: [1, 2, 3]).encode()
         bytes = bytes.setting(UInt32(4), at: bytes.count - 7)
         expectRejection(.truncated, "data length too high") { try ItemPlaintext.decode(bytes) }

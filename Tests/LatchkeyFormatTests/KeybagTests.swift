@@ -39,13 +39,17 @@ import Testing
 
     @Test(arguments: [2, 3, 0xFF] as [UInt8])
     func unknownKDF_isRejected(id: UInt8) {
-        expectRejection(.invalidField) { try Keybag.decode(Sample.keybag(passcode: true).encode().setting(id, at: At.kdf)) }
+        expectRejection(.invalidField) {
+            try Keybag.decode(Sample.keybag(passcode: true).encode().setting(id, at: At.kdf))
+        }
     }
 
     @Test(arguments: [2, 3, 12, 13, 14, 15, 33])
     func reservedByteNonZero_isRejected(offset: Int) {
         for passcode in [false, true] {
-            expectRejection(.invalidField, "byte \(offset)") { try Keybag.decode(Sample.keybag(passcode: passcode).encode().flipping(offset)) }
+            expectRejection(.invalidField, "byte \(offset)") {
+                try Keybag.decode(Sample.keybag(passcode: passcode).encode().flipping(offset))
+            }
         }
     }
 
@@ -69,19 +73,21 @@ import Testing
         ScryptCase(logN: 15, r: 0, p: 1), ScryptCase(logN: 15, r: 33, p: 1),
         ScryptCase(logN: 15, r: 8, p: 0), ScryptCase(logN: 15, r: 8, p: 17),
         // 128 · r · N above 1 GiB with each parameter in range.
-        ScryptCase(logN: 21, r: 8, p: 1), ScryptCase(logN: 22, r: 3, p: 1), ScryptCase(logN: 19, r: 32, p: 1),
+        ScryptCase(logN: 21, r: 8, p: 1), ScryptCase(logN: 22, r: 3, p: 1), ScryptCase(logN: 19, r: 32, p: 1)
     ])
     func scryptParametersOutOfRange_areRejected(_ c: ScryptCase) {
-        let bytes = Sample.keybag(passcode: true).encode().setting(c.logN, at: At.logN).setting(c.r, at: At.r).setting(c.p, at: At.p)
+        let bytes = Sample.keybag(passcode: true).encode().setting(c.logN, at: At.logN).setting(c.r, at: At.r).setting(
+            c.p, at: At.p)
         expectRejection(.invalidField) { try Keybag.decode(bytes) }
     }
 
     @Test(arguments: [
         ScryptCase(logN: 10, r: 1, p: 1), ScryptCase(logN: 22, r: 2, p: 16), ScryptCase(logN: 20, r: 8, p: 1),
-        ScryptCase(logN: 17, r: 32, p: 1), ScryptCase(logN: 15, r: 8, p: 16),
+        ScryptCase(logN: 17, r: 32, p: 1), ScryptCase(logN: 15, r: 8, p: 16)
     ])
     func scryptParametersAtTheBounds_areAccepted(_ c: ScryptCase) throws {
-        let bytes = Sample.keybag(passcode: true).encode().setting(c.logN, at: At.logN).setting(c.r, at: At.r).setting(c.p, at: At.p)
+        let bytes = Sample.keybag(passcode: true).encode().setting(c.logN, at: At.logN).setting(c.r, at: At.r).setting(
+            c.p, at: At.p)
         let bag = try Keybag.decode(bytes)
         #expect(bag.kdf.logN == c.logN && bag.kdf.r == c.r && bag.kdf.p == c.p)
     }
@@ -101,7 +107,8 @@ import Testing
 
     @Test func duplicateClass_isRejected() {
         // ck's entry made a second ak.
-        let bytes = Sample.keybag(passcode: false).encode().setting(ProtectionClass.whenUnlocked.rawValue, at: At.entry(1))
+        let bytes = Sample.keybag(passcode: false).encode().setting(
+            ProtectionClass.whenUnlocked.rawValue, at: At.entry(1))
         expectRejection(.invalidField) { try Keybag.decode(bytes) }
     }
 
@@ -124,11 +131,14 @@ import Testing
 
     @Test func akpu_isRequiredWithAPasscodeAndForbiddenWithout() {
         let with = Sample.keybag(passcode: true)
-        let withoutAkpu = Keybag(kdf: with.kdf, entries: with.entries.filter { $0.protectionClass != .whenPasscodeSetThisDeviceOnly })
+        let withoutAkpu = Keybag(
+            kdf: with.kdf, entries: with.entries.filter { $0.protectionClass != .whenPasscodeSetThisDeviceOnly })
         expectRejection(.invalidField, "passcode keybag without akpu") { try Keybag.decode(withoutAkpu.encode()) }
 
         let without = Sample.keybag(passcode: false)
-        let extra = KeybagEntry(protectionClass: .whenPasscodeSetThisDeviceOnly, wrap: .device, wrappedKey: [UInt8](repeating: 1, count: 40))
+        let extra = KeybagEntry(
+            protectionClass: .whenPasscodeSetThisDeviceOnly, wrap: .device, wrappedKey: [UInt8](repeating: 1, count: 40)
+        )
         expectRejection(.invalidField, "no-passcode keybag with akpu") {
             try Keybag.decode(Keybag(kdf: without.kdf, entries: without.entries + [extra]).encode())
         }
@@ -149,8 +159,14 @@ import Testing
 
     @Test func entryCountThatLies_isRejected() {
         let bytes = Sample.keybag(passcode: false).encode()
-        expectRejection(.truncated, "one entry more than present") { try Keybag.decode(bytes.setting(UInt8(7), at: At.count)) }
-        expectRejection(.anyFormatError, "one entry fewer than present") { try Keybag.decode(bytes.setting(UInt8(5), at: At.count)) }
-        expectRejection(.anyFormatError, "no entries") { try Keybag.decode(Array(bytes.prefix(34)).setting(UInt8(0), at: At.count)) }
+        expectRejection(.truncated, "one entry more than present") {
+            try Keybag.decode(bytes.setting(UInt8(7), at: At.count))
+        }
+        expectRejection(.anyFormatError, "one entry fewer than present") {
+            try Keybag.decode(bytes.setting(UInt8(5), at: At.count))
+        }
+        expectRejection(.anyFormatError, "no entries") {
+            try Keybag.decode(Array(bytes.prefix(34)).setting(UInt8(0), at: At.count))
+        }
     }
 }

@@ -5,7 +5,9 @@ import Testing
 /// Record framing: the 20-byte frame header with its CRC, and the record tag (spec §6).
 @Suite struct RecordFrameTests {
     /// A frame header with any field values, its CRC computed over them.
-    func rawFrameHeader(length: UInt32, type: UInt8 = 1, flags: UInt8 = 0, reserved: UInt16 = 0, sequence: UInt64 = 1) -> [UInt8] {
+    func rawFrameHeader(length: UInt32, type: UInt8 = 1, flags: UInt8 = 0, reserved: UInt16 = 0, sequence: UInt64 = 1)
+        -> [UInt8]
+    {
         var w = ByteWriter()
         w.writeInteger(length, as: UInt32.self)
         w.writeInteger(type, as: UInt8.self)
@@ -80,19 +82,23 @@ import Testing
 
     @Test func recordTag_bindsKeyOffsetHeaderAndPayload() {
         let payload: [UInt8] = Array("payload bytes".utf8)
-        let record = RecordFrame.encode(type: 1, flags: 0, sequence: 5, payload: payload, offset: 392, macKey: Sample.macKey)
+        let record = RecordFrame.encode(
+            type: 1, flags: 0, sequence: 5, payload: payload, offset: 392, macKey: Sample.macKey)
         #expect(record.count == 36 + payload.count)
         #expect(Array(record[20..<20 + payload.count]) == payload)
         #expect(RecordFrame.verify(record: record[...], offset: 392, macKey: Sample.macKey))
         #expect(!RecordFrame.verify(record: record[...], offset: 393, macKey: Sample.macKey), "moved to another offset")
         #expect(!RecordFrame.verify(record: record[...], offset: 392, macKey: Sample.otherMacKey), "another file's key")
         for offset in record.indices {
-            #expect(!RecordFrame.verify(record: record.flipping(offset)[...], offset: 392, macKey: Sample.macKey), "byte \(offset)")
+            #expect(
+                !RecordFrame.verify(record: record.flipping(offset)[...], offset: 392, macKey: Sample.macKey),
+                "byte \(offset)")
         }
         // tag = first 16 bytes of HMAC(key, u64(offset) ‖ header ‖ payload) (spec §6.2).
         var o = ByteWriter()
         o.writeInteger(392, as: UInt64.self)
-        let expected = Array(Crypto.hmacSHA256(key: Sample.macKey, parts: [o.bytes, Array(record.dropLast(16))]).prefix(16))
+        let expected = Array(
+            Crypto.hmacSHA256(key: Sample.macKey, parts: [o.bytes, Array(record.dropLast(16))]).prefix(16))
         #expect(Array(record.suffix(16)) == expected)
     }
 }

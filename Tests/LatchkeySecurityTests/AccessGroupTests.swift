@@ -11,7 +11,9 @@ import LatchkeySecurity
 struct Seed000AccessGroupTests {
     static let prefix = "GFDZH8PDDD"
     static let app = "GFDZH8PDDD.com.yourcompany.KeyChainApp"
-    static let forbidden = ["GFDZH8PDDD.", "GFDZH8PDDD.com.yourcompany.OtherApp", "XJ7GS56DBA.com.apple.MailApp", "GFDZH8PDDD.other"]
+    static let forbidden = [
+        "GFDZH8PDDD.", "GFDZH8PDDD.com.yourcompany.OtherApp", "XJ7GS56DBA.com.apple.MailApp", "GFDZH8PDDD.other"
+    ]
 
     /// Items of other apps in the groups this app may not use, added by a caller that may.
     static func seedForeignItems(_ kc: SecTestKeychain) {
@@ -34,7 +36,9 @@ struct Seed000AccessGroupTests {
             // [1]-4 groups it may not use: adding is −25243, finding finds nothing
             for group in Self.forbidden {
                 #expect(add(genpItem("x", [kSecAttrAccessGroup as String: group])) == errSecNoAccessForItem, "\(group)")
-                #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound, "\(group)")
+                #expect(
+                    copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound,
+                    "\(group)")
             }
             // [1]-3 it sees only its own group
             #expect(count(genp(nil, service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == 2)
@@ -44,7 +48,8 @@ struct Seed000AccessGroupTests {
 
     @Test func case2_withEntitlements_defaultIsTheFirstKeychainAccessGroup() throws {
         let groups = ["GFDZH8PDDD.private", "GFDZH8PDDD.com.yourcompany.share"]
-        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: groups))
+        let kc = try SecTestKeychain(
+            caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: groups))
         Self.seedForeignItems(kc)
         kc.run {
             // [2]-1 default group: the first keychain-access-groups entry
@@ -52,7 +57,8 @@ struct Seed000AccessGroupTests {
             #expect(attributes(genp("default"))?["agrp"] as? String == "GFDZH8PDDD.private")
             // [2]-2 it may name both groups and its application-identifier
             for group in groups + [Self.app] {
-                #expect(add(genpItem("in " + group, [kSecAttrAccessGroup as String: group])) == errSecSuccess, "\(group)")
+                #expect(
+                    add(genpItem("in " + group, [kSecAttrAccessGroup as String: group])) == errSecSuccess, "\(group)")
             }
             // [2]-3 it reads all three groups
             for group in groups + [Self.app] {
@@ -62,18 +68,25 @@ struct Seed000AccessGroupTests {
             // [2]-4 and none of the others
             for group in Self.forbidden {
                 #expect(add(genpItem("x", [kSecAttrAccessGroup as String: group])) == errSecNoAccessForItem, "\(group)")
-                #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound, "\(group)")
+                #expect(
+                    copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: group])).0 == errSecItemNotFound,
+                    "\(group)")
             }
         }
     }
 
     @Test func update_toForeignGroup_returnsNoAccessForItemAndChangesNothing() throws {
-        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: ["GFDZH8PDDD.share"]))
+        let kc = try SecTestKeychain(
+            caller: CallerIdentity(applicationIdentifier: Self.app, keychainAccessGroups: ["GFDZH8PDDD.share"]))
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
-            #expect(update(genp("a"), [kSecAttrAccessGroup as String: "XJ7GS56DBA.com.apple.MailApp"]) == errSecNoAccessForItem)
+            #expect(
+                update(genp("a"), [kSecAttrAccessGroup as String: "XJ7GS56DBA.com.apple.MailApp"])
+                    == errSecNoAccessForItem)
             #expect(attributes(genp("a"))?["agrp"] as? String == "GFDZH8PDDD.share")
-            #expect(update(genp("a"), [kSecAttrAccessGroup as String: Self.app]) == errSecSuccess, "moving between its own groups is allowed")
+            #expect(
+                update(genp("a"), [kSecAttrAccessGroup as String: Self.app]) == errSecSuccess,
+                "moving between its own groups is allowed")
             #expect(attributes(genp("a"))?["agrp"] as? String == Self.app)
         }
     }
@@ -97,16 +110,20 @@ struct Seed000AccessGroupTests {
 @Suite("Access groups: seed 003, two apps sharing a group")
 struct Seed003SharingTests {
     static let share = "GFDZH8PXXX.share"
-    static let app1 = CallerIdentity(applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-1",
-                                     keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-1", share])
-    static let app2 = CallerIdentity(applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-2",
-                                     keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-2", share])
+    static let app1 = CallerIdentity(
+        applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-1",
+        keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-1", share])
+    static let app2 = CallerIdentity(
+        applicationIdentifier: "GFDZH8PXXX.com.yourcompany.KeyChainApp-2",
+        keychainAccessGroups: ["GFDZH8PXXX.com.yourcompany.KeyChainApp-2", share])
     static let app3 = CallerIdentity(applicationIdentifier: "XJ7GS56DBA.com.othercompany.App-3")
 
     /// The dump of KeyChainApp-2's `dumpItems`: class genp, attributes and data, all items.
     static func dump() -> (OSStatus, [[String: Any]]) {
-        let query: Dict = [kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: kCFBooleanTrue!,
-                           kSecReturnData as String: kCFBooleanTrue!, kSecMatchLimit as String: kSecMatchLimitAll]
+        let query: Dict = [
+            kSecClass as String: kSecClassGenericPassword, kSecReturnAttributes as String: kCFBooleanTrue!,
+            kSecReturnData as String: kCFBooleanTrue!, kSecMatchLimit as String: kSecMatchLimitAll
+        ]
         let (status, result) = copy(query)
         return (status, result as? [[String: Any]] ?? [])
     }
@@ -117,8 +134,11 @@ struct Seed003SharingTests {
 
         // KeyChainApp-1: addNewItem into the shared group, plus one private item.
         app1.use {
-            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
-                         kSecValueData as String: Data("pass00".utf8), kSecAttrAccessGroup as String: Self.share]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
+                    kSecValueData as String: Data("pass00".utf8), kSecAttrAccessGroup as String: Self.share
+                ]) == errSecSuccess)
             #expect(add(genpItem("app1-only")) == errSecSuccess)
         }
         app2.use { #expect(add(genpItem("app2-only")) == errSecSuccess) }
@@ -132,7 +152,9 @@ struct Seed003SharingTests {
             #expect(shared?["pdmn"] as? String == "ak")
             #expect(shared?["svce"] as? String == "")
             #expect(shared?["v_Data"] as? Data == Data("pass00".utf8))
-            #expect(Set(items.compactMap { $0["acct"] as? String }) == ["hashiguchi", "app2-only"], "not app 1's private item")
+            #expect(
+                Set(items.compactMap { $0["acct"] as? String }) == ["hashiguchi", "app2-only"],
+                "not app 1's private item")
         }
 
         // KeyChainApp-2: updateItem rewrites the password (the seed's "pass11").
@@ -149,14 +171,21 @@ struct Seed003SharingTests {
         // A third app, of another team: nothing of theirs, by any call.
         app3.use {
             #expect(Self.dump().0 == errSecItemNotFound)
-            #expect(copy(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])).0 == errSecItemNotFound)
+            #expect(
+                copy(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])).0
+                    == errSecItemNotFound)
             #expect(update(genp("hashiguchi"), [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
             #expect(delete(genp("hashiguchi")) == errSecItemNotFound)
-            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
-                         kSecAttrAccessGroup as String: Self.share]) == errSecNoAccessForItem)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
+                    kSecAttrAccessGroup as String: Self.share
+                ]) == errSecNoAccessForItem)
             #expect(add(genpItem("hashiguchi")) == errSecSuccess, "its own group is separate: no collision")
         }
-        app1.use { #expect(secret(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])) == "pass11") }
+        app1.use {
+            #expect(secret(genp("hashiguchi", service: nil, [kSecAttrAccessGroup as String: Self.share])) == "pass11")
+        }
     }
 
     @Test func simulatorIdentity_usesGroupTestAndAllSimulatorAppsShareIt() throws {
@@ -204,10 +233,15 @@ struct ByteExactAccessGroupTests {
         kc.run { #expect(add(genpItem("alice", service: "bank", data: "victim secret")) == errSecSuccess) }
         kc.app(Self.shouting).use {
             #expect(add(genpItem("mallory", service: "bank", data: "own")) == errSecSuccess)
-            let folded: Dict = [kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]
-            #expect(copy(genp("ALICE", service: "BANK", folded.merging([kSecReturnData as String: true]) { $1 })).0 == errSecItemNotFound)
+            let folded: Dict = [
+                kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"
+            ]
+            #expect(
+                copy(genp("ALICE", service: "BANK", folded.merging([kSecReturnData as String: true]) { $1 })).0
+                    == errSecItemNotFound)
             #expect(persistentRef(genp("ALICE", service: nil, folded)) == nil)
-            #expect(copy(genp("ALICE", service: nil, [kSecMatchCaseInsensitive as String: true])).0 == errSecItemNotFound)
+            #expect(
+                copy(genp("ALICE", service: nil, [kSecMatchCaseInsensitive as String: true])).0 == errSecItemNotFound)
             // Case folding still matches its own items' attributes.
             #expect(secret(genp("MALLORY", service: "BANK", folded)) == "own")
         }
@@ -215,18 +249,22 @@ struct ByteExactAccessGroupTests {
     }
 
     @Test func caseInsensitiveCopyMatching_comparesAnExplicitAccessGroupByteForByte() throws {
-        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["team.shared", "TEAM.SHARED"]))
+        let kc = try SecTestKeychain(
+            caller: CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["team.shared", "TEAM.SHARED"]))
         kc.run {
             #expect(add(genpItem("a", data: "lower", [kSecAttrAccessGroup as String: "team.shared"])) == errSecSuccess)
             #expect(add(genpItem("a", data: "upper", [kSecAttrAccessGroup as String: "TEAM.SHARED"])) == errSecSuccess)
-            let query = genp("A", service: nil, [kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "TEAM.SHARED"])
+            let query = genp(
+                "A", service: nil,
+                [kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "TEAM.SHARED"])
             #expect(count(query) == 1)
             #expect(secret(query) == "upper")
         }
     }
 
     @Test func nfcAndNFDSpellingsOfAGroup_areTwoGroups() throws {
-        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd]))
+        let kc = try SecTestKeychain(
+            caller: CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd]))
         var ref: Data?
         kc.run {
             #expect(add(genpItem("alice", service: "bank", data: "nfd secret")) == errSecSuccess)
@@ -235,13 +273,25 @@ struct ByteExactAccessGroupTests {
         let theirs = try #require(ref)
         kc.app(CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Self.nfc])).use {
             #expect(count(genp(nil, service: "bank")) == 0)
-            #expect(copy(genp(nil, service: nil, [kSecAttrAccessGroup as String: Self.nfc, kSecAttrService as String: "bank"])).0 == errSecItemNotFound)
-            #expect(copy([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs]).0 == errSecItemNotFound)
-            #expect(update(genp(nil, service: "bank"), [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
-            #expect(update([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs],
-                           [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
+            #expect(
+                copy(
+                    genp(
+                        nil, service: nil, [kSecAttrAccessGroup as String: Self.nfc, kSecAttrService as String: "bank"])
+                ).0 == errSecItemNotFound)
+            #expect(
+                copy([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs]).0
+                    == errSecItemNotFound)
+            #expect(
+                update(genp(nil, service: "bank"), [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound
+            )
+            #expect(
+                update(
+                    [kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs],
+                    [kSecValueData as String: Data("stolen".utf8)]) == errSecItemNotFound)
             #expect(delete(genp(nil, service: "bank")) == errSecItemNotFound)
-            #expect(delete([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs]) == errSecItemNotFound)
+            #expect(
+                delete([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: theirs])
+                    == errSecItemNotFound)
             #expect(add(genpItem("x", [kSecAttrAccessGroup as String: Self.nfd])) == errSecNoAccessForItem)
             #expect(add(genpItem("mine")) == errSecSuccess)
             #expect(update(genp("mine"), [kSecAttrAccessGroup as String: Self.nfd]) == errSecNoAccessForItem)
@@ -256,10 +306,13 @@ struct ByteExactAccessGroupTests {
         let kc = try SecTestKeychain(caller: Self.victim)
         // A library caller without identity adds one item without agrp, and one whose group is
         // the victim's as data.
-        let library = try Keychain.open(path: kc.keychainPath, devicePath: kc.devicePath, unlockingWith: Array(testPasscode.utf8))
-        let orphan = try library.add(.genericPassword, attributes: ["acct": .string("orphan")], data: Array("no group".utf8))
-        let dataGroup = try library.add(.genericPassword, attributes: ["acct": .string("data"), "agrp": .data(Array("com.victim.bank".utf8))],
-                                        data: Array("data group".utf8))
+        let library = try Keychain.open(
+            path: kc.keychainPath, devicePath: kc.devicePath, unlockingWith: Array(testPasscode.utf8))
+        let orphan = try library.add(
+            .genericPassword, attributes: ["acct": .string("orphan")], data: Array("no group".utf8))
+        let dataGroup = try library.add(
+            .genericPassword, attributes: ["acct": .string("data"), "agrp": .data(Array("com.victim.bank".utf8))],
+            data: Array("data group".utf8))
         var ref: Data?
         kc.run {
             #expect(add(genpItem("alice", data: "victim secret")) == errSecSuccess)
@@ -275,11 +328,18 @@ struct ByteExactAccessGroupTests {
             }
         }
         kc.run {
-            #expect(copy([kSecValuePersistentRef as String: refs[0]]).0 == errSecItemNotFound, "no identity reaches an item without a group")
-            #expect(secret([kSecValuePersistentRef as String: refs[1]]) == "data group", "the group's bytes, as data: the same group")
+            #expect(
+                copy([kSecValuePersistentRef as String: refs[0]]).0 == errSecItemNotFound,
+                "no identity reaches an item without a group")
+            #expect(
+                secret([kSecValuePersistentRef as String: refs[1]]) == "data group",
+                "the group's bytes, as data: the same group")
             #expect(secret([kSecValuePersistentRef as String: refs[2]]) == "victim secret")
         }
-        #expect(try library.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).map(\.data) == [Array("no group".utf8)])
+        #expect(
+            try library.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).map(\.data) == [
+                Array("no group".utf8)
+            ])
     }
 
     @Test func identities_caseInsensitiveOrNFDGroups_doNotCrossGroups() throws {
@@ -295,12 +355,20 @@ struct ByteExactAccessGroupTests {
         kc.app(CallerIdentity(applicationIdentifier: "app.nfd", keychainAccessGroups: [Self.nfd])).use {
             #expect(add([kSecValueRef as String: nfds]) == errSecSuccess)
         }
-        let idnt: Dict = [kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true, kSecMatchLimit as String: kSecMatchLimitAll]
+        let idnt: Dict = [
+            kSecClass as String: kSecClassIdentity, kSecReturnRef as String: true,
+            kSecMatchLimit as String: kSecMatchLimitAll
+        ]
         kc.app(Self.shouting).use {
-            let folded = idnt.merging([kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]) { $1 }
+            let folded = idnt.merging([
+                kSecMatchCaseInsensitive as String: true, kSecAttrAccessGroup as String: "COM.VICTIM.BANK"
+            ]) { $1 }
             #expect(copy(folded).0 == errSecItemNotFound)
-            #expect(copy([kSecClass as String: kSecClassCertificate, kSecMatchCaseInsensitive as String: true,
-                          kSecAttrAccessGroup as String: "COM.VICTIM.BANK"]).0 == errSecItemNotFound)
+            #expect(
+                copy([
+                    kSecClass as String: kSecClassCertificate, kSecMatchCaseInsensitive as String: true,
+                    kSecAttrAccessGroup as String: "COM.VICTIM.BANK"
+                ]).0 == errSecItemNotFound)
         }
         kc.app(CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Self.nfc])).use {
             #expect(copy(idnt).0 == errSecItemNotFound)
@@ -322,13 +390,15 @@ struct ApplicationGroupTests {
     static let shared = "group.example.shared"
 
     /// A configuration whose caller is read from an Entitlements.plist (LATCHKEY_ENTITLEMENTS).
-    static func app(_ kc: SecTestKeychain, _ name: String, _ entitlements: [String: Any]) throws -> LatchkeySecurityConfiguration {
+    static func app(_ kc: SecTestKeychain, _ name: String, _ entitlements: [String: Any]) throws
+        -> LatchkeySecurityConfiguration
+    {
         let path = kc.directory + "/\(name).entitlements"
         try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: path))
         let config = LatchkeySecurityConfiguration(environment: [
             "LATCHKEY_KEYCHAIN": kc.keychainPath, "LATCHKEY_DEVICE": kc.devicePath,
-            "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode,
+            "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode
         ])
         config.explainsFirstFailure = false
         return config
@@ -336,23 +406,36 @@ struct ApplicationGroupTests {
 
     @Test func entitlements_appendApplicationGroupsAfterTheAppID() throws {
         let kc = try SecTestKeychain()
-        let a = try Self.app(kc, "a", ["application-identifier": "TEAM.com.example.a",
-                                       "keychain-access-groups": ["TEAM.a.private"],
-                                       "com.apple.security.application-groups": [Self.shared, "group.example.other"],
-                                       "com.apple.security.app-sandbox": true])
+        let a = try Self.app(
+            kc, "a",
+            [
+                "application-identifier": "TEAM.com.example.a",
+                "keychain-access-groups": ["TEAM.a.private"],
+                "com.apple.security.application-groups": [Self.shared, "group.example.other"],
+                "com.apple.security.app-sandbox": true
+            ])
         #expect(a.caller?.accessGroups == ["TEAM.a.private", "TEAM.com.example.a", Self.shared, "group.example.other"])
         #expect(a.caller?.defaultAccessGroup == "TEAM.a.private", "an app group is never the default")
-        let bad = try Self.app(kc, "bad", ["application-identifier": "TEAM.x", "com.apple.security.application-groups": Self.shared])
+        let bad = try Self.app(
+            kc, "bad", ["application-identifier": "TEAM.x", "com.apple.security.application-groups": Self.shared])
         #expect(bad.callerError?.status == .param, "application-groups must be an array of strings")
     }
 
     @Test func itemInAnAppGroup_isSharedByEveryAppOfTheGroup_andNoOther() throws {
         let kc = try SecTestKeychain()
-        let a = try Self.app(kc, "a", ["application-identifier": "TEAM.com.example.a",
-                                       "com.apple.security.application-groups": [Self.shared]])
-        let b = try Self.app(kc, "b", ["application-identifier": "TEAM.com.example.b",
-                                       "keychain-access-groups": ["TEAM.b.private"],
-                                       "com.apple.security.application-groups": [Self.shared]])
+        let a = try Self.app(
+            kc, "a",
+            [
+                "application-identifier": "TEAM.com.example.a",
+                "com.apple.security.application-groups": [Self.shared]
+            ])
+        let b = try Self.app(
+            kc, "b",
+            [
+                "application-identifier": "TEAM.com.example.b",
+                "keychain-access-groups": ["TEAM.b.private"],
+                "com.apple.security.application-groups": [Self.shared]
+            ])
         let outsider = try Self.app(kc, "c", ["application-identifier": "TEAM.com.example.c"])
         let group = [kSecAttrAccessGroup as String: Self.shared]
         a.use {

@@ -16,13 +16,16 @@ import LatchkeySecurity
         let caller = CallerIdentity(applicationIdentifier: appID)
         let kc = try Keychain.create(path: path, devicePath: device, passcode: Array(testPasscode.utf8), kdfLogN: 10)
         kc.caller = caller
-        try kc.add(.genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("secret".utf8))
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("secret".utf8))
 
         let server = AgentServer(configuration: AgentServer.Configuration(socketPath: socket, strictDirectory: true))
         try server.start()
         defer { server.stop() }
-        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
-                                    kSecAttrService as String: "s", kSecReturnData as String: true]
+        let query: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
+            kSecAttrService as String: "s", kSecReturnData as String: true
+        ]
         func copy(_ config: LatchkeySecurityConfiguration) -> (OSStatus, Data?) {
             config.use {
                 var result: CFTypeRef?
@@ -62,22 +65,28 @@ import LatchkeySecurity
         _ = try Keychain.create(path: path, devicePath: device, passcode: Array(testPasscode.utf8), kdfLogN: 10)
         func caller(_ app: String, groups: [String]) throws -> CallerIdentity {
             let plist: [String: Any] = ["application-identifier": app, "com.apple.security.application-groups": groups]
-            return try CallerIdentity(entitlementsPlist: PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0))
+            return try CallerIdentity(
+                entitlementsPlist: PropertyListSerialization.data(fromPropertyList: plist, format: .binary, options: 0))
         }
         let server = AgentServer(configuration: AgentServer.Configuration(socketPath: socket, strictDirectory: true))
         try server.start()
         defer { server.stop() }
         try AgentClient.$socketOverride.withValue(socket) {
             func app(_ c: CallerIdentity) -> LatchkeySecurityConfiguration {
-                let config = LatchkeySecurityConfiguration(keychainPath: path, devicePath: device, caller: c,
-                                                           passcodeSource: .passcode(Array(testPasscode.utf8)))
+                let config = LatchkeySecurityConfiguration(
+                    keychainPath: path, devicePath: device, caller: c,
+                    passcodeSource: .passcode(Array(testPasscode.utf8)))
                 config.explainsFirstFailure = false
                 return config
             }
             let a = app(try caller("TEAM.a", groups: ["group.example.shared"]))
             let b = app(try caller("TEAM.b", groups: ["group.example.shared"]))
             let c = app(try caller("TEAM.c", groups: ["group.example.other"]))
-            a.use { #expect(add(genpItem("shared", data: "s", [kSecAttrAccessGroup as String: "group.example.shared"])) == errSecSuccess) }
+            a.use {
+                #expect(
+                    add(genpItem("shared", data: "s", [kSecAttrAccessGroup as String: "group.example.shared"]))
+                        == errSecSuccess)
+            }
             #expect(try a.keychain().isServedByAgent)
             b.use { #expect(secret(genp("shared")) == "s") }
             c.use { #expect(copy(genp("shared")).0 == errSecItemNotFound) }

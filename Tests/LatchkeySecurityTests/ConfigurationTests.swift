@@ -8,7 +8,7 @@ struct ConfigurationTests {
     @Test func environment_givesPathsCallerAndPasscode() throws {
         let config = LatchkeySecurityConfiguration(environment: [
             "LATCHKEY_KEYCHAIN": "/k/login.keychain", "LATCHKEY_DEVICE": "/k/device.secret",
-            "LATCHKEY_APP_ID": "TEAM.com.example.app", "LATCHKEY_PASSCODE": "1234", "HOME": "/home/u",
+            "LATCHKEY_APP_ID": "TEAM.com.example.app", "LATCHKEY_PASSCODE": "1234", "HOME": "/home/u"
         ])
         #expect(config.keychainPath == "/k/login.keychain")
         #expect(config.devicePath == "/k/device.secret")
@@ -34,15 +34,21 @@ struct ConfigurationTests {
     @Test func environment_entitlementsPlistGivesTheGroups() throws {
         let kc = try SecTestKeychain()
         for format in [PropertyListSerialization.PropertyListFormat.xml, .binary] {
-            let plist: [String: Any] = ["application-identifier": "GFDZH8PDDD.com.yourcompany.KeyChainApp",
-                                        "keychain-access-groups": ["GFDZH8PDDD.private", "GFDZH8PDDD.share"]]
+            let plist: [String: Any] = [
+                "application-identifier": "GFDZH8PDDD.com.yourcompany.KeyChainApp",
+                "keychain-access-groups": ["GFDZH8PDDD.private", "GFDZH8PDDD.share"]
+            ]
             let path = kc.directory + "/Entitlements-\(format.rawValue).plist"
-            try PropertyListSerialization.data(fromPropertyList: plist, format: format, options: 0).write(to: URL(fileURLWithPath: path))
+            try PropertyListSerialization.data(fromPropertyList: plist, format: format, options: 0).write(
+                to: URL(fileURLWithPath: path))
             let config = LatchkeySecurityConfiguration(environment: [
                 "LATCHKEY_KEYCHAIN": kc.keychainPath, "LATCHKEY_DEVICE": kc.devicePath,
-                "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode,
+                "LATCHKEY_ENTITLEMENTS": path, "LATCHKEY_PASSCODE": testPasscode
             ])
-            #expect(config.caller?.accessGroups == ["GFDZH8PDDD.private", "GFDZH8PDDD.share", "GFDZH8PDDD.com.yourcompany.KeyChainApp"])
+            #expect(
+                config.caller?.accessGroups == [
+                    "GFDZH8PDDD.private", "GFDZH8PDDD.share", "GFDZH8PDDD.com.yourcompany.KeyChainApp"
+                ])
             config.use {
                 #expect(add(genpItem("a-\(format.rawValue)")) == errSecSuccess)
                 #expect(attributes(genp("a-\(format.rawValue)"))?["agrp"] as? String == "GFDZH8PDDD.private")
@@ -54,7 +60,7 @@ struct ConfigurationTests {
         let kc = try SecTestKeychain()
         let config = LatchkeySecurityConfiguration(environment: [
             "LATCHKEY_KEYCHAIN": kc.keychainPath, "LATCHKEY_DEVICE": kc.devicePath,
-            "LATCHKEY_ENTITLEMENTS": kc.directory + "/missing.plist", "LATCHKEY_PASSCODE": testPasscode,
+            "LATCHKEY_ENTITLEMENTS": kc.directory + "/missing.plist", "LATCHKEY_PASSCODE": testPasscode
         ])
         #expect(config.caller == nil)
         #expect(config.callerError?.status == .io)
@@ -92,7 +98,9 @@ struct ConfigurationTests {
             #expect(add(genpItem("a")) == errSecSuccess)
             let keychain = try kc.config.keychain()
             #expect(!keychain.hasPasscode)
-            #expect(add(genpItem("b", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])) == errSecNotAvailable)
+            #expect(
+                add(genpItem("b", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]))
+                    == errSecNotAvailable)
         }
     }
 

@@ -3,7 +3,7 @@ import Testing
 import Latchkey
 import LatchkeySecurity
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Out of the box every SecItem call failed with errSecNotAvailable and said nothing; the
@@ -38,7 +38,8 @@ import Glibc
 
     static func emptyHome() throws -> String {
         let home = FileManager.default.temporaryDirectory.path + "/latchkey-home-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         return home
     }
 
@@ -58,8 +59,10 @@ import Glibc
         let line = String(said.first ?? "")
         #expect(line.hasPrefix("LatchkeySecurity: no keychain at \(home)/.local/share/latchkey/login.keychain"))
         #expect(line.contains("(errSecNotAvailable -25291)"))
-        for fix in ["latchkey init", "LATCHKEY_KEYCHAIN", "LATCHKEY_PASSCODE", "LatchkeySecurityConfiguration",
-                    "lastError", "LATCHKEY_SECURITY_QUIET=1"] {
+        for fix in [
+            "latchkey init", "LATCHKEY_KEYCHAIN", "LATCHKEY_PASSCODE", "LatchkeySecurityConfiguration",
+            "lastError", "LATCHKEY_SECURITY_QUIET=1"
+        ] {
             #expect(line.contains(fix), "the line names \(fix): \(line)")
         }
         #expect(config.lastError?.status == .notAvailable)
@@ -95,7 +98,9 @@ import Glibc
         #expect(said.count == 1, "\(text)")
         let line = String(said.first ?? "")
         #expect(line.contains("is locked and no passcode was given (errSecInteractionNotAllowed -25308)"), "\(line)")
-        #expect(line.contains("LATCHKEY_PASSCODE") && line.contains("passcodeSource") && line.contains("latchkey unlock"), "\(line)")
+        #expect(
+            line.contains("LATCHKEY_PASSCODE") && line.contains("passcodeSource") && line.contains("latchkey unlock"),
+            "\(line)")
     }
 
     @Test func ordinaryResults_writeNothing() throws {

@@ -72,7 +72,9 @@ struct LatchkeyKeychainAccessTests {
 
     @Test func accessGroup_sharesWithAnotherApp() throws {
         let share = "GFDZH8PXXX.share"
-        let kc = try SecTestKeychain(caller: CallerIdentity(applicationIdentifier: "GFDZH8PXXX.app1", keychainAccessGroups: ["GFDZH8PXXX.app1", share]))
+        let kc = try SecTestKeychain(
+            caller: CallerIdentity(
+                applicationIdentifier: "GFDZH8PXXX.app1", keychainAccessGroups: ["GFDZH8PXXX.app1", share]))
         kc.run {
             let access = LatchkeyKeychainAccess(service: "accounts", accessGroup: share)
             access["google"] = "token"

@@ -24,7 +24,11 @@ struct ProtectionClassTests {
             let der = try fixtureCertificate()
             #expect(add([kSecClass as String: kSecClassCertificate, kSecValueData as String: der]) == errSecSuccess)
             #expect(attributes([kSecClass as String: kSecClassCertificate])?["pdmn"] as? String == "dk")
-            #expect(add([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: "k", kSecValueData as String: Data([1])]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: "k",
+                    kSecValueData as String: Data([1])
+                ]) == errSecSuccess)
             #expect(attributes([kSecClass as String: kSecClassKey])?["pdmn"] as? String == "ak")
         }
     }
@@ -32,9 +36,11 @@ struct ProtectionClassTests {
     @Test func everyAccessibleValue_isStoredAndFilterable() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            let all: [CFString] = [kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAlways,
-                                   kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
-                                   kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]
+            let all: [CFString] = [
+                kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAlways,
+                kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+                kSecAttrAccessibleAlwaysThisDeviceOnly, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly
+            ]
             for p in all {
                 #expect(add(genpItem(p as String, [kSecAttrAccessible as String: p])) == errSecSuccess)
             }
@@ -48,12 +54,19 @@ struct ProtectionClassTests {
     @Test func add_whileLocked_failsForWhenUnlockedClassesOnly() throws {
         let kc = try SecTestKeychain(unlocked: false)
         kc.run {
-            for p in [kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
-                      kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly] {
-                #expect(add(genpItem(p as String, [kSecAttrAccessible as String: p])) == errSecInteractionNotAllowed, "\(p)")
+            for p in [
+                kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                kSecAttrAccessibleAfterFirstUnlock, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
+            ] {
+                #expect(
+                    add(genpItem(p as String, [kSecAttrAccessible as String: p])) == errSecInteractionNotAllowed, "\(p)"
+                )
             }
             #expect(add(genpItem("dk", [kSecAttrAccessible as String: kSecAttrAccessibleAlways])) == errSecSuccess)
-            #expect(add(genpItem("dku", [kSecAttrAccessible as String: kSecAttrAccessibleAlwaysThisDeviceOnly])) == errSecSuccess)
+            #expect(
+                add(genpItem("dku", [kSecAttrAccessible as String: kSecAttrAccessibleAlwaysThisDeviceOnly]))
+                    == errSecSuccess)
             #expect(count(genp(nil, service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == 2)
         }
     }
@@ -64,22 +77,35 @@ struct ProtectionClassTests {
             #expect(add(genpItem("locked")) == errSecSuccess)
             #expect(add(genpItem("open", [kSecAttrAccessible as String: kSecAttrAccessibleAlways])) == errSecSuccess)
             kc.config.lock()
-            #expect(copy(genp(nil, service: nil, [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        nil, service: nil,
+                        [kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true])
+                ).0 == errSecInteractionNotAllowed)
             #expect(update(genp(service: "svc"), [kSecAttrLabel as String: "x"]) == errSecInteractionNotAllowed)
             #expect(delete(genp(service: "svc")) == errSecInteractionNotAllowed)
             #expect(kc.config.lastError?.status == .interactionNotAllowed)
-            #expect(secret(genp(nil, service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleAlways])) == "secret", "a filter on a usable class works")
+            #expect(
+                secret(genp(nil, service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleAlways])) == "secret",
+                "a filter on a usable class works")
         }
     }
 
     @Test func afterFirstUnlock_staysUsableAfterLock() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add(genpItem("ck", [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])) == errSecSuccess)
+            #expect(
+                add(genpItem("ck", [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])) == errSecSuccess
+            )
             #expect(add(genpItem("ak")) == errSecSuccess)
             kc.config.lock()
-            #expect(secret(genp("ck", service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])) == "secret")
-            #expect(copy(genp("ak", service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked])).0 == errSecInteractionNotAllowed)
+            #expect(
+                secret(genp("ck", service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock]))
+                    == "secret")
+            #expect(
+                copy(genp("ak", service: nil, [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked])).0
+                    == errSecInteractionNotAllowed)
         }
     }
 
@@ -96,7 +122,9 @@ struct ProtectionClassTests {
     @Test func whenPasscodeSet_onKeychainWithoutPasscode_returnsNotAvailable() throws {
         let kc = try SecTestKeychain(passcode: nil)
         kc.run {
-            #expect(add(genpItem("a", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly])) == errSecNotAvailable)
+            #expect(
+                add(genpItem("a", [kSecAttrAccessible as String: kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly]))
+                    == errSecNotAvailable)
             #expect(add(genpItem("b")) == errSecSuccess, "every other class works without a passcode")
             #expect(count(genp()) == 1)
         }
@@ -110,7 +138,9 @@ struct ProtectionClassTests {
             kc.config.lock()
             #expect(secret(genp("a")) == "pw", "readable while locked: now dk")
             #expect(attributes(genp("a"))?["pdmn"] as? String == "dk")
-            #expect(update(genp("a"), [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked]) == errSecInteractionNotAllowed)
+            #expect(
+                update(genp("a"), [kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked])
+                    == errSecInteractionNotAllowed)
             #expect(update(genp("a"), [kSecAttrAccessible as String: "zz"]) == errSecParam)
         }
     }
@@ -139,15 +169,28 @@ struct AccessControlTests {
             let ac = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlock, [], nil)!
             #expect(add(genpItem("a", [kSecAttrAccessControl as String: ac])) == errSecSuccess)
             #expect(attributes(genp("a"))?["pdmn"] as? String == "ck")
-            #expect(add(genpItem("b", [kSecAttrAccessControl as String: ac, kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])) == errSecSuccess)
+            #expect(
+                add(
+                    genpItem(
+                        "b",
+                        [
+                            kSecAttrAccessControl as String: ac,
+                            kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock
+                        ])) == errSecSuccess)
         }
     }
 
     @Test func accessibleAndAccessControlThatDiffer_returnParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add(genpItem("a", [kSecAttrAccessControl as String: Self.userPresence(kSecAttrAccessibleWhenUnlocked),
-                                        kSecAttrAccessible as String: kSecAttrAccessibleAlways])) == errSecParam)
+            #expect(
+                add(
+                    genpItem(
+                        "a",
+                        [
+                            kSecAttrAccessControl as String: Self.userPresence(kSecAttrAccessibleWhenUnlocked),
+                            kSecAttrAccessible as String: kSecAttrAccessibleAlways
+                        ])) == errSecParam)
             #expect(add(genpItem("a", [kSecAttrAccessControl as String: "userPresence"])) == errSecParam)
             #expect(count(genp()) == 0)
         }
@@ -156,7 +199,12 @@ struct AccessControlTests {
     @Test func userPresence_withSynchronizable_returnsParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add(genpItem("a", [kSecAttrAccessControl as String: Self.userPresence(), kSecAttrSynchronizable as String: true])) == errSecParam)
+            #expect(
+                add(
+                    genpItem(
+                        "a",
+                        [kSecAttrAccessControl as String: Self.userPresence(), kSecAttrSynchronizable as String: true]))
+                    == errSecParam)
         }
     }
 
@@ -175,12 +223,17 @@ struct AccessControlTests {
             return Array(testPasscode.utf8)
         }
         try kc.run {
-            #expect(add(genpItem("a", data: "guarded", [kSecAttrAccessControl as String: Self.userPresence()])) == errSecSuccess)
+            #expect(
+                add(genpItem("a", data: "guarded", [kSecAttrAccessControl as String: Self.userPresence()]))
+                    == errSecSuccess)
             #expect(prompts.get.isEmpty, "adding does not ask")
             let a = try #require(attributes(genp("a")))
             #expect(prompts.get.isEmpty, "attributes alone do not ask")
             #expect((a["accc"] as? SecAccessControl)?.requiresUserPresence == true)
-            let (status, result) = copy(genp("a", service: nil, [kSecReturnData as String: true, kSecUseOperationPrompt as String: "Unlock the token"]))
+            let (status, result) = copy(
+                genp(
+                    "a", service: nil,
+                    [kSecReturnData as String: true, kSecUseOperationPrompt as String: "Unlock the token"]))
             #expect(status == errSecSuccess)
             #expect(result as? Data == Data("guarded".utf8))
             #expect(prompts.get == ["Unlock the token"])
@@ -190,7 +243,9 @@ struct AccessControlTests {
     @Test func userPresence_defaultHandler_answersFromThePasscodeSource() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add(genpItem("a", data: "guarded", [kSecAttrAccessControl as String: Self.userPresence()])) == errSecSuccess)
+            #expect(
+                add(genpItem("a", data: "guarded", [kSecAttrAccessControl as String: Self.userPresence()]))
+                    == errSecSuccess)
             #expect(secret(genp("a")) == "guarded")
         }
     }
@@ -225,11 +280,22 @@ struct AccessControlTests {
     @Test func authenticationUIFail_returnsInteractionNotAllowedWithoutAsking() throws {
         let kc = try SecTestKeychain()
         let asked = Box(false)
-        kc.config.authenticationHandler = { _ in asked.set(true); return Array(testPasscode.utf8) }
+        kc.config.authenticationHandler = { _ in
+            asked.set(true); return Array(testPasscode.utf8)
+        }
         kc.run {
             #expect(add(genpItem("a", [kSecAttrAccessControl as String: Self.userPresence()])) == errSecSuccess)
-            #expect(copy(genp("a", service: nil, [kSecReturnData as String: true, kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail])).0 == errSecInteractionNotAllowed)
-            #expect(copy(genp("a", service: nil, [kSecReturnData as String: true, kSecUseNoAuthenticationUI as String: true])).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp(
+                        "a", service: nil,
+                        [kSecReturnData as String: true, kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail]
+                    )
+                ).0 == errSecInteractionNotAllowed)
+            #expect(
+                copy(
+                    genp("a", service: nil, [kSecReturnData as String: true, kSecUseNoAuthenticationUI as String: true])
+                ).0 == errSecInteractionNotAllowed)
             #expect(!asked.get)
         }
     }
@@ -237,18 +303,32 @@ struct AccessControlTests {
     @Test func authenticationUISkip_leavesOutItemsThatWouldAsk() throws {
         let kc = try SecTestKeychain()
         let asked = Box(false)
-        kc.config.authenticationHandler = { _ in asked.set(true); return Array(testPasscode.utf8) }
+        kc.config.authenticationHandler = { _ in
+            asked.set(true); return Array(testPasscode.utf8)
+        }
         try kc.run {
             #expect(add(genpItem("guarded", [kSecAttrAccessControl as String: Self.userPresence()])) == errSecSuccess)
             #expect(add(genpItem("plain", data: "p")) == errSecSuccess)
-            let (status, result) = copy(genp(nil, service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true,
-                                                                kSecMatchLimit as String: kSecMatchLimitAll,
-                                                                kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip]))
+            let (status, result) = copy(
+                genp(
+                    nil, service: nil,
+                    [
+                        kSecReturnData as String: true, kSecReturnAttributes as String: true,
+                        kSecMatchLimit as String: kSecMatchLimitAll,
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip
+                    ]))
             #expect(status == errSecSuccess)
             let items = try #require(result as? [[String: Any]])
             #expect(items.map { $0["acct"] as? String } == ["plain"])
-            #expect(copy(genp("guarded", service: nil, [kSecReturnData as String: true,
-                                                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip])).0 == errSecItemNotFound)
+            #expect(
+                copy(
+                    genp(
+                        "guarded", service: nil,
+                        [
+                            kSecReturnData as String: true,
+                            kSecUseAuthenticationUI as String: kSecUseAuthenticationUISkip
+                        ])
+                ).0 == errSecItemNotFound)
             #expect(!asked.get)
         }
     }

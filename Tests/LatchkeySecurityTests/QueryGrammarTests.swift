@@ -61,7 +61,8 @@ struct ClassKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
-            #expect(update([kSecAttrAccount as String: "a"], [kSecValueData as String: Data("new".utf8)]) == errSecParam)
+            #expect(
+                update([kSecAttrAccount as String: "a"], [kSecValueData as String: Data("new".utf8)]) == errSecParam)
             #expect(secret(genp("a")) == "old")
         }
     }
@@ -71,7 +72,9 @@ struct ClassKeyTests {
         try kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
             let ref = try #require(persistentRef(genp("a")))
-            #expect(update([kSecValuePersistentRef as String: ref], [kSecValueData as String: Data("new".utf8)]) == errSecSuccess)
+            #expect(
+                update([kSecValuePersistentRef as String: ref], [kSecValueData as String: Data("new".utf8)])
+                    == errSecSuccess)
             #expect(secret(genp("a")) == "new")
         }
     }
@@ -80,7 +83,8 @@ struct ClassKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
-            let status = update(genp("a"), [kSecClass as String: kSecClassGenericPassword, kSecValueData as String: Data("new".utf8)])
+            let status = update(
+                genp("a"), [kSecClass as String: kSecClassGenericPassword, kSecValueData as String: Data("new".utf8)])
             #expect(status == errSecNoSuchAttr)
             #expect(secret(genp("a")) == "old")
         }
@@ -113,8 +117,14 @@ struct AttributeKeyTests {
     @Test func add_storesAttributes() throws {
         let kc = try SecTestKeychain()
         try kc.run {
-            #expect(add(genpItem("alice", service: "mail", [kSecAttrLabel as String: "Mail", kSecAttrComment as String: "c",
-                                                             kSecAttrGeneric as String: Data([1, 2]), kSecAttrType as String: 7])) == errSecSuccess)
+            #expect(
+                add(
+                    genpItem(
+                        "alice", service: "mail",
+                        [
+                            kSecAttrLabel as String: "Mail", kSecAttrComment as String: "c",
+                            kSecAttrGeneric as String: Data([1, 2]), kSecAttrType as String: 7
+                        ])) == errSecSuccess)
             let a = try #require(attributes(genp("alice", service: "mail")))
             #expect(a["acct"] as? String == "alice")
             #expect(a["svce"] as? String == "mail")
@@ -191,8 +201,11 @@ struct AttributeKeyTests {
             #expect(delete(bad) == errSecNoSuchAttr)
             #expect(count(genp()) == 1)
             // A certificate has no application tag either (reference si-05-add case 7).
-            #expect(add([kSecClass as String: kSecClassCertificate, kSecAttrApplicationTag as String: "t",
-                         kSecValueData as String: Data([0x30])]) == errSecNoSuchAttr)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassCertificate, kSecAttrApplicationTag as String: "t",
+                    kSecValueData as String: Data([0x30])
+                ]) == errSecNoSuchAttr)
             // A 4-character key no class has.
             #expect(add(genpItem("c", ["zzzz": "x"])) == errSecNoSuchAttr)
         }
@@ -215,7 +228,9 @@ struct AttributeKeyTests {
         kc.run {
             #expect(add(genpItem("a", [kSecUseDataProtectionKeychain as String: true])) == errSecSuccess)
             #expect(count(genp("a", service: nil, [kSecUseDataProtectionKeychain as String: true])) == 1)
-            #expect(update(genp("a"), [kSecUseDataProtectionKeychain as String: true, kSecAttrLabel as String: "l"]) == errSecSuccess)
+            #expect(
+                update(genp("a"), [kSecUseDataProtectionKeychain as String: true, kSecAttrLabel as String: "l"])
+                    == errSecSuccess)
             #expect(delete(genp("a", service: nil, [kSecUseDataProtectionKeychain as String: true])) == errSecSuccess)
         }
     }
@@ -296,7 +311,8 @@ struct PersistentRefKeyTests {
             #expect(add(genpItem("b", data: "B")) == errSecSuccess)
             let ref = try #require(persistentRef(genp("b")))
             #expect(ref.count == 20)
-            #expect(secret([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref]) == "B")
+            #expect(
+                secret([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref]) == "B")
         }
     }
 
@@ -305,7 +321,9 @@ struct PersistentRefKeyTests {
         try kc.run {
             #expect(add(genpItem("a", data: "A", [kSecAttrSynchronizable as String: true])) == errSecSuccess)
             let ref = try #require(persistentRef(genp("a", service: nil, [kSecAttrSynchronizable as String: true])))
-            #expect(secret([kSecValuePersistentRef as String: ref]) == "A", "a persistent ref disables the implicit sync = 0 (§5.8)")
+            #expect(
+                secret([kSecValuePersistentRef as String: ref]) == "A",
+                "a persistent ref disables the implicit sync = 0 (§5.8)")
         }
     }
 
@@ -321,8 +339,16 @@ struct PersistentRefKeyTests {
     @Test func copyMatching_withMalformedPersistentRef_returnsParam() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(copy([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: Data("genp1234".utf8)]).0 == errSecParam)
-            #expect(copy([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: "genp0123456789abcdef"]).0 == errSecParam)
+            #expect(
+                copy([
+                    kSecClass as String: kSecClassGenericPassword,
+                    kSecValuePersistentRef as String: Data("genp1234".utf8)
+                ]).0 == errSecParam)
+            #expect(
+                copy([
+                    kSecClass as String: kSecClassGenericPassword,
+                    kSecValuePersistentRef as String: "genp0123456789abcdef"
+                ]).0 == errSecParam)
             #expect(copy([kSecValuePersistentRef as String: Data(repeating: 0x41, count: 20)]).0 == errSecParam)
         }
     }
@@ -343,8 +369,10 @@ struct PersistentRefKeyTests {
             #expect(add(genpItem("a", service: "s", data: "A")) == errSecSuccess)
             #expect(add(genpItem("b", service: "s", data: "B")) == errSecSuccess)
             let ref = try #require(persistentRef(genp("a")))
-            #expect(update([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref],
-                           [kSecValueData as String: Data("A2".utf8)]) == errSecSuccess)
+            #expect(
+                update(
+                    [kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref],
+                    [kSecValueData as String: Data("A2".utf8)]) == errSecSuccess)
             #expect(secret(genp("a")) == "A2")
             #expect(secret(genp("b")) == "B")
         }
@@ -365,7 +393,9 @@ struct PersistentRefKeyTests {
             #expect(add(genpItem("a")) == errSecSuccess)
             #expect(add(genpItem("b")) == errSecSuccess)
             let ref = try #require(persistentRef(genp("b")))
-            #expect(delete([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref]) == errSecSuccess)
+            #expect(
+                delete([kSecClass as String: kSecClassGenericPassword, kSecValuePersistentRef as String: ref])
+                    == errSecSuccess)
             #expect(count(genp("a")) == 1)
             #expect(count(genp("b")) == 0)
         }
@@ -398,9 +428,16 @@ struct MatchKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
-            #expect(copy(genp("a", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll,
-                                                  kSecMatchCaseInsensitive as String: false,
-                                                  kSecMatchItemList as String: NSArray()])).0 == errSecSuccess)
+            #expect(
+                copy(
+                    genp(
+                        "a", service: nil,
+                        [
+                            kSecMatchLimit as String: kSecMatchLimitAll,
+                            kSecMatchCaseInsensitive as String: false,
+                            kSecMatchItemList as String: NSArray()
+                        ])
+                ).0 == errSecSuccess)
         }
     }
 
@@ -413,14 +450,18 @@ struct MatchKeyTests {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
             #expect(add(genpItem("b", data: "old")) == errSecSuccess)
             let new = [kSecValueData as String: Data("new".utf8)]
-            #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitOne]), new) == errSecParam)
+            #expect(
+                update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitOne]), new) == errSecParam)
             #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: 1]), new) == errSecParam)
             #expect(update(genp(nil, service: "svc", [kSecMatchCaseInsensitive as String: true]), new) == errSecParam)
             #expect(secret(genp("a")) == "old" && secret(genp("b")) == "old", "a refused update changes nothing")
-            #expect(update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll]), new) == errSecSuccess)
+            #expect(
+                update(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll]), new) == errSecSuccess)
             #expect(secret(genp("a")) == "new")
             #expect(secret(genp("b")) == "new")
-            #expect(update(genp("zz", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll]), new) == errSecItemNotFound)
+            #expect(
+                update(genp("zz", service: nil, [kSecMatchLimit as String: kSecMatchLimitAll]), new)
+                    == errSecItemNotFound)
         }
     }
 
@@ -447,7 +488,8 @@ struct MatchKeyTests {
             #expect(count(genp()) == 2, "a refused delete deletes nothing")
             #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecSuccess)
             #expect(count(genp()) == 0)
-            #expect(delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecItemNotFound)
+            #expect(
+                delete(genp(nil, service: "svc", [kSecMatchLimit as String: kSecMatchLimitAll])) == errSecItemNotFound)
         }
     }
 
@@ -480,10 +522,17 @@ struct ReturnKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "old")) == errSecSuccess)
-            #expect(update(genp("a", service: nil, [kSecReturnData as String: true]), [kSecValueData as String: Data("one".utf8)]) == errSecSuccess)
+            #expect(
+                update(
+                    genp("a", service: nil, [kSecReturnData as String: true]),
+                    [kSecValueData as String: Data("one".utf8)]) == errSecSuccess)
             #expect(secret(genp("a")) == "one")
-            #expect(update(genp("a", service: nil, [kSecReturnAttributes as String: false, kSecReturnPersistentRef as String: "yes"]),
-                           [kSecValueData as String: Data("two".utf8)]) == errSecSuccess)
+            #expect(
+                update(
+                    genp(
+                        "a", service: nil,
+                        [kSecReturnAttributes as String: false, kSecReturnPersistentRef as String: "yes"]),
+                    [kSecValueData as String: Data("two".utf8)]) == errSecSuccess)
             #expect(secret(genp("a")) == "two")
         }
     }
@@ -502,7 +551,9 @@ struct ReturnKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
-            #expect(delete(genp("a", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: "yes"])) == errSecSuccess)
+            #expect(
+                delete(genp("a", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: "yes"]))
+                    == errSecSuccess)
             #expect(count(genp()) == 0)
         }
     }
@@ -513,8 +564,10 @@ struct ReturnKeyTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a", data: "pw")) == errSecSuccess)
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
-                                        kSecReturnData as String: kCFBooleanTrue as Any]
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a",
+                kSecReturnData as String: kCFBooleanTrue as Any
+            ]
             let (status, result) = copy(query)
             #expect(status == errSecSuccess)
             #expect(result as? Data == Data("pw".utf8))
@@ -597,9 +650,16 @@ struct SynchronizableTests {
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
             #expect(add(genpItem("a", [kSecAttrSynchronizable as String: true])) == errSecSuccess)
-            #expect(update(genp("a", service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]),
-                           [kSecAttrLabel as String: "both"]) == errSecSuccess)
-            #expect(count(genp(nil, service: nil, [kSecAttrLabel as String: "both", kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == 2)
+            #expect(
+                update(
+                    genp("a", service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]),
+                    [kSecAttrLabel as String: "both"]) == errSecSuccess)
+            #expect(
+                count(
+                    genp(
+                        nil, service: nil,
+                        [kSecAttrLabel as String: "both", kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]))
+                    == 2)
         }
     }
 
@@ -607,7 +667,11 @@ struct SynchronizableTests {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
-            #expect(update(genp("a"), [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny, kSecAttrLabel as String: "l"]) == errSecSuccess)
+            #expect(
+                update(
+                    genp("a"),
+                    [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny, kSecAttrLabel as String: "l"])
+                    == errSecSuccess)
             #expect((attributes(genp("a"))?["sync"] as? NSNumber)?.intValue == 0)
         }
     }
@@ -617,7 +681,9 @@ struct SynchronizableTests {
         kc.run {
             #expect(add(genpItem("a")) == errSecSuccess)
             #expect(add(genpItem("a", [kSecAttrSynchronizable as String: true])) == errSecSuccess)
-            #expect(delete(genp("a", service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == errSecSuccess)
+            #expect(
+                delete(genp("a", service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny]))
+                    == errSecSuccess)
             #expect(count(genp(nil, service: nil, [kSecAttrSynchronizable as String: kSecAttrSynchronizableAny])) == 0)
         }
     }

@@ -28,7 +28,8 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitOne_returnsOneObject() throws {
         let kc = try Self.three()
         kc.run {
-            let (status, result) = copy(genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitOne]))
+            let (status, result) = copy(
+                genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitOne]))
             #expect(status == errSecSuccess)
             #expect(result is Data)
         }
@@ -37,7 +38,8 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitAll_returnsArrayOfEveryMatch() throws {
         let kc = try Self.three()
         kc.run {
-            let (status, result) = copy(genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll]))
+            let (status, result) = copy(
+                genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll]))
             #expect(status == errSecSuccess)
             let all = (result as? [Data])?.map { String(decoding: $0, as: UTF8.self) }.sorted()
             #expect(all == ["pw-a", "pw-b", "pw-c"])
@@ -47,7 +49,8 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitAll_returnsArrayEvenForOneMatch() throws {
         let kc = try Self.three()
         kc.run {
-            let (status, result) = copy(genp("a", service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll]))
+            let (status, result) = copy(
+                genp("a", service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: kSecMatchLimitAll]))
             #expect(status == errSecSuccess)
             #expect((result as? [Data])?.count == 1)
         }
@@ -56,10 +59,12 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitNumber_returnsArrayOfAtMostN() throws {
         let kc = try Self.three()
         kc.run {
-            let (status, result) = copy(genp(service: "s", [kSecReturnAttributes as String: true, kSecMatchLimit as String: 2]))
+            let (status, result) = copy(
+                genp(service: "s", [kSecReturnAttributes as String: true, kSecMatchLimit as String: 2]))
             #expect(status == errSecSuccess)
             #expect((result as? [[String: Any]])?.count == 2)
-            let (_, big) = copy(genp(service: "s", [kSecReturnAttributes as String: true, kSecMatchLimit as String: Int64(10)]))
+            let (_, big) = copy(
+                genp(service: "s", [kSecReturnAttributes as String: true, kSecMatchLimit as String: Int64(10)]))
             #expect((big as? [Any])?.count == 3)
         }
     }
@@ -67,7 +72,8 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitNumberOne_returnsOneObject() throws {
         let kc = try Self.three()
         kc.run {
-            let (status, result) = copy(genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: 1]))
+            let (status, result) = copy(
+                genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: 1]))
             #expect(status == errSecSuccess)
             #expect(result is Data)
         }
@@ -76,7 +82,9 @@ struct MatchLimitTests {
     @Test func copyMatching_withLimitZero_returnsItemNotFound() throws {
         let kc = try Self.three()
         kc.run {
-            #expect(copy(genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: 0])).0 == errSecItemNotFound)
+            #expect(
+                copy(genp(service: "s", [kSecReturnData as String: true, kSecMatchLimit as String: 0])).0
+                    == errSecItemNotFound)
         }
     }
 
@@ -167,8 +175,11 @@ struct ResultShapeTests {
         // Seed 003's dump shows `svce = ""` for an item added without a service.
         let kc = try SecTestKeychain()
         try kc.run {
-            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
-                         kSecValueData as String: Data("pass00".utf8)]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "hashiguchi",
+                    kSecValueData as String: Data("pass00".utf8)
+                ]) == errSecSuccess)
             let a = try #require(attributes(genp("hashiguchi")))
             #expect(a["svce"] as? String == "")
         }
@@ -197,7 +208,8 @@ struct ResultShapeTests {
     @Test func returnDataAndAttributes_givesDictionaryWithValueData() throws {
         let kc = try Self.one()
         try kc.run {
-            let (status, result) = copy(genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
+            let (status, result) = copy(
+                genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
             #expect(status == errSecSuccess)
             let a = try #require(result as? [String: Any])
             #expect(a["v_Data"] as? Data == Data("pw".utf8))
@@ -209,8 +221,13 @@ struct ResultShapeTests {
     @Test func returnAll_givesAttributesDataPersistentRefAndNoRefForPasswords() throws {
         let kc = try Self.one()
         try kc.run {
-            let (status, result) = copy(genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true,
-                                                                    kSecReturnPersistentRef as String: true, kSecReturnRef as String: true]))
+            let (status, result) = copy(
+                genp(
+                    "alice", service: nil,
+                    [
+                        kSecReturnData as String: true, kSecReturnAttributes as String: true,
+                        kSecReturnPersistentRef as String: true, kSecReturnRef as String: true
+                    ]))
             #expect(status == errSecSuccess)
             let a = try #require(result as? [String: Any])
             #expect(a["v_Data"] as? Data == Data("pw".utf8))
@@ -223,7 +240,8 @@ struct ResultShapeTests {
     @Test func returnDataAndPersistentRef_withoutAttributes_givesOnlyTheValueKeys() throws {
         let kc = try Self.one()
         try kc.run {
-            let (_, result) = copy(genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnPersistentRef as String: true]))
+            let (_, result) = copy(
+                genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnPersistentRef as String: true]))
             let a = try #require(result as? [String: Any])
             #expect(Set(a.keys) == ["v_Data", "v_PersistentRef"])
         }
@@ -232,7 +250,8 @@ struct ResultShapeTests {
     @Test func combinedResult_forItemWithoutData_hasNoValueData() throws {
         let kc = try Self.one(data: nil)
         try kc.run {
-            let (_, result) = copy(genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
+            let (_, result) = copy(
+                genp("alice", service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
             let a = try #require(result as? [String: Any])
             #expect(a["v_Data"] == nil)
             #expect(a["acct"] as? String == "alice")
@@ -244,8 +263,13 @@ struct ResultShapeTests {
         try kc.run {
             #expect(add(genpItem("a", data: "1")) == errSecSuccess)
             #expect(add(genpItem("b", data: "2")) == errSecSuccess)
-            let (status, result) = copy(genp(nil, service: nil, [kSecReturnData as String: true, kSecReturnAttributes as String: true,
-                                                                kSecMatchLimit as String: kSecMatchLimitAll]))
+            let (status, result) = copy(
+                genp(
+                    nil, service: nil,
+                    [
+                        kSecReturnData as String: true, kSecReturnAttributes as String: true,
+                        kSecMatchLimit as String: kSecMatchLimitAll
+                    ]))
             #expect(status == errSecSuccess)
             let items = try #require(result as? [[String: Any]])
             #expect(Set(items.compactMap { $0["v_Data"] as? Data }) == [Data("1".utf8), Data("2".utf8)])
@@ -265,7 +289,8 @@ struct ResultShapeTests {
             let (s3, none) = addReturning(genpItem("c"))
             #expect(s3 == errSecSuccess)
             #expect(none == nil)
-            let (s4, both) = addReturning(genpItem("d", data: "pw", [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
+            let (s4, both) = addReturning(
+                genpItem("d", data: "pw", [kSecReturnData as String: true, kSecReturnAttributes as String: true]))
             #expect(s4 == errSecSuccess)
             let dict = both as? [String: Any]
             #expect(dict?["v_Data"] as? Data == Data("pw".utf8))
@@ -278,7 +303,9 @@ struct ResultShapeTests {
         kc.run {
             var result: AnyObject? = NSString(string: "stale")
             let status = withUnsafeMutablePointer(to: &result) {
-                SecItemCopyMatching(genp("bob", service: nil, [kSecReturnData as String: true]) as CFDictionary, UnsafeMutablePointer($0))
+                SecItemCopyMatching(
+                    genp("bob", service: nil, [kSecReturnData as String: true]) as CFDictionary,
+                    UnsafeMutablePointer($0))
             }
             #expect(status == errSecItemNotFound)
             #expect(result == nil)
@@ -309,9 +336,24 @@ struct CaseInsensitiveTests {
     @Test func caseInsensitive_comparesDataByteForByte() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add(genp(nil, service: nil, [kSecAttrAccount as String: Data("Alice".utf8), kSecValueData as String: Data()])) == errSecSuccess)
-            #expect(count(genp(nil, service: nil, [kSecAttrAccount as String: Data("alice".utf8), kSecMatchCaseInsensitive as String: true])) == 0)
-            #expect(count(genp(nil, service: nil, [kSecAttrAccount as String: Data("Alice".utf8), kSecMatchCaseInsensitive as String: true])) == 1)
+            #expect(
+                add(
+                    genp(
+                        nil, service: nil,
+                        [kSecAttrAccount as String: Data("Alice".utf8), kSecValueData as String: Data()]))
+                    == errSecSuccess)
+            #expect(
+                count(
+                    genp(
+                        nil, service: nil,
+                        [kSecAttrAccount as String: Data("alice".utf8), kSecMatchCaseInsensitive as String: true])) == 0
+            )
+            #expect(
+                count(
+                    genp(
+                        nil, service: nil,
+                        [kSecAttrAccount as String: Data("Alice".utf8), kSecMatchCaseInsensitive as String: true])) == 1
+            )
         }
     }
 

@@ -7,7 +7,8 @@ import Testing
 /// each row has its constant, and each such constant its row.
 @Suite struct SchemaConstantsTests {
     @Test func everyRowHasItsConstant_andEveryConstantItsRow() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Sources/LatchkeySecurity/SecItemConstants.swift").path
         let source = try String(contentsOfFile: path, encoding: .utf8)
         let pattern = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = schemaCode\("(\w+)"\)"#)
@@ -22,16 +23,24 @@ import Testing
         let literal = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = "(\w+)"\n"#)
         for m in literal.matches(in: source, range: NSRange(source.startIndex..., in: source)) {
             let code = String(source[Range(m.range(at: 2), in: source)!])
-            #expect(AttributeSchema.all.allSatisfy { $0.code != code } || code.utf8.count != 4 || Self.valueConstant(source, m),
-                    "\(source[Range(m.range(at: 1), in: source)!]) = \(code) is a stored attribute: read it from AttributeSchema")
+            #expect(
+                AttributeSchema.all.allSatisfy { $0.code != code } || code.utf8.count != 4
+                    || Self.valueConstant(source, m),
+                "\(source[Range(m.range(at: 1), in: source)!]) = \(code) is a stored attribute: read it from AttributeSchema"
+            )
         }
-        #expect(kSecAttrAccount as String == "acct" && kSecAttrKeyCreator as String == "crtr" && kSecAttrProtected as String == "prot")
+        #expect(
+            kSecAttrAccount as String == "acct" && kSecAttrKeyCreator as String == "crtr"
+                && kSecAttrProtected as String == "prot")
     }
 
     /// Whether the constant is a value (kSecAttrProtocolHTTP = "http") rather than a key.
     static func valueConstant(_ source: String, _ m: NSTextCheckingResult) -> Bool {
         let name = String(source[Range(m.range(at: 1), in: source)!])
-        return ["kSecAttrProtocol", "kSecAttrAuthenticationType", "kSecAttrAccessible", "kSecAttrKeyClass", "kSecAttrKeyType",
-                "kSecAttrSynchronizable", "kSecAttrAccessGroup"].contains { name.hasPrefix($0) && name != $0 }
+        return [
+            "kSecAttrProtocol", "kSecAttrAuthenticationType", "kSecAttrAccessible", "kSecAttrKeyClass",
+            "kSecAttrKeyType",
+            "kSecAttrSynchronizable", "kSecAttrAccessGroup"
+        ].contains { name.hasPrefix($0) && name != $0 }
     }
 }

@@ -20,8 +20,10 @@ private enum CertFiles {
     static let otherKey = load("other-key.der")
     static let leafCert = load("other-leaf-cert.der")
     /// SHA-1 of the EC public key (pkhh / klbl), from fixtures/certs/expected.sh.
-    static let ecHash = Data([0x80, 0x74, 0x0a, 0xb8, 0x98, 0xbb, 0x61, 0xe4, 0x08, 0xb3,
-                              0x4d, 0x51, 0x40, 0x7c, 0x54, 0xca, 0x8b, 0xdf, 0x6f, 0x44])
+    static let ecHash = Data([
+        0x80, 0x74, 0x0a, 0xb8, 0x98, 0xbb, 0x61, 0xe4, 0x08, 0xb3,
+        0x4d, 0x51, 0x40, 0x7c, 0x54, 0xca, 0x8b, 0xdf, 0x6f, 0x44
+    ])
 
     static func identity(_ cert: Data, _ key: Data) -> SecIdentity {
         let c = SecCertificateCreateWithData(nil, cert as CFData)!
@@ -42,7 +44,9 @@ private enum CertFiles {
         var cn: CFString?
         #expect(SecCertificateCopyCommonName(cert, &cn) == errSecSuccess)
         #expect(cn as String? == "Latchkey RSA Test")
-        #expect(SecCertificateCopySerialNumberData(cert, nil) as Data? == Data([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]))
+        #expect(
+            SecCertificateCopySerialNumberData(cert, nil) as Data?
+                == Data([0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef]))
         #expect(SecCertificateCopyNormalizedIssuerSequence(cert) == SecCertificateCopyNormalizedSubjectSequence(cert))
         #expect(cert == SecCertificateCreateWithData(nil, CertFiles.rsaCert as CFData)!)
         #expect(cert != SecCertificateCreateWithData(nil, CertFiles.ecCert as CFData)!)
@@ -54,14 +58,21 @@ private enum CertFiles {
 
     @Test func key_createWithData_externalRepresentation() throws {
         var error: Unmanaged<CFError>?
-        let key = try #require(SecKeyCreateWithData(CertFiles.ecKey as CFData,
-                                                    [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
-                                                     kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary, &error))
+        let key = try #require(
+            SecKeyCreateWithData(
+                CertFiles.ecKey as CFData,
+                [
+                    kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom,
+                    kSecAttrKeyClass: kSecAttrKeyClassPrivate
+                ] as CFDictionary, &error))
         let external = try #require(SecKeyCopyExternalRepresentation(key, &error) as Data?)
         #expect(external.count == 97, "04 || X || Y || K")
         // Apple's raw form reads back as the same key.
-        let again = try #require(SecKeyCreateWithData(external as CFData,
-                                                      [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary, &error))
+        let again = try #require(
+            SecKeyCreateWithData(
+                external as CFData,
+                [kSecAttrKeyType: kSecAttrKeyTypeEC, kSecAttrKeyClass: kSecAttrKeyClassPrivate] as CFDictionary, &error)
+        )
         #expect(again == key)
         let pub = try #require(SecKeyCopyPublicKey(key))
         #expect(SecKeyCopyExternalRepresentation(pub, nil) as Data? == external.prefix(65))
@@ -72,12 +83,18 @@ private enum CertFiles {
 
         // The type or class contradicting the data: nil and errSecParam.
         error = nil
-        #expect(SecKeyCreateWithData(CertFiles.ecKey as CFData, [kSecAttrKeyType: kSecAttrKeyTypeRSA] as CFDictionary, &error) == nil)
+        #expect(
+            SecKeyCreateWithData(
+                CertFiles.ecKey as CFData, [kSecAttrKeyType: kSecAttrKeyTypeRSA] as CFDictionary, &error) == nil)
         #expect((error?.takeRetainedValue()).map { $0.code } == Int(errSecParam))
-        #expect(SecKeyCreateWithData(CertFiles.ecKey as CFData, [kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil) == nil)
+        #expect(
+            SecKeyCreateWithData(
+                CertFiles.ecKey as CFData, [kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil) == nil)
         #expect(SecKeyCreateWithData(Data("junk".utf8) as CFData, [:] as CFDictionary, nil) == nil)
 
-        let rsa = try #require(SecKeyCreateWithData(CertFiles.rsaKey as CFData, [kSecAttrKeyType: kSecAttrKeyTypeRSA] as CFDictionary, nil))
+        let rsa = try #require(
+            SecKeyCreateWithData(CertFiles.rsaKey as CFData, [kSecAttrKeyType: kSecAttrKeyTypeRSA] as CFDictionary, nil)
+        )
         #expect(SecKeyCopyExternalRepresentation(rsa, nil) as Data? == CertFiles.rsaKey, "PKCS#1 is Apple's RSA form")
     }
 
@@ -101,21 +118,29 @@ private enum CertFiles {
     @Test func certificate_addByData_andByRef_returnRef() throws {
         let kc = try SecTestKeychain()
         try kc.run {
-            #expect(add([kSecClass as String: kSecClassCertificate, kSecValueData as String: CertFiles.rsaCert]) == errSecSuccess)
-            #expect(add([kSecClass as String: kSecClassCertificate, kSecValueData as String: Data("junk".utf8)]) == errSecParam)
+            #expect(
+                add([kSecClass as String: kSecClassCertificate, kSecValueData as String: CertFiles.rsaCert])
+                    == errSecSuccess)
+            #expect(
+                add([kSecClass as String: kSecClassCertificate, kSecValueData as String: Data("junk".utf8)])
+                    == errSecParam)
             // By reference, without kSecClass (the object says which class).
             let ec = try #require(SecCertificateCreateWithData(nil, CertFiles.ecCert as CFData))
             #expect(add([kSecValueRef as String: ec, kSecAttrLabel as String: "EC"]) == errSecSuccess)
             #expect(add([kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec]) == errSecDuplicateItem)
 
-            let (status, result) = copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "EC",
-                                         kSecReturnRef as String: true])
+            let (status, result) = copy([
+                kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "EC",
+                kSecReturnRef as String: true
+            ])
             #expect(status == errSecSuccess)
             let found = try #require(result as? SecCertificate)
             #expect(found == ec)
 
-            let (s2, attrs) = copy([kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec,
-                                    kSecReturnAttributes as String: true])
+            let (s2, attrs) = copy([
+                kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec,
+                kSecReturnAttributes as String: true
+            ])
             #expect(s2 == errSecSuccess)
             let a = try #require(attrs as? [String: Any])
             #expect(a[kSecAttrLabel as String] as? String == "EC")
@@ -123,16 +148,21 @@ private enum CertFiles {
             #expect(a[kSecAttrCertificateType as String] as? Int == 3)
             #expect(a[kSecAttrAccessible as String] as? String == "dk")
 
-            let (s3, all) = copy([kSecClass as String: kSecClassCertificate, kSecMatchLimit as String: kSecMatchLimitAll,
-                                  kSecReturnRef as String: true, kSecReturnAttributes as String: true])
+            let (s3, all) = copy([
+                kSecClass as String: kSecClassCertificate, kSecMatchLimit as String: kSecMatchLimitAll,
+                kSecReturnRef as String: true, kSecReturnAttributes as String: true
+            ])
             #expect(s3 == errSecSuccess)
             let rows = try #require(all as? [[String: Any]])
             #expect(rows.count == 2)
             #expect(rows.allSatisfy { $0[kSecValueRef as String] is SecCertificate })
-            #expect(rows.contains { $0[kSecAttrLabel as String] as? String == "Latchkey RSA Test" }, "label from the subject")
+            #expect(
+                rows.contains { $0[kSecAttrLabel as String] as? String == "Latchkey RSA Test" },
+                "label from the subject")
 
             #expect(delete([kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec]) == errSecSuccess)
-            #expect(copy([kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec]).0 == errSecItemNotFound)
+            #expect(
+                copy([kSecClass as String: kSecClassCertificate, kSecValueRef as String: ec]).0 == errSecItemNotFound)
         }
     }
 
@@ -140,21 +170,30 @@ private enum CertFiles {
         let kc = try SecTestKeychain()
         try kc.run {
             let key = try #require(SecKeyCreateWithData(CertFiles.ecKey as CFData, [:] as CFDictionary, nil))
-            #expect(add([kSecClass as String: kSecClassKey, kSecValueRef as String: key,
-                         kSecAttrApplicationTag as String: Data("com.example.ec".utf8)]) == errSecSuccess)
-            #expect(add([kSecClass as String: kSecClassCertificate, kSecValueRef as String: key]) == errSecParam,
-                    "a key is not a certificate")
-            let (status, result) = copy([kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("com.example.ec".utf8),
-                                         kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecReturnRef as String: true])
+            #expect(
+                add([
+                    kSecClass as String: kSecClassKey, kSecValueRef as String: key,
+                    kSecAttrApplicationTag as String: Data("com.example.ec".utf8)
+                ]) == errSecSuccess)
+            #expect(
+                add([kSecClass as String: kSecClassCertificate, kSecValueRef as String: key]) == errSecParam,
+                "a key is not a certificate")
+            let (status, result) = copy([
+                kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: Data("com.example.ec".utf8),
+                kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom, kSecReturnRef as String: true
+            ])
             #expect(status == errSecSuccess)
             #expect(result as? SecKey == key)
-            let (_, attrs) = copy([kSecClass as String: kSecClassKey, kSecValueRef as String: key, kSecReturnAttributes as String: true])
+            let (_, attrs) = copy([
+                kSecClass as String: kSecClassKey, kSecValueRef as String: key, kSecReturnAttributes as String: true
+            ])
             let a = try #require(attrs as? [String: Any])
             #expect(a[kSecAttrKeyClass as String] as? Int == 1)
             #expect(a[kSecAttrKeySizeInBits as String] as? Int == 256)
             #expect(a[kSecAttrApplicationLabel as String] as? Data == CertFiles.ecHash)
             // Passwords still have no reference objects.
-            #expect(add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"]) == errSecSuccess)
+            #expect(
+                add([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "a"]) == errSecSuccess)
             let (s, r) = copy([kSecClass as String: kSecClassGenericPassword, kSecReturnRef as String: true])
             #expect(s == errSecSuccess)
             #expect(r == nil)
@@ -169,11 +208,16 @@ private enum CertFiles {
             let identity = CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)
             #expect(add([kSecValueRef as String: identity, kSecAttrLabel as String: "My Identity"]) == errSecSuccess)
             #expect(add([kSecValueRef as String: identity]) == errSecDuplicateItem)
-            #expect(copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "My Identity"]).0 == errSecSuccess)
-            #expect(copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "My Identity"]).0 == errSecSuccess)
+            #expect(
+                copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "My Identity"]).0
+                    == errSecSuccess)
+            #expect(
+                copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "My Identity"]).0 == errSecSuccess)
 
-            let (status, result) = copy([kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "My Identity",
-                                         kSecReturnRef as String: true])
+            let (status, result) = copy([
+                kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "My Identity",
+                kSecReturnRef as String: true
+            ])
             #expect(status == errSecSuccess)
             let found = try #require(result as? SecIdentity)
             #expect(found == identity)
@@ -186,36 +230,51 @@ private enum CertFiles {
     @Test func identity_resultShapes() throws {
         let kc = try SecTestKeychain()
         try kc.run {
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)]) == errSecSuccess)
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey)]) == errSecSuccess)
+            #expect(
+                add([kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)]) == errSecSuccess)
+            #expect(
+                add([kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey)]) == errSecSuccess)
             let idnt: Dict = [kSecClass as String: kSecClassIdentity]
 
             let (s0, r0) = copy(idnt)
             #expect(s0 == errSecSuccess)
             #expect(r0 == nil, "nothing asked for, nothing returned")
-            let (_, all) = copy(idnt.merging([kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true]) { $1 })
+            let (_, all) = copy(
+                idnt.merging([kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnRef as String: true]) { $1 })
             #expect((all as? [SecIdentity])?.count == 2)
 
-            let (_, attrs) = copy(idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeEC, kSecReturnAttributes as String: true]) { $1 })
+            let (_, attrs) = copy(
+                idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeEC, kSecReturnAttributes as String: true]) {
+                    $1
+                })
             let a = try #require(attrs as? [String: Any])
             #expect(a[kSecAttrKeyClass as String] as? Int == 1, "the key's attributes")
             #expect(a[kSecAttrApplicationLabel as String] as? Data == CertFiles.ecHash)
             #expect(a[kSecAttrPublicKeyHash as String] as? Data == CertFiles.ecHash, "plus the certificate's own")
             #expect(a[kSecAttrCertificateType as String] as? Int == 3)
 
-            let (_, data) = copy(idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeEC, kSecReturnData as String: true]) { $1 })
+            let (_, data) = copy(
+                idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeEC, kSecReturnData as String: true]) { $1 })
             #expect((data as? Data)?.count == 97, "the private key's data (its external representation)")
 
-            let (_, ref) = copy(idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecReturnPersistentRef as String: true]) { $1 })
+            let (_, ref) = copy(
+                idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecReturnPersistentRef as String: true]) {
+                    $1
+                })
             let persistent = try #require(ref as? Data)
             #expect(persistent.prefix(4) == Data("keys".utf8))
-            let (s, byRef) = copy([kSecClass as String: kSecClassIdentity, kSecValuePersistentRef as String: persistent,
-                                   kSecReturnRef as String: true])
+            let (s, byRef) = copy([
+                kSecClass as String: kSecClassIdentity, kSecValuePersistentRef as String: persistent,
+                kSecReturnRef as String: true
+            ])
             #expect(s == errSecSuccess)
             #expect(byRef as? SecIdentity == CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey))
 
-            let (_, combined) = copy(idnt.merging([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecReturnRef as String: true,
-                                                   kSecReturnAttributes as String: true, kSecReturnPersistentRef as String: true]) { $1 })
+            let (_, combined) = copy(
+                idnt.merging([
+                    kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecReturnRef as String: true,
+                    kSecReturnAttributes as String: true, kSecReturnPersistentRef as String: true
+                ]) { $1 })
             let c = try #require(combined as? [String: Any])
             #expect(c[kSecValueRef as String] is SecIdentity)
             #expect(c[kSecValuePersistentRef as String] as? Data == persistent)
@@ -226,12 +285,19 @@ private enum CertFiles {
     @Test func identity_queryByCertificateAndKeyAttributes() throws {
         let kc = try SecTestKeychain()
         kc.run {
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)]) == errSecSuccess)
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey),
-                         kSecAttrApplicationTag as String: "rsa-tag"]) == errSecSuccess)
+            #expect(
+                add([kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)]) == errSecSuccess)
+            #expect(
+                add([
+                    kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey),
+                    kSecAttrApplicationTag as String: "rsa-tag"
+                ]) == errSecSuccess)
             func count(_ extra: Dict) -> Int {
-                let (status, result) = copy([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll,
-                                             kSecReturnAttributes as String: true].merging(extra) { $1 })
+                let (status, result) = copy(
+                    [
+                        kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll,
+                        kSecReturnAttributes as String: true
+                    ].merging(extra) { $1 })
                 return status == errSecSuccess ? (result as? [Any])?.count ?? -1 : 0
             }
             #expect(count([:]) == 2)
@@ -239,9 +305,14 @@ private enum CertFiles {
             #expect(count([kSecAttrPublicKeyHash as String: CertFiles.ecHash]) == 1)
             #expect(count([kSecAttrApplicationTag as String: "rsa-tag"]) == 1)
             #expect(count([kSecAttrKeySizeInBits as String: 256]) == 1)
-            #expect(count([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrLabel as String: "Latchkey EC Test"]) == 0)
-            #expect(copy([kSecClass as String: kSecClassIdentity, kSecAttrAccount as String: "x"]).0 == errSecNoSuchAttr)
-            #expect(copy([kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "nobody"]).0 == errSecItemNotFound)
+            #expect(
+                count([kSecAttrKeyType as String: kSecAttrKeyTypeRSA, kSecAttrLabel as String: "Latchkey EC Test"]) == 0
+            )
+            #expect(
+                copy([kSecClass as String: kSecClassIdentity, kSecAttrAccount as String: "x"]).0 == errSecNoSuchAttr)
+            #expect(
+                copy([kSecClass as String: kSecClassIdentity, kSecAttrLabel as String: "nobody"]).0
+                    == errSecItemNotFound)
         }
     }
 
@@ -250,22 +321,37 @@ private enum CertFiles {
         kc.run {
             let ec = CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey)
             #expect(add([kSecValueRef as String: ec]) == errSecSuccess)
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey)]) == errSecSuccess)
+            #expect(
+                add([kSecValueRef as String: CertFiles.identity(CertFiles.rsaCert, CertFiles.rsaKey)]) == errSecSuccess)
 
-            #expect(update([kSecClass as String: kSecClassIdentity, kSecAttrKeyType as String: kSecAttrKeyTypeEC],
-                           [kSecAttrLabel as String: "renamed"]) == errSecSuccess)
-            #expect(copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "renamed"]).0 == errSecSuccess)
+            #expect(
+                update(
+                    [kSecClass as String: kSecClassIdentity, kSecAttrKeyType as String: kSecAttrKeyTypeEC],
+                    [kSecAttrLabel as String: "renamed"]) == errSecSuccess)
+            #expect(
+                copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "renamed"]).0 == errSecSuccess
+            )
             #expect(copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "renamed"]).0 == errSecSuccess)
-            #expect(update([kSecClass as String: kSecClassIdentity], [kSecAttrPublicKeyHash as String: Data([1])]) == errSecParam)
-            #expect(update([kSecClass as String: kSecClassIdentity], [kSecValueData as String: Data([1])]) == errSecParam)
+            #expect(
+                update([kSecClass as String: kSecClassIdentity], [kSecAttrPublicKeyHash as String: Data([1])])
+                    == errSecParam)
+            #expect(
+                update([kSecClass as String: kSecClassIdentity], [kSecValueData as String: Data([1])]) == errSecParam)
 
             #expect(delete([kSecClass as String: kSecClassIdentity, kSecValueRef as String: ec]) == errSecSuccess)
-            #expect(copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "renamed"]).0 == errSecItemNotFound)
-            #expect(copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "renamed"]).0 == errSecItemNotFound)
+            #expect(
+                copy([kSecClass as String: kSecClassCertificate, kSecAttrLabel as String: "renamed"]).0
+                    == errSecItemNotFound)
+            #expect(
+                copy([kSecClass as String: kSecClassKey, kSecAttrLabel as String: "renamed"]).0 == errSecItemNotFound)
             #expect(delete([kSecValueRef as String: ec]) == errSecItemNotFound)
-            #expect(delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitOne]) == errSecParam)
+            #expect(
+                delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitOne])
+                    == errSecParam)
             // kSecMatchLimitAll: "every match", what SecItemDelete does anyway (as macOS accepts it).
-            #expect(delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll]) == errSecSuccess)
+            #expect(
+                delete([kSecClass as String: kSecClassIdentity, kSecMatchLimit as String: kSecMatchLimitAll])
+                    == errSecSuccess)
             #expect(delete([kSecClass as String: kSecClassIdentity]) == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassKey]).0 == errSecItemNotFound)
             #expect(copy([kSecClass as String: kSecClassCertificate]).0 == errSecItemNotFound)
@@ -276,9 +362,13 @@ private enum CertFiles {
         let kc = try SecTestKeychain()
         kc.run {
             #expect(add([kSecClass as String: kSecClassIdentity]) == errSecParam)
-            #expect(add([kSecClass as String: kSecClassIdentity, kSecValueData as String: CertFiles.ecCert]) == errSecParam)
-            #expect(add([kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey),
-                         kSecMatchLimit as String: kSecMatchLimitOne]) == errSecParam)
+            #expect(
+                add([kSecClass as String: kSecClassIdentity, kSecValueData as String: CertFiles.ecCert]) == errSecParam)
+            #expect(
+                add([
+                    kSecValueRef as String: CertFiles.identity(CertFiles.ecCert, CertFiles.ecKey),
+                    kSecMatchLimit as String: kSecMatchLimitOne
+                ]) == errSecParam)
         }
     }
 }

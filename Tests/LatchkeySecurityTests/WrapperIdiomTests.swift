@@ -23,7 +23,9 @@ struct WrapperIdiomTests {
         #expect(a != (try make(kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, [])))
         #expect(Set([a, same]).count == 1)
         // Kept in a `[String: AnyHashable]` query, as SimpleKeychain keeps it, and compared there.
-        let query: [String: AnyHashable] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccessControl as String: a]
+        let query: [String: AnyHashable] = [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrAccessControl as String: a
+        ]
         #expect(query[kSecAttrAccessControl as String] == AnyHashable(same))
     }
 
@@ -31,8 +33,10 @@ struct WrapperIdiomTests {
         let kc = try SecTestKeychain()
         try kc.run {
             let access = try #require(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlock, [], nil))
-            var query: [String: AnyHashable] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "h",
-                                                kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8)]
+            var query: [String: AnyHashable] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "h",
+                kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8)
+            ]
             #expect(SecItemAdd(query as CFDictionary, nil) == errSecSuccess)
             query[kSecValueData as String] = nil
             query[kSecAttrAccessControl as String] = nil
@@ -66,7 +70,9 @@ struct WrapperIdiomTests {
 
     @Test func cfErrorAccessors_readTheErrorOfSecAccessControlCreateWithFlags() throws {
         var error: Unmanaged<CFError>?
-        #expect(SecAccessControlCreateWithFlags(kCFAllocatorDefault, "not-a-protection" as CFString, .userPresence, &error) == nil)
+        #expect(
+            SecAccessControlCreateWithFlags(kCFAllocatorDefault, "not-a-protection" as CFString, .userPresence, &error)
+                == nil)
         let e = try #require(error?.takeRetainedValue())
         #expect(CFErrorGetDomain(e) as String == NSOSStatusErrorDomain)
         #expect(CFErrorGetDomain(e) as String == kCFErrorDomainOSStatus as String)
@@ -76,7 +82,8 @@ struct WrapperIdiomTests {
         #expect((CFErrorCopyDescription(e) as String).contains("kSecAttrAccessible"))
         // KeychainAccess turns one into an NSError this way (`extension CFError { var error: NSError }`).
         let domain: CFErrorDomain = CFErrorGetDomain(e)
-        let copy = NSError(domain: domain as String, code: CFErrorGetCode(e), userInfo: (CFErrorCopyUserInfo(e) as! [String: Any]))
+        let copy = NSError(
+            domain: domain as String, code: CFErrorGetCode(e), userInfo: (CFErrorCopyUserInfo(e) as! [String: Any]))
         #expect(copy.code == -50 && copy.domain == NSOSStatusErrorDomain)
     }
 
@@ -87,8 +94,10 @@ struct WrapperIdiomTests {
         try kc.run {
             #expect(add(genpItem("alice", service: "mail")) == errSecSuccess)
             var result: CFTypeRef?
-            let query: [AnyHashable: Any] = [kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice",
-                                             kSecReturnAttributes: kCFBooleanTrue!, kSecReturnData: kCFBooleanTrue!]
+            let query: [AnyHashable: Any] = [
+                kSecClass: kSecClassGenericPassword, kSecAttrAccount: "alice",
+                kSecReturnAttributes: kCFBooleanTrue!, kSecReturnData: kCFBooleanTrue!
+            ]
             #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
             let attributes = try #require(result as? [AnyHashable: Any])
             #expect(attributes[kSecAttrAccount] as? String == "alice")

@@ -11,10 +11,13 @@ import LatchkeyTestSupport
     @Test func compact_removesTheTemporaryFilesOfDeadCompactions_only() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
         let stale = ["/keychains/login.keychain.compact-0badf00d", "/keychains/login.keychain.compact-12345678"]
-        let unrelated = ["/keychains/login.keychain.compact-notes", "/keychains/other.keychain.compact-0badf00d",
-                         "/keychains/login.keychain.bak"]
+        let unrelated = [
+            "/keychains/login.keychain.compact-notes", "/keychains/other.keychain.compact-0badf00d",
+            "/keychains/login.keychain.bak"
+        ]
         for p in stale + unrelated { disk.setContents(p, disk.keychainBytes) }
         try kc.compact()
         let files = Set(disk.listFiles())
@@ -29,13 +32,16 @@ import LatchkeyTestSupport
     @Test func compactionAndIndexWrites_keepUserFilesThatOnlyLookLikeTemporaryFiles() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
-        kc.localStore!.indexTailLimit = 0   // every commit writes an index
+        kc.localStore!.indexTailLimit = 0  // every commit writes an index
         let stale = ["/keychains/login.keychain.compact-0badf00d", "/keychains/login.keychain.index-12ab56ef"]
-        let users = ["/keychains/login.keychain.compact-ABCDEFGH", "/keychains/login.keychain.compact-0BADF00D",
-                     "/keychains/login.keychain.index-notmine!", "/keychains/login.keychain.index-12ab56eg",
-                     "/keychains/login.keychain.compact-0badf0é", "/keychains/login.keychain.index-1 2 3 4 "]
+        let users = [
+            "/keychains/login.keychain.compact-ABCDEFGH", "/keychains/login.keychain.compact-0BADF00D",
+            "/keychains/login.keychain.index-notmine!", "/keychains/login.keychain.index-12ab56eg",
+            "/keychains/login.keychain.compact-0badf0é", "/keychains/login.keychain.index-1 2 3 4 "
+        ]
         for p in stale + users { disk.setContents(p, [1, 2, 3]) }
-        try kc.add(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
         #expect(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
         #expect(!disk.listFiles().contains(stale[1]), "the index write left its dead temporary file")
         try kc.compact()
@@ -55,6 +61,8 @@ import LatchkeyTestSupport
         #expect(FileManager.default.createFile(atPath: stale, contents: Data([1, 2, 3])))
         try kc.compact()
         #expect(!FileManager.default.fileExists(atPath: stale))
-        #expect(PosixFileSystem.shared.list(dir.path).sorted() == ["device.secret", "device.secret.state", "login.keychain"])
+        #expect(
+            PosixFileSystem.shared.list(dir.path).sorted() == ["device.secret", "device.secret.state", "login.keychain"]
+        )
     }
 }

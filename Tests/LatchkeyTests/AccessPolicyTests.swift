@@ -29,15 +29,21 @@ enum Attackers {
         try kc.add(.genericPassword, attributes: genp("mallory"), data: Array("own".utf8))
 
         // Naming its own group, in capitals, with case-insensitive matching on.
-        let named = Query(.genericPassword, ["agrp": .string("COM.VICTIM.BANK"), "acct": .string("ALICE")], caseInsensitive: true)
+        let named = Query(
+            .genericPassword, ["agrp": .string("COM.VICTIM.BANK"), "acct": .string("ALICE")], caseInsensitive: true)
         let unnamed = Query(.genericPassword, ["acct": .string("ALICE")], caseInsensitive: true)
         for q in [named, unnamed] {
             #expect(try kc.find(q).isEmpty)
-            expectKeychainError(.itemNotFound) { try kc.update(q, attributes: ["labl": .string("owned")], data: Array("stolen".utf8)) }
+            expectKeychainError(.itemNotFound) {
+                try kc.update(q, attributes: ["labl": .string("owned")], data: Array("stolen".utf8))
+            }
             expectKeychainError(.itemNotFound) { try kc.delete(q) }
         }
         // Case folding still applies to the attributes it matches, in its own group.
-        let own = try kc.find(Query(.genericPassword, ["agrp": .string("COM.VICTIM.BANK"), "acct": .string("MALLORY")], caseInsensitive: true))
+        let own = try kc.find(
+            Query(
+                .genericPassword, ["agrp": .string("COM.VICTIM.BANK"), "acct": .string("MALLORY")],
+                caseInsensitive: true))
         #expect(own.map(\.data) == [Array("own".utf8)])
 
         kc.caller = victim
@@ -61,9 +67,13 @@ enum Attackers {
             expectKeychainError(.itemNotFound) { try kc.delete(q) }
         }
         // It may not write into the other spelling either.
-        expectKeychainError(.noAccessForItem) { try kc.add(.genericPassword, attributes: genp("x", ["agrp": .string(nfd)]), data: []) }
+        expectKeychainError(.noAccessForItem) {
+            try kc.add(.genericPassword, attributes: genp("x", ["agrp": .string(nfd)]), data: [])
+        }
         try kc.add(.genericPassword, attributes: genp("mine"), data: [])
-        expectKeychainError(.noAccessForItem) { try kc.update(Query(.genericPassword, genp("mine")), attributes: ["agrp": .string(nfd)]) }
+        expectKeychainError(.noAccessForItem) {
+            try kc.update(Query(.genericPassword, genp("mine")), attributes: ["agrp": .string(nfd)])
+        }
 
         kc.caller = nfdApp
         let kept = try kc.find(byService)
@@ -77,8 +87,9 @@ enum Attackers {
         kc.caller = nil
         let orphan = try kc.add(.genericPassword, attributes: genp("orphan"), data: Array("no group".utf8))
         #expect(orphan.attributes["agrp"] == nil)
-        let dataGroup = try kc.add(.genericPassword, attributes: genp("data", ["agrp": .data(Array("com.victim.bank".utf8))]),
-                                   data: Array("data group".utf8))
+        let dataGroup = try kc.add(
+            .genericPassword, attributes: genp("data", ["agrp": .data(Array("com.victim.bank".utf8))]),
+            data: Array("data group".utf8))
         kc.caller = victim
         let victims = try kc.add(.genericPassword, attributes: genp("alice"), data: Array("victim secret".utf8))
 
@@ -86,19 +97,30 @@ enum Attackers {
         for item in [orphan, dataGroup, victims] {
             let q = Query(.genericPassword, persistentRef: item.persistentRef)
             #expect(try kc.find(q).isEmpty, "\(item)")
-            expectKeychainError(.itemNotFound) { try kc.update(q, attributes: ["labl": .string("owned")], data: Array("stolen".utf8)) }
+            expectKeychainError(.itemNotFound) {
+                try kc.update(q, attributes: ["labl": .string("owned")], data: Array("stolen".utf8))
+            }
             expectKeychainError(.itemNotFound) { try kc.delete(q) }
         }
         // The owner of the group reaches both of its items (a data value with the group's bytes
         // is that group, as in the unique key); no caller with an identity reaches the orphan.
         kc.caller = victim
-        #expect(try kc.find(Query(.genericPassword, persistentRef: dataGroup.persistentRef)).map(\.data) == [Array("data group".utf8)])
-        #expect(try kc.find(Query(.genericPassword, persistentRef: victims.persistentRef)).map(\.data) == [Array("victim secret".utf8)])
+        #expect(
+            try kc.find(Query(.genericPassword, persistentRef: dataGroup.persistentRef)).map(\.data) == [
+                Array("data group".utf8)
+            ])
+        #expect(
+            try kc.find(Query(.genericPassword, persistentRef: victims.persistentRef)).map(\.data) == [
+                Array("victim secret".utf8)
+            ])
         #expect(try kc.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).isEmpty)
         #expect(try kc.find(Query(.genericPassword, ["acct": .string("orphan")])).isEmpty)
         // A caller without identity (a trusted tool) still reaches it, unchanged.
         kc.caller = nil
-        #expect(try kc.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).map(\.data) == [Array("no group".utf8)])
+        #expect(
+            try kc.find(Query(.genericPassword, persistentRef: orphan.persistentRef)).map(\.data) == [
+                Array("no group".utf8)
+            ])
     }
 }
 
@@ -118,9 +140,13 @@ enum Attackers {
         kc.caller = CallerIdentity(applicationIdentifier: "app", keychainAccessGroups: ["team.shared", "TEAM.SHARED"])
         try kc.add(.genericPassword, attributes: Attackers.genp("a", ["agrp": .string("team.shared")]), data: [1])
         try kc.add(.genericPassword, attributes: Attackers.genp("a", ["agrp": .string("TEAM.SHARED")]), data: [2])
-        let found = try kc.find(Query(.genericPassword, ["agrp": .string("TEAM.SHARED"), "acct": .string("A")], caseInsensitive: true))
+        let found = try kc.find(
+            Query(.genericPassword, ["agrp": .string("TEAM.SHARED"), "acct": .string("A")], caseInsensitive: true))
         #expect(found.map(\.data) == [[2]])
-        #expect(try kc.delete(Query(.genericPassword, ["agrp": .string("team.shared"), "acct": .string("A")], caseInsensitive: true)) == 1)
+        #expect(
+            try kc.delete(
+                Query(.genericPassword, ["agrp": .string("team.shared"), "acct": .string("A")], caseInsensitive: true))
+                == 1)
         #expect(try kc.find(Query(.genericPassword, ["acct": .string("a")])).map(\.data) == [[2]])
     }
 
@@ -142,7 +168,9 @@ enum Attackers {
         kc.caller = Attackers.shouting
         let folded = IdentityQuery(["agrp": .string("COM.VICTIM.BANK")], caseInsensitive: true)
         #expect(try kc.identities(matching: folded).isEmpty)
-        expectKeychainError(.itemNotFound) { try kc.updateIdentities(matching: folded, attributes: ["labl": .string("owned")]) }
+        expectKeychainError(.itemNotFound) {
+            try kc.updateIdentities(matching: folded, attributes: ["labl": .string("owned")])
+        }
         expectKeychainError(.itemNotFound) { try kc.deleteIdentities(matching: folded) }
         kc.caller = Attackers.nfcApp
         #expect(try kc.identities(matching: IdentityQuery()).isEmpty)
@@ -157,8 +185,11 @@ enum Attackers {
     @Test func callerIdentity_keepsGroupsThatDifferOnlyInNormalization() {
         let both = CallerIdentity(applicationIdentifier: Attackers.nfc, keychainAccessGroups: [Attackers.nfd])
         #expect(both.accessGroups.map { Array($0.utf8) } == [Array(Attackers.nfd.utf8), Array(Attackers.nfc.utf8)])
-        #expect(CallerIdentity(applicationIdentifier: Attackers.nfc) != CallerIdentity(applicationIdentifier: Attackers.nfd))
-        #expect(Attackers.nfcApp == CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Attackers.nfc]))
+        #expect(
+            CallerIdentity(applicationIdentifier: Attackers.nfc) != CallerIdentity(applicationIdentifier: Attackers.nfd)
+        )
+        #expect(
+            Attackers.nfcApp == CallerIdentity(applicationIdentifier: "app.nfc", keychainAccessGroups: [Attackers.nfc]))
     }
 }
 

@@ -5,7 +5,7 @@ import Testing
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A request that blocks (an open that never returns: a FIFO planted at a keychain's path) and
@@ -49,7 +49,9 @@ import Glibc
     /// within `seconds`.
     static func within<T>(_ seconds: Double, _ body: @escaping @Sendable () -> T) -> T? {
         let done = DispatchSemaphore(value: 0), box = Box<T>()
-        Thread.detachNewThread { box.value = body(); done.signal() }
+        Thread.detachNewThread {
+            box.value = body(); done.signal()
+        }
         return done.wait(timeout: .now() + seconds) == .success ? box.value : nil
     }
 
@@ -68,7 +70,8 @@ import Glibc
         let box = try AgentSandbox()
         try box.addAkAndCk()
         let blockedPath = box.directory + "/blocked.keychain"
-        _ = try Keychain.create(path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        _ = try Keychain.create(
+            path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
         let blocking = BlockingOpen(blockedPath)
         defer { blocking.release() }
         let server = try AgentBlockingTests.start(box, blocking)
@@ -83,7 +86,9 @@ import Glibc
 
         let socket = box.socketPath, keychainPath = box.keychainPath
         // status: answers, and lists the keychain it holds (not the one being opened).
-        let listed = AgentBlockingTests.within(5) { (try? AgentClient.connect(socketPath: socket)?.status())?.keychains.map(\.keychain) }
+        let listed = AgentBlockingTests.within(5) {
+            (try? AgentClient.connect(socketPath: socket)?.status())?.keychains.map(\.keychain)
+        }
         #expect(listed == .some([keychainPath]), "status answers while an open blocks")
         // Another keychain: served.
         let read = AgentBlockingTests.within(5) { AgentSandbox.readStatus(kc, "ak") }
@@ -109,8 +114,11 @@ import Glibc
         #expect(stopped == true, "stop answers while an open blocks")
         #expect(AgentBlockingTests.returns(within: 5) { server.wait() }, "the agent stops while an open blocks")
         #expect(!FileManager.default.fileExists(atPath: socket))
-        #expect(box.logLines.all.contains { $0.contains("still in a request") && $0.contains("blocked.keychain") && !$0.contains("login.keychain") },
-                "\(box.logLines.all)")
+        #expect(
+            box.logLines.all.contains {
+                $0.contains("still in a request") && $0.contains("blocked.keychain") && !$0.contains("login.keychain")
+            },
+            "\(box.logLines.all)")
 
         // The clients of the blocked keychain are told: their connections are closed.
         for raw in [blocked, second] { #expect(raw.isClosedByPeer(within: 3)) }
@@ -122,7 +130,8 @@ import Glibc
     @Test func statusDuringARequest_reportsTheLastState() throws {
         let box = try AgentSandbox()
         let blockedPath = box.directory + "/blocked.keychain"
-        _ = try Keychain.create(path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        _ = try Keychain.create(
+            path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
         let blocking = BlockingOpen(blockedPath)
         defer { blocking.release() }
         _ = try AgentBlockingTests.start(box, blocking)
@@ -170,14 +179,15 @@ import Glibc
         let box = try AgentSandbox()
         try box.addAkAndCk()
         let blockedPath = box.directory + "/blocked.keychain"
-        _ = try Keychain.create(path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        _ = try Keychain.create(
+            path: blockedPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
         let blocking = BlockingOpen(blockedPath)
         defer { blocking.release() }
         let server = try AgentBlockingTests.start(box, blocking, maxConnections: 3)
         let blocked = try (0..<3).map { _ in try AgentBlockingTests.blockedRequest(box, blockedPath) }
         defer { for c in blocked { c.close() } }
         #expect(blocking.entered.wait(timeout: .now() + 10) == .success)
-        Thread.sleep(forTimeInterval: 0.2)   // the other two wait for the open
+        Thread.sleep(forTimeInterval: 0.2)  // the other two wait for the open
 
         let status = try RawAgentConnection(box.socketPath)
         defer { status.close() }

@@ -13,9 +13,11 @@ import Testing
 
     // MARK: Samples: one of every message
 
-    static let target = Message.Target(keychain: "/k/login.keychain", device: "/k/device",
-                                       caller: CallerIdentity(applicationIdentifier: "TEAM.app", keychainAccessGroups: ["TEAM.shared"],
-                                                              applicationGroups: ["group.example"]))
+    static let target = Message.Target(
+        keychain: "/k/login.keychain", device: "/k/device",
+        caller: CallerIdentity(
+            applicationIdentifier: "TEAM.app", keychainAccessGroups: ["TEAM.shared"],
+            applicationGroups: ["group.example"]))
     static let trusted = Message.Target(keychain: "/k/é ü.keychain", device: "/d", caller: nil)
     static let attributes: [String: AttributeValue] = [
         "acct": .string("alice"), "gena": .data([0, 0xFF]), "port": .integer(-443), "cdat": .date(7.25e8),
@@ -23,16 +25,19 @@ import Testing
         // direct open would): empty, long, non-ASCII.
         "": .string(""), "ünïcode": .string("x"), String(repeating: "n", count: 255): .integer(0),
         // Dates travel as bit patterns: −0 and a NaN with a payload survive.
-        "mdat": .date(-0.0), "nan": .date(Double(bitPattern: 0x7FF8_0000_0000_1234)),
+        "mdat": .date(-0.0), "nan": .date(Double(bitPattern: 0x7FF8_0000_0000_1234))
     ]
-    static let query = Query(.internetPassword, attributes, protection: .afterFirstUnlock, caseInsensitive: true,
-                             synchronizable: .any, persistentRef: Array("inet".utf8) + [UInt8](repeating: 7, count: 16))
+    static let query = Query(
+        .internetPassword, attributes, protection: .afterFirstUnlock, caseInsensitive: true,
+        synchronizable: .any, persistentRef: Array("inet".utf8) + [UInt8](repeating: 7, count: 16))
     static let identityQuery = IdentityQuery(["labl": .string("me")], synchronizable: .synchronizable)
-    static let item = Item(itemClass: .genericPassword, attributes: ["acct": .string("a"), "pdmn": .string("ak")],
-                           data: Array("secret".utf8), protection: .whenUnlocked,
-                           persistentRef: Array("genp".utf8) + [UInt8](repeating: 1, count: 16), requiresUserPresence: true)
-    static let key = Item(itemClass: .key, attributes: [:], data: [9, 9, 9], protection: .alwaysThisDeviceOnly,
-                          persistentRef: Array("keys".utf8) + [UInt8](repeating: 2, count: 16))
+    static let item = Item(
+        itemClass: .genericPassword, attributes: ["acct": .string("a"), "pdmn": .string("ak")],
+        data: Array("secret".utf8), protection: .whenUnlocked,
+        persistentRef: Array("genp".utf8) + [UInt8](repeating: 1, count: 16), requiresUserPresence: true)
+    static let key = Item(
+        itemClass: .key, attributes: [:], data: [9, 9, 9], protection: .alwaysThisDeviceOnly,
+        persistentRef: Array("keys".utf8) + [UInt8](repeating: 2, count: 16))
 
     static let requests: [Request] = [
         .status, .stop, .lockAll,
@@ -41,47 +46,68 @@ import Testing
         .changePasscode(target, old: Array("old".utf8), new: Array("new".utf8), kdfLogN: 17),
         .changePasscode(trusted, old: nil, new: [], kdfLogN: 10),
         .removePasscode(target, old: Array("old".utf8)), .removePasscode(target, old: nil),
-        .add(target, [NewItem(.genericPassword, attributes: ["acct": .string("a")], data: Array("pw".utf8)),
-                      NewItem(.key, attributes: attributes, data: [], protection: .whenPasscodeSetThisDeviceOnly, requiresUserPresence: true)]),
+        .add(
+            target,
+            [
+                NewItem(.genericPassword, attributes: ["acct": .string("a")], data: Array("pw".utf8)),
+                NewItem(
+                    .key, attributes: attributes, data: [], protection: .whenPasscodeSetThisDeviceOnly,
+                    requiresUserPresence: true)
+            ]),
         .add(target, []),
         .find(target, query, Message.Read()),
-        .find(trusted, Query(.certificate), Message.Read(limit: 1, includeData: false, prompt: "Unlock «mail»", authentication: .interactive)),
+        .find(
+            trusted, Query(.certificate),
+            Message.Read(limit: 1, includeData: false, prompt: "Unlock «mail»", authentication: .interactive)),
         .find(target, Query(.genericPassword), Message.Read(limit: 0, authentication: .passcode(Array("1234".utf8)))),
-        .update(target, query, attributes: ["labl": .string("new")], data: Array("new secret".utf8), protection: .always),
+        .update(
+            target, query, attributes: ["labl": .string("new")], data: Array("new secret".utf8), protection: .always),
         .update(target, Query(.genericPassword), attributes: [:], data: nil, protection: nil),
         .delete(target, query),
-        .addIdentity(target, certificate: [0x30, 0x82], privateKey: [0x30, 0x81, 1], attributes: ["labl": .string("me")],
-                     protection: .afterFirstUnlockThisDeviceOnly, requiresUserPresence: true),
+        .addIdentity(
+            target, certificate: [0x30, 0x82], privateKey: [0x30, 0x81, 1], attributes: ["labl": .string("me")],
+            protection: .afterFirstUnlockThisDeviceOnly, requiresUserPresence: true),
         .identities(target, identityQuery, Message.Read(limit: 5)),
         .updateIdentities(target, identityQuery, attributes: ["labl": .string("you")], protection: nil),
-        .deleteIdentities(trusted, IdentityQuery()),
+        .deleteIdentities(trusted, IdentityQuery())
     ]
 
-    static let state = AgentKeychainState(keychain: "/k/login.keychain", device: "/k/device", hasPasscode: true,
-                                          unlocked: ["ak", "ck", "dk", "akpu"], unlockedOnce: true, idleSeconds: 12.5)
+    static let state = AgentKeychainState(
+        keychain: "/k/login.keychain", device: "/k/device", hasPasscode: true,
+        unlocked: ["ak", "ck", "dk", "akpu"], unlockedOnce: true, idleSeconds: 12.5)
 
     static let responses: [Response] = [
         .ok,
         .state(state),
-        .agentStatus(AgentStatus(pid: 4242, socket: "/run/user/1000/latchkey/agent.sock", protocolVersion: 2, idleTimeout: 300,
-                                 dumpable: false, keychains: [state, state])),
-        .agentStatus(AgentStatus(pid: -1, socket: "", protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: [])),
+        .agentStatus(
+            AgentStatus(
+                pid: 4242, socket: "/run/user/1000/latchkey/agent.sock", protocolVersion: 2, idleTimeout: 300,
+                dumpable: false, keychains: [state, state])),
+        .agentStatus(
+            AgentStatus(pid: -1, socket: "", protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: [])),
         .items([item, key]), .items([]),
         .added([Message.Reference(item), Message.Reference(key)]),
         .identities([Identity(certificate: item, privateKey: key)]),
         .identityAdded(certificate: Message.Reference(item), privateKey: Message.Reference(key)),
         .count(3), .compacted(before: 1 << 40, after: 96),
-        .info(KeychainInfo(path: "/k", formatVersion: "1.0", fileUUID: "ab", deviceUUID: "cd", hasPasscode: true,
-                           kdf: "scrypt N=2^17 r=8 p=1", fileSize: 4096, records: 7, liveItems: 5,
-                           itemsByClass: ["genp": 3, "keys": 2, "locked": 1], itemsByProtection: ["ak": 4, "dk": 1],
-                           unlockedClasses: ["ck", "dk"])),
-        .verifyReport({ var v = VerifyReport(); v.problems = ["damage at byte 9"]; v.fileSize = 10; v.records = 2; v.liveItems = 1
-                        v.checkedItems = 1; v.lockedItems = 0; v.recoveredTailBytes = 3; return v }()),
+        .info(
+            KeychainInfo(
+                path: "/k", formatVersion: "1.0", fileUUID: "ab", deviceUUID: "cd", hasPasscode: true,
+                kdf: "scrypt N=2^17 r=8 p=1", fileSize: 4096, records: 7, liveItems: 5,
+                itemsByClass: ["genp": 3, "keys": 2, "locked": 1], itemsByProtection: ["ak": 4, "dk": 1],
+                unlockedClasses: ["ck", "dk"])),
+        .verifyReport(
+            {
+                var v = VerifyReport(); v.problems = ["damage at byte 9"]; v.fileSize = 10; v.records = 2;
+                v.liveItems = 1
+                v.checkedItems = 1; v.lockedItems = 0; v.recoveredTailBytes = 3; return v
+            }()),
         .needsAuthentication(prompt: "Use «mail»"), .needsAuthentication(prompt: nil),
         .error(KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak")),
         .error(KeychainError(.param, "bad")),
-        .error(KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak", remedy: .unlock)),
-        .error(KeychainError(.param, "a directory", remedy: .giveKeychainFile(example: "/k/é/login.keychain"))),
+        .error(
+            KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak", remedy: .unlock)),
+        .error(KeychainError(.param, "a directory", remedy: .giveKeychainFile(example: "/k/é/login.keychain")))
     ]
 
     // MARK: Round trips
@@ -119,12 +145,15 @@ import Testing
     /// version 2's is the same error without it, byte for byte what Latchkey 0.4 wrote.
     @Test func errorRemedy_travelsInVersion3_andIsLeftOutOfVersion2() throws {
         let remedies: [KeychainRemedy] = [
-            .repairOrRestore, .adoptRollback, .createKeychain, .useExistingOrChooseAnother, .giveKeychainFile(example: "/k/login.keychain"),
-            .setPasscode, .unlock, .verifyAndRestore, .compactAgain, .checkForReplacement, .giveCallerIdentity, .giveDeviceSecret,
+            .repairOrRestore, .adoptRollback, .createKeychain, .useExistingOrChooseAnother,
+            .giveKeychainFile(example: "/k/login.keychain"),
+            .setPasscode, .unlock, .verifyAndRestore, .compactAgain, .checkForReplacement, .giveCallerIdentity,
+            .giveDeviceSecret,
             .createOrGiveDeviceSecret, .findKeychainsDeviceSecret, .mergeOrChooseAnotherKeychain, .giveBackupPassword,
-            .chooseBackupPassword, .chooseBackupOutput,
+            .chooseBackupPassword, .chooseBackupOutput
         ]
-        let withoutRemedy = [0xFF] + Self.u32(UInt32(bitPattern: Int32(-25300))) + Self.string("m") + [1] + Self.string("u")
+        let withoutRemedy =
+            [0xFF] + Self.u32(UInt32(bitPattern: Int32(-25300))) + Self.string("m") + [1] + Self.string("u")
         for (i, remedy) in remedies.enumerated() {
             let e = KeychainError(.itemNotFound, "m", underlying: "u", remedy: remedy)
             let v3 = Response.error(e).encode(version: 3)
@@ -149,14 +178,22 @@ import Testing
     }
 
     @Test func decodedValues_areTheEncodedOnes() throws {
-        guard case .find(let t, let q, let read) = try Request.decode(frame: Request.find(Self.target, Self.query, Message.Read(
-            limit: 2, includeData: false, prompt: "p", authentication: .passcode([1, 2]))).encode()) else {
+        guard
+            case .find(let t, let q, let read) = try Request.decode(
+                frame: Request.find(
+                    Self.target, Self.query,
+                    Message.Read(
+                        limit: 2, includeData: false, prompt: "p", authentication: .passcode([1, 2]))
+                ).encode())
+        else {
             Issue.record("not a find"); return
         }
         #expect(t == Self.target)
         #expect(q.itemClass == .internetPassword && q.protection == .afterFirstUnlock)
         #expect(q.attributes.filter { $0.key != "nan" } == Self.attributes.filter { $0.key != "nan" })
-        guard case .date(let nan) = q.attributes["nan"], case .date(let zero) = q.attributes["mdat"] else { Issue.record("dates"); return }
+        guard case .date(let nan) = q.attributes["nan"], case .date(let zero) = q.attributes["mdat"] else {
+            Issue.record("dates"); return
+        }
         #expect(nan.bitPattern == 0x7FF8_0000_0000_1234 && zero.bitPattern == (-0.0).bitPattern)
         #expect(q.caseInsensitive && q.synchronizable == .any && q.persistentRef == Self.query.persistentRef)
         #expect(read == Message.Read(limit: 2, includeData: false, prompt: "p", authentication: .passcode([1, 2])))
@@ -166,7 +203,10 @@ import Testing
         }
         #expect(items == [Self.item, Self.key])
 
-        guard case .error(let e) = try Response.decode(frame: Response.error(KeychainError(.authFailed, "m", underlying: "u")).encode()) else {
+        guard
+            case .error(let e) = try Response.decode(
+                frame: Response.error(KeychainError(.authFailed, "m", underlying: "u")).encode())
+        else {
             Issue.record("not an error"); return
         }
         #expect(e == KeychainError(.authFailed, "m", underlying: "u"))
@@ -179,7 +219,9 @@ import Testing
         stored.data = secret
         let frame = Response.added([Message.Reference(stored)]).encode()
         #expect(!frame.contains(subsequence: secret))
-        guard case .added(let refs) = try Response.decode(frame: frame), let ref = refs.first else { Issue.record("not added"); return }
+        guard case .added(let refs) = try Response.decode(frame: frame), let ref = refs.first else {
+            Issue.record("not added"); return
+        }
         #expect(ref.item(.genericPassword, data: secret) == stored)
     }
 
@@ -189,9 +231,11 @@ import Testing
         var w = ByteWriter()
         w.writeInteger(UInt32(bitPattern: -99999), as: UInt32.self)
         w.writeInteger(3, as: UInt32.self); w.writeBytes(Array("new".utf8))
-        w.writeInteger(0, as: UInt8.self)   // no underlying cause
-        w.writeInteger(0, as: UInt8.self)   // no remedy
-        guard case .error(let e) = try Response.decode(Self.payload(0xFF, w.bytes)[...]) else { Issue.record("not an error"); return }
+        w.writeInteger(0, as: UInt8.self)  // no underlying cause
+        w.writeInteger(0, as: UInt8.self)  // no remedy
+        guard case .error(let e) = try Response.decode(Self.payload(0xFF, w.bytes)[...]) else {
+            Issue.record("not an error"); return
+        }
         #expect(e.status == .internal && e.message == "new")
     }
 
@@ -199,13 +243,18 @@ import Testing
 
     static func payload(_ type: UInt8, _ fields: [UInt8]) -> [UInt8] { [3, type] + fields }
 
-    static func expectMalformed(_ payload: [UInt8], response: Bool = false, _ comment: String? = nil,
-                                sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectMalformed(
+        _ payload: [UInt8], response: Bool = false, _ comment: String? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         do {
             if response { _ = try Response.decode(payload[...]) } else { _ = try Request.decode(payload[...]) }
             Issue.record("accepted: \(comment ?? hexString(payload))", sourceLocation: sourceLocation)
         } catch let e as Message.DecodeError {
-            if case .malformed = e {} else { Issue.record("\(e), not malformed: \(comment ?? "")", sourceLocation: sourceLocation) }
+            if case .malformed = e {
+            } else {
+                Issue.record("\(e), not malformed: \(comment ?? "")", sourceLocation: sourceLocation)
+            }
         } catch {
             Issue.record("\(error) is not a DecodeError", sourceLocation: sourceLocation)
         }
@@ -218,15 +267,20 @@ import Testing
             let payload = Array(frame[4...])
             let isResponse = payload[1] >= 0x80
             for n in 2..<payload.count {
-                Self.expectMalformed(Array(payload.prefix(n)), response: isResponse, "prefix \(n) of \(hexString(payload.prefix(8)))…")
+                Self.expectMalformed(
+                    Array(payload.prefix(n)), response: isResponse, "prefix \(n) of \(hexString(payload.prefix(8)))…")
             }
             for n in 0..<frame.count {
                 #expect(throws: Message.DecodeError.self) { _ = try Request.decode(frame: Array(frame.prefix(n))) }
                 #expect(throws: Message.DecodeError.self) { _ = try Response.decode(frame: Array(frame.prefix(n))) }
             }
         }
-        #expect(throws: Message.DecodeError.malformed("empty message (no version byte)")) { _ = try Request.decode([][...]) }
-        #expect(throws: Message.DecodeError.malformed("truncated input in message type")) { _ = try Request.decode([2][...]) }
+        #expect(throws: Message.DecodeError.malformed("empty message (no version byte)")) {
+            _ = try Request.decode([][...])
+        }
+        #expect(throws: Message.DecodeError.malformed("truncated input in message type")) {
+            _ = try Request.decode([2][...])
+        }
     }
 
     @Test func trailingBytes_areRefused() {
@@ -240,7 +294,9 @@ import Testing
 
     @Test func lengthPrefix_mustMatch() {
         let frame = Request.status.encode()
-        #expect(throws: Message.DecodeError.length(declared: 3, actual: 2)) { _ = try Request.decode(frame: [0, 0, 0, 3] + frame[4...]) }
+        #expect(throws: Message.DecodeError.length(declared: 3, actual: 2)) {
+            _ = try Request.decode(frame: [0, 0, 0, 3] + frame[4...])
+        }
         #expect(throws: Message.DecodeError.length(declared: 0xFFFF_FFFF, actual: 2)) {
             _ = try Request.decode(frame: [0xFF, 0xFF, 0xFF, 0xFF] + frame[4...])
         }
@@ -260,8 +316,10 @@ import Testing
         Self.expectMalformed(Self.payload(0x83, [0xFF, 0xFF, 0xFF, 0xFF]), response: true)
         var a = ByteWriter()
         a.writeInteger(1, as: UInt32.self)
-        a.writeBytes(Array("genp".utf8)); a.writeInteger(6, as: UInt8.self); a.writeInteger(0, as: UInt8.self); a.writeInteger(0, as: UInt32.self)
-        a.writeInteger(1, as: UInt16.self); a.writeInteger(4, as: UInt8.self); a.writeBytes(Array("acct".utf8)); a.writeInteger(2, as: UInt8.self); a.writeInteger(0xFFFF_FFF0, as: UInt32.self)
+        a.writeBytes(Array("genp".utf8)); a.writeInteger(6, as: UInt8.self); a.writeInteger(0, as: UInt8.self);
+        a.writeInteger(0, as: UInt32.self)
+        a.writeInteger(1, as: UInt16.self); a.writeInteger(4, as: UInt8.self); a.writeBytes(Array("acct".utf8));
+        a.writeInteger(2, as: UInt8.self); a.writeInteger(0xFFFF_FFF0, as: UInt32.self)
         Self.expectMalformed(Self.payload(0x83, a.bytes), response: true)
     }
 
@@ -289,7 +347,9 @@ import Testing
         }
         let v1 = Array(#"{"v":1,"op":"status"}"#.utf8)
         #expect(throws: Message.DecodeError.protocol1) { _ = try Request.decode(v1[...]) }
-        #expect(throws: Message.DecodeError.protocol1) { _ = try Response.decode(Array(#"{"v":1,"ok":true}"#.utf8)[...]) }
+        #expect(throws: Message.DecodeError.protocol1) {
+            _ = try Response.decode(Array(#"{"v":1,"ok":true}"#.utf8)[...])
+        }
     }
 
     /// Only the one encoding the codec writes is read: every other value of a flag, presence,
@@ -303,10 +363,12 @@ import Testing
         let refPresence = protection + 3, limitPresence = protection + 4, includeData = protection + 5
         let promptPresence = protection + 6, authentication = protection + 7
         #expect(authentication == find.count - 1)
-        for (offset, bad, what) in [(callerPresence, 2, "caller presence"), (protection, 5, "protection 5"), (protection, 13, "protection 13"),
-                                    (caseInsensitive, 2, "boolean 2"), (sync, 3, "sync 3"), (refPresence, 0xFF, "presence 255"),
-                                    (limitPresence, 2, "presence 2"), (includeData, 0x80, "boolean 128"),
-                                    (promptPresence, 7, "presence 7"), (authentication, 3, "authentication 3")] as [(Int, UInt8, String)] {
+        for (offset, bad, what) in [
+            (callerPresence, 2, "caller presence"), (protection, 5, "protection 5"), (protection, 13, "protection 13"),
+            (caseInsensitive, 2, "boolean 2"), (sync, 3, "sync 3"), (refPresence, 0xFF, "presence 255"),
+            (limitPresence, 2, "presence 2"), (includeData, 0x80, "boolean 128"),
+            (promptPresence, 7, "presence 7"), (authentication, 3, "authentication 3")
+        ] as [(Int, UInt8, String)] {
             var p = find
             p[offset] = bad
             Self.expectMalformed(p, what)
@@ -318,21 +380,25 @@ import Testing
         // Attribute lists: unsorted, duplicate, invalid UTF-8 names and values; numbers of 7 bytes.
         func attrs(_ entries: [([UInt8], UInt8, [UInt8])]) -> [UInt8] {
             var w = ByteWriter()
-            w.writeInteger(0, as: UInt32.self)                                 // keychain path ""
-            w.writeInteger(0, as: UInt32.self)                                 // device path ""
-            w.writeInteger(0, as: UInt8.self)                                  // trusted caller
+            w.writeInteger(0, as: UInt32.self)  // keychain path ""
+            w.writeInteger(0, as: UInt32.self)  // device path ""
+            w.writeInteger(0, as: UInt8.self)  // trusted caller
             w.writeBytes(Array("genp".utf8))
             w.writeInteger(UInt16(entries.count), as: UInt16.self)
             for (name, type, value) in entries {
-                w.writeInteger(UInt8(name.count), as: UInt8.self); w.writeBytes(name); w.writeInteger(type, as: UInt8.self); w.writeInteger(UInt32(value.count), as: UInt32.self); w.writeBytes(value)
+                w.writeInteger(UInt8(name.count), as: UInt8.self); w.writeBytes(name);
+                w.writeInteger(type, as: UInt8.self); w.writeInteger(UInt32(value.count), as: UInt32.self);
+                w.writeBytes(value)
             }
-            w.writeBytes([0, 0, 0, 0])                      // protection, caseInsensitive, sync, no ref
+            w.writeBytes([0, 0, 0, 0])  // protection, caseInsensitive, sync, no ref
             return Self.payload(0x23, w.bytes)
         }
-        _ = try Request.decode(attrs([(Array("a".utf8), 1, []), (Array("b".utf8), 3, [UInt8](repeating: 0, count: 8))])[...])
+        _ = try Request.decode(
+            attrs([(Array("a".utf8), 1, []), (Array("b".utf8), 3, [UInt8](repeating: 0, count: 8))])[...])
         Self.expectMalformed(attrs([(Array("b".utf8), 1, []), (Array("a".utf8), 1, [])]), "unsorted")
         Self.expectMalformed(attrs([(Array("a".utf8), 1, []), (Array("a".utf8), 1, [])]), "duplicate")
-        Self.expectMalformed(attrs([(Array("\u{E9}".utf8), 1, []), (Array("e\u{301}".utf8), 1, [])]), "canonically equivalent names")
+        Self.expectMalformed(
+            attrs([(Array("\u{E9}".utf8), 1, []), (Array("e\u{301}".utf8), 1, [])]), "canonically equivalent names")
         Self.expectMalformed(attrs([([0xC3], 1, [])]), "invalid UTF-8 name")
         Self.expectMalformed(attrs([(Array("a".utf8), 1, [0xFF])]), "invalid UTF-8 string")
         Self.expectMalformed(attrs([(Array("a".utf8), 3, [0, 0, 0, 0, 0, 0, 0])]), "integer of 7 bytes")
@@ -343,7 +409,8 @@ import Testing
 
     @Test func cleanse_zeroesTheSecretsOfAMessage() throws {
         let secret: [UInt8] = [0x53, 0x45, 0x43, 0x52, 0x45, 0x54]
-        let decoded = try Request.decode(frame: Request.add(Self.target, [NewItem(.genericPassword, attributes: [:], data: secret)]).encode())
+        let decoded = try Request.decode(
+            frame: Request.add(Self.target, [NewItem(.genericPassword, attributes: [:], data: secret)]).encode())
         var r = decoded
         r.cleanse()
         guard case .add(_, let items) = r else { Issue.record("not add"); return }
@@ -369,9 +436,14 @@ import Testing
     @Test func description_showsNoSecret() {
         let messages: [Any] = [
             Request.unlock(Self.target, passcode: Array("PASSCODE-X".utf8)),
-            Request.find(Self.target, Query(.genericPassword), Message.Read(authentication: .passcode(Array("PASSCODE-X".utf8)))),
-            Response.items([Item(itemClass: .genericPassword, attributes: [:], data: Array("PASSCODE-X".utf8), protection: .always, persistentRef: [])]),
-            Message.Authentication.passcode(Array("PASSCODE-X".utf8)),
+            Request.find(
+                Self.target, Query(.genericPassword), Message.Read(authentication: .passcode(Array("PASSCODE-X".utf8)))),
+            Response.items([
+                Item(
+                    itemClass: .genericPassword, attributes: [:], data: Array("PASSCODE-X".utf8), protection: .always,
+                    persistentRef: [])
+            ]),
+            Message.Authentication.passcode(Array("PASSCODE-X".utf8))
         ]
         for m in messages {
             var dumped = ""
@@ -379,7 +451,8 @@ import Testing
             for text in ["\(m)", String(reflecting: m), dumped] {
                 // Neither as text nor as the run of its byte values, however they are laid out.
                 let numbers = text.split(whereSeparator: { !$0.isNumber }).compactMap { UInt8($0) }
-                #expect(!text.contains("PASSCODE-X") && !numbers.contains(subsequence: Array("PASSCODE-X".utf8)), "\(text)")
+                #expect(
+                    !text.contains("PASSCODE-X") && !numbers.contains(subsequence: Array("PASSCODE-X".utf8)), "\(text)")
             }
         }
     }
@@ -433,10 +506,12 @@ import Testing
         ("limit: present, 1", [1] + u32(1)),
         ("includeData: yes", [1]),
         ("prompt: absent", [0]),
-        ("authentication: none", [0]),
+        ("authentication: none", [0])
     ]
 
-    static let exampleUUID: [UInt8] = [0x5B, 0x2F, 0x0C, 0x1E, 0x8A, 0x41, 0x4D, 0x3C, 0x9F, 0x06, 0x21, 0x7D, 0xE4, 0x90, 0xB3, 0x58]
+    static let exampleUUID: [UInt8] = [
+        0x5B, 0x2F, 0x0C, 0x1E, 0x8A, 0x41, 0x4D, 0x3C, 0x9F, 0x06, 0x21, 0x7D, 0xE4, 0x90, 0xB3, 0x58
+    ]
     static let exampleDate = 786_000_000.0
 
     static let exampleAnswer: [Field] = [
@@ -455,7 +530,7 @@ import Testing
         ("  pdmn, string, \"ak\"", attribute("pdmn", 1, Array("ak".utf8))),
         ("  svce, string, \"mail\"", attribute("svce", 1, Array("mail".utf8))),
         ("  sync, integer, 0", attribute("sync", 3, u64(0))),
-        ("data: 7 bytes \"hunter2\"", u32(7) + Array("hunter2".utf8)),
+        ("data: 7 bytes \"hunter2\"", u32(7) + Array("hunter2".utf8))
     ]
 
     /// The fields with the length prefix in front, as an annotated hex dump: each field's bytes
@@ -466,7 +541,8 @@ import Testing
         for (label, bytes) in [("length: \(body.count) bytes follow", u32(UInt32(body.count)))] + fields {
             for (i, start) in stride(from: 0, to: bytes.count, by: 16).enumerated() {
                 let hex = bytes[start..<min(start + 16, bytes.count)].map { hexString([$0]) }.joined(separator: " ")
-                text += i == 0 ? hex.padding(toLength: 48, withPad: " ", startingAt: 0) + "  " + label + "\n" : hex + "\n"
+                text +=
+                    i == 0 ? hex.padding(toLength: 48, withPad: " ", startingAt: 0) + "  " + label + "\n" : hex + "\n"
             }
         }
         return (u32(UInt32(body.count)) + body, text)
@@ -474,15 +550,22 @@ import Testing
 
     @Test func specWorkedExample_isWhatTheCodecWrites() throws {
         let request = Request.find(
-            Message.Target(keychain: "/k/login.keychain", device: "/k/device",
-                           caller: CallerIdentity(applicationIdentifier: "TEAM.app", keychainAccessGroups: ["TEAM.shared"])),
+            Message.Target(
+                keychain: "/k/login.keychain", device: "/k/device",
+                caller: CallerIdentity(applicationIdentifier: "TEAM.app", keychainAccessGroups: ["TEAM.shared"])),
             Query(.genericPassword, ["acct": .string("alice"), "svce": .string("mail")]),
             Message.Read(limit: 1))
-        let answer = Response.items([Item(
-            itemClass: .genericPassword,
-            attributes: ["acct": .string("alice"), "svce": .string("mail"), "agrp": .string("TEAM.shared"), "pdmn": .string("ak"),
-                         "sync": .integer(0), "cdat": .date(Self.exampleDate), "mdat": .date(Self.exampleDate)],
-            data: Array("hunter2".utf8), protection: .whenUnlocked, persistentRef: Array("genp".utf8) + Self.exampleUUID)])
+        let answer = Response.items([
+            Item(
+                itemClass: .genericPassword,
+                attributes: [
+                    "acct": .string("alice"), "svce": .string("mail"), "agrp": .string("TEAM.shared"),
+                    "pdmn": .string("ak"),
+                    "sync": .integer(0), "cdat": .date(Self.exampleDate), "mdat": .date(Self.exampleDate)
+                ],
+                data: Array("hunter2".utf8), protection: .whenUnlocked,
+                persistentRef: Array("genp".utf8) + Self.exampleUUID)
+        ])
         let (requestBytes, requestText) = Self.annotated(Self.exampleRequest)
         let (answerBytes, answerText) = Self.annotated(Self.exampleAnswer)
         #expect(request.encode() == requestBytes, "the field-by-field request is the codec's")
@@ -493,7 +576,8 @@ import Testing
         let spec = try String(contentsOf: Self.root.appendingPathComponent("spec/AGENT.md"), encoding: .utf8)
         let begin = try #require(spec.range(of: "<!-- BEGIN find example: AgentProtocolTests -->\n"))
         let end = try #require(spec.range(of: "<!-- END find example -->"))
-        #expect(String(spec[begin.upperBound..<end.lowerBound]) == generated, "spec/AGENT.md §6 should read:\n\(generated)")
+        #expect(
+            String(spec[begin.upperBound..<end.lowerBound]) == generated, "spec/AGENT.md §6 should read:\n\(generated)")
     }
 }
 

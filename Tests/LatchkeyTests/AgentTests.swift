@@ -5,7 +5,7 @@ import Testing
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A keychain on disk (passcode, scrypt 2^10) with an agent serving it on a socket of its own.
@@ -64,7 +64,8 @@ final class AgentSandbox: @unchecked Sendable {
 
     /// The keychain through the agent, as a client process would open it.
     func remote() throws -> Keychain {
-        guard let kc = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, socketPath: socketPath) else {
+        guard let kc = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, socketPath: socketPath)
+        else {
             throw KeychainError(.notAvailable, "no agent answers at \(socketPath)")
         }
         kc.caller = AgentSandbox.caller
@@ -82,11 +83,17 @@ final class AgentSandbox: @unchecked Sendable {
     /// Adds genp items "ak" and "ck" (service "s") with those protection classes, directly.
     func addAkAndCk() throws {
         let kc = try direct()
-        try kc.add(.genericPassword, attributes: ["acct": .string("ak"), "svce": .string("s")], data: Array("when-unlocked".utf8), protection: .whenUnlocked)
-        try kc.add(.genericPassword, attributes: ["acct": .string("ck"), "svce": .string("s")], data: Array("after-first".utf8), protection: .afterFirstUnlock)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("ak"), "svce": .string("s")],
+            data: Array("when-unlocked".utf8), protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("ck"), "svce": .string("s")],
+            data: Array("after-first".utf8), protection: .afterFirstUnlock)
     }
 
-    static func query(_ account: String) -> Query { Query(.genericPassword, ["acct": .string(account), "svce": .string("s")]) }
+    static func query(_ account: String) -> Query {
+        Query(.genericPassword, ["acct": .string(account), "svce": .string("s")])
+    }
 
     /// The status of reading `account` through `kc`: nil on success.
     static func readStatus(_ kc: Keychain, _ account: String) -> Int32? {
@@ -110,7 +117,9 @@ struct RawAgentConnection {
     let fd: Int32
 
     init(_ path: String) throws {
-        guard case .connected(let fd) = try AgentSocket.connect(path) else { throw KeychainError(.notAvailable, "nobody at \(path)") }
+        guard case .connected(let fd) = try AgentSocket.connect(path) else {
+            throw KeychainError(.notAvailable, "nobody at \(path)")
+        }
         self.fd = fd
     }
 
@@ -123,7 +132,9 @@ struct RawAgentConnection {
     /// Sends `payload` in a frame (the length prefix is added).
     func sendFrame(_ payload: [UInt8]) throws { try AgentSocket.writeFrame(fd, payload, deadline: .now() + 5) }
 
-    func send(_ request: AgentMessage.Request) throws { try AgentSocket.write(fd, request.encode(), deadline: .now() + 5) }
+    func send(_ request: AgentMessage.Request) throws {
+        try AgentSocket.write(fd, request.encode(), deadline: .now() + 5)
+    }
 
     /// The payload of the next frame.
     func receiveRaw() throws -> [UInt8] {
@@ -202,11 +213,13 @@ extension AgentMessage.Response {
         kc.lock()
         #expect(AgentSandbox.readStatus(kc, "ck") == nil)
 
-        box.stopAgent()   // the "reboot"
+        box.stopAgent()  // the "reboot"
         #expect(!FileManager.default.fileExists(atPath: box.socketPath), "the socket is removed on stop")
         #expect(AgentSandbox.readStatus(kc, "ck") == -25291, "errSecNotAvailable while no agent runs")
         #expect(kc.agentStopped)
-        #expect(try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath) == nil)
+        #expect(
+            try Keychain.openThroughAgent(
+                path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath) == nil)
 
         try box.startAgent()
         let again = try box.remote()
@@ -259,30 +272,41 @@ extension AgentMessage.Response {
         let box = try AgentSandbox()
         let dir = (box.socketPath as NSString).deletingLastPathComponent
         // A regular file where the socket goes.
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         FileManager.default.createFile(atPath: box.socketPath, contents: Data("x".utf8))
-        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("is not a socket") == true }
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: {
+            ($0 as? KeychainError)?.message.contains("is not a socket") == true
+        }
         #expect(FileManager.default.contents(atPath: box.socketPath) == Data("x".utf8), "left untouched")
         try FileManager.default.removeItem(atPath: box.socketPath)
         // A directory with group or world permissions.
         chmod(dir, 0o750)
-        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("group or world") == true }
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: {
+            ($0 as? KeychainError)?.message.contains("group or world") == true
+        }
         chmod(dir, 0o700)
         // A symlink instead of the directory.
         try FileManager.default.removeItem(atPath: dir)
         try FileManager.default.createSymbolicLink(atPath: dir, withDestinationPath: "/tmp")
-        #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("not a directory") == true }
+        #expect { try AgentServer(configuration: box.configuration()).start() } throws: {
+            ($0 as? KeychainError)?.message.contains("not a directory") == true
+        }
         try FileManager.default.removeItem(atPath: dir)
         if geteuid() == 0 {
             // Another user's directory, and another user's (stale) socket.
             mkdir(dir, 0o700)
             chown(dir, 65534, 65534)
-            #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true }
+            #expect { try AgentServer(configuration: box.configuration()).start() } throws: {
+                ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true
+            }
             chown(dir, 0, 0)
             let fd = try AgentSocket.listen(box.socketPath)
             close(fd)
             chown(box.socketPath, 65534, 65534)
-            #expect { try AgentServer(configuration: box.configuration()).start() } throws: { ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true }
+            #expect { try AgentServer(configuration: box.configuration()).start() } throws: {
+                ($0 as? KeychainError)?.message.contains("belongs to uid 65534") == true
+            }
             #expect(FileManager.default.fileExists(atPath: box.socketPath), "another user's socket is not removed")
             // Clients refuse it too, before connecting.
             #expect(throws: KeychainError.self) { try AgentClient.connect(socketPath: box.socketPath) }
@@ -299,9 +323,12 @@ extension AgentMessage.Response {
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
         let target = AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil)
-        let add = Array(AgentMessage.Request.add(target, [NewItem(.genericPassword, attributes: ["acct": .string("x")], data: [1])]).encode()[4...])
+        let add = Array(
+            AgentMessage.Request.add(target, [NewItem(.genericPassword, attributes: ["acct": .string("x")], data: [1])])
+                .encode()[4...])
         var badClass = add
-        let classAt = add.count - 4 - 1 - (2 + 1 + 4 + 1 + 4 + 1) - 1 - 1 - 4   // data, attrs, presence, protection, class
+        // data, attrs, presence, protection, class
+        let classAt = add.count - 4 - 1 - (2 + 1 + 4 + 1 + 4 + 1) - 1 - 1 - 4
         #expect(Array(badClass[classAt..<classAt + 4]) == Array("genp".utf8))
         badClass[classAt..<classAt + 4] = ArraySlice("zzzz".utf8)
         var badBool = add
@@ -314,13 +341,24 @@ extension AgentMessage.Response {
             ([3, 0x7F], "unknown agent request type 0x7f"),
             ([2, 0x80], "unknown agent request type 0x80"),
             ([3, 0x01, 0x00], "trailing bytes"),
-            (Array(AgentMessage.Request.find(AgentMessage.Target(keychain: "relative.keychain", device: "d", caller: nil),
-                                             Query(.genericPassword), AgentMessage.Read()).encode()[4...]), "absolute keychain and device paths"),
-            (Array(AgentMessage.Request.open(AgentMessage.Target(keychain: box.keychainPath + "\u{0}x", device: box.devicePath,
-                                                                 caller: nil)).encode()[4...]), "absolute keychain and device paths"),
+            (
+                Array(
+                    AgentMessage.Request.find(
+                        AgentMessage.Target(keychain: "relative.keychain", device: "d", caller: nil),
+                        Query(.genericPassword), AgentMessage.Read()
+                    ).encode()[4...]), "absolute keychain and device paths"
+            ),
+            (
+                Array(
+                    AgentMessage.Request.open(
+                        AgentMessage.Target(
+                            keychain: box.keychainPath + "\u{0}x", device: box.devicePath,
+                            caller: nil)
+                    ).encode()[4...]), "absolute keychain and device paths"
+            ),
             (Array(add.dropLast()), "truncated input in data"),
             (badClass, "invalid item class"),
-            (badBool, "invalid requiresUserPresence: 2 is not a boolean"),
+            (badBool, "invalid requiresUserPresence: 2 is not a boolean")
         ]
         for (payload, message) in cases {
             try raw.sendFrame(payload)
@@ -342,7 +380,10 @@ extension AgentMessage.Response {
         try box.startAgent()
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
-        for request in [#"{"v":1,"op":"status"}"#, #"{"v":1,"op":"find","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#] {
+        for request in [
+            #"{"v":1,"op":"status"}"#,
+            #"{"v":1,"op":"find","keychain":"\#(box.keychainPath)","device":"\#(box.devicePath)"}"#
+        ] {
             try raw.sendFrame(Array(request.utf8))
             let answer = try raw.receiveRaw()
             let object = try #require(try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any])
@@ -350,7 +391,9 @@ extension AgentMessage.Response {
             #expect(object["ok"] as? Bool == false)
             #expect(object["status"] as? Int == -25291)
             let message = try #require(object["message"] as? String)
-            #expect(message.contains("agent protocols 2 and 3") && message.contains("protocol 1") && message.contains("latchkey agent --stop"), "\(message)")
+            #expect(
+                message.contains("agent protocols 2 and 3") && message.contains("protocol 1")
+                    && message.contains("latchkey agent --stop"), "\(message)")
         }
         #expect(try raw.status().ok, "the same connection still works")
         #expect(box.logLines.all.contains { $0.contains("protocol 1") })
@@ -365,7 +408,8 @@ extension AgentMessage.Response {
         try box.startAgent()
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
-        let missing = AgentMessage.Target(keychain: box.directory + "/missing.keychain", device: box.devicePath, caller: nil)
+        let missing = AgentMessage.Target(
+            keychain: box.directory + "/missing.keychain", device: box.devicePath, caller: nil)
         let request = AgentMessage.Request.find(missing, Query(.genericPassword), AgentMessage.Read())
         var remedies: [UInt8: KeychainRemedy?] = [:]
         for version: UInt8 in [2, 3] {
@@ -381,7 +425,9 @@ extension AgentMessage.Response {
         try AgentSocket.write(raw.fd, AgentMessage.Request.status.encode(version: 2), deadline: .now() + 5)
         let status = try raw.receiveRaw()
         #expect(status.first == 2)
-        guard case .agentStatus(let s) = try AgentMessage.Response.decode(status[...]) else { Issue.record("not a status"); return }
+        guard case .agentStatus(let s) = try AgentMessage.Response.decode(status[...]) else {
+            Issue.record("not a status"); return
+        }
         #expect(s.protocolVersion == 3, "the newest version the agent speaks")
     }
 
@@ -400,7 +446,8 @@ extension AgentMessage.Response {
         #expect(try client.status().pid == 7)
         #expect(old.versions == [3, 2, 2], "the connection keeps to version 2")
         #expect(throws: KeychainError(.itemNotFound, "nothing here")) {
-            _ = try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath)
+            _ = try Keychain.openThroughAgent(
+                path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath)
         }
         #expect(old.versions == [3, 2, 2, 2])
     }
@@ -430,9 +477,11 @@ extension AgentMessage.Response {
         /// and `{"v":1,"op":"stop"}` with ok.
         static func protocol1(path: String) throws -> OldAgent {
             try OldAgent(path: path) { payload in
-                Array((String(decoding: payload, as: UTF8.self) == #"{"v":1,"op":"stop"}"#
-                    ? #"{"v":1,"ok":true}"#
-                    : #"{"v":1,"ok":false,"status":-50,"message":"malformed agent request: not a protocol 1 JSON object"}"#).utf8)
+                Array(
+                    (String(decoding: payload, as: UTF8.self) == #"{"v":1,"op":"stop"}"#
+                        ? #"{"v":1,"ok":true}"#
+                        : #"{"v":1,"ok":false,"status":-50,"message":"malformed agent request: not a protocol 1 JSON object"}"#)
+                        .utf8)
             }
         }
 
@@ -443,9 +492,15 @@ extension AgentMessage.Response {
             try OldAgent(path: path) { payload in
                 let answer: AgentMessage.Response
                 if payload.first != 2 {
-                    answer = .error(KeychainError(.param, "the request is of agent protocol version \(payload.first ?? 0), and this agent speaks version 2; use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"))
+                    answer = .error(
+                        KeychainError(
+                            .param,
+                            "the request is of agent protocol version \(payload.first ?? 0), and this agent speaks version 2; use the agent of the program's Latchkey (stop this one with 'latchkey agent --stop'); nothing was done"
+                        ))
                 } else if case .status? = try? AgentMessage.Request.decode(payload[...]) {
-                    answer = .agentStatus(AgentStatus(pid: 7, socket: path, protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: []))
+                    answer = .agentStatus(
+                        AgentStatus(
+                            pid: 7, socket: path, protocolVersion: 2, idleTimeout: 0, dumpable: nil, keychains: []))
                 } else {
                     answer = .error(KeychainError(.itemNotFound, "nothing here", remedy: .createKeychain))
                 }
@@ -457,7 +512,9 @@ extension AgentMessage.Response {
             while true {
                 let c = accept(fd, nil, nil)
                 guard c >= 0 else { return }
-                while let payload = try? AgentSocket.readFrame(c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5) {
+                while let payload = try? AgentSocket.readFrame(
+                    c, limit: 1 << 20, idleDeadline: .now() + 10, frameTimeout: 5)
+                {
                     mutex.lock(); received.append(payload); mutex.unlock()
                     try? AgentSocket.writeFrame(c, answer(payload), deadline: .now() + 5)
                 }
@@ -481,14 +538,19 @@ extension AgentMessage.Response {
         defer { old.close() }
         AgentClient.closeCachedConnections()
         defer { AgentClient.closeCachedConnections() }
-        #expect { _ = try Keychain.openThroughAgent(path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath) } throws: {
+        #expect {
+            _ = try Keychain.openThroughAgent(
+                path: box.keychainPath, devicePath: box.devicePath, socketPath: box.socketPath)
+        } throws: {
             guard let e = $0 as? KeychainError else { return false }
-            return e.status == .notAvailable && e.message.contains("speaks agent protocol 1") && e.message.contains("latchkey agent --stop")
+            return e.status == .notAvailable && e.message.contains("speaks agent protocol 1")
+                && e.message.contains("latchkey agent --stop")
         }
         let client = try #require(try AgentClient.connect(socketPath: box.socketPath))
         try client.stop()
         #expect(old.requests.last == #"{"v":1,"op":"stop"}"#)
-        #expect(old.requests.first.map { Array($0.utf8.prefix(2)) } == [3, 0x10], "the first request was a protocol 3 open")
+        #expect(
+            old.requests.first.map { Array($0.utf8.prefix(2)) } == [3, 0x10], "the first request was a protocol 3 open")
     }
 
     /// `add` answers what the keychain made of each item and never sends the secret back; the
@@ -499,14 +561,17 @@ extension AgentMessage.Response {
         let secret = Array("never-echoed-by-the-agent".utf8)
         let raw = try RawAgentConnection(box.socketPath)
         defer { raw.close() }
-        try raw.send(.add(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: AgentSandbox.caller),
-                          [NewItem(.genericPassword, attributes: ["acct": .string("raw")], data: secret)]))
+        try raw.send(
+            .add(
+                AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: AgentSandbox.caller),
+                [NewItem(.genericPassword, attributes: ["acct": .string("raw")], data: secret)]))
         let answer = try raw.receiveRaw()
         #expect(!answer.contains(subsequence: secret), "the answer holds the secret")
         guard case .added(let refs) = try AgentMessage.Response.decode(answer[...]), let ref = refs.first else {
             Issue.record("not an added answer: \(hexString(answer.prefix(8)))"); return
         }
-        #expect(ref.attributes["acct"] == .string("raw") && ref.attributes["agrp"] == .string("com.example.agent-tests"))
+        #expect(
+            ref.attributes["acct"] == .string("raw") && ref.attributes["agrp"] == .string("com.example.agent-tests"))
         #expect(ref.attributes["cdat"] != nil && ref.attributes["pdmn"] == .string("ak"))
 
         let kc = try box.remote()
@@ -567,8 +632,10 @@ extension AgentMessage.Response {
         try box.addAkAndCk()
         try box.startAgent()
         let before = box.fileSize
-        let frame = AgentMessage.Request.add(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
-                                             [NewItem(.genericPassword, attributes: ["acct": .string("half")], data: [1], protection: .always)]).encode()
+        let frame = AgentMessage.Request.add(
+            AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
+            [NewItem(.genericPassword, attributes: ["acct": .string("half")], data: [1], protection: .always)]
+        ).encode()
         let raw = try RawAgentConnection(box.socketPath)
         raw.send(raw: Array(frame.prefix(frame.count / 2)))
         raw.close()
@@ -585,7 +652,7 @@ extension AgentMessage.Response {
         try box.startAgent(frameTimeout: 1)
         let staller = try RawAgentConnection(box.socketPath)
         defer { staller.close() }
-        staller.send(raw: [0, 0, 0, 100, 1, 2, 3])   // a frame that never completes
+        staller.send(raw: [0, 0, 0, 100, 1, 2, 3])  // a frame that never completes
         let start = Date()
         let kc = try box.remote()
         try kc.unlock(passcode: TestEnv.passcode)
@@ -602,7 +669,8 @@ extension AgentMessage.Response {
         // A real peer of another user: needs root, setpriv(1) and python3 to connect as nobody.
         let setpriv = "/usr/bin/setpriv", python = "/usr/bin/python3"
         guard geteuid() == 0, FileManager.default.isExecutableFile(atPath: setpriv),
-              FileManager.default.isExecutableFile(atPath: python) else { return }
+            FileManager.default.isExecutableFile(atPath: python)
+        else { return }
         let box = try AgentSandbox()
         // Let uid 65534 reach the socket: a lenient directory and a 0666 socket. Only the
         // SO_PEERCRED check stands in the way then.
@@ -660,20 +728,38 @@ extension AgentMessage.Response {
         let direct = try box.direct()
 
         // Adds through both: the same results (dates aside), and the same errors.
-        let a = try remote.add(.genericPassword, attributes: ["acct": .string("r"), "svce": .string("s"), "labl": .string("L"),
-                                                              "gena": .data([0, 1, 2])], data: [9, 9], protection: .afterFirstUnlock)
-        let b = try direct.add(.internetPassword, attributes: ["acct": .string("d"), "srvr": .string("example.com"), "port": .integer(443)],
-                               data: Array("pw".utf8))
+        let a = try remote.add(
+            .genericPassword,
+            attributes: [
+                "acct": .string("r"), "svce": .string("s"), "labl": .string("L"),
+                "gena": .data([0, 1, 2])
+            ], data: [9, 9], protection: .afterFirstUnlock)
+        let b = try direct.add(
+            .internetPassword,
+            attributes: ["acct": .string("d"), "srvr": .string("example.com"), "port": .integer(443)],
+            data: Array("pw".utf8))
         #expect(a.attributes["agrp"] == .string("com.example.agent-tests"))
         func failure(_ body: () throws -> Void) -> KeychainError? {
             do { try body(); return nil } catch { return error as? KeychainError }
         }
         let cases: [(String, (Keychain) throws -> Void)] = [
-            ("duplicate", { try $0.add(.genericPassword, attributes: ["acct": .string("r"), "svce": .string("s")], data: []) }),
-            ("foreign group", { try $0.add(.genericPassword, attributes: ["acct": .string("x"), "agrp": .string("other")], data: []) }),
+            (
+                "duplicate",
+                { try $0.add(.genericPassword, attributes: ["acct": .string("r"), "svce": .string("s")], data: []) }
+            ),
+            (
+                "foreign group",
+                { try $0.add(.genericPassword, attributes: ["acct": .string("x"), "agrp": .string("other")], data: []) }
+            ),
             ("no such attr", { _ = try $0.find(Query(.genericPassword, ["srvr": .string("x")])) }),
-            ("not found", { _ = try $0.update(Query(.genericPassword, ["acct": .string("none")]), attributes: ["labl": .string("x")]) }),
-            ("delete none", { _ = try $0.delete(Query(.key)) }),
+            (
+                "not found",
+                {
+                    _ = try $0.update(
+                        Query(.genericPassword, ["acct": .string("none")]), attributes: ["labl": .string("x")])
+                }
+            ),
+            ("delete none", { _ = try $0.delete(Query(.key)) })
         ]
         for (name, body) in cases {
             let r = failure { try body(remote) }
@@ -689,7 +775,9 @@ extension AgentMessage.Response {
         }
         #expect(try remote.find(Query(.internetPassword, persistentRef: b.persistentRef)) == [b])
         #expect(try remote.find(Query(.genericPassword), includeData: false).first?.data == [])
-        #expect(try remote.update(Query(.genericPassword, ["acct": .string("r")]), attributes: ["labl": .string("M")], data: [7]) == 1)
+        #expect(
+            try remote.update(
+                Query(.genericPassword, ["acct": .string("r")]), attributes: ["labl": .string("M")], data: [7]) == 1)
         #expect(try direct.find(Query(.genericPassword, ["acct": .string("r")])).first?.data == [7])
         #expect(try remote.info().liveItems == direct.info().liveItems)
         #expect(remote.verify().ok)
@@ -703,7 +791,8 @@ extension AgentMessage.Response {
         #expect(noGroups?.remedy == .giveCallerIdentity)
         remote.caller = nil
         direct.caller = nil
-        #expect(try remote.find(Query(.genericPassword), limit: nil) == direct.find(Query(.genericPassword), limit: nil))
+        #expect(
+            try remote.find(Query(.genericPassword), limit: nil) == direct.find(Query(.genericPassword), limit: nil))
         remote.caller = AgentSandbox.caller
         #expect(try remote.delete(Query(.internetPassword)) == 1)
         #expect(try direct.find(Query(.internetPassword), limit: nil).isEmpty == true)
@@ -714,13 +803,21 @@ extension AgentMessage.Response {
         try box.startAgent()
         let kc = try box.remote()
         try kc.unlock(passcode: TestEnv.passcode)
-        try kc.add(.genericPassword, attributes: ["acct": .string("up"), "svce": .string("s")], data: [42], requiresUserPresence: true)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("up"), "svce": .string("s")], data: [42],
+            requiresUserPresence: true)
         let q = AgentSandbox.query("up")
-        #expect(throws: KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")) {
+        #expect(
+            throws: KeychainError(
+                .interactionNotAllowed,
+                "this item needs user presence (the passcode), and no authentication handler is set")
+        ) {
             _ = try kc.find(q)
         }
         let prompts = AgentSandbox.LogLines()
-        kc.authenticationHandler = { prompt in prompts.append(prompt ?? ""); return nil }
+        kc.authenticationHandler = { prompt in
+            prompts.append(prompt ?? ""); return nil
+        }
         #expect { _ = try kc.find(q, prompt: "why") } throws: { ($0 as? KeychainError)?.status == .userCanceled }
         #expect(prompts.all == ["why"])
         kc.authenticationHandler = { _ in TestEnv.wrongPasscode }
@@ -742,8 +839,10 @@ extension AgentMessage.Response {
         DispatchQueue.concurrentPerform(iterations: 3) { worker in
             for i in 0..<n {
                 let kc = worker == 2 ? direct : remote
-                try? kc.add(.genericPassword, attributes: ["acct": .string("w\(worker)-\(i)"), "svce": .string("s")], data: [UInt8(i)],
-                            protection: .always)
+                try? kc.add(
+                    .genericPassword, attributes: ["acct": .string("w\(worker)-\(i)"), "svce": .string("s")],
+                    data: [UInt8(i)],
+                    protection: .always)
             }
         }
         #expect(try remote.find(Query(.genericPassword), limit: nil).count == 3 * n)
@@ -782,7 +881,8 @@ extension AgentMessage.Response {
         try kc.unlock(passcode: TestEnv.passcode)
         try kc.add(.genericPassword, attributes: ["acct": .string("old")], data: [1], protection: .always)
         try FileManager.default.removeItem(atPath: box.keychainPath)
-        let fresh = try Keychain.create(path: box.keychainPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+        let fresh = try Keychain.create(
+            path: box.keychainPath, devicePath: box.devicePath, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
         fresh.caller = AgentSandbox.caller
         try fresh.add(.genericPassword, attributes: ["acct": .string("new")], data: [2], protection: .always)
         let found = try kc.find(Query(.genericPassword, protection: .always), limit: nil)

@@ -25,7 +25,9 @@ import LatchkeyTestSupport
     /// Random attributes: some absent, some data instead of strings (the same bytes), some
     /// synchronizable.
     static func attributes(_ d: inout Dice, _ c: ItemClass) -> [String: AttributeValue] {
-        func value(_ s: String, _ d: inout Dice) -> AttributeValue { d.next(3) == 0 ? .data(Array(s.utf8)) : .string(s) }
+        func value(_ s: String, _ d: inout Dice) -> AttributeValue {
+            d.next(3) == 0 ? .data(Array(s.utf8)) : .string(s)
+        }
         var a: [String: AttributeValue] = [:]
         if d.next(5) > 0 { a["acct"] = value(d.pick(accounts), &d) }
         if d.next(4) > 0 { a["labl"] = value(d.pick(labels), &d) }
@@ -46,23 +48,29 @@ import LatchkeyTestSupport
     /// equals), alone and with another attribute, a protection class, `sync` any, a limit.
     static func queries() -> [(Query, Int?)] {
         var out: [(Query, Int?)] = []
-        let values: [(String, [String])] = [("acct", accounts), ("labl", labels), ("svce", services), ("gena", generic),
-                                            ("srvr", services.map { $0 + ".example" }), ("sdmn", ["realm", ""])]
+        let values: [(String, [String])] = [
+            ("acct", accounts), ("labl", labels), ("svce", services), ("gena", generic),
+            ("srvr", services.map { $0 + ".example" }), ("sdmn", ["realm", ""])
+        ]
         for (name, vs) in values {
             let c: ItemClass = ["srvr", "sdmn"].contains(name) ? .internetPassword : .genericPassword
             for v in vs + ["absent-value"] {
                 for value in [AttributeValue.string(v), .data(Array(v.utf8))] {
                     out.append((Query(c, [name: value]), nil))
                     out.append((Query(c, [name: value], synchronizable: .any), nil))
-                    if ["acct", "labl"].contains(name) { out.append((Query(.internetPassword, [name: value], synchronizable: .any), nil)) }
+                    if ["acct", "labl"].contains(name) {
+                        out.append((Query(.internetPassword, [name: value], synchronizable: .any), nil))
+                    }
                     out.append((Query(c, [name: value, "icmt": .string("note-1")], synchronizable: .any), nil))
                     out.append((Query(c, [name: value], protection: .always, synchronizable: .any), nil))
                     out.append((Query(c, [name: value], synchronizable: .any), 2))
                 }
             }
         }
-        out.append((Query(.genericPassword, ["labl": .string("work")], caseInsensitive: true, synchronizable: .any), nil))
-        out.append((Query(.genericPassword, ["acct": .string("alice"), "labl": .string("home")], synchronizable: .any), nil))
+        out.append(
+            (Query(.genericPassword, ["labl": .string("work")], caseInsensitive: true, synchronizable: .any), nil))
+        out.append(
+            (Query(.genericPassword, ["acct": .string("alice"), "labl": .string("home")], synchronizable: .any), nil))
         return out
     }
 
@@ -85,12 +93,16 @@ import LatchkeyTestSupport
 
     /// Every query answered by a reader that uses the hashes and by one that reads every item
     /// (each a fresh process): the same items, in the same order.
-    static func expectSameAnswers(_ disk: MemoryFileSystem, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectSameAnswers(
+        _ disk: MemoryFileSystem, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let indexed = try reader(disk)
         let scan = try reader(disk, hashes: false)
         for (q, limit) in queries() {
-            #expect(try rows(indexed, q, limit) == rows(scan, q, limit), "\(what): \(q.attributes) \(q.itemClass) limit \(String(describing: limit))",
-                    sourceLocation: sourceLocation)
+            #expect(
+                try rows(indexed, q, limit) == rows(scan, q, limit),
+                "\(what): \(q.attributes) \(q.itemClass) limit \(String(describing: limit))",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -108,18 +120,21 @@ import LatchkeyTestSupport
             for i in 0..<n {
                 let c: ItemClass = d.next(3) == 0 ? .internetPassword : .genericPassword
                 let pc: ProtectionClass = d.next(2) == 0 ? .always : .afterFirstUnlock
-                _ = try? kc.add(c, attributes: Self.attributes(&d, c), data: bytes("secret-\(i)-\(d.next(1000))"), protection: pc)
+                _ = try? kc.add(
+                    c, attributes: Self.attributes(&d, c), data: bytes("secret-\(i)-\(d.next(1000))"), protection: pc)
             }
         }
         addRandom(kc, 160)
         for label in ["home", "spare"] {
-            _ = try? kc.update(Query(.genericPassword, ["labl": .string(label)]), attributes: ["labl": .string("work"), "svce": .data(Array("web".utf8))])
+            _ = try? kc.update(
+                Query(.genericPassword, ["labl": .string(label)]),
+                attributes: ["labl": .string("work"), "svce": .data(Array("web".utf8))])
         }
         _ = try? kc.delete(Query(.internetPassword, ["acct": .string("bob")]))
         try Self.expectSameAnswers(disk, "after adds, updates and deletes, index covering all")
 
         _ = try kc.compact()
-        addRandom(kc, 20)    // written with the index after the compaction
+        addRandom(kc, 20)  // written with the index after the compaction
         try Self.expectSameAnswers(disk, "after a compaction")
 
         // Another process writes after the index: its records are the index's tail.
@@ -127,7 +142,9 @@ import LatchkeyTestSupport
         other.localStore!.indexTailLimit = .max
         addRandom(other, 30)
         (other.backend as! LocalBackend).planner.useAttributeHashes = false
-        _ = try? other.update(Query(.genericPassword, ["acct": .string("carol")], synchronizable: .any), attributes: ["gena": .string("y")])
+        _ = try? other.update(
+            Query(.genericPassword, ["acct": .string("carol")], synchronizable: .any),
+            attributes: ["gena": .string("y")])
         (other.backend as! LocalBackend).planner.useAttributeHashes = true
         _ = try? other.delete(Query(.genericPassword, ["labl": .string("Work")], synchronizable: .any))
         let header = try IndexTests.header(disk)
@@ -145,7 +162,9 @@ import LatchkeyTestSupport
         let r = try Self.reader(disk)
         let before = r.localStore!.itemsDecrypted
         _ = try r.find(Query(.genericPassword, ["gena": .string("x")], synchronizable: .any))
-        #expect(r.localStore!.itemsDecrypted - before < count / 2, "\(r.localStore!.itemsDecrypted - before) of \(count) items decrypted")
+        #expect(
+            r.localStore!.itemsDecrypted - before < count / 2,
+            "\(r.localStore!.itemsDecrypted - before) of \(count) items decrypted")
     }
 
     /// The planner decrypts only the candidates of the most selective indexed attribute: one
@@ -154,9 +173,12 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = 0
-        _ = try kc.add(contentsOf: (0..<400).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "mail", "labl": "label-\($0)"]), data: bytes("secret-\($0)"))
-        })
+        _ = try kc.add(
+            contentsOf: (0..<400).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "mail", "labl": "label-\($0)"]),
+                    data: bytes("secret-\($0)"))
+            })
         for withIndex in [true, false] {
             // (A clone keeps only durable names, and the index's rename is not synced: §17.1.)
             let copy = withIndex ? disk : disk.clone()
@@ -165,7 +187,9 @@ import LatchkeyTestSupport
             #expect(r.localStore!.usesIndex == withIndex)
             let found = try r.find(Query(.genericPassword, attrs(["svce": "mail", "labl": "label-123"])))
             #expect(found.map(\.data) == [bytes("secret-123")])
-            #expect(r.localStore!.itemsDecrypted == 1, "index \(withIndex): \(r.localStore!.itemsDecrypted) items decrypted")
+            #expect(
+                r.localStore!.itemsDecrypted == 1, "index \(withIndex): \(r.localStore!.itemsDecrypted) items decrypted"
+            )
             // An attribute no hash covers reads every item, as before.
             let all = try r.find(Query(.genericPassword, attrs(["icmt": "none"])))
             #expect(all.isEmpty && r.localStore!.itemsDecrypted >= 400)
@@ -180,7 +204,11 @@ import LatchkeyTestSupport
         var out: [[UInt8]] = []
         while offset < file.count {
             let frame = try FrameHeader.decode(file[offset..<offset + FormatConstants.frameHeaderSize])
-            out.append(Array(file[offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize - FormatConstants.frameTagSize]))
+            out.append(
+                Array(
+                    file[
+                        offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize
+                            - FormatConstants.frameTagSize]))
             offset += frame.recordSize
         }
         return out
@@ -195,8 +223,11 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = .max
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"), protection: .always)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "fake"]), data: bytes("b"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"),
+            protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "fake"]), data: bytes("b"), protection: .always)
         // An update gives alice a new put (new item key, new binding).
         try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "updated"]))
         // Records: alice's put and hash record, bob's, alice's new ones.
@@ -212,24 +243,36 @@ import LatchkeyTestSupport
             var sequence = kc.localStore!.lastSequence
             for (type, payload, continues) in records {
                 sequence += 1
-                file += forger.record(type: type, continues: continues, sequence: sequence, payload: payload, at: file.count)
+                file += forger.record(
+                    type: type, continues: continues, sequence: sequence, payload: payload, at: file.count)
             }
             copy.setContents(TestEnv.keychainPath, file)
             try copy.remove(IndexTests.indexPath)
             let r = try openKeychain(on: copy)
             let real = try r.find(Query(.genericPassword, attrs(["svce": "real"])))
-            #expect(real.map { $0.attributes["acct"] } == [.string("alice")], "\(label): alice not found by her service")
+            #expect(
+                real.map { $0.attributes["acct"] } == [.string("alice")], "\(label): alice not found by her service")
             let fake = try r.find(Query(.genericPassword, attrs(["svce": "fake"])))
-            #expect(fake.map { $0.attributes["acct"] } == [.string("bob")], "\(label): the claimed value finds another item")
+            #expect(
+                fake.map { $0.attributes["acct"] } == [.string("bob")], "\(label): the claimed value finds another item"
+            )
             // A writer then writes the index (alice unhashed in it); a new reader uses it.
             r.localStore!.indexTailLimit = 0
-            try r.add(.genericPassword, attributes: attrs(["acct": "carol", "svce": "other"]), data: bytes("c"), protection: .always)
+            try r.add(
+                .genericPassword, attributes: attrs(["acct": "carol", "svce": "other"]), data: bytes("c"),
+                protection: .always)
             let next = try openKeychain(on: copy)
             #expect(next.localStore!.usesIndex)
-            #expect(try next.find(Query(.genericPassword, attrs(["svce": "real"]))).map { $0.attributes["acct"] } == [.string("alice")],
-                    "\(label), through the index")
-            #expect(try next.find(Query(.genericPassword, attrs(["svce": "fake"]))).map { $0.attributes["acct"] } == [.string("bob")],
-                    "\(label), through the index")
+            #expect(
+                try next.find(Query(.genericPassword, attrs(["svce": "real"]))).map { $0.attributes["acct"] } == [
+                    .string("alice")
+                ],
+                "\(label), through the index")
+            #expect(
+                try next.find(Query(.genericPassword, attrs(["svce": "fake"]))).map { $0.attributes["acct"] } == [
+                    .string("bob")
+                ],
+                "\(label), through the index")
         }
         var wrongBinding = AttributeHashRecord.decode(aliceNew.hashes[...])!
         wrongBinding.binding = [UInt8](repeating: 0x5A, count: 16)
@@ -251,7 +294,9 @@ import LatchkeyTestSupport
     @Test func boundRecordWithWrongHashes_isReportedByVerify() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"),
+            protection: .always)
         #expect(kc.verify().ok)
         let p = try Self.payloads(disk.keychainBytes)
         var wrong = AttributeHashRecord.decode(p[1][...])!
@@ -264,7 +309,8 @@ import LatchkeyTestSupport
         disk.setContents(TestEnv.keychainPath, file)
         let r = try openKeychain(on: disk)
         let report = r.verify()
-        #expect(report.problems.count == 1 && report.problems[0].contains("attribute-hash record"), "\(report.problems)")
+        #expect(
+            report.problems.count == 1 && report.problems[0].contains("attribute-hash record"), "\(report.problems)")
         // The wrong hashes do hide alice from a query on her service (the limit SECURITY.md
         // §2.5 states); found through the full walk, her update writes right ones.
         #expect(try r.find(Query(.genericPassword, attrs(["svce": "real"]))).isEmpty)
@@ -281,9 +327,12 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = .max
-        _ = try kc.add(contentsOf: (0..<20).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "labl": "label-\($0)"]), data: bytes("secret-\($0)"))
-        })
+        _ = try kc.add(
+            contentsOf: (0..<20).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "user-\($0)", "labl": "label-\($0)"]),
+                    data: bytes("secret-\($0)"))
+            })
         // Each put again, alone (as a writer that does not know §7.6 writes it).
         var file = disk.keychainBytes
         let forger = try FormatEvolutionTests.Forger(file)
@@ -310,16 +359,23 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: TestEnv.passcode)
         try kc.unlock(passcode: TestEnv.passcode)
-        _ = try kc.add(contentsOf: (0..<50).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "labl": "label-\($0)"]), data: bytes("secret-\($0)"))
-        })
+        _ = try kc.add(
+            contentsOf: (0..<50).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "user-\($0)", "labl": "label-\($0)"]),
+                    data: bytes("secret-\($0)"))
+            })
         try kc.delete(Query(.genericPassword, attrs(["acct": "user-3"])))
         func expectOneDecryption(_ what: String) throws {
             let r = try openKeychain(on: disk)
             try r.unlock(passcode: what == "after the passcode change" ? TestEnv.newPasscode : TestEnv.passcode)
             let before = r.localStore!.itemsDecrypted
-            #expect(try r.find(Query(.genericPassword, attrs(["labl": "label-7"]))).map(\.data) == [bytes("secret-7")], "\(what)")
-            #expect(r.localStore!.itemsDecrypted - before == 1, "\(what): \(r.localStore!.itemsDecrypted - before) decrypted")
+            #expect(
+                try r.find(Query(.genericPassword, attrs(["labl": "label-7"]))).map(\.data) == [bytes("secret-7")],
+                "\(what)")
+            #expect(
+                r.localStore!.itemsDecrypted - before == 1,
+                "\(what): \(r.localStore!.itemsDecrypted - before) decrypted")
         }
         _ = try kc.compact()
         var offset = try FileHeader.peekLength(disk.keychainBytes)

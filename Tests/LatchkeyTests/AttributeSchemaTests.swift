@@ -11,7 +11,8 @@ import Testing
     @Test func uniqueKeyAndIndexedColumns_matchTheFormat() {
         for c in ItemClass.allCases {
             let unique = AttributeSchema.all.filter { $0.uniqueIn.contains(c) }
-            #expect(Set(unique.map(\.code)) == Set(UniqueKey.attributes(for: c).map(\.name)), "unique key of \(c.rawValue)")
+            #expect(
+                Set(unique.map(\.code)) == Set(UniqueKey.attributes(for: c).map(\.name)), "unique key of \(c.rawValue)")
             for (name, kind) in UniqueKey.attributes(for: c) {
                 let row = unique.first { $0.code == name }
                 switch kind {
@@ -21,7 +22,9 @@ import Testing
                 }
             }
             let indexed = AttributeSchema.all.filter { $0.indexedIn.contains(c) }.map(\.code)
-            #expect(Set(indexed) == Set(AttributeHashRecord.indexedAttributes(for: c)), "indexed attributes of \(c.rawValue)")
+            #expect(
+                Set(indexed) == Set(AttributeHashRecord.indexedAttributes(for: c)),
+                "indexed attributes of \(c.rawValue)")
         }
     }
 
@@ -36,12 +39,18 @@ import Testing
         for row in AttributeSchema.all {
             #expect(row.code.utf8.count == 4, "\(row.code)")
             #expect(row.uniqueIn.isSubset(of: row.classes) && row.indexedIn.isSubset(of: row.classes), "\(row.code)")
-            #expect(row.constant.hasPrefix("kSecAttr") && row.otherConstants.allSatisfy { $0.hasPrefix("kSecAttr") }, "\(row.code)")
-            #expect(!row.help.isEmpty && !row.help.hasSuffix("."), "\(row.code): one line, no full stop (help adds the codes)")
+            #expect(
+                row.constant.hasPrefix("kSecAttr") && row.otherConstants.allSatisfy { $0.hasPrefix("kSecAttr") },
+                "\(row.code)")
+            #expect(
+                !row.help.isEmpty && !row.help.hasSuffix("."),
+                "\(row.code): one line, no full stop (help adds the codes)")
             #expect(!row.isDerived || row.classes == [.certificate], "\(row.code): only certificates derive attributes")
         }
-        for column in [AttributeSchema.all.compactMap(\.name), AttributeSchema.all.flatMap { [$0.constant] + $0.otherConstants },
-                       AttributeSchema.all.compactMap(\.flag)] {
+        for column in [
+            AttributeSchema.all.compactMap(\.name), AttributeSchema.all.flatMap { [$0.constant] + $0.otherConstants },
+            AttributeSchema.all.compactMap(\.flag)
+        ] {
             #expect(column.count == Set(column).count, "\(column.filter { n in column.filter { $0 == n }.count > 1 })")
         }
     }
@@ -49,20 +58,25 @@ import Testing
     /// Every `AttributeKey` constant names a row, and every row with a name has its constant
     /// (read from the source: Swift cannot list a type's static members).
     @Test func attributeKeyConstants_areTheNamedRows() throws {
-        let source = try String(contentsOfFile: Self.sourcePath("Sources/Latchkey/Items/AttributeKey.swift"), encoding: .utf8)
-        let pattern = try NSRegularExpression(pattern: #"public static let `?(\w+)`? = AttributeKey\(schema: "(\w+)"\)"#)
+        let source = try String(
+            contentsOfFile: Self.sourcePath("Sources/Latchkey/Items/AttributeKey.swift"), encoding: .utf8)
+        let pattern = try NSRegularExpression(
+            pattern: #"public static let `?(\w+)`? = AttributeKey\(schema: "(\w+)"\)"#)
         let matches = pattern.matches(in: source, range: NSRange(source.startIndex..., in: source))
         let declared = matches.map { m in (Self.group(m, 1, source), Self.group(m, 2, source)) }
         for (property, name) in declared { #expect(property == name, "AttributeKey.\(property) reads row \(name)") }
         #expect(Set(declared.map(\.0)) == Set(AttributeSchema.all.compactMap(\.name)))
         #expect(declared.count == AttributeSchema.all.compactMap(\.name).count)
         // The values are the rows' codes.
-        #expect(AttributeKey.account.rawValue == "acct" && AttributeKey.keyType.rawValue == "type" && AttributeKey.canUnwrap.rawValue == "unwp")
+        #expect(
+            AttributeKey.account.rawValue == "acct" && AttributeKey.keyType.rawValue == "type"
+                && AttributeKey.canUnwrap.rawValue == "unwp")
     }
 
     /// The path of a file of the package, from this file's.
     static func sourcePath(_ relative: String) -> String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent(relative).path
     }
 

@@ -13,8 +13,9 @@ import LatchkeyFormat
         let kc = try createKeychain(on: try makeDisk(), passcode: nil)
         let views = Self.apps.map { kc.with(CallContext(caller: $0)) }
         for (i, view) in views.enumerated() {
-            try view.add(.genericPassword, attributes: ["acct": .string("shared-name"), "svce": .string("s")],
-                         data: Array("secret of \(i)".utf8))
+            try view.add(
+                .genericPassword, attributes: ["acct": .string("shared-name"), "svce": .string("s")],
+                data: Array("secret of \(i)".utf8))
         }
         let wrong = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 400) { n in
@@ -22,7 +23,8 @@ import LatchkeyFormat
             let query = Query(.genericPassword, ["acct": .string("shared-name")])
             let found = (try? views[i].find(query)) ?? []
             if found.count != 1 || found.first?.data != Array("secret of \(i)".utf8)
-                || found.first?.attributes["agrp"] != .string("app.\(i)") {
+                || found.first?.attributes["agrp"] != .string("app.\(i)")
+            {
                 wrong.withLock { $0 += 1 }
             }
         }
@@ -34,8 +36,9 @@ import LatchkeyFormat
     @Test func contextIsUsedForUserPresence_notTheKeychainsHandler() throws {
         let kc = try createKeychain(on: try makeDisk())
         try kc.unlock(passcode: TestEnv.passcode)
-        try kc.add(.genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: [1],
-                   requiresUserPresence: true)
+        try kc.add(
+            .genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: [1],
+            requiresUserPresence: true)
         kc.authenticationHandler = { _ in TestEnv.wrongPasscode }
         let right = kc.with(CallContext(authenticate: { _ in TestEnv.passcode }))
         #expect(try right.find(Query(.genericPassword, ["acct": .string("a")])).first?.data == [1])

@@ -32,9 +32,15 @@ enum PKIFixture {
     static let otherHash = unhex("aa2af002dfb1609ca5166b6799180952f24ea7f3")
     /// DER of "CN=Latchkey RSA Test,O=Latchkey Fixtures,C=JP": subject and issuer of the RSA
     /// certificate, issuer of the leaf.
-    static let rsaName = unhex("3045310b3009060355040613024a50311a3018060355040a0c114c617463686b6579204669787475726573311a301806035504030c114c617463686b6579205253412054657374")
-    static let leafName = unhex("3049311a3018060355040a0c114c617463686b6579204669787475726573310d300b060355040b0c044c656166311c301a06035504030c134c617463686b6579204f74686572204c656166")
-    static let ecSPKI = unhex("3059301306072a8648ce3d020106082a8648ce3d03010703420004e668548e173dac292006f8a0b586206ecfb9ba31a3a908a75a9cd7910cdb4e4bcc6703a809bd23606cf3a2aa6deb3ecb3d0424f786efea36c692968e2d06d98c")
+    static let rsaName = unhex(
+        "3045310b3009060355040613024a50311a3018060355040a0c114c617463686b6579204669787475726573311a301806035504030c114c617463686b6579205253412054657374"
+    )
+    static let leafName = unhex(
+        "3049311a3018060355040a0c114c617463686b6579204669787475726573310d300b060355040b0c044c656166311c301a06035504030c134c617463686b6579204f74686572204c656166"
+    )
+    static let ecSPKI = unhex(
+        "3059301306072a8648ce3d020106082a8648ce3d03010703420004e668548e173dac292006f8a0b586206ecfb9ba31a3a908a75a9cd7910cdb4e4bcc6703a809bd23606cf3a2aa6deb3ecb3d0424f786efea36c692968e2d06d98c"
+    )
 
     static func unhex(_ s: String) -> [UInt8] {
         var out: [UInt8] = []
@@ -47,7 +53,9 @@ enum PKIFixture {
 /// Certificates and keys through the typed API: attributes derived from the data, labels,
 /// invalid data, unique keys (spec/FORMAT.md §7.5).
 @Suite struct CertificateTests {
-    func keychain(_ caller: CallerIdentity? = CallerIdentity(applicationIdentifier: "TEAM.app.one")) throws -> (MemoryFileSystem, Keychain) {
+    func keychain(_ caller: CallerIdentity? = CallerIdentity(applicationIdentifier: "TEAM.app.one")) throws -> (
+        MemoryFileSystem, Keychain
+    ) {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.caller = caller
@@ -75,8 +83,13 @@ enum PKIFixture {
 
         // Found by its unique key (index path), by a non-unique derived attribute (scan) and
         // from a new process.
-        let byKey = try kc.find(Query(.certificate, ["ctyp": .integer(3), "issr": .data(PKIFixture.rsaName),
-                                                     "slnr": .data(PKIFixture.unhex("0123456789abcdef"))]))
+        let byKey = try kc.find(
+            Query(
+                .certificate,
+                [
+                    "ctyp": .integer(3), "issr": .data(PKIFixture.rsaName),
+                    "slnr": .data(PKIFixture.unhex("0123456789abcdef"))
+                ]))
         #expect(byKey == [added])
         #expect(try kc.find(Query(.certificate, ["pkhh": .data(PKIFixture.rsaHash)])) == [added])
         #expect(try kc.find(Query(.certificate, ["subj": .data(PKIFixture.rsaName)])) == [added])
@@ -105,11 +118,13 @@ enum PKIFixture {
 
     @Test func addCertificate_replacesCallerValuesOfDerivedAttributes_keepsAGivenLabel() throws {
         let (_, kc) = try keychain()
-        let added = try kc.add(.certificate, attributes: [
-            "ctyp": .integer(9), "cenc": .integer(1), "subj": .data([1]), "issr": .string("forged"),
-            "slnr": .data([2]), "skid": .data([3]), "pkhh": .data([4]), "labl": .string("My cert"),
-            "alis": .string("me@example.com"),
-        ], data: PKIFixture.leafCert)
+        let added = try kc.add(
+            .certificate,
+            attributes: [
+                "ctyp": .integer(9), "cenc": .integer(1), "subj": .data([1]), "issr": .string("forged"),
+                "slnr": .data([2]), "skid": .data([3]), "pkhh": .data([4]), "labl": .string("My cert"),
+                "alis": .string("me@example.com")
+            ], data: PKIFixture.leafCert)
         #expect(added.attributes["ctyp"] == .integer(1))
         #expect(added.attributes["cenc"] == .integer(3))
         #expect(added.attributes["subj"] == .data(PKIFixture.leafName))
@@ -130,7 +145,7 @@ enum PKIFixture {
             ("PEM text", Array("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".utf8)),
             ("truncated", Array(PKIFixture.rsaCert.dropLast(1))),
             ("trailing garbage", PKIFixture.rsaCert + [0]),
-            ("a private key", PKIFixture.rsaKey),
+            ("a private key", PKIFixture.rsaKey)
         ]
         for (what, data) in cases {
             let e = expectKeychainError(.param, "\(what)") {
@@ -140,8 +155,10 @@ enum PKIFixture {
         }
         // In a batch, the valid item is not added either.
         expectKeychainError(.param) {
-            try kc.add(contentsOf: [NewItem(.certificate, attributes: [:], data: PKIFixture.ecCert),
-                                    NewItem(.certificate, attributes: [:], data: [0x30, 0x00])])
+            try kc.add(contentsOf: [
+                NewItem(.certificate, attributes: [:], data: PKIFixture.ecCert),
+                NewItem(.certificate, attributes: [:], data: [0x30, 0x00])
+            ])
         }
         #expect(disk.keychainBytes == before)
         #expect(try kc.find(Query(.certificate)).isEmpty)
@@ -155,7 +172,8 @@ enum PKIFixture {
     }
 
     @Test func certificateUniqueKey_isTypeIssuerSerialGroupAndSync() throws {
-        let (_, kc) = try keychain(CallerIdentity(applicationIdentifier: "TEAM.app.one", keychainAccessGroups: ["TEAM.shared"]))
+        let (_, kc) = try keychain(
+            CallerIdentity(applicationIdentifier: "TEAM.app.one", keychainAccessGroups: ["TEAM.shared"]))
         try kc.add(.certificate, attributes: [:], data: PKIFixture.rsaCert)
         // Same certificate, same group and sync: duplicate, whatever the label.
         expectKeychainError(.duplicateItem) {
@@ -187,7 +205,9 @@ enum PKIFixture {
         let (disk, kc) = try keychain()
         let added = try kc.add(.certificate, attributes: ["labl": .string("mine")], data: PKIFixture.rsaCert)
         // New values for read-only attributes do not stick; other attributes do.
-        try kc.update(Query(.certificate), attributes: ["pkhh": .data(PKIFixture.ecHash), "subj": .data([1]), "alis": .string("a")])
+        try kc.update(
+            Query(.certificate),
+            attributes: ["pkhh": .data(PKIFixture.ecHash), "subj": .data([1]), "alis": .string("a")])
         var now = try #require(try kc.find(Query(.certificate)).first)
         #expect(now.attributes["pkhh"] == .data(PKIFixture.rsaHash))
         #expect(now.attributes["subj"] == .data(PKIFixture.rsaName))
@@ -201,8 +221,15 @@ enum PKIFixture {
         #expect(now.attributes["skid"] == nil)
         #expect(now.attributes["pkhh"] == .data(PKIFixture.otherHash))
         #expect(now.attributes["labl"] == .string("mine"))
-        #expect(try kc.find(Query(.certificate, ["ctyp": .integer(1), "issr": .data(PKIFixture.rsaName),
-                                                 "slnr": .data(PKIFixture.unhex("00f1e2d3c4b5a6978800"))])).count == 1)
+        #expect(
+            try kc.find(
+                Query(
+                    .certificate,
+                    [
+                        "ctyp": .integer(1), "issr": .data(PKIFixture.rsaName),
+                        "slnr": .data(PKIFixture.unhex("00f1e2d3c4b5a6978800"))
+                    ])
+            ).count == 1)
         // Data that is not a certificate changes nothing.
         let before = disk.keychainBytes
         expectKeychainError(.param) { try kc.update(Query(.certificate), attributes: [:], data: [0x30, 0x00]) }
@@ -251,7 +278,8 @@ enum PKIFixture {
 
     @Test func addKey_callerValuesWin() throws {
         let (_, kc) = try keychain()
-        let labelled = try kc.add(.key, attributes: ["klbl": .string("my-label"), "bsiz": .integer(1)], data: PKIFixture.ecKey)
+        let labelled = try kc.add(
+            .key, attributes: ["klbl": .string("my-label"), "bsiz": .integer(1)], data: PKIFixture.ecKey)
         #expect(labelled.attributes["klbl"] == .string("my-label"))
         #expect(labelled.attributes["bsiz"] == .integer(1))
         #expect(labelled.attributes["kcls"] == .integer(1))

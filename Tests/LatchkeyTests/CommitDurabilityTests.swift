@@ -10,7 +10,8 @@ import LatchkeyTestSupport
     typealias Hooked = RollbackRaceTests.HookedFileSystem
 
     func newItem(_ account: String) -> NewItem {
-        NewItem(.genericPassword, attributes: attrs(["acct": account, "svce": "s"]), data: bytes("x"), protection: .always)
+        NewItem(
+            .genericPassword, attributes: attrs(["acct": account, "svce": "s"]), data: bytes("x"), protection: .always)
     }
 
     /// The fsync fails and so does cutting the records back: they are in the file whole, so
@@ -21,11 +22,13 @@ import LatchkeyTestSupport
         _ = try createKeychain(on: disk, passcode: nil)
         let hooked = Hooked(disk)
         let kc = try openKeychain(on: hooked)
-        try kc.add(contentsOf: [newItem("first")])   // the directory is synced before this append
+        try kc.add(contentsOf: [newItem("first")])  // the directory is synced before this append
         hooked.failing = ["fsync": 2, "ftruncate": 1]
         let e = expectKeychainError(.io) { try kc.add(contentsOf: [newItem("new")]) }
         hooked.failing = [:]
-        #expect(e?.message.contains("the change may be in the keychain: check with 'latchkey find' before trying again") == true, "\(String(describing: e))")
+        #expect(
+            e?.message.contains("the change may be in the keychain: check with 'latchkey find' before trying again")
+                == true, "\(String(describing: e))")
         #expect(e?.message.contains("an I/O error occurred") == true, "\(String(describing: e))")
         #expect(try openKeychain(on: disk).find(Query(.genericPassword, ["acct": .string("new")])).count == 1)
         #expect(try kc.find(Query(.genericPassword, ["acct": .string("new")])).count == 1)
@@ -73,7 +76,7 @@ import LatchkeyTestSupport
         try kc.add(contentsOf: [newItem("a1")])
         try kc.add(contentsOf: [newItem("a2")])
         let statePath = kc.localStore!.device.statePath(fileUUID: kc.localStore!.fileUUID)
-        disk.setContents(statePath, try #require(disk.contents(statePath)))   // the kernel wrote it back
+        disk.setContents(statePath, try #require(disk.contents(statePath)))  // the kernel wrote it back
         disk.setContents(TestEnv.keychainPath, old)
         let e = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(e?.message.contains("rolled back") == true)

@@ -8,10 +8,13 @@ import LatchkeyFormat
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         for i in 0..<8 {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "user\(i)", "svce": "mail"]), data: bytes("secret \(i)"),
-                       protection: i % 2 == 0 ? .whenUnlocked : .alwaysThisDeviceOnly)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "user\(i)", "svce": "mail"]), data: bytes("secret \(i)"),
+                protection: i % 2 == 0 ? .whenUnlocked : .alwaysThisDeviceOnly)
         }
-        try kc.update(Query(.genericPassword, attrs(["acct": "user1"])), attributes: attrs(["labl": "changed"]), data: bytes("new 1"))
+        try kc.update(
+            Query(.genericPassword, attrs(["acct": "user1"])), attributes: attrs(["labl": "changed"]),
+            data: bytes("new 1"))
         for i in [2, 3, 5, 7] { try kc.delete(Query(.genericPassword, attrs(["acct": "user\(i)"]))) }
         let live = try kc.snapshot()
         #expect(live.count == 4)

@@ -13,7 +13,9 @@ import LatchkeyTestSupport
     static func oneItem() throws -> MemoryFileSystem {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("secret-a"))])
+        try kc.add(contentsOf: [
+            NewItem(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("secret-a"))
+        ])
         kc.close()
         return disk
     }
@@ -40,7 +42,8 @@ import LatchkeyTestSupport
         var garbage: [UInt8] = [0xFF]
         while garbage.count + 20 + 36 <= appended {
             let at = end + garbage.count
-            garbage += Self.frameHeader(length: UInt32(min(total - at - 36, 1 << 24)), type: 0x01, sequence: UInt64(garbage.count))
+            garbage += Self.frameHeader(
+                length: UInt32(min(total - at - 36, 1 << 24)), type: 0x01, sequence: UInt64(garbage.count))
         }
         garbage += [UInt8](repeating: 0x5A, count: appended - garbage.count)
         file += garbage
@@ -67,10 +70,13 @@ import LatchkeyTestSupport
         let disk = try Self.oneItem()
         let kc = try openKeychain(on: disk)
         let damagedAt = disk.keychainBytes.count
-        try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "b", "svce": "s"]), data: bytes("secret-b"))])
+        try kc.add(contentsOf: [
+            NewItem(.genericPassword, attributes: attrs(["acct": "b", "svce": "s"]), data: bytes("secret-b"))
+        ])
         kc.close()
         var file = disk.keychainBytes
-        let (header, _, _) = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(Array(file.prefix(16))))))
+        let (header, _, _) = try FileHeader.decode(
+            Array(file.prefix(try FileHeader.peekLength(Array(file.prefix(16))))))
         let keys = try FileKeys(device: try DeviceSecret.decodeFile(TestEnv.deviceFile), fileUUID: header.fileUUID)
         var last = try FrameHeader.decode(file[damagedAt..<damagedAt + 20])
         var at = damagedAt
@@ -79,8 +85,9 @@ import LatchkeyTestSupport
             last = try FrameHeader.decode(file[at..<at + 20])
         }
         let bigAt = file.count
-        let big = RecordFrame.encode(type: 0x81, flags: 0, sequence: last.sequence + 1,
-                                     payload: [UInt8](repeating: 0x42, count: 1 << 24), offset: UInt64(bigAt), macKey: keys.recordMAC)
+        let big = RecordFrame.encode(
+            type: 0x81, flags: 0, sequence: last.sequence + 1,
+            payload: [UInt8](repeating: 0x42, count: 1 << 24), offset: UInt64(bigAt), macKey: keys.recordMAC)
         #expect(big[0] == 1, "L = 2^24 has byte 0 = 1")
         file += big
         // The record closing b's transaction fails its frame CRC (only the big record can then

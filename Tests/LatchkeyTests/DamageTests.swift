@@ -20,13 +20,22 @@ import LatchkeyTestSupport
     func small(passcode: Bool) throws -> Small {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: passcode ? TestEnv.passcode : nil)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a-secret"), protection: .always)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b-secret"), protection: .alwaysThisDeviceOnly)
-        try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "changed"]), data: bytes("a2"))
-        try kc.add(.internetPassword, attributes: attrs(["acct": "carol", "srvr": "example.com"]), data: bytes("c-secret"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a-secret"),
+            protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b-secret"),
+            protection: .alwaysThisDeviceOnly)
+        try kc.update(
+            Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "changed"]), data: bytes("a2")
+        )
+        try kc.add(
+            .internetPassword, attributes: attrs(["acct": "carol", "srvr": "example.com"]), data: bytes("c-secret"),
+            protection: .always)
         try kc.delete(Query(.genericPassword, attrs(["acct": "bob"])))
         let file = disk.keychainBytes
-        return Small(disk: disk, items: try kc.snapshot(), file: file, hasPasscode: passcode, records: try recordOffsets(file))
+        return Small(
+            disk: disk, items: try kc.snapshot(), file: file, hasPasscode: passcode, records: try recordOffsets(file))
     }
 
     func recordOffsets(_ file: [UInt8]) throws -> [Int] {
@@ -40,8 +49,10 @@ import LatchkeyTestSupport
     }
 
     /// Opens `damaged` on a copy of `base` and checks the outcome.
-    func expectDetected(_ base: Small, _ damaged: [UInt8], _ what: String,
-                        allowed: Set<KeychainStatus> = [.decode], sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectDetected(
+        _ base: Small, _ damaged: [UInt8], _ what: String,
+        allowed: Set<KeychainStatus> = [.decode], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         let disk = base.disk.clone()
         disk.setContents(TestEnv.keychainPath, damaged)
         let kc: Keychain
@@ -49,7 +60,9 @@ import LatchkeyTestSupport
             kc = try openKeychain(on: disk)
         } catch let e as KeychainError {
             #expect(allowed.contains(e.status), "\(what): \(e)", sourceLocation: sourceLocation)
-            #expect(disk.keychainBytes == damaged, "\(what): a refused open must not change the file", sourceLocation: sourceLocation)
+            #expect(
+                disk.keychainBytes == damaged, "\(what): a refused open must not change the file",
+                sourceLocation: sourceLocation)
             return
         } catch {
             Issue.record("\(what): \(error)", sourceLocation: sourceLocation)
@@ -61,7 +74,9 @@ import LatchkeyTestSupport
         for c in ItemClass.allCases {
             guard let found = try? kc.find(Query(c)) else { continue }
             for item in found {
-                #expect(base.items[item.persistentRef] == item, "\(what): find returned an altered item", sourceLocation: sourceLocation)
+                #expect(
+                    base.items[item.persistentRef] == item, "\(what): find returned an altered item",
+                    sourceLocation: sourceLocation)
             }
         }
     }
@@ -108,8 +123,9 @@ import LatchkeyTestSupport
         let base = try small(passcode: false)
         var damaged = base.file
         let record = base.records[1]
-        damaged.replaceSubrange(record..<record + FormatConstants.frameHeaderSize,
-                                with: repeatElement(0, count: FormatConstants.frameHeaderSize))
+        damaged.replaceSubrange(
+            record..<record + FormatConstants.frameHeaderSize,
+            with: repeatElement(0, count: FormatConstants.frameHeaderSize))
         expectDetected(base, damaged, "zeroed frame header with records after it")
     }
 

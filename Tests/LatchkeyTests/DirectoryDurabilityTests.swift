@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Testing
 @testable import Latchkey
@@ -13,8 +13,9 @@ import LatchkeyTestSupport
     @Test func newDirectories_surviveAPowerCut() throws {
         let disk = MemoryFileSystem()
         let base = "/home/alice/.local/share/latchkey"
-        _ = try Keychain.create(path: base + "/login.keychain", devicePath: base + "/device.secret", passcode: nil,
-                                kdfLogN: TestEnv.logN, fs: disk)
+        _ = try Keychain.create(
+            path: base + "/login.keychain", devicePath: base + "/device.secret", passcode: nil,
+            kdfLogN: TestEnv.logN, fs: disk)
         let after = disk.rebooted(.loseUnsynced)
         _ = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: after)
     }
@@ -27,8 +28,9 @@ import LatchkeyTestSupport
     func aFailedParentSync_isDoneAgainByTheNextInit(_ errno: Int32) throws {
         let base = "/home/alice/.local/share/latchkey"
         func create(_ fs: MemoryFileSystem) throws -> Keychain {
-            try Keychain.create(path: base + "/login.keychain", devicePath: base + "/device.secret", passcode: nil,
-                                kdfLogN: TestEnv.logN, fs: fs)
+            try Keychain.create(
+                path: base + "/login.keychain", devicePath: base + "/device.secret", passcode: nil,
+                kdfLogN: TestEnv.logN, fs: fs)
         }
         let probe = MemoryFileSystem()
         probe.recordCalls = true
@@ -36,7 +38,9 @@ import LatchkeyTestSupport
         // Each fsync of "/", /home … up to latchkey (the parent of device.secret.state, and the
         // directory of the device secret and the keychain).
         let parents = ["/", "/home", "/home/alice", "/home/alice/.local", "/home/alice/.local/share", base]
-        let parentSyncs = probe.callLog.indices.filter { probe.callLog[$0].name == "fsync" && parents.contains(probe.callLog[$0].path) }
+        let parentSyncs = probe.callLog.indices.filter {
+            probe.callLog[$0].name == "fsync" && parents.contains(probe.callLog[$0].path)
+        }
         #expect(parentSyncs.count >= parents.count, "an fsync of the parent of each new directory: \(probe.callLog)")
         for n in parentSyncs {
             let disk = MemoryFileSystem()
@@ -45,7 +49,8 @@ import LatchkeyTestSupport
             disk.callPlan = nil
             let kc = try (try? first.get()) ?? create(disk)
             try kc.add(.genericPassword, attributes: ["acct": .string("a")], data: [1])
-            let after = try Keychain.open(path: base + "/login.keychain", devicePath: base + "/device.secret", fs: disk.rebooted(.loseUnsynced))
+            let after = try Keychain.open(
+                path: base + "/login.keychain", devicePath: base + "/device.secret", fs: disk.rebooted(.loseUnsynced))
             #expect(try after.localStore!.liveItemCount == 1, "fault at \(probe.callLog[n])")
         }
     }
@@ -55,7 +60,9 @@ import LatchkeyTestSupport
     /// before that fsync. Another process then adds an item: its add must not be acknowledged
     /// while the name of the file it appended to can still go, or a power cut takes the item.
     @Test(arguments: [FaultScenario.compact, FaultScenario.changePasscode])
-    func anotherProcessesAdd_afterAReplacementWhoseDirectorySyncFailed_survivesAPowerCut(_ replacement: FaultScenario) throws {
+    func anotherProcessesAdd_afterAReplacementWhoseDirectorySyncFailed_survivesAPowerCut(_ replacement: FaultScenario)
+        throws
+    {
         let prepared = WriteOperation.Prepared.shared.disk
         let probe = prepared.clone()
         let a = try openKeychain(on: probe)
@@ -64,7 +71,8 @@ import LatchkeyTestSupport
         try replacement.operation(a)
         let log = probe.callLog
         let rename = try #require(log.firstIndex { $0.name == "rename" })
-        let directorySync = try #require(log.indices.first { $0 > rename && log[$0].name == "fsync" && log[$0].path == "/keychains" })
+        let directorySync = try #require(
+            log.indices.first { $0 > rename && log[$0].name == "fsync" && log[$0].path == "/keychains" })
 
         let disk = prepared.clone()
         let first = try openKeychain(on: disk)
@@ -73,14 +81,15 @@ import LatchkeyTestSupport
         #expect(throws: KeychainError.self) { try replacement.operation(first) }
         disk.callPlan = nil
 
-        let second = try openKeychain(on: disk)   // another process
+        let second = try openKeychain(on: disk)  // another process
         try second.unlock(passcode: replacement.changesPasscode ? TestEnv.newPasscode : TestEnv.passcode)
-        try second.add(.genericPassword, attributes: attrs(["acct": "acknowledged", "svce": "later"]), data: bytes("kept"))
+        try second.add(
+            .genericPassword, attributes: attrs(["acct": "acknowledged", "svce": "later"]), data: bytes("kept"))
 
         let booted = try openKeychain(on: disk.rebooted(.loseUnsynced))
         if (try? booted.unlock(passcode: TestEnv.newPasscode)) == nil { try booted.unlock(passcode: TestEnv.passcode) }
-        #expect(try booted.find(Query(.genericPassword, attrs(["acct": "acknowledged"]))).count == 1,
-                "the item another process added after the \(replacement) was lost by a power cut")
+        #expect(
+            try booted.find(Query(.genericPassword, attrs(["acct": "acknowledged"]))).count == 1,
+            "the item another process added after the \(replacement) was lost by a power cut")
     }
 }
-

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Testing
 @testable import Latchkey
@@ -26,13 +26,16 @@ import LatchkeyTestSupport
         let keys = try FileKeys(device: device, fileUUID: header.fileUUID)
         var entries: [KeybagEntry] = []
         for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly {
-            entries.append(KeybagEntry(protectionClass: pc, wrap: .device,
-                                       wrappedKey: try Crypto.wrap(try SecretKey.random(), with: keys.deviceWrap)))
+            entries.append(
+                KeybagEntry(
+                    protectionClass: pc, wrap: .device,
+                    wrappedKey: try Crypto.wrap(try SecretKey.random(), with: keys.deviceWrap)))
         }
         let forged = Keybag(kdf: .none, entries: entries)
         let last = try openKeychain(on: disk.clone()).localStore!.lastSequence
-        file += RecordFrame.encode(type: RecordType.keybagChange.rawValue, flags: 0, sequence: last + 1,
-                                   payload: forged.encode(), offset: UInt64(file.count), macKey: keys.recordMAC)
+        file += RecordFrame.encode(
+            type: RecordType.keybagChange.rawValue, flags: 0, sequence: last + 1,
+            payload: forged.encode(), offset: UInt64(file.count), macKey: keys.recordMAC)
         disk.setContents(TestEnv.keychainPath, file)
 
         let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
@@ -57,7 +60,8 @@ import LatchkeyTestSupport
     @Test func olderRecordCopiedOverTheNewer_isRefusedByALongLivedReader() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("secret-ONE"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("secret-ONE"), protection: .always)
         let firstEnd = disk.keychainBytes.count
         try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: [:], data: bytes("secret-TWO"))
         let file = disk.keychainBytes
@@ -90,7 +94,8 @@ import LatchkeyTestSupport
         let error = expectKeychainError(.decode) { _ = try handle.find(Query(.genericPassword)) }
         #expect(error?.message.contains("rolled back") == true, "\(String(describing: error))")
         expectKeychainError(.decode) {
-            try handle.add(.genericPassword, attributes: attrs(["acct": "carol"]), data: bytes("c"), protection: .always)
+            try handle.add(
+                .genericPassword, attributes: attrs(["acct": "carol"]), data: bytes("c"), protection: .always)
         }
         #expect(disk.keychainBytes == oldCopy, "nothing was written on top of the old copy")
     }

@@ -18,9 +18,11 @@ import LatchkeyTestSupport
             keys = try FileKeys(device: DeviceSecret.decodeFile(TestEnv.deviceFile), fileUUID: header.fileUUID)
         }
 
-        func record(type: UInt8, continues: Bool = false, sequence: UInt64, payload: [UInt8], at offset: Int) -> [UInt8] {
-            RecordFrame.encode(type: type, flags: continues ? FrameHeader.continuesFlag : 0, sequence: sequence, payload: payload,
-                               offset: UInt64(offset), macKey: keys.recordMAC)
+        func record(type: UInt8, continues: Bool = false, sequence: UInt64, payload: [UInt8], at offset: Int) -> [UInt8]
+        {
+            RecordFrame.encode(
+                type: type, flags: continues ? FrameHeader.continuesFlag : 0, sequence: sequence, payload: payload,
+                offset: UInt64(offset), macKey: keys.recordMAC)
         }
 
         func header(_ change: (inout FileHeader) -> Void) -> [UInt8] {
@@ -43,7 +45,9 @@ import LatchkeyTestSupport
         let (disk, kc, items) = try keychainWithTwoItems()
         var file = disk.keychainBytes
         let forger = try Forger(file)
-        file += forger.record(type: type, sequence: kc.localStore!.lastSequence + 1, payload: Array("from a newer writer".utf8), at: file.count)
+        file += forger.record(
+            type: type, sequence: kc.localStore!.lastSequence + 1, payload: Array("from a newer writer".utf8),
+            at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
 
         let reopened = try openKeychain(on: disk)
@@ -58,8 +62,11 @@ import LatchkeyTestSupport
         let (disk, kc, items) = try keychainWithTwoItems()
         let committed = disk.keychainBytes
         let forger = try Forger(committed)
-        let file = committed + forger.record(type: 0x80, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [1, 2, 3],
-                                             at: committed.count)
+        let file =
+            committed
+            + forger.record(
+                type: 0x80, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [1, 2, 3],
+                at: committed.count)
         let disk2 = disk.clone()
         disk2.setContents(TestEnv.keychainPath, file)
         let reopened = try openKeychain(on: disk2)
@@ -73,9 +80,11 @@ import LatchkeyTestSupport
         var file = disk.keychainBytes
         let forger = try Forger(file)
         let alice = try #require(items.values.first { $0.attributes["acct"] == .string("alice") })
-        file += forger.record(type: 0x90, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
-        file += forger.record(type: RecordType.itemDelete.rawValue, sequence: kc.localStore!.lastSequence + 2,
-                              payload: Array(alice.persistentRef.suffix(16)), at: file.count)
+        file += forger.record(
+            type: 0x90, continues: true, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
+        file += forger.record(
+            type: RecordType.itemDelete.rawValue, sequence: kc.localStore!.lastSequence + 2,
+            payload: Array(alice.persistentRef.suffix(16)), at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         let reopened = try openKeychain(on: disk)
         #expect(try reopened.snapshot().values.map { $0.attributes["acct"] } == [.string("bob")])
@@ -85,7 +94,8 @@ import LatchkeyTestSupport
     func unknownCriticalRecordType_refusesTheFileAsNeedingANewerVersion(type: UInt8) throws {
         let (disk, kc, _) = try keychainWithTwoItems()
         var file = disk.keychainBytes
-        file += try Forger(file).record(type: type, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
+        file += try Forger(file).record(
+            type: type, sequence: kc.localStore!.lastSequence + 1, payload: [], at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(error?.message.contains("upgrade") == true, "\(String(describing: error))")
@@ -95,7 +105,8 @@ import LatchkeyTestSupport
     @Test func sequenceNumberGap_isDamage() throws {
         let (disk, kc, _) = try keychainWithTwoItems()
         var file = disk.keychainBytes
-        file += try Forger(file).record(type: 0x80, sequence: kc.localStore!.lastSequence + 2, payload: [], at: file.count)
+        file += try Forger(file).record(
+            type: 0x80, sequence: kc.localStore!.lastSequence + 2, payload: [], at: file.count)
         disk.setContents(TestEnv.keychainPath, file)
         expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(disk.keychainBytes == file)
@@ -118,7 +129,9 @@ import LatchkeyTestSupport
         expectKeychainError(.readOnly) { try kc.update(Query(.genericPassword), attributes: attrs(["labl": "x"])) }
         expectKeychainError(.readOnly) { try kc.delete(Query(.genericPassword)) }
         expectKeychainError(.readOnly) { try kc.compact() }
-        expectKeychainError(.readOnly) { try kc.changePasscode(old: nil, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }
+        expectKeychainError(.readOnly) {
+            try kc.changePasscode(old: nil, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
+        }
         #expect(disk.keychainBytes == file)
     }
 
@@ -126,7 +139,11 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         _ = try createKeychain(on: disk, passcode: TestEnv.passcode)
         let forger = try Forger(disk.keychainBytes)
-        disk.setContents(TestEnv.keychainPath, forger.header { $0.minor = 7; $0.extensionBytes = Array("future".utf8) })
+        disk.setContents(
+            TestEnv.keychainPath,
+            forger.header {
+                $0.minor = 7; $0.extensionBytes = Array("future".utf8)
+            })
         let kc = try openKeychain(on: disk)
         try kc.unlock(passcode: TestEnv.passcode)
         #expect(try kc.snapshot().isEmpty)

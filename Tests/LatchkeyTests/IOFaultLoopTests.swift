@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -86,7 +86,9 @@ import LatchkeyTestSupport
         let after = Observed.of(reference, knownRefs: knownRefs)
         if case .broken(let why) = after { Issue.record("\(op): the clean run leaves a broken keychain: \(why)") }
         if op.writesKeychain {
-            #expect(reference.contents(TestEnv.keychainPath) != referenceBytes, "\(op): the clean run left the file as it was")
+            #expect(
+                reference.contents(TestEnv.keychainPath) != referenceBytes,
+                "\(op): the clean run left the file as it was")
         }
 
         var tried = 0
@@ -94,15 +96,20 @@ import LatchkeyTestSupport
         for (n, call) in calls.enumerated() {
             for fault in Self.faults(for: call) {
                 tried += 1
-                check(op, failing: n, call, with: fault, start: start, knownRefs: knownRefs, before: before, after: after)
+                check(
+                    op, failing: n, call, with: fault, start: start, knownRefs: knownRefs, before: before, after: after)
             }
         }
-        print("fault loop: \(op): \(calls.count) calls, \(tried) faults injected, \(Int(Date().timeIntervalSince(began) * 1000)) ms")
+        print(
+            "fault loop: \(op): \(calls.count) calls, \(tried) faults injected, \(Int(Date().timeIntervalSince(began) * 1000)) ms"
+        )
         #expect(calls.count > 0)
     }
 
-    func check(_ op: WriteOperation, failing n: Int, _ call: MemoryFileSystem.Call, with fault: MemoryFileSystem.CallFault,
-               start: MemoryFileSystem, knownRefs: Set<[UInt8]>, before: Observed, after: Observed) {
+    func check(
+        _ op: WriteOperation, failing n: Int, _ call: MemoryFileSystem.Call, with fault: MemoryFileSystem.CallFault,
+        start: MemoryFileSystem, knownRefs: Set<[UInt8]>, before: Observed, after: Observed
+    ) {
         let at = "\(op): \(fault) at call \(n) (\(call))"
         let disk = start.clone()
         var keychain: Keychain?
@@ -135,7 +142,8 @@ import LatchkeyTestSupport
         // The one exception the spec makes (§11.5): a rename whose directory fsync failed is in
         // force but may be undone by a power cut, and the error says exactly that; either state
         // may then survive (no item is lost in either).
-        let renameMayBeUndone = (result.failureValue as? KeychainError)?.message.contains("the old file may come back") == true
+        let renameMayBeUndone =
+            (result.failureValue as? KeychainError)?.message.contains("the old file may come back") == true
         if !(disk.isDurable(TestEnv.keychainPath) && disk.isDurable(TestEnv.devicePath)) {
             let durable = Observed.of(disk.rebooted(.loseUnsynced), knownRefs: knownRefs)
             if renameMayBeUndone {
@@ -159,13 +167,17 @@ import LatchkeyTestSupport
             }
         case .failure(let error):
             let e = error as? KeychainError
-            #expect(!committed, "\(at): reported failure although the change is durable (issue 14 point 5: once the fsync has returned, the operation reports success): \(error)")
+            #expect(
+                !committed,
+                "\(at): reported failure although the change is durable (issue 14 point 5: once the fsync has returned, the operation reports success): \(error)"
+            )
             // An operation that fails anyway (a wrong passcode) may fail for that reason, when
             // the fault hit a call whose failure it may ignore (the attempt counter).
             if let status = op.alwaysFails, e?.status == status { break }
             #expect(e?.status == .io, "\(at): not errSecIO: \(error)")
             let words = Self.words(for: fault)
-            #expect(words.contains { "\(error)".contains($0) }, "\(at): the message does not say \"\(words[0])\": \(error)")
+            #expect(
+                words.contains { "\(error)".contains($0) }, "\(at): the message does not say \"\(words[0])\": \(error)")
         }
 
         // The instance that ran the operation: verifies, sees that state, and adds.
@@ -186,14 +198,17 @@ import LatchkeyTestSupport
         }
         let expected = (now.itemCount ?? 0) + 1
         do {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "next-add", "svce": "after a fault"]), data: bytes("n-secret"))
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "next-add", "svce": "after a fault"]),
+                data: bytes("n-secret"))
         } catch {
             Issue.record("\(at): the next add fails: \(error)")
             return
         }
         // Durable: the file and its name survive a power cut, and a new process finds the item.
-        #expect(disk.isDurable(TestEnv.keychainPath) && disk.isDurable(TestEnv.devicePath),
-                "\(at): the next add, or the keychain or device secret under it, would not survive a power cut")
+        #expect(
+            disk.isDurable(TestEnv.keychainPath) && disk.isDurable(TestEnv.devicePath),
+            "\(at): the next add, or the keychain or device secret under it, would not survive a power cut")
         let reopened = try? openKeychain(on: disk.rebooted(.loseUnsynced))
         let found = try? reopened?.localStore!.liveItemCount
         #expect(found == expected, "\(at): after the next add, a new process finds \(found ?? -1) items")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Testing
 @testable import Latchkey
@@ -53,11 +53,14 @@ import Testing
             }
 
             if let f = faulted, f.name == "fsync directory", f.path == "/keychains",
-               (start..<start + k).contains(where: { run.tracer.operation(at: $0)?.name == "rename" }) {
+                (start..<start + k).contains(where: { run.tracer.operation(at: $0)?.name == "rename" })
+            {
                 // The new file was renamed into place before the directory fsync failed: it is
                 // the keychain now, and the error says so (issue 14 §5), never "nothing changed".
                 let error = result.failure as? KeychainError
-                #expect(error?.status == .io && error?.message.contains("in force now") == true, "\(at): got \(String(describing: error))")
+                #expect(
+                    error?.status == .io && error?.message.contains("in force now") == true,
+                    "\(at): got \(String(describing: error))")
                 #expect(shape(try run.keychain.snapshot(), knownRefs: knownRefs) == newShape, "\(at)")
                 let fresh = try openKeychain(on: run.disk)
                 if c.scenario.changesPasscode { #expect(passcodesThatUnlock(fresh).new, "\(at)") }
@@ -81,8 +84,9 @@ import Testing
             #expect(unlocks.old && !unlocks.new, "\(at): passcodes that unlock after the failure: \(unlocks)")
             #expect(try fresh.snapshot() == old, "\(at): a fresh open sees changed items")
             #expect(fresh.verify().ok, "\(at)")
-            #expect(run.disk.listFiles().filter { $0.contains(".compact-") || $0.contains(".create-") }.isEmpty,
-                    "\(at): temporary files left behind: \(run.disk.listFiles())")
+            #expect(
+                run.disk.listFiles().filter { $0.contains(".compact-") || $0.contains(".create-") }.isEmpty,
+                "\(at): temporary files left behind: \(run.disk.listFiles())")
             // And the failure did not wedge the instance: once the disk works, so does the call.
             try c.scenario.operation(run.keychain)
             #expect(shape(try run.keychain.snapshot(), knownRefs: knownRefs) == newShape, "\(at): retry")
@@ -106,11 +110,14 @@ import Testing
                 #expect(throws: Never.self) { try result.get() }
                 break
             }
-            let at = "create with errno \(errno) at mutation \(k) (\(tracer.operation(at: start + k).map { "\($0)" } ?? "?"))"
+            let at =
+                "create with errno \(errno) at mutation \(k) (\(tracer.operation(at: start + k).map { "\($0)" } ?? "?"))"
             if case .failure(let error) = result {
                 #expect((error as? KeychainError)?.status == .io, "\(at): \(error)")
             }
-            #expect(disk.listFiles().filter { $0.contains(".create-") }.isEmpty, "\(at): temporary file left: \(disk.listFiles())")
+            #expect(
+                disk.listFiles().filter { $0.contains(".create-") }.isEmpty,
+                "\(at): temporary file left: \(disk.listFiles())")
             // Either there is no keychain, and creating it again works, or there is a whole one.
             if disk.contents(TestEnv.keychainPath) == nil {
                 #expect(throws: Never.self, "\(at)") { try createKeychain(on: disk) }

@@ -5,7 +5,9 @@ import LatchkeyTestSupport
 /// Identities: a certificate and its private key joined by pkhh == klbl; adding or deleting an
 /// identity acts on both items, in one transaction (reference §1.1, §9.7–9.8).
 @Suite struct IdentityTests {
-    func keychain(_ caller: CallerIdentity? = CallerIdentity(applicationIdentifier: "TEAM.app.one")) throws -> (MemoryFileSystem, Keychain) {
+    func keychain(_ caller: CallerIdentity? = CallerIdentity(applicationIdentifier: "TEAM.app.one")) throws -> (
+        MemoryFileSystem, Keychain
+    ) {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.caller = caller
@@ -16,8 +18,9 @@ import LatchkeyTestSupport
     func keychainWithTwoIdentities() throws -> (MemoryFileSystem, Keychain, rsa: Identity, ec: Identity) {
         let (disk, kc) = try keychain()
         let rsa = try kc.addIdentity(certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey)
-        let ec = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey,
-                                    attributes: ["atag": .string("com.example.ec")])
+        let ec = try kc.addIdentity(
+            certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey,
+            attributes: ["atag": .string("com.example.ec")])
         return (disk, kc, rsa, ec)
     }
 
@@ -29,8 +32,9 @@ import LatchkeyTestSupport
         let oneTransaction = disk.mutations - m0
 
         let m1 = disk.mutations
-        let id = try kc.addIdentity(certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey,
-                                    attributes: ["labl": .string("Signing")])
+        let id = try kc.addIdentity(
+            certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey,
+            attributes: ["labl": .string("Signing")])
         #expect(disk.mutations - m1 == oneTransaction, "certificate and key are written by one commit")
 
         #expect(id.certificate.itemClass == .certificate)
@@ -56,7 +60,9 @@ import LatchkeyTestSupport
 
     @Test func addIdentity_protectionAppliesToBoth() throws {
         let (_, kc) = try keychain()
-        let id = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKeyPKCS8, protection: .afterFirstUnlockThisDeviceOnly)
+        let id = try kc.addIdentity(
+            certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKeyPKCS8,
+            protection: .afterFirstUnlockThisDeviceOnly)
         #expect(id.certificate.protection == .afterFirstUnlockThisDeviceOnly)
         #expect(id.privateKey.protection == .afterFirstUnlockThisDeviceOnly)
         #expect(try kc.identities(matching: IdentityQuery(protection: .afterFirstUnlockThisDeviceOnly)) == [id])
@@ -84,7 +90,8 @@ import LatchkeyTestSupport
             try kc.addIdentity(certificate: Array(PKIFixture.ecCert.dropLast()), privateKey: PKIFixture.ecKey)
         }
         expectKeychainError(.noSuchAttr) {
-            try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, attributes: ["acct": .string("x")])
+            try kc.addIdentity(
+                certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, attributes: ["acct": .string("x")])
         }
         #expect(disk.keychainBytes == before)
         // The leaf does pair with its own key.
@@ -117,9 +124,9 @@ import LatchkeyTestSupport
 
     @Test func identities_needBothHalves() throws {
         let (_, kc) = try keychain()
-        try kc.add(.certificate, attributes: [:], data: PKIFixture.rsaCert)   // no key
-        try kc.add(.key, attributes: [:], data: PKIFixture.ecKey)              // no certificate
-        try kc.add(.key, attributes: [:], data: PKIFixture.ecSPKI)              // public half only
+        try kc.add(.certificate, attributes: [:], data: PKIFixture.rsaCert)  // no key
+        try kc.add(.key, attributes: [:], data: PKIFixture.ecKey)  // no certificate
+        try kc.add(.key, attributes: [:], data: PKIFixture.ecSPKI)  // public half only
         try kc.add(.certificate, attributes: [:], data: PKIFixture.leafCert)
         #expect(try kc.identities().isEmpty)
         // Adding the RSA key completes one identity.
@@ -138,9 +145,12 @@ import LatchkeyTestSupport
     @Test func identities_byCertificateAttribute() throws {
         let (_, kc, rsa, ec) = try keychainWithTwoIdentities()
         #expect(try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test")])) == [rsa])
-        #expect(try kc.identities(matching: IdentityQuery(["labl": .string("latchkey ec test")], caseInsensitive: true)) == [ec])
+        #expect(
+            try kc.identities(matching: IdentityQuery(["labl": .string("latchkey ec test")], caseInsensitive: true))
+                == [ec])
         #expect(try kc.identities(matching: IdentityQuery(["issr": .data(PKIFixture.rsaName)])) == [rsa])
-        #expect(try kc.identities(matching: IdentityQuery(["skid": .data([0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f])])) == [ec])
+        #expect(
+            try kc.identities(matching: IdentityQuery(["skid": .data([0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f])])) == [ec])
         #expect(try kc.identities(matching: IdentityQuery(["pkhh": .data(PKIFixture.ecHash)])) == [ec])
         #expect(try kc.identities(matching: IdentityQuery(["labl": .string("nobody")])).isEmpty)
         #expect(try kc.identities().count == 2)
@@ -156,8 +166,13 @@ import LatchkeyTestSupport
         #expect(try kc.identities(matching: IdentityQuery(["kcls": .integer(1)])).count == 2)
         #expect(try kc.identities(matching: IdentityQuery(["kcls": .integer(0)])).isEmpty)
         // A certificate attribute and a key attribute together.
-        #expect(try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test"), "type": .integer(73)])).isEmpty)
-        #expect(try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey EC Test"), "type": .integer(73)])) == [ec])
+        #expect(
+            try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test"), "type": .integer(73)]))
+                .isEmpty)
+        #expect(
+            try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey EC Test"), "type": .integer(73)])) == [
+                ec
+            ])
         expectKeychainError(.noSuchAttr) { _ = try kc.identities(matching: IdentityQuery(["svce": .string("x")])) }
     }
 
@@ -185,7 +200,9 @@ import LatchkeyTestSupport
         #expect(try kc.find(Query(.key, persistentRef: rsa.privateKey.persistentRef)).isEmpty)
 
         let before = disk.keychainBytes
-        expectKeychainError(.itemNotFound) { try kc.deleteIdentities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test")])) }
+        expectKeychainError(.itemNotFound) {
+            try kc.deleteIdentities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test")]))
+        }
         #expect(disk.keychainBytes == before)
 
         // By a key attribute.
@@ -211,12 +228,14 @@ import LatchkeyTestSupport
         let shared = try kc.addIdentity(certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey)
         #expect(shared.certificate.attributes["agrp"] == .string("TEAM.shared"))
         #expect(shared.privateKey.attributes["agrp"] == .string("TEAM.shared"))
-        let own = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey,
-                                     attributes: ["agrp": .string("TEAM.app.one")])
+        let own = try kc.addIdentity(
+            certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey,
+            attributes: ["agrp": .string("TEAM.app.one")])
         #expect(own.privateKey.attributes["agrp"] == .string("TEAM.app.one"))
         expectKeychainError(.noAccessForItem) {
-            try kc.addIdentity(certificate: PKIFixture.leafCert, privateKey: PKIFixture.otherKey,
-                               attributes: ["agrp": .string("TEAM.foreign")])
+            try kc.addIdentity(
+                certificate: PKIFixture.leafCert, privateKey: PKIFixture.otherKey,
+                attributes: ["agrp": .string("TEAM.foreign")])
         }
 
         // A second app sharing TEAM.shared sees only that identity; a third sees none.
@@ -236,7 +255,8 @@ import LatchkeyTestSupport
 
     @Test func identities_syncFilterAppliesToBothHalves() throws {
         let (_, kc) = try keychain()
-        let synced = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, attributes: ["sync": .integer(1)])
+        let synced = try kc.addIdentity(
+            certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, attributes: ["sync": .integer(1)])
         #expect(synced.certificate.attributes["sync"] == .integer(1))
         #expect(synced.privateKey.attributes["sync"] == .integer(1))
         #expect(try kc.identities().isEmpty)
@@ -252,8 +272,10 @@ import LatchkeyTestSupport
         let oneTransaction = disk.mutations - m0
 
         let m1 = disk.mutations
-        #expect(try kc.updateIdentities(matching: IdentityQuery(["type": .integer(73)]),
-                                        attributes: ["labl": .string("renamed"), "atag": .string("new-tag")]) == 1)
+        #expect(
+            try kc.updateIdentities(
+                matching: IdentityQuery(["type": .integer(73)]),
+                attributes: ["labl": .string("renamed"), "atag": .string("new-tag")]) == 1)
         #expect(disk.mutations - m1 == oneTransaction)
         let found = try #require(try kc.identities(matching: IdentityQuery(["labl": .string("renamed")])).first)
         #expect(found.certificate.persistentRef == ec.certificate.persistentRef)
@@ -263,17 +285,25 @@ import LatchkeyTestSupport
         #expect(try kc.identities(matching: IdentityQuery(["labl": .string("Latchkey RSA Test")])) == [rsa])
 
         // Protection moves both items.
-        try kc.updateIdentities(matching: IdentityQuery(["labl": .string("renamed")]), attributes: [:], protection: .alwaysThisDeviceOnly)
+        try kc.updateIdentities(
+            matching: IdentityQuery(["labl": .string("renamed")]), attributes: [:], protection: .alwaysThisDeviceOnly)
         let moved = try #require(try kc.identities(matching: IdentityQuery(["labl": .string("renamed")])).first)
         #expect(moved.certificate.protection == .alwaysThisDeviceOnly)
         #expect(moved.privateKey.protection == .alwaysThisDeviceOnly)
 
         let before = disk.keychainBytes
-        for forbidden: [String: AttributeValue] in [["pkhh": .data([1])], ["subj": .data([1])], ["klbl": .data([1])], ["kcls": .integer(0)]] {
+        for forbidden: [String: AttributeValue] in [
+            ["pkhh": .data([1])], ["subj": .data([1])], ["klbl": .data([1])], ["kcls": .integer(0)]
+        ] {
             expectKeychainError(.param) { try kc.updateIdentities(matching: IdentityQuery(), attributes: forbidden) }
         }
-        expectKeychainError(.noSuchAttr) { try kc.updateIdentities(matching: IdentityQuery(), attributes: ["acct": .string("x")]) }
-        expectKeychainError(.itemNotFound) { try kc.updateIdentities(matching: IdentityQuery(["labl": .string("none")]), attributes: ["labl": .string("y")]) }
+        expectKeychainError(.noSuchAttr) {
+            try kc.updateIdentities(matching: IdentityQuery(), attributes: ["acct": .string("x")])
+        }
+        expectKeychainError(.itemNotFound) {
+            try kc.updateIdentities(
+                matching: IdentityQuery(["labl": .string("none")]), attributes: ["labl": .string("y")])
+        }
         #expect(disk.keychainBytes == before)
     }
 
@@ -281,13 +311,15 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.caller = CallerIdentity(applicationIdentifier: "TEAM.app.one", keychainAccessGroups: ["TEAM.a", "TEAM.b"])
-        try kc.addIdentity(certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey, attributes: ["agrp": .string("TEAM.a")])
+        try kc.addIdentity(
+            certificate: PKIFixture.rsaCert, privateKey: PKIFixture.rsaKey, attributes: ["agrp": .string("TEAM.a")])
         try kc.add(.certificate, attributes: ["agrp": .string("TEAM.b")], data: PKIFixture.rsaCert)
         // The copy in TEAM.b joins the key in TEAM.a: two identities share the key.
         #expect(try kc.identities().count == 2)
         let before = disk.keychainBytes
         expectKeychainError(.duplicateItem) {
-            try kc.updateIdentities(matching: IdentityQuery(["agrp": .string("TEAM.b")]), attributes: ["agrp": .string("TEAM.a")])
+            try kc.updateIdentities(
+                matching: IdentityQuery(["agrp": .string("TEAM.b")]), attributes: ["agrp": .string("TEAM.a")])
         }
         #expect(disk.keychainBytes == before)
         #expect(try kc.find(Query(.key)).first?.attributes["agrp"] == .string("TEAM.a"))
@@ -307,14 +339,17 @@ import LatchkeyTestSupport
         let kc = try createKeychain(on: disk)
         try kc.unlock(passcode: TestEnv.passcode)
         kc.caller = CallerIdentity(applicationIdentifier: "TEAM.app.one")
-        let id = try kc.addIdentity(certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, requiresUserPresence: true)
+        let id = try kc.addIdentity(
+            certificate: PKIFixture.ecCert, privateKey: PKIFixture.ecKey, requiresUserPresence: true)
         #expect(id.privateKey.requiresUserPresence)
         #expect(!id.certificate.requiresUserPresence)
         // Without a handler, reading the key's data is refused; without data it is not asked for.
         expectKeychainError(.interactionNotAllowed) { _ = try kc.identities() }
         #expect(try kc.identities(includeData: false).count == 1)
         nonisolated(unsafe) var asked = 0
-        kc.authenticationHandler = { _ in asked += 1; return TestEnv.passcode }
+        kc.authenticationHandler = { _ in
+            asked += 1; return TestEnv.passcode
+        }
         #expect(try kc.identities().first?.privateKey.data == PKIFixture.ecKey)
         #expect(asked == 1)
     }

@@ -22,15 +22,16 @@ import LatchkeyTestSupport
         let keys = try FileKeys(device: device, fileUUID: header.fileUUID)
         let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
         func reseal(_ page: Int, _ body: [UInt8]) {
-            index.replaceSubrange(page * 4096..<(page + 1) * 4096,
-                                  with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
+            index.replaceSubrange(
+                page * 4096..<(page + 1) * 4096,
+                with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
         }
         var body = Array(index[4096..<4096 + 4064])
         var a = try IndexItemEntry.decode(body, at: 0), b = try IndexItemEntry.decode(body, at: 58)
         (a.uuid, b.uuid) = (b.uuid, a.uuid)
         var w = ByteWriter()
-        b.encode(into: &w)   // a's UUID with b's record
-        a.encode(into: &w)   // b's UUID with a's record
+        b.encode(into: &w)  // a's UUID with b's record
+        a.encode(into: &w)  // b's UUID with a's record
         body.replaceSubrange(0..<116, with: w.bytes)
         reseal(1, body)
         let (idA, idB) = (ID16(b.uuid), ID16(a.uuid))
@@ -84,7 +85,8 @@ import LatchkeyTestSupport
         let truth = try Self.truth(disk)
         let (a, _) = try Self.swapFirstTwoEntries(disk)
         let reader = try openKeychain(on: disk)
-        let found = try reader.find(Query(.genericPassword, attrs(["acct": truth[a]!.account, "svce": "s", "agrp": "g"])))
+        let found = try reader.find(
+            Query(.genericPassword, attrs(["acct": truth[a]!.account, "svce": "s", "agrp": "g"])))
         #expect(found.map(\.data) == [truth[a]!.data])
         #expect(found.map { ID16($0.persistentRef.suffix(16)) } == [a])
     }
@@ -94,7 +96,9 @@ import LatchkeyTestSupport
         let truth = try Self.truth(disk)
         let (a, b) = try Self.swapFirstTwoEntries(disk)
         let writer = try openKeychain(on: disk)
-        #expect(try writer.delete(Query(.genericPassword, attrs(["acct": truth[a]!.account, "svce": "s", "agrp": "g"]))) == 1)
+        #expect(
+            try writer.delete(Query(.genericPassword, attrs(["acct": truth[a]!.account, "svce": "s", "agrp": "g"])))
+                == 1)
         let after = try Self.truth(disk)
         #expect(after[a] == nil, "the item asked for is still there")
         #expect(after[b]?.data == truth[b]!.data, "the other item was deleted")
@@ -136,7 +140,10 @@ import LatchkeyTestSupport
         _ = try Self.swapFirstTwoEntries(disk)
         let report = try openKeychain(on: disk).verify()
         #expect(!report.ok)
-        #expect(report.problems.contains { $0.contains("does not describe the keychain") && $0.contains("before they use the entry") },
-                "\(report.problems)")
+        #expect(
+            report.problems.contains {
+                $0.contains("does not describe the keychain") && $0.contains("before they use the entry")
+            },
+            "\(report.problems)")
     }
 }

@@ -19,9 +19,12 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = 0
-        try kc.add(contentsOf: (0..<count).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]), data: bytes("secret-\($0)"))
-        })
+        try kc.add(
+            contentsOf: (0..<count).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]),
+                    data: bytes("secret-\($0)"))
+            })
         #expect(disk.contents(indexPath) != nil, "the add wrote no index")
         return (disk, kc)
     }
@@ -42,7 +45,8 @@ import LatchkeyTestSupport
         let file = disk.keychainBytes
         let (h, _, _) = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(Array(file.prefix(16))))))
         let keys = try FileKeys(device: device, fileUUID: h.fileUUID)
-        return try IndexHeader.decode(Array(try #require(disk.contents(indexPath)).prefix(4096)), macKey: keys.indexFileMAC)
+        return try IndexHeader.decode(
+            Array(try #require(disk.contents(indexPath)).prefix(4096)), macKey: keys.indexFileMAC)
     }
 
     // MARK: Cost
@@ -57,7 +61,7 @@ import LatchkeyTestSupport
         let reader = try openKeychain(on: disk)
         #expect(try Self.secret(reader, "user-7") == bytes("secret-7"))
         #expect(Set(disk.openPaths).isSuperset(of: [TestEnv.keychainPath, Self.indexPath]), "\(disk.openPaths)")
-        let inFlight = reader.localStore   // as a call still running on another thread holds it
+        let inFlight = reader.localStore  // as a call still running on another thread holds it
         reader.close()
         #expect(disk.openPaths.filter { $0.hasPrefix(TestEnv.keychainPath) }.isEmpty, "\(disk.openPaths)")
         #expect(inFlight.map { !$0.isAvailable(.always) } == true, "its class keys are gone")
@@ -91,14 +95,20 @@ import LatchkeyTestSupport
     /// from the log: the reader sees exactly what a full scan sees.
     @Test func recordsAfterTheIndex_areApplied_onTopOfIt() throws {
         let (disk, writer) = try Self.indexedKeychain(300)
-        writer.localStore!.indexTailLimit = .max   // the index stays where it is
+        writer.localStore!.indexTailLimit = .max  // the index stays where it is
         let covered = try Self.header(disk).coveredEnd
-        try writer.update(Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("new-1"))
+        try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("new-1"))
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-2", "svce": "s", "agrp": "g"])))
-        try writer.add(.genericPassword, attributes: attrs(["acct": "user-2", "svce": "s", "agrp": "g"]), data: bytes("reborn-2"))
-        try writer.update(Query(.genericPassword, attrs(["acct": "user-3", "svce": "s", "agrp": "g"])), attributes: attrs(["acct": "moved-3"]))
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "user-2", "svce": "s", "agrp": "g"]), data: bytes("reborn-2"))
+        try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-3", "svce": "s", "agrp": "g"])),
+            attributes: attrs(["acct": "moved-3"]))
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-4", "svce": "s", "agrp": "g"])))
-        try writer.add(.genericPassword, attributes: attrs(["acct": "tail-only", "svce": "s", "agrp": "g"]), data: bytes("t"))
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "tail-only", "svce": "s", "agrp": "g"]), data: bytes("t"))
         #expect(try Self.header(disk).coveredEnd == covered, "the index was rewritten")
 
         let reader = try openKeychain(on: disk)
@@ -112,7 +122,8 @@ import LatchkeyTestSupport
         #expect(try reader.snapshot() == Self.truth(disk))
         // A duplicate is still refused against the items of the index.
         expectKeychainError(.duplicateItem) {
-            try reader.add(.genericPassword, attributes: attrs(["acct": "user-5", "svce": "s", "agrp": "g"]), data: bytes("dup"))
+            try reader.add(
+                .genericPassword, attributes: attrs(["acct": "user-5", "svce": "s", "agrp": "g"]), data: bytes("dup"))
         }
         #expect(reader.verify().ok)
     }
@@ -123,7 +134,9 @@ import LatchkeyTestSupport
     @Test func olderIndexPutBack_neverServesSupersededData() throws {
         let (disk, writer) = try Self.indexedKeychain(200)
         let old = try #require(disk.contents(Self.indexPath))
-        try writer.update(Query(.genericPassword, attrs(["acct": "user-7", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("rotated"))
+        try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-7", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("rotated"))
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-8", "svce": "s", "agrp": "g"])))
         #expect(disk.contents(Self.indexPath) != old, "the writer did not replace the index")
         disk.setContents(Self.indexPath, old)
@@ -140,7 +153,8 @@ import LatchkeyTestSupport
     @Test func indexOfALongerLog_isIgnored_andRollbackIsStillDetected() throws {
         let (disk, writer) = try Self.indexedKeychain(100)
         let olderLog = disk.keychainBytes
-        try writer.add(.genericPassword, attributes: attrs(["acct": "later", "svce": "s", "agrp": "g"]), data: bytes("later"))
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "later", "svce": "s", "agrp": "g"]), data: bytes("later"))
         #expect(try Self.header(disk).coveredEnd > UInt64(olderLog.count))
         disk.setContents(TestEnv.keychainPath, olderLog)
 
@@ -158,7 +172,9 @@ import LatchkeyTestSupport
         let (disk, writer) = try Self.indexedKeychain(100)
         let oldLog = disk.keychainBytes
         let oldIndex = try #require(disk.contents(Self.indexPath))
-        try writer.update(Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("new"))
+        try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("new"))
         disk.setContents(TestEnv.keychainPath, oldLog)
         disk.setContents(Self.indexPath, oldIndex)
         let error = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
@@ -183,9 +199,11 @@ import LatchkeyTestSupport
         let branch = try openKeychain(on: disk, acceptRollback: true)
         try branch.delete(Query(.genericPassword, attrs(["acct": "user-1", "svce": "s", "agrp": "g"])))
         #expect(disk.keychainBytes.count == Int(otherEnd), "the two deletes differ in size")
-        try branch.add(.genericPassword, attributes: attrs(["acct": "branch", "svce": "s", "agrp": "g"]), data: bytes("b"))
+        try branch.add(
+            .genericPassword, attributes: attrs(["acct": "branch", "svce": "s", "agrp": "g"]), data: bytes("b"))
 
-        for (name, index, usable) in [("other history", otherHistoryIndex, false), ("common prefix", prefixIndex, true)] {
+        for (name, index, usable) in [("other history", otherHistoryIndex, false), ("common prefix", prefixIndex, true)]
+        {
             disk.setContents(Self.indexPath, index)
             let counting = CountingFileSystem(disk)
             let reader = try openKeychain(on: counting)
@@ -205,7 +223,7 @@ import LatchkeyTestSupport
     /// write replaces the index with a valid one.
     @Test(arguments: [20, 70, 110, 4096 + 17, 4096 + 58 * 3 + 40, 4096 * 9 + 5, 4096 * 2 - 1, 4096 * 8 - 3])
     func tamperedIndex_isNeverTrusted(at offset: Int) throws {
-        let (disk, writer) = try Self.indexedKeychain(500)   // 8 item pages, 4 unique-key pages
+        let (disk, writer) = try Self.indexedKeychain(500)  // 8 item pages, 4 unique-key pages
         let expected = try writer.snapshot()
         var index = try #require(disk.contents(Self.indexPath))
         try #require(offset < index.count)
@@ -214,7 +232,8 @@ import LatchkeyTestSupport
 
         let reader = try openKeychain(on: disk)
         for i in 0..<500 {
-            #expect(try Self.secret(reader, "user-\(i)") == bytes("secret-\(i)"), "user-\(i) with byte \(offset) changed")
+            #expect(
+                try Self.secret(reader, "user-\(i)") == bytes("secret-\(i)"), "user-\(i) with byte \(offset) changed")
         }
         #expect(try reader.snapshot() == expected)
 
@@ -230,7 +249,7 @@ import LatchkeyTestSupport
     @Test func pageOfAnotherGeneration_isRefused() throws {
         let (disk, writer) = try Self.indexedKeychain(300)
         let first = try #require(disk.contents(Self.indexPath))
-        try writer.localStore!.write { _ in try writer.localStore!.writeIndex() }   // the same log indexed again
+        try writer.localStore!.write { _ in try writer.localStore!.writeIndex() }  // the same log indexed again
         let second = try #require(disk.contents(Self.indexPath))
         #expect(first.count == second.count && first != second)
         #expect(first[4096..<8096] == second[4096..<8096], "the same entries")
@@ -241,8 +260,9 @@ import LatchkeyTestSupport
         let reader = try openKeychain(on: counting)
         #expect(try Self.secret(reader, "user-0") != nil)
         #expect(try reader.snapshot() == Self.truth(disk))
-        #expect(counting.bytesRead[TestEnv.keychainPath, default: 0] >= disk.keychainBytes.count,
-                "the spliced page was used instead of the log")
+        #expect(
+            counting.bytesRead[TestEnv.keychainPath, default: 0] >= disk.keychainBytes.count,
+            "the spliced page was used instead of the log")
     }
 
     /// The index of another keychain of the same device, and the index of the same keychain
@@ -252,7 +272,7 @@ import LatchkeyTestSupport
         let expected = try writer.snapshot()
         let beforeCompaction = try #require(disk.contents(Self.indexPath))
 
-        let (otherDisk, _) = try Self.indexedKeychain(120)   // another file UUID, same accounts
+        let (otherDisk, _) = try Self.indexedKeychain(120)  // another file UUID, same accounts
         disk.setContents(Self.indexPath, try #require(otherDisk.contents(Self.indexPath)))
         #expect(try openKeychain(on: disk).snapshot() == expected)
 
@@ -272,9 +292,16 @@ import LatchkeyTestSupport
     @Test func forgedIndex_withTheDeviceSecret_isReportedByVerify() throws {
         let (disk, writer) = try Self.indexedKeychain(150)
         let store = writer.localStore!
-        let (id, older) = try #require(try store.slot(uniqueKey: UniqueKey(itemClass: .genericPassword, attributes: [
-            "acct": .string("user-9"), "svce": .string("s"), "agrp": .string("g"), "sync": .integer(0)])))
-        try writer.update(Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("newer"))
+        let (id, older) = try #require(
+            try store.slot(
+                uniqueKey: UniqueKey(
+                    itemClass: .genericPassword,
+                    attributes: [
+                        "acct": .string("user-9"), "svce": .string("s"), "agrp": .string("g"), "sync": .integer(0)
+                    ])))
+        try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("newer"))
         #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
 
         var index = try #require(disk.contents(Self.indexPath))
@@ -286,12 +313,16 @@ import LatchkeyTestSupport
             var body = Array(index[page * 4096..<page * 4096 + 4064])
             for i in 0..<70 where Array(body[i * 58..<i * 58 + 16]) == id.bytes {
                 var entry = try IndexItemEntry.decode(body, at: i * 58)
-                (entry.recordOffset, entry.sequence, entry.recordSize) = (older.offset, older.sequence, older.recordSize)
+                (entry.recordOffset, entry.sequence, entry.recordSize) = (
+                    older.offset, older.sequence, older.recordSize
+                )
                 var w = ByteWriter()
                 entry.encode(into: &w)
                 body.replaceSubrange(i * 58..<i * 58 + 58, with: w.bytes)
-                index.replaceSubrange(page * 4096..<(page + 1) * 4096,
-                                      with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
+                index.replaceSubrange(
+                    page * 4096..<(page + 1) * 4096,
+                    with: IndexPage.seal(
+                        body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
                 forged = true
             }
         }
@@ -300,8 +331,11 @@ import LatchkeyTestSupport
 
         let report = try openKeychain(on: disk).verify()
         #expect(!report.ok)
-        #expect(report.problems.contains { $0.contains("does not describe the keychain (item \(hexString(id.bytes)) differs)") },
-                "\(report.problems)")
+        #expect(
+            report.problems.contains {
+                $0.contains("does not describe the keychain (item \(hexString(id.bytes)) differs)")
+            },
+            "\(report.problems)")
         try disk.remove(Self.indexPath)
         #expect(try openKeychain(on: disk).verify().ok)
     }
@@ -313,8 +347,10 @@ import LatchkeyTestSupport
         let (disk, writer) = try Self.indexedKeychain(300)
         writer.localStore!.indexTailLimit = .max
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-7", "svce": "s", "agrp": "g"])))
-        try writer.add(.internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]), data: bytes("x"),
-                       protection: .whenUnlockedThisDeviceOnly)
+        try writer.add(
+            .internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]),
+            data: bytes("x"),
+            protection: .whenUnlockedThisDeviceOnly)
         let reader = try openKeychain(on: disk)
         #expect(reader.localStore!.usesIndex)
         let info = try reader.info()
@@ -336,14 +372,20 @@ import LatchkeyTestSupport
         let (disk, writer) = try Self.indexedKeychain(200)
         writer.localStore!.indexTailLimit = .max
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-5", "svce": "s", "agrp": "g"])))
-        _ = try writer.update(Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])), attributes: ["labl": .string("renamed")], data: nil)
-        try writer.add(.internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]), data: bytes("x"))
+        _ = try writer.update(
+            Query(.genericPassword, attrs(["acct": "user-9", "svce": "s", "agrp": "g"])),
+            attributes: ["labl": .string("renamed")], data: nil)
+        try writer.add(
+            .internetPassword, attributes: attrs(["acct": "late", "srvr": "example.com", "agrp": "g"]), data: bytes("x")
+        )
         func walk(_ kc: Keychain) throws -> (surveyed: Set<[UInt8]>, emitted: [[UInt8]], labels: [String]) {
             var surveyed = Set<[UInt8]>(), emitted: [[UInt8]] = [], labels: [String] = []
-            try kc.walkItems(protections: nil, survey: { surveyed.insert($0.persistentRef) }, emit: {
-                emitted.append($0.persistentRef)
-                if case .string(let l)? = $0.attributes["labl"] { labels.append(l) }
-            })
+            try kc.walkItems(
+                protections: nil, survey: { surveyed.insert($0.persistentRef) },
+                emit: {
+                    emitted.append($0.persistentRef)
+                    if case .string(let l)? = $0.attributes["labl"] { labels.append(l) }
+                })
             return (surveyed, emitted, labels)
         }
         let reader = try openKeychain(on: disk)
@@ -379,7 +421,8 @@ import LatchkeyTestSupport
         var w = ByteWriter()
         second.encode(into: &w)
         body.replaceSubrange(58..<116, with: w.bytes)
-        index.replaceSubrange(4096..<8192, with: IndexPage.seal(body: body, page: 1, headerMAC: headerMAC, macKey: keys.indexFileMAC))
+        index.replaceSubrange(
+            4096..<8192, with: IndexPage.seal(body: body, page: 1, headerMAC: headerMAC, macKey: keys.indexFileMAC))
         disk.setContents(Self.indexPath, index)
 
         let reader = try openKeychain(on: disk)
@@ -394,7 +437,8 @@ import LatchkeyTestSupport
         let stale = Self.indexPath + "-a1b2c3d4"
         let unrelated = [Self.indexPath + "-notes", Self.indexPath + "-a1b2c3d4e"]
         for p in [stale] + unrelated { disk.setContents(p, [1, 2, 3]) }
-        try writer.add(.genericPassword, attributes: attrs(["acct": "next", "svce": "s", "agrp": "g"]), data: bytes("n"))
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "next", "svce": "s", "agrp": "g"]), data: bytes("n"))
         #expect(disk.contents(stale) == nil, "the abandoned temporary file was left")
         for p in unrelated { #expect(disk.contents(p) == [1, 2, 3], "\(p) was removed") }
     }
@@ -406,10 +450,11 @@ import LatchkeyTestSupport
         try writer.delete(Query(.genericPassword, attrs(["acct": "user-0", "svce": "s", "agrp": "g"])))
         #expect(try Self.header(disk).coveredEnd == UInt64(disk.keychainBytes.count))
         var file = disk.keychainBytes
-        file[file.count - 20] ^= 0x01   // the payload of the last record, a delete this device acknowledged
+        file[file.count - 20] ^= 0x01  // the payload of the last record, a delete this device acknowledged
         disk.setContents(TestEnv.keychainPath, file)
         expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
-        let plan = try #require(try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
+        let plan = try #require(
+            try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
         try Keychain.repair(plan, devicePath: TestEnv.devicePath, fs: disk)
         #expect(disk.contents(Self.indexPath) == nil)
         let repaired = try openKeychain(on: disk)
@@ -437,14 +482,19 @@ import LatchkeyTestSupport
         let (disk, first) = try Self.indexedKeychain(200)
         let second = try openKeychain(on: disk)
         second.localStore!.indexTailLimit = 0
-        try second.update(Query(.genericPassword, attrs(["acct": "user-10", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("by-second"))
+        try second.update(
+            Query(.genericPassword, attrs(["acct": "user-10", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("by-second"))
         try second.delete(Query(.genericPassword, attrs(["acct": "user-11", "svce": "s", "agrp": "g"])))
         #expect(try Self.secret(first, "user-10") == bytes("by-second"))
         #expect(try Self.secret(first, "user-11") == nil)
-        try first.add(.genericPassword, attributes: attrs(["acct": "by-first", "svce": "s", "agrp": "g"]), data: bytes("f"))
+        try first.add(
+            .genericPassword, attributes: attrs(["acct": "by-first", "svce": "s", "agrp": "g"]), data: bytes("f"))
         #expect(try Self.secret(second, "by-first") == bytes("f"))
         try second.compact()
-        try first.update(Query(.genericPassword, attrs(["acct": "user-12", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("after-compact"))
+        try first.update(
+            Query(.genericPassword, attrs(["acct": "user-12", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("after-compact"))
         #expect(try Self.secret(second, "user-12") == bytes("after-compact"))
         #expect(try first.snapshot() == Self.truth(disk))
         #expect(try second.snapshot() == Self.truth(disk))
@@ -456,9 +506,12 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         kc.localStore!.indexTailLimit = 0
-        try kc.add(contentsOf: (0..<50).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]), data: bytes("secret-\($0)"))
-        })
+        try kc.add(
+            contentsOf: (0..<50).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "user-\($0)", "svce": "s", "agrp": "g"]),
+                    data: bytes("secret-\($0)"))
+            })
         let old = try #require(disk.contents(Self.indexPath))
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode)
         disk.setContents(Self.indexPath, old)
@@ -485,7 +538,9 @@ import LatchkeyTestSupport
         try FileManager.default.createSymbolicLink(atPath: path + ".index", withDestinationPath: target)
         let reader = try Keychain.open(path: path, devicePath: dir.path + "/device.secret")
         reader.localStore!.indexTailLimit = 0
-        #expect(try reader.find(Query(.genericPassword, attrs(["acct": "a", "svce": "s", "agrp": "g"]))).first?.data == bytes("a"))
+        #expect(
+            try reader.find(Query(.genericPassword, attrs(["acct": "a", "svce": "s", "agrp": "g"]))).first?.data
+                == bytes("a"))
         try reader.add(.genericPassword, attributes: attrs(["acct": "b", "svce": "s", "agrp": "g"]), data: bytes("b"))
         #expect(FileManager.default.contents(atPath: target) == Data([1, 2, 3]), "the symlink's target was written")
         let kind = try PosixFileSystem.shared.ownership(path: path + ".index")?.kind

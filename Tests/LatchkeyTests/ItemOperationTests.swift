@@ -13,10 +13,13 @@ import LatchkeyTestSupport
 
     @Test func add_thenFind_returnsAttributesDataAndKeychainSetFields() throws {
         let (disk, kc) = try keychain()
-        let added = try kc.add(.genericPassword,
-                               attributes: ["acct": .string("alice"), "svce": .string("mail"), "labl": .string("Mail"),
-                                            "gena": .data([0, 1, 2]), "type": .integer(42)],
-                               data: bytes("s3cret"), protection: .afterFirstUnlock)
+        let added = try kc.add(
+            .genericPassword,
+            attributes: [
+                "acct": .string("alice"), "svce": .string("mail"), "labl": .string("Mail"),
+                "gena": .data([0, 1, 2]), "type": .integer(42)
+            ],
+            data: bytes("s3cret"), protection: .afterFirstUnlock)
         #expect(added.itemClass == .genericPassword)
         #expect(added.protection == .afterFirstUnlock)
         #expect(added.attributes["pdmn"] == .string("ck"))
@@ -39,9 +42,10 @@ import LatchkeyTestSupport
 
     @Test func add_withCallerDatesAndProtection_usesKeychainOwnValues() throws {
         let (_, kc) = try keychain()
-        let added = try kc.add(.genericPassword,
-                               attributes: ["acct": .string("alice"), "cdat": .date(1), "mdat": .date(2), "pdmn": .string("dk")],
-                               data: [], protection: .whenUnlocked)
+        let added = try kc.add(
+            .genericPassword,
+            attributes: ["acct": .string("alice"), "cdat": .date(1), "mdat": .date(2), "pdmn": .string("dk")],
+            data: [], protection: .whenUnlocked)
         #expect(added.attributes["cdat"] != .date(1))
         #expect(added.attributes["mdat"] != .date(2))
         #expect(added.attributes["pdmn"] == .string("ak"))
@@ -57,13 +61,19 @@ import LatchkeyTestSupport
         let mutations = disk.mutations
 
         expectKeychainError(.duplicateItem) {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "other"]), data: bytes("second"))
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "other"]),
+                data: bytes("second"))
         }
         expectKeychainError(.duplicateItem, "a string and data with the same bytes are the same key") {
-            try kc.add(.genericPassword, attributes: ["acct": .data(bytes("alice")), "svce": .string("mail")], data: bytes("third"))
+            try kc.add(
+                .genericPassword, attributes: ["acct": .data(bytes("alice")), "svce": .string("mail")],
+                data: bytes("third"))
         }
         expectKeychainError(.duplicateItem, "the protection class is not part of the unique key") {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("x"), protection: .always)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("x"),
+                protection: .always)
         }
         #expect(disk.keychainBytes == before)
         #expect(disk.mutations == mutations, "nothing was written, not even the device state")
@@ -74,7 +84,9 @@ import LatchkeyTestSupport
         let (_, kc) = try keychain()
         try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("1"))
         try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "chat"]), data: bytes("2"))
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "agrp": "other.group"]), data: bytes("3"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "agrp": "other.group"]),
+            data: bytes("3"))
         try kc.add(.internetPassword, attributes: attrs(["acct": "alice", "srvr": "mail"]), data: bytes("4"))
         #expect(try kc.find(Query(.genericPassword, attrs(["acct": "alice"]))).count == 3)
         #expect(try kc.snapshot().count == 4)
@@ -82,10 +94,12 @@ import LatchkeyTestSupport
 
     @Test func update_changesAttributesAndData_keepsCdatAndMovesMdat() throws {
         let (disk, kc) = try keychain()
-        let added = try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "old"]), data: bytes("old"))
-        let n = try kc.update(Query(.genericPassword, attrs(["acct": "alice"])),
-                              attributes: ["labl": .string("new"), "desc": .string("added"), "cdat": .date(0), "mdat": .date(0)],
-                              data: bytes("new"))
+        let added = try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "old"]), data: bytes("old"))
+        let n = try kc.update(
+            Query(.genericPassword, attrs(["acct": "alice"])),
+            attributes: ["labl": .string("new"), "desc": .string("added"), "cdat": .date(0), "mdat": .date(0)],
+            data: bytes("new"))
         #expect(n == 1)
         let updated = try #require(try openKeychain(on: disk).find(Query(.genericPassword)).first)
         #expect(updated.persistentRef == added.persistentRef, "an update keeps the item's identity")
@@ -94,7 +108,8 @@ import LatchkeyTestSupport
         #expect(updated.attributes["desc"] == .string("added"))
         #expect(updated.attributes["acct"] == .string("alice"))
         #expect(updated.attributes["cdat"] == added.attributes["cdat"], "cdat is kept")
-        guard case .date(let before) = added.attributes["mdat"], case .date(let after) = updated.attributes["mdat"] else {
+        guard case .date(let before) = added.attributes["mdat"], case .date(let after) = updated.attributes["mdat"]
+        else {
             Issue.record("dates missing"); return
         }
         #expect(after > before, "mdat moves")
@@ -118,7 +133,9 @@ import LatchkeyTestSupport
         let file = disk.keychainBytes
 
         expectKeychainError(.duplicateItem) {
-            try kc.update(Query(.genericPassword, attrs(["acct": "bob"])), attributes: attrs(["acct": "alice"]), data: bytes("b2"))
+            try kc.update(
+                Query(.genericPassword, attrs(["acct": "bob"])), attributes: attrs(["acct": "alice"]), data: bytes("b2")
+            )
         }
         expectKeychainError(.duplicateItem, "two matches given the same key collide with each other") {
             try kc.update(Query(.genericPassword, attrs(["svce": "mail"])), attributes: attrs(["acct": "carol"]))
@@ -132,15 +149,20 @@ import LatchkeyTestSupport
         let (disk, kc) = try keychain()
         // Three items labelled "batch"; changing their service to "chat" collides only for the
         // last one (bob/chat exists), so the first two must not change either.
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "batch"]), data: bytes("a"))
-        try kc.add(.genericPassword, attributes: attrs(["acct": "carol", "svce": "mail", "labl": "batch"]), data: bytes("c"))
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail", "labl": "batch"]), data: bytes("b"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "batch"]), data: bytes("a"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "carol", "svce": "mail", "labl": "batch"]), data: bytes("c"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "mail", "labl": "batch"]), data: bytes("b"))
         try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "chat"]), data: bytes("other"))
         let before = try kc.snapshot()
         let file = disk.keychainBytes
 
         expectKeychainError(.duplicateItem) {
-            try kc.update(Query(.genericPassword, attrs(["labl": "batch"])), attributes: attrs(["svce": "chat"]), data: bytes("new"))
+            try kc.update(
+                Query(.genericPassword, attrs(["labl": "batch"])), attributes: attrs(["svce": "chat"]),
+                data: bytes("new"))
         }
         #expect(try kc.snapshot() == before)
         #expect(disk.keychainBytes == file)
@@ -148,7 +170,10 @@ import LatchkeyTestSupport
         // Without the collision the same update changes all three in one transaction.
         try kc.delete(Query(.genericPassword, attrs(["acct": "bob", "svce": "chat"])))
         let end = disk.keychainBytes.count
-        #expect(try kc.update(Query(.genericPassword, attrs(["labl": "batch"])), attributes: attrs(["svce": "chat"]), data: bytes("new")) == 3)
+        #expect(
+            try kc.update(
+                Query(.genericPassword, attrs(["labl": "batch"])), attributes: attrs(["svce": "chat"]),
+                data: bytes("new")) == 3)
         let batch = try openKeychain(on: disk).find(Query(.genericPassword, attrs(["labl": "batch"])))
         #expect(batch.count == 3)
         #expect(batch.allSatisfy { $0.attributes["svce"] == .string("chat") && $0.data == bytes("new") })
@@ -171,7 +196,9 @@ import LatchkeyTestSupport
         let (disk, kc) = try keychain()
         try kc.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("a"))
         let file = disk.keychainBytes
-        expectKeychainError(.itemNotFound) { try kc.update(Query(.genericPassword, attrs(["acct": "nobody"])), attributes: attrs(["labl": "x"])) }
+        expectKeychainError(.itemNotFound) {
+            try kc.update(Query(.genericPassword, attrs(["acct": "nobody"])), attributes: attrs(["labl": "x"]))
+        }
         expectKeychainError(.itemNotFound) { try kc.update(Query(.internetPassword), attributes: attrs(["labl": "x"])) }
         #expect(disk.keychainBytes == file)
     }
@@ -181,8 +208,10 @@ import LatchkeyTestSupport
         for name in ["alice", "bob", "carol"] {
             try kc.add(.genericPassword, attributes: attrs(["acct": name, "svce": "mail"]), data: bytes(name))
         }
-        let kept = try kc.add(.genericPassword, attributes: attrs(["acct": "dave", "svce": "chat"]), data: bytes("dave"))
-        let keptInet = try kc.add(.internetPassword, attributes: attrs(["acct": "erin", "srvr": "mail"]), data: bytes("erin"))
+        let kept = try kc.add(
+            .genericPassword, attributes: attrs(["acct": "dave", "svce": "chat"]), data: bytes("dave"))
+        let keptInet = try kc.add(
+            .internetPassword, attributes: attrs(["acct": "erin", "srvr": "mail"]), data: bytes("erin"))
 
         #expect(try kc.delete(Query(.genericPassword, attrs(["svce": "mail"]))) == 3)
         #expect(try kc.find(Query(.genericPassword, attrs(["svce": "mail"]))).isEmpty)

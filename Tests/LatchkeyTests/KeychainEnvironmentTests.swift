@@ -29,12 +29,16 @@ import Testing
     @Test func entitlementsGiveTheGroups_andTheAppIDIsTheFallback() throws {
         let plist: [String: Any] = ["keychain-access-groups": ["TEAM.shared"]]
         let bytes = try PropertyListSerialization.data(fromPropertyList: plist, format: .xml, options: 0)
-        let env = KeychainEnvironment(lookup: { ["LATCHKEY_ENTITLEMENTS": "/e.plist", "LATCHKEY_APP_ID": "TEAM.app"][$0] })
+        let env = KeychainEnvironment(lookup: {
+            ["LATCHKEY_ENTITLEMENTS": "/e.plist", "LATCHKEY_APP_ID": "TEAM.app"][$0]
+        })
         let caller = try env.caller(read: { path in
             #expect(path == "/e.plist")
             return [UInt8](bytes)
         })
         #expect(caller.accessGroups == ["TEAM.shared", "TEAM.app"])
-        #expect(try CallerIdentity.fromEnvironment(["LATCHKEY_APP_ID": "a.b"]) == CallerIdentity(applicationIdentifier: "a.b"))
+        #expect(
+            try CallerIdentity.fromEnvironment(["LATCHKEY_APP_ID": "a.b"])
+                == CallerIdentity(applicationIdentifier: "a.b"))
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Testing
 @testable import Latchkey
@@ -30,7 +30,8 @@ import LatchkeyFormat
     @Test func newKeychain_defaultsToScryptAt2To17() throws {
         #expect(KDFParameters.defaultLogN == 17)
         let disk = try makeDisk()
-        _ = try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: TestEnv.passcode, fs: disk)
+        _ = try Keychain.create(
+            path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: TestEnv.passcode, fs: disk)
         let kdf = try openKeychain(on: disk).localStore!.kdf
         #expect(kdf.logN == 17 && kdf.r == 8 && kdf.p == 1)
     }
@@ -50,8 +51,11 @@ import LatchkeyFormat
         let disk = try makeDisk()
         let created = try createKeychain(on: disk, passcode: nil)
         #expect(!created.hasPasscode)
-        try created.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("one"), protection: .whenUnlocked)
-        try created.add(.genericPassword, attributes: attrs(["acct": "bob"]), data: bytes("two"), protection: .afterFirstUnlockThisDeviceOnly)
+        try created.add(
+            .genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("one"), protection: .whenUnlocked)
+        try created.add(
+            .genericPassword, attributes: attrs(["acct": "bob"]), data: bytes("two"),
+            protection: .afterFirstUnlockThisDeviceOnly)
 
         let kc = try openKeychain(on: disk)
         #expect(!kc.hasPasscode)
@@ -114,7 +118,8 @@ import LatchkeyFormat
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let device = dir.path + "/device.secret"
-        let kc = try Keychain.create(path: dir.path + "/login.keychain", devicePath: device, passcode: nil, kdfLogN: TestEnv.logN)
+        let kc = try Keychain.create(
+            path: dir.path + "/login.keychain", devicePath: device, passcode: nil, kdfLogN: TestEnv.logN)
         try kc.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("s3cret"))
         #expect(try PosixFileSystem.shared.permissions(device) == 0o600)
         #expect(try PosixFileSystem.shared.permissions(device + ".state") == 0o700)
@@ -134,7 +139,8 @@ import LatchkeyFormat
         #expect(error?.message.contains("chmod 600") == true, "the message says how to fix it")
         expectKeychainError(.io) { _ = try Device.load(path: device) }
         expectKeychainError(.io, "create must not adopt an unsafe device secret either") {
-            _ = try Keychain.create(path: dir.path + "/second.keychain", devicePath: device, passcode: nil, kdfLogN: TestEnv.logN)
+            _ = try Keychain.create(
+                path: dir.path + "/second.keychain", devicePath: device, passcode: nil, kdfLogN: TestEnv.logN)
         }
 
         #expect(chmod(device, 0o600) == 0)

@@ -26,17 +26,23 @@ import Testing
         let path = dir.path + "/login.keychain"
         let kc = try Keychain.create(path: path, devicePath: dir.path + "/device.secret", passcode: nil)
         for second in [path + ".create-0badf00d", path + ".restore-deadbeef"] { #expect(link(path, second) == 0) }
-        let abandoned = [path + ".create-12345678", path + ".restore-1234abcd", path + ".restore-1234abcd.index",
-                         path + ".restore-1234abcd.index-89abcdef", path + ".restore-1234abcd.create-00000000",
-                         path + ".restore-a0a0a0a0.index",
-                         // A killed index write's or compaction's temporary file (as large as the
-                         // index or the keychain): removed by a write that writes neither.
-                         path + ".index-0badf00d", path + ".compact-0badf00d"]
-        let unrelated = [path + ".create-notes123", path + ".restore-ABCDEF12", path + ".create-0badf00d.bak",
-                         path + ".restore-1234abcd.notes", dir.path + "/other.keychain.create-12345678"]
+        let abandoned = [
+            path + ".create-12345678", path + ".restore-1234abcd", path + ".restore-1234abcd.index",
+            path + ".restore-1234abcd.index-89abcdef", path + ".restore-1234abcd.create-00000000",
+            path + ".restore-a0a0a0a0.index",
+            // A killed index write's or compaction's temporary file (as large as the
+            // index or the keychain): removed by a write that writes neither.
+            path + ".index-0badf00d", path + ".compact-0badf00d"
+        ]
+        let unrelated = [
+            path + ".create-notes123", path + ".restore-ABCDEF12", path + ".create-0badf00d.bak",
+            path + ".restore-1234abcd.notes", dir.path + "/other.keychain.create-12345678"
+        ]
         for p in abandoned + unrelated { #expect(FileManager.default.createFile(atPath: p, contents: Data([1, 2, 3]))) }
 
-        _ = try kc.add(.genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("x".utf8), protection: .always)
+        _ = try kc.add(
+            .genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("x".utf8),
+            protection: .always)
 
         for p in abandoned + [path + ".create-0badf00d", path + ".restore-deadbeef"] {
             #expect(!FileManager.default.fileExists(atPath: p), "\(p) was left")
@@ -58,15 +64,21 @@ import Testing
         let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
         let kc = try Keychain.create(path: path, devicePath: device, passcode: nil)
         kc.localStore!.indexTailLimit = 0
-        _ = try kc.add(.genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("x".utf8), protection: .always)
+        _ = try kc.add(
+            .genericPassword, attributes: ["acct": .string("a"), "svce": .string("s")], data: Array("x".utf8),
+            protection: .always)
         let index = try #require(FileManager.default.contents(atPath: path + ".index"))
         #expect(rename(path + ".index", path + ".restore-0badf00d.index") == 0)
 
         let next = try Keychain.open(path: path, devicePath: device)
-        _ = try next.add(.genericPassword, attributes: ["acct": .string("b"), "svce": .string("s")], data: Array("y".utf8), protection: .always)
+        _ = try next.add(
+            .genericPassword, attributes: ["acct": .string("b"), "svce": .string("s")], data: Array("y".utf8),
+            protection: .always)
 
         #expect(!FileManager.default.fileExists(atPath: path + ".restore-0badf00d.index"))
-        #expect(FileManager.default.contents(atPath: path + ".index") == index, "the restore's index, moved beside the keychain")
+        #expect(
+            FileManager.default.contents(atPath: path + ".index") == index,
+            "the restore's index, moved beside the keychain")
         #expect(try Keychain.open(path: path, devicePath: device).verify().ok)
     }
 
@@ -96,12 +108,14 @@ import Testing
         let unrelated = [prefix + "notes123", prefix + "0BADF00D", dir.path + "/out.tar"]
         for p in [abandoned] + unrelated { #expect(FileManager.default.createFile(atPath: p, contents: Data([1]))) }
         #expect(mkfifo(prefix + "fifo0000", 0o600) == 0)
-        #expect(mkfifo(prefix + "ffff0000", 0o600) == 0)   // the name form, but not a regular file: never opened
+        #expect(mkfifo(prefix + "ffff0000", 0o600) == 0)  // the name form, but not a regular file: never opened
 
         fs.removeAbandonedTemporaryFiles(prefix: prefix)
 
         #expect(!FileManager.default.fileExists(atPath: abandoned))
         #expect(FileManager.default.fileExists(atPath: live.path), "the live writer's file stays")
-        for p in unrelated + [prefix + "fifo0000", prefix + "ffff0000"] { #expect(FileManager.default.fileExists(atPath: p), "\(p) was removed") }
+        for p in unrelated + [prefix + "fifo0000", prefix + "ffff0000"] {
+            #expect(FileManager.default.fileExists(atPath: p), "\(p) was removed")
+        }
     }
 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -63,7 +63,9 @@ import LatchkeyTestSupport
         defer { dir.remove() }
         #expect(chmod(device + ".state", mode_t(mode)) == 0)
         let error = expectKeychainError(.io) { _ = try Keychain.open(path: keychain, devicePath: device) }
-        #expect(error?.message.contains("chmod 700 \(device).state") == true, "says what to fix: \(String(describing: error))")
+        #expect(
+            error?.message.contains("chmod 700 \(device).state") == true,
+            "says what to fix: \(String(describing: error))")
         #expect(chmod(device + ".state", 0o700) == 0)
         _ = try Keychain.open(path: keychain, devicePath: device)
     }
@@ -92,7 +94,9 @@ import LatchkeyTestSupport
         defer { dir.remove() }
         #expect(chmod(dir.path + "/device", mode_t(mode)) == 0)
         let error = expectKeychainError(.io) { _ = try Keychain.open(path: keychain, devicePath: device) }
-        #expect(error?.message.contains("chmod go-w \(dir.path)/device") == true, "says what to fix: \(String(describing: error))")
+        #expect(
+            error?.message.contains("chmod go-w \(dir.path)/device") == true,
+            "says what to fix: \(String(describing: error))")
     }
 
     @Test func ancestorWritableByOthers_isRefused_butAStickyOneIsNot() throws {
@@ -112,8 +116,9 @@ import LatchkeyTestSupport
         #expect(mkdir(dir.path + "/shared", 0o777) == 0)
         #expect(chmod(dir.path + "/shared", 0o777) == 0)
         expectKeychainError(.io) {
-            _ = try Keychain.create(path: dir.path + "/login.keychain", devicePath: dir.path + "/shared/device.secret",
-                                    passcode: nil, kdfLogN: TestEnv.logN)
+            _ = try Keychain.create(
+                path: dir.path + "/login.keychain", devicePath: dir.path + "/shared/device.secret",
+                passcode: nil, kdfLogN: TestEnv.logN)
         }
         #expect(access(dir.path + "/shared/device.secret", F_OK) != 0, "no secret was written there")
     }
@@ -182,7 +187,9 @@ import LatchkeyTestSupport
         #expect(!text.contains("create one with 'latchkey init'"))
 
         let again = expectKeychainError(.duplicateKeychain) { _ = try createKeychain(on: disk, passcode: nil) }
-        #expect(again?.message.contains("delete") == false, "init never suggests deleting a keychain: \(String(describing: again))")
+        #expect(
+            again?.message.contains("delete") == false,
+            "init never suggests deleting a keychain: \(String(describing: again))")
         #expect(again?.message.contains(uuid) == true)
         #expect(disk.contents(TestEnv.devicePath) == nil, "init made no new device secret beside the keychain")
     }

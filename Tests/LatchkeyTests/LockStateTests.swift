@@ -4,9 +4,13 @@ import LatchkeyTestSupport
 
 /// Protection classes and lock states (spec §5.3).
 @Suite struct LockStateTests {
-    static let locked: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly,
-                                            .afterFirstUnlockThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
-    static let droppedByLock: [ProtectionClass] = [.whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+    static let locked: [ProtectionClass] = [
+        .whenUnlocked, .afterFirstUnlock, .whenUnlockedThisDeviceOnly,
+        .afterFirstUnlockThisDeviceOnly, .whenPasscodeSetThisDeviceOnly
+    ]
+    static let droppedByLock: [ProtectionClass] = [
+        .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly
+    ]
 
     /// A keychain with a passcode holding one generic password per protection class, the
     /// account named after the class code.
@@ -14,7 +18,9 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         for pc in ProtectionClass.allCases {
-            try kc.add(.genericPassword, attributes: attrs(["acct": pc.code]), data: bytes("secret-\(pc.code)"), protection: pc)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": pc.code]), data: bytes("secret-\(pc.code)"), protection: pc
+            )
         }
         return disk
     }
@@ -51,13 +57,17 @@ import LatchkeyTestSupport
             }
         }
         expectKeychainError(.interactionNotAllowed, "a dk item cannot be moved into a locked class") {
-            try kc.update(Query(.genericPassword, attrs(["acct": "dk"]), protection: .always), attributes: [:], protection: .whenUnlocked)
+            try kc.update(
+                Query(.genericPassword, attrs(["acct": "dk"]), protection: .always), attributes: [:],
+                protection: .whenUnlocked)
         }
         for pc in [ProtectionClass.always, .alwaysThisDeviceOnly] {
             #expect(kc.isAvailable(pc))
             expectReadable(kc, pc)
             try kc.add(.genericPassword, attributes: attrs(["acct": "new-\(pc.code)"]), data: [], protection: pc)
-            try kc.update(Query(.genericPassword, attrs(["acct": "new-\(pc.code)"]), protection: pc), attributes: attrs(["labl": "x"]))
+            try kc.update(
+                Query(.genericPassword, attrs(["acct": "new-\(pc.code)"]), protection: pc),
+                attributes: attrs(["labl": "x"]))
         }
         // Delete needs to read the candidates, so a query over locked items is refused too.
         expectKeychainError(.interactionNotAllowed) { try kc.delete(Query(.genericPassword)) }
@@ -111,7 +121,9 @@ import LatchkeyTestSupport
         let kc = try createKeychain(on: disk, passcode: nil)
         let file = disk.keychainBytes
         expectKeychainError(.notAvailable) {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: [], protection: .whenPasscodeSetThisDeviceOnly)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "alice"]), data: [],
+                protection: .whenPasscodeSetThisDeviceOnly)
         }
         try kc.add(.genericPassword, attributes: attrs(["acct": "bob"]), data: [], protection: .whenUnlocked)
         expectKeychainError(.notAvailable, "moving an item into akpu") {

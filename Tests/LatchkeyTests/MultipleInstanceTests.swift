@@ -22,7 +22,8 @@ import Testing
         case .real:
             let dir = try TemporaryDirectory()
             let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
-            let a = try Keychain.create(path: path, devicePath: device, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
+            let a = try Keychain.create(
+                path: path, devicePath: device, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
             let b = try Keychain.open(path: path, devicePath: device)
             try b.unlock(passcode: TestEnv.passcode)
             return (a, b, dir.remove)
@@ -33,10 +34,13 @@ import Testing
     func readers_seeRecordsAppendedByAnotherInstance(_ kind: Disk) throws {
         let (a, b, cleanup) = try twoInstances(kind)
         defer { cleanup() }
-        let added = try a.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("from a"))
+        let added = try a.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("from a"))
         #expect(try b.find(Query(.genericPassword, attrs(["acct": "alice", "svce": "mail"]))) == [added])
 
-        try b.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "by b"]), data: bytes("from b"))
+        try b.update(
+            Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "by b"]),
+            data: bytes("from b"))
         let seen = try #require(try a.find(Query(.genericPassword)).first)
         #expect(seen.data == bytes("from b"))
         #expect(seen.attributes["labl"] == .string("by b"))
@@ -60,7 +64,9 @@ import Testing
         defer { dir.remove() }
         let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
         let a = try Keychain.create(path: path, devicePath: device, passcode: TestEnv.passcode, kdfLogN: TestEnv.logN)
-        for i in 0..<4 { try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: bytes("secret \(i)")) }
+        for i in 0..<4 {
+            try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: bytes("secret \(i)"))
+        }
         if hardLinked { try FileManager.default.linkItem(atPath: path, toPath: dir.path + "/other-name.keychain") }
         let b = try Keychain.open(path: path, devicePath: device)
         try b.unlock(passcode: TestEnv.passcode)
@@ -78,7 +84,9 @@ import Testing
     func compactionByOneInstance_otherStillReadsAndWrites(_ kind: Disk) throws {
         let (a, b, cleanup) = try twoInstances(kind)
         defer { cleanup() }
-        for i in 0..<6 { try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: bytes("secret \(i)")) }
+        for i in 0..<6 {
+            try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: bytes("secret \(i)"))
+        }
         try a.delete(Query(.genericPassword, attrs(["acct": "user0"])))
         try a.update(Query(.genericPassword, attrs(["acct": "user1"])), attributes: attrs(["labl": "x"]))
         let live = try b.snapshot()
@@ -91,7 +99,9 @@ import Testing
         #expect(report.ok, "\(report.problems)")
         try b.add(.genericPassword, attributes: attrs(["acct": "from-b"]), data: bytes("b"))
         try b.update(Query(.genericPassword, attrs(["acct": "user2"])), attributes: attrs(["labl": "y"]))
-        expectKeychainError(.duplicateItem) { try b.add(.genericPassword, attributes: attrs(["acct": "user3"]), data: []) }
+        expectKeychainError(.duplicateItem) {
+            try b.add(.genericPassword, attributes: attrs(["acct": "user3"]), data: [])
+        }
         #expect(try a.snapshot() == b.snapshot())
         #expect(a.verify().ok)
 
@@ -109,7 +119,9 @@ import Testing
         // Records of different sizes, so that the compacted file's offsets do not line up
         // with the old file's records.
         for i in 0..<4 {
-            try a.add(.genericPassword, attributes: attrs(["acct": "user\(i)"]), data: Array(repeating: UInt8(i), count: 10 + 37 * i))
+            try a.add(
+                .genericPassword, attributes: attrs(["acct": "user\(i)"]),
+                data: Array(repeating: UInt8(i), count: 10 + 37 * i))
         }
         try a.delete(Query(.genericPassword, attrs(["acct": "user0"])))
         let live = try b.snapshot()

@@ -10,7 +10,8 @@ import Testing
         let dir = try TemporaryDirectory()
         let path = dir.path + "/login.keychain", device = dir.path + "/device.secret"
         let kc = try Keychain.create(path: path, devicePath: device, passcode: passcode, kdfLogN: TestEnv.logN)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "ak"]), data: bytes("secret"), protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "ak"]), data: bytes("secret"), protection: .whenUnlocked)
         return (dir, path, device)
     }
 
@@ -29,7 +30,9 @@ import Testing
     @Test func wrongPasscode_isAuthFailed_andCountedOnce() throws {
         let (dir, path, device) = try made(passcode: TestEnv.passcode)
         defer { dir.remove() }
-        expectKeychainError(.authFailed) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.wrongPasscode) }
+        expectKeychainError(.authFailed) {
+            _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.wrongPasscode)
+        }
         let kc = try Keychain.open(path: path, devicePath: device)
         #expect(try kc.localStore!.device.state(fileUUID: kc.localStore!.fileUUID)?.failedAttempts == 1)
     }
@@ -40,10 +43,16 @@ import Testing
         let kc = try Keychain.open(path: path, devicePath: device)
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
         // The key derived from the first keybag must not be used.
-        expectKeychainError(.authFailed) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.passcode) }
-        #expect(try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode)) == bytes("secret"))
-        try kc.compact()   // now the header holds the new keybag
-        #expect(try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode)) == bytes("secret"))
+        expectKeychainError(.authFailed) {
+            _ = try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.passcode)
+        }
+        #expect(
+            try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode))
+                == bytes("secret"))
+        try kc.compact()  // now the header holds the new keybag
+        #expect(
+            try secret(try Keychain.open(path: path, devicePath: device, unlockingWith: TestEnv.newPasscode))
+                == bytes("secret"))
     }
 
     /// Issue 13 §2: a passcode given for a keychain that has none is an error, never ignored
@@ -51,9 +60,13 @@ import Testing
     @Test func keychainWithoutPasscode_refusesAGivenPasscode() throws {
         let (dir, path, device) = try made(passcode: nil)
         defer { dir.remove() }
-        let error = expectKeychainError(.param) { _ = try Keychain.open(path: path, devicePath: device, unlockingWith: bytes("anything")) }
+        let error = expectKeychainError(.param) {
+            _ = try Keychain.open(path: path, devicePath: device, unlockingWith: bytes("anything"))
+        }
         #expect(error?.message.contains("has no passcode") == true)
-        expectKeychainError(.param) { try Keychain.open(path: path, devicePath: device).unlock(passcode: bytes("anything")) }
+        expectKeychainError(.param) {
+            try Keychain.open(path: path, devicePath: device).unlock(passcode: bytes("anything"))
+        }
         #expect(try secret(try Keychain.open(path: path, devicePath: device)) == bytes("secret"))
     }
 }

@@ -11,9 +11,15 @@ import LatchkeyFormat
     func keychainWithItems(passcode: [UInt8]?) throws -> (MemoryFileSystem, Keychain, Snapshot) {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: passcode)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a"), protection: .whenUnlocked)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b"), protection: .afterFirstUnlockThisDeviceOnly)
-        try kc.add(.internetPassword, attributes: attrs(["acct": "carol", "srvr": "example.com"]), data: bytes("c"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a"),
+            protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b"),
+            protection: .afterFirstUnlockThisDeviceOnly)
+        try kc.add(
+            .internetPassword, attributes: attrs(["acct": "carol", "srvr": "example.com"]), data: bytes("c"),
+            protection: .always)
         return (disk, kc, try kc.snapshot())
     }
 
@@ -50,19 +56,24 @@ import LatchkeyFormat
         let (disk, kc, _) = try keychainWithItems(passcode: TestEnv.passcode)
         let oldCopy = disk.clone()
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "added-later"]), data: bytes("new secret"), protection: .whenUnlocked)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "added-later-cku"]), data: bytes("new secret"),
-                   protection: .afterFirstUnlockThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "added-later"]), data: bytes("new secret"),
+            protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "added-later-cku"]), data: bytes("new secret"),
+            protection: .afterFirstUnlockThisDeviceOnly)
 
         let old = try openKeychain(on: oldCopy)
         try old.unlock(passcode: TestEnv.passcode)
         let current = try openKeychain(on: disk)
         try current.unlock(passcode: TestEnv.newPasscode)
         for account in ["added-later", "added-later-cku"] {
-            let (_, slot) = try #require(current.localStore!.slots().first { _, s in
-                (try? current.localStore!.read(s).attributes["acct"]) == .string(account)
-            })
-            let record = try disk.read(try disk.openReadOnly(TestEnv.keychainPath), offset: slot.offset, count: Int(slot.recordSize))
+            let (_, slot) = try #require(
+                current.localStore!.slots().first { _, s in
+                    (try? current.localStore!.read(s).attributes["acct"]) == .string(account)
+                })
+            let record = try disk.read(
+                try disk.openReadOnly(TestEnv.keychainPath), offset: slot.offset, count: Int(slot.recordSize))
             let payload = try ItemPutPayload.decode(record[20..<(record.count - 16)])
             let oldClassKey = try old.localStore!.classKey(slot.protection)
             #expect(throws: (any Error).self, "\(account): an old class key opens an item added after the change") {
@@ -84,14 +95,18 @@ import LatchkeyFormat
         // No record in the file carries another keybag.
         let locked = try openKeychain(on: disk)
         #expect(!locked.isAvailable(.whenUnlocked))
-        expectKeychainError(.interactionNotAllowed) { _ = try locked.find(Query(.genericPassword, attrs(["acct": "after"]))) }
+        expectKeychainError(.interactionNotAllowed) {
+            _ = try locked.find(Query(.genericPassword, attrs(["acct": "after"])))
+        }
         try locked.unlock(passcode: TestEnv.newPasscode)
         #expect(try locked.snapshot().count == items.count + 1)
     }
 
     @Test func removingThePasscode_deletesAkpuItemsAndOpensTheRestWithoutOne() throws {
         let (disk, kc, items) = try keychainWithItems(passcode: TestEnv.passcode)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "pinned"]), data: bytes("p"), protection: .whenPasscodeSetThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "pinned"]), data: bytes("p"),
+            protection: .whenPasscodeSetThisDeviceOnly)
         expectKeychainError(.param, "nothing to remove on a keychain without one") {
             try createKeychain(on: try makeDisk(), passcode: nil).changePasscode(old: nil, new: nil)
         }
@@ -103,7 +118,9 @@ import LatchkeyFormat
         #expect(!reopened.hasPasscode)
         #expect(try reopened.snapshot() == items, "every item but the akpu one, without a passcode")
         expectKeychainError(.notAvailable) {
-            try reopened.add(.genericPassword, attributes: attrs(["acct": "x"]), data: [], protection: .whenPasscodeSetThisDeviceOnly)
+            try reopened.add(
+                .genericPassword, attributes: attrs(["acct": "x"]), data: [], protection: .whenPasscodeSetThisDeviceOnly
+            )
         }
     }
 
@@ -114,12 +131,16 @@ import LatchkeyFormat
         let other = try openKeychain(on: disk)
         try other.unlock(passcode: TestEnv.passcode)
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
-        expectKeychainError(.interactionNotAllowed) { _ = try other.find(Query(.genericPassword, attrs(["acct": "alice"]))) }
         expectKeychainError(.interactionNotAllowed) {
-            try other.add(.genericPassword, attributes: attrs(["acct": "late"]), data: bytes("l"), protection: .whenUnlocked)
+            _ = try other.find(Query(.genericPassword, attrs(["acct": "alice"])))
+        }
+        expectKeychainError(.interactionNotAllowed) {
+            try other.add(
+                .genericPassword, attributes: attrs(["acct": "late"]), data: bytes("l"), protection: .whenUnlocked)
         }
         try other.unlock(passcode: TestEnv.newPasscode)
-        try other.add(.genericPassword, attributes: attrs(["acct": "late"]), data: bytes("l"), protection: .whenUnlocked)
+        try other.add(
+            .genericPassword, attributes: attrs(["acct": "late"]), data: bytes("l"), protection: .whenUnlocked)
         let fresh = try openKeychain(on: disk)
         try fresh.unlock(passcode: TestEnv.newPasscode)
         #expect(try fresh.find(Query(.genericPassword, attrs(["acct": "late"]))).first?.data == bytes("l"))
@@ -136,8 +157,9 @@ import LatchkeyFormat
         }
         expectKeychainError(.param) { try kc.changePasscode(old: TestEnv.passcode, new: [], kdfLogN: TestEnv.logN) }
         expectKeychainError(.param, "a current passcode given to a keychain without one") {
-            try createKeychain(on: try makeDisk(), passcode: nil).changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode,
-                                                                                 kdfLogN: TestEnv.logN)
+            try createKeychain(on: try makeDisk(), passcode: nil).changePasscode(
+                old: TestEnv.passcode, new: TestEnv.newPasscode,
+                kdfLogN: TestEnv.logN)
         }
         #expect(disk.keychainBytes == before)
         try openKeychain(on: disk).unlock(passcode: TestEnv.passcode)
@@ -146,11 +168,15 @@ import LatchkeyFormat
     @Test func changePasscode_onKeychainWithoutPasscode_addsPasscodeAndAkpu() throws {
         let (disk, kc, items) = try keychainWithItems(passcode: nil)
         expectKeychainError(.notAvailable) {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "dan"]), data: [], protection: .whenPasscodeSetThisDeviceOnly)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": "dan"]), data: [],
+                protection: .whenPasscodeSetThisDeviceOnly)
         }
         try kc.changePasscode(old: nil, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
         #expect(kc.hasPasscode)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "dan"]), data: bytes("d"), protection: .whenPasscodeSetThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "dan"]), data: bytes("d"),
+            protection: .whenPasscodeSetThisDeviceOnly)
 
         let reopened = try openKeychain(on: disk)
         #expect(reopened.hasPasscode)
@@ -161,7 +187,8 @@ import LatchkeyFormat
         expectKeychainError(.interactionNotAllowed) { _ = try reopened.find(Query(.genericPassword)) }
         try reopened.unlock(passcode: TestEnv.newPasscode)
         var expected = items
-        let akpu = try #require(try reopened.find(Query(.genericPassword, protection: .whenPasscodeSetThisDeviceOnly)).first)
+        let akpu = try #require(
+            try reopened.find(Query(.genericPassword, protection: .whenPasscodeSetThisDeviceOnly)).first)
         expected[akpu.persistentRef] = akpu
         #expect(try reopened.snapshot() == expected)
         #expect(akpu.data == bytes("d"))

@@ -27,7 +27,9 @@ import LatchkeyTestSupport
 
     func fail(_ kc: Keychain, times: Int) {
         for i in 0..<times {
-            expectKeychainError(.authFailed, "wrong passcode \(i + 1)") { try kc.unlock(passcode: TestEnv.wrongPasscode) }
+            expectKeychainError(.authFailed, "wrong passcode \(i + 1)") {
+                try kc.unlock(passcode: TestEnv.wrongPasscode)
+            }
         }
     }
 
@@ -48,7 +50,9 @@ import LatchkeyTestSupport
         let kc = try open(disk, clock)
         fail(kc, times: 4)
         let fifth = expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.wrongPasscode) }
-        #expect(fifth?.message.contains("5 wrong passcodes in a row; try again in 60 seconds") == true, "\(String(describing: fifth))")
+        #expect(
+            fifth?.message.contains("5 wrong passcodes in a row; try again in 60 seconds") == true,
+            "\(String(describing: fifth))")
         clock.advance(20)
         let refused = expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.passcode) }
         #expect(refused?.message.contains("try again in 40 seconds") == true, "\(String(describing: refused))")
@@ -58,7 +62,9 @@ import LatchkeyTestSupport
         try kc.unlock(passcode: TestEnv.passcode)
         #expect(kc.isAvailable(.whenUnlocked))
         let reset = try state(disk, kc)
-        #expect(reset?.failedAttempts == 0 && reset?.lastFailureAt == 0, "a correct passcode resets the count: \(String(describing: reset))")
+        #expect(
+            reset?.failedAttempts == 0 && reset?.lastFailureAt == 0,
+            "a correct passcode resets the count: \(String(describing: reset))")
     }
 
     @Test func delaysEscalate_andEachFailureAfterTheFifthSaysHowLongToWait() throws {
@@ -70,7 +76,9 @@ import LatchkeyTestSupport
         for (n, wait) in [(6, 300), (7, 900), (8, 3600), (9, 3600)] {
             clock.advance(PasscodeThrottle.delay(afterFailures: UInt32(n - 1)))
             let e = expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.wrongPasscode) }
-            #expect(e?.message.contains("\(n) wrong passcodes in a row; try again in \(wait) seconds") == true, "\(String(describing: e))")
+            #expect(
+                e?.message.contains("\(n) wrong passcodes in a row; try again in \(wait) seconds") == true,
+                "\(String(describing: e))")
         }
         clock.advance(3599)
         expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.passcode) }
@@ -112,8 +120,9 @@ import LatchkeyTestSupport
     @Test func theDelayIsEnforcedBeforeScryptRuns() throws {
         // scrypt at logN 17 costs 128 MiB and about half a second here: a refusal must not pay it.
         let disk = try makeDisk()
-        let made = try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath,
-                                       passcode: TestEnv.passcode, kdfLogN: 17, fs: disk)
+        let made = try Keychain.create(
+            path: TestEnv.keychainPath, devicePath: TestEnv.devicePath,
+            passcode: TestEnv.passcode, kdfLogN: 17, fs: disk)
         let clock = Clock()
         try made.localStore!.device.withLockedState(fileUUID: made.localStore!.fileUUID) { state in
             state?.failedAttempts = 5
@@ -123,7 +132,9 @@ import LatchkeyTestSupport
         let started = Date()
         expectKeychainError(.authFailed) { try kc.unlock(passcode: TestEnv.passcode) }
         expectKeychainError(.authFailed) { try kc.localStore!.checkPasscode(TestEnv.passcode) }
-        expectKeychainError(.authFailed) { try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }
+        expectKeychainError(.authFailed) {
+            try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
+        }
         let elapsed = Date().timeIntervalSince(started)
         #expect(elapsed < 0.3, "three refused attempts took \(elapsed) s: scrypt ran")
     }
@@ -155,7 +166,8 @@ import LatchkeyTestSupport
         let kc = try open(disk, clock)
         fail(kc, times: 5)
         // A dk item can be added while locked; its commit rewrites the device state.
-        try kc.add(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("x"), protection: .always)
         try kc.compact()
         let s = try state(disk, kc)
         #expect(s?.failedAttempts == 5 && s?.lastFailureAt == clock.now, "\(String(describing: s))")

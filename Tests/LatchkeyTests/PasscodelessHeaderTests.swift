@@ -15,15 +15,19 @@ import LatchkeyTestSupport
     /// sequence is the victim's last: no rollback to see.
     static func forge(_ disk: MemoryFileSystem) throws {
         let file = disk.keychainBytes
-        let (victim, _, _) = try FileHeader.decode(Array(file.prefix(try FileHeader.peekLength(Array(file.prefix(16))))))
+        let (victim, _, _) = try FileHeader.decode(
+            Array(file.prefix(try FileHeader.peekLength(Array(file.prefix(16))))))
         let device = try DeviceSecret.decodeFile(TestEnv.deviceFile)
         let keys = try FileKeys(device: device, fileUUID: victim.fileUUID)
         var classKeys: [ProtectionClass: SecretKey] = [:]
-        for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly { classKeys[pc] = try SecretKey.random() }
+        for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly {
+            classKeys[pc] = try SecretKey.random()
+        }
         let bag = try KeychainStore.wrapKeybag(classKeys, kdf: .none, keys: keys, passcodeKey: nil)
         let state = try #require(try Device.load(path: TestEnv.devicePath, fs: disk).state(fileUUID: victim.fileUUID))
-        let forged = FileHeader(fileUUID: victim.fileUUID, deviceUUID: victim.deviceUUID, baseSequence: state.newestSequence,
-                                createdAt: victim.createdAt, keybag: bag)
+        let forged = FileHeader(
+            fileUUID: victim.fileUUID, deviceUUID: victim.deviceUUID, baseSequence: state.newestSequence,
+            createdAt: victim.createdAt, keybag: bag)
         disk.setContents(TestEnv.keychainPath, forged.encode(macKey: keys.headerMAC))
         try? disk.remove(TestEnv.keychainPath + ".index")
     }
@@ -32,7 +36,9 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         try kc.unlock(passcode: TestEnv.passcode)
-        try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("secret-a"))])
+        try kc.add(contentsOf: [
+            NewItem(.genericPassword, attributes: attrs(["acct": "a", "svce": "s"]), data: bytes("secret-a"))
+        ])
         kc.close()
         return disk
     }
@@ -43,10 +49,15 @@ import LatchkeyTestSupport
         let forgedBytes = disk.keychainBytes
         #expect {
             let kc = try openKeychain(on: disk)
-            try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "new", "svce": "s"]), data: bytes("readable by the forger"))])
+            try kc.add(contentsOf: [
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "new", "svce": "s"]),
+                    data: bytes("readable by the forger"))
+            ])
         } throws: { error in
             guard let e = error as? KeychainError else { return false }
-            return e.status == .decode && e.message.contains("has no passcode, but this device remembers that it had one")
+            return e.status == .decode
+                && e.message.contains("has no passcode, but this device remembers that it had one")
                 && e.message.contains("nothing was read or written")
         }
         #expect(disk.keychainBytes == forgedBytes, "something was written")

@@ -13,16 +13,21 @@ import LatchkeyTestSupport
 
     /// After a call returns, a power cut loses nothing of the keychain file, whatever the
     /// crash mode: every byte of it is durable (spec §11.4, §11.5).
-    func expectDurable(_ disk: MemoryFileSystem, _ scenario: FaultScenario, sourceLocation: SourceLocation = #_sourceLocation) {
+    func expectDurable(
+        _ disk: MemoryFileSystem, _ scenario: FaultScenario, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for mode in Self.modes {
             let after = disk.rebooted(mode)
             let durable = after.keychainBytes == disk.keychainBytes
-            #expect(durable, "\(scenario) returned, then a power cut (\(mode)) lost part of the keychain file", sourceLocation: sourceLocation)
+            #expect(
+                durable, "\(scenario) returned, then a power cut (\(mode)) lost part of the keychain file",
+                sourceLocation: sourceLocation)
             do {
                 let kc = try openKeychain(on: after)
                 try kc.unlock(passcode: scenario.changesPasscode ? TestEnv.newPasscode : TestEnv.passcode)
             } catch {
-                Issue.record("\(scenario) returned, then a power cut (\(mode)): \(error)", sourceLocation: sourceLocation)
+                Issue.record(
+                    "\(scenario) returned, then a power cut (\(mode)): \(error)", sourceLocation: sourceLocation)
             }
         }
     }
@@ -86,7 +91,8 @@ import LatchkeyTestSupport
                 expectDurable(run.disk, scenario)
                 break
             }
-            let at = "power cut at mutation \(k) (\(run.tracer.operation(at: start + k).map { "\($0)" } ?? "?")) during \(scenario)"
+            let at =
+                "power cut at mutation \(k) (\(run.tracer.operation(at: start + k).map { "\($0)" } ?? "?")) during \(scenario)"
 
             var states: [MemoryFileSystem.CrashMode: Snapshot] = [:]
             for mode in Self.modes {
@@ -102,7 +108,9 @@ import LatchkeyTestSupport
                     #expect(unlocks.new && !unlocks.old, "\(at), \(mode): the passcode change succeeded but was lost")
                 }
                 if scenario.changesPasscode {
-                    #expect(unlocks.old != unlocks.new, "\(at), \(mode): exactly one of the old and new passcodes must unlock, got \(unlocks)")
+                    #expect(
+                        unlocks.old != unlocks.new,
+                        "\(at), \(mode): exactly one of the old and new passcodes must unlock, got \(unlocks)")
                     if unlocks.new { sawNew = true } else { sawOld = true }
                 } else {
                     #expect(unlocks.old, "\(at), \(mode): the passcode no longer unlocks")
@@ -117,7 +125,9 @@ import LatchkeyTestSupport
             guard let furthest = states[.keepUnsynced] else { continue }
             for (mode, state) in states {
                 let isOld = state == old
-                #expect(isOld || state == furthest, "\(at), \(mode): neither the old state nor the state the operation wrote")
+                #expect(
+                    isOld || state == furthest,
+                    "\(at), \(mode): neither the old state nor the state the operation wrote")
                 // A call that reported success was durable: no crash mode may lose it.
                 if reportedSuccess && scenario.changesItems {
                     #expect(!isOld, "\(at), \(mode): the call succeeded but its change was lost")

@@ -35,7 +35,8 @@ import LatchkeyTestSupport
         var description: String { "\(operation) at \(blockSize) B blocks" }
     }
 
-    static let cases: [Case] = WriteOperation.all.flatMap { op in [4096, 512].map { Case(operation: op, blockSize: $0) } }
+    static let cases: [Case] = WriteOperation.all.flatMap { op in [4096, 512].map { Case(operation: op, blockSize: $0) }
+    }
 
     @Test(arguments: cases)
     func powerCutAtEveryStep_everyStateOpens_beforeOrAfter_nothingAcknowledgedLost(_ c: Case) throws {
@@ -61,7 +62,10 @@ import LatchkeyTestSupport
             let cut = disk.mutations - base > k
             disk.plan = nil
             let acknowledged = !cut && returned && op.alwaysFails == nil
-            let at = cut ? "\(c): power cut before mutation \(k)" : "\(c): power cut after it returned \(returned ? "success" : "an error")"
+            let at =
+                cut
+                ? "\(c): power cut before mutation \(k)"
+                : "\(c): power cut after it returned \(returned ? "success" : "an error")"
 
             for (i, state) in disk.crashStates(.init(blockSize: c.blockSize, limit: Self.statesPerCut)).enumerated() {
                 replayed += 1
@@ -71,7 +75,9 @@ import LatchkeyTestSupport
                     Issue.record("\(at), state \(i): does not open: \(why)")
                     continue
                 }
-                #expect(found == before || found == after, "\(at), state \(i): neither before (\(before)) nor after (\(after)): \(found)")
+                #expect(
+                    found == before || found == after,
+                    "\(at), state \(i): neither before (\(before)) nor after (\(after)): \(found)")
                 if acknowledged && found != after {
                     lost += 1
                     Issue.record("\(at), state \(i): the operation returned success, but the state is \(found)")
@@ -80,7 +86,9 @@ import LatchkeyTestSupport
             if !cut { break }
             k += 1
         }
-        print("power loss: \(c): \(k + 1) cuts, \(replayed) states replayed, \(refused) refused, \(lost) with an acknowledged change lost, \(Int(Date().timeIntervalSince(began) * 1000)) ms")
+        print(
+            "power loss: \(c): \(k + 1) cuts, \(replayed) states replayed, \(refused) refused, \(lost) with an acknowledged change lost, \(Int(Date().timeIntervalSince(began) * 1000)) ms"
+        )
     }
 }
 
@@ -96,14 +104,14 @@ import LatchkeyTestSupport
         try disk.write(kept, offset: 0, Array(repeating: 1, count: 5000))
         try disk.sync(kept)
         try disk.syncDirectory("/kept")
-        try disk.write(kept, offset: 5000, Array(repeating: 2, count: 5000))   // never synced
+        try disk.write(kept, offset: 5000, Array(repeating: 2, count: 5000))  // never synced
         // A directory whose name was never synced in its parent: gone, with what is inside.
         #expect(try disk.createDirectory("/lost", mode: 0o700))
         let lost = try disk.open("/lost/file", create: true, exclusive: true, mode: 0o600)
         try disk.write(lost, offset: 0, [3])
         try disk.sync(lost)
         try disk.syncDirectory("/lost")
-        try disk.link("/kept/file", "/kept/second")   // a name change never synced
+        try disk.link("/kept/file", "/kept/second")  // a name change never synced
 
         let rebooted = disk.rebooted(.loseUnsynced)
         let first = try #require(disk.crashStates(.init(blockSize: 4096, limit: 1000)).first)

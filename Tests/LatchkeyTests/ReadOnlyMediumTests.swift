@@ -24,17 +24,24 @@ import LatchkeyBackup
         #expect(report.ok, "\(report.problems)")
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let summary = try BackupArchive.write(kc, toFile: directory.path + "/ro.backup",
-                                              options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
+        let summary = try BackupArchive.write(
+            kc, toFile: directory.path + "/ro.backup",
+            options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
         #expect(summary.items == prepared.items.count - 1, "every item but the akpu one")
 
         let bytesBefore = disk.keychainBytes
         let writers: [(String, () throws -> Void)] = [
             ("add", { try kc.add(.genericPassword, attributes: attrs(["acct": "new"]), data: [1]) }),
-            ("update", { try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "x"])) }),
+            (
+                "update",
+                { try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "x"])) }
+            ),
             ("delete", { try kc.delete(Query(.genericPassword, attrs(["acct": "bob"]))) }),
-            ("changePasscode", { try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }),
-            ("compact", { try kc.compact() }),
+            (
+                "changePasscode",
+                { try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }
+            ),
+            ("compact", { try kc.compact() })
         ]
         for (name, write) in writers {
             do {

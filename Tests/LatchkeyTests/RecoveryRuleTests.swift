@@ -21,15 +21,19 @@ import LatchkeyFormat
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         for name in ["alice", "bob", "carol"] {
-            try kc.add(.genericPassword, attributes: attrs(["acct": name]), data: bytes("secret of \(name)"), protection: .always)
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": name]), data: bytes("secret of \(name)"),
+                protection: .always)
         }
         let before = disk.clone()
         let items = try kc.snapshot()
         let committed = disk.keychainBytes.count
-        try kc.add(contentsOf: (0..<5).map { i in
-            NewItem(.genericPassword, attributes: attrs(["acct": "batch-\(i)"]),
+        try kc.add(
+            contentsOf: (0..<5).map { i in
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "batch-\(i)"]),
                     data: Array(String(repeating: "never acknowledged \(i) ", count: 20).utf8), protection: .always)
-        })
+            })
         return Append(before: before, items: items, committed: committed, full: disk.keychainBytes)
     }
 
@@ -64,9 +68,11 @@ import LatchkeyFormat
         let a = try append()
         let disk = a.before.clone()
         let acknowledged = try openKeychain(on: disk)
-        try acknowledged.add(contentsOf: (0..<5).map { i in
-            NewItem(.genericPassword, attributes: attrs(["acct": "batch-\(i)"]), data: bytes("x"), protection: .always)
-        })
+        try acknowledged.add(
+            contentsOf: (0..<5).map { i in
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "batch-\(i)"]), data: bytes("x"), protection: .always)
+            })
         var file = disk.keychainBytes
         file[file.count - 40] ^= 0x04
         disk.setContents(TestEnv.keychainPath, file)
@@ -82,10 +88,14 @@ import LatchkeyFormat
         let a = try append()
         let disk = a.before.clone()
         let kc = try openKeychain(on: disk)
-        try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "one"]), data: bytes("1"), protection: .always)])
-        try kc.add(contentsOf: [NewItem(.genericPassword, attributes: attrs(["acct": "two"]), data: bytes("2"), protection: .always)])
+        try kc.add(contentsOf: [
+            NewItem(.genericPassword, attributes: attrs(["acct": "one"]), data: bytes("1"), protection: .always)
+        ])
+        try kc.add(contentsOf: [
+            NewItem(.genericPassword, attributes: attrs(["acct": "two"]), data: bytes("2"), protection: .always)
+        ])
         var file = disk.keychainBytes
-        file[a.committed + 30] ^= 0x01   // inside the first of the two new records
+        file[a.committed + 30] ^= 0x01  // inside the first of the two new records
         disk.setContents(TestEnv.keychainPath, file)
         for name in disk.listFiles() where name.hasPrefix(TestEnv.stateDirectory + "/") { try disk.remove(name) }
         expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
@@ -97,10 +107,14 @@ import LatchkeyFormat
     @Test func repairPlan_listsWhatItDrops_andRepairCutsBackToTheLastIntactChange() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a1"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a1"),
+            protection: .always)
         let keep = try kc.snapshot()
         let damagedAt = disk.keychainBytes.count
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b1"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b1"), protection: .always
+        )
         try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: [:], data: bytes("a2"))
         try kc.delete(Query(.genericPassword, attrs(["acct": "alice"])))
         var file = disk.keychainBytes
@@ -108,10 +122,13 @@ import LatchkeyFormat
         disk.setContents(TestEnv.keychainPath, file)
         expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
 
-        let plan = try #require(try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
+        let plan = try #require(
+            try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
         #expect(plan.cutAt == UInt64(damagedAt))
         #expect(plan.keptItems == 1)
-        #expect(plan.dropped.map(\.kind) == ["put", "delete"], "bob's damaged put does not verify; alice's update and delete do")
+        #expect(
+            plan.dropped.map(\.kind) == ["put", "delete"],
+            "bob's damaged put does not verify; alice's update and delete do")
         #expect(plan.dropped.first?.summary?.contains("acct=alice") == true)
         #expect(plan.dropped.first?.effect == "the item keeps its earlier version")
         #expect(plan.dropped.last?.effect == "the item comes back (its delete is dropped)")
@@ -122,7 +139,8 @@ import LatchkeyFormat
         let repaired = try openKeychain(on: disk)
         #expect(try repaired.snapshot() == keep)
         #expect(repaired.verify().ok)
-        try repaired.add(.genericPassword, attributes: attrs(["acct": "bob"]), data: bytes("b again"), protection: .always)
+        try repaired.add(
+            .genericPassword, attributes: attrs(["acct": "bob"]), data: bytes("b again"), protection: .always)
         #expect(try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk) == nil)
     }
 
@@ -136,7 +154,8 @@ import LatchkeyFormat
         var file = disk.keychainBytes
         file[at + 40] ^= 0x01
         disk.setContents(TestEnv.keychainPath, file)
-        let plan = try #require(try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
+        let plan = try #require(
+            try Keychain.repairPlan(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, fs: disk))
         disk.setContents(TestEnv.keychainPath, file + [0])
         expectKeychainError(.decode) { try Keychain.repair(plan, devicePath: TestEnv.devicePath, fs: disk) }
         #expect(disk.keychainBytes == file + [0])

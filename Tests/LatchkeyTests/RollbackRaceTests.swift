@@ -38,7 +38,9 @@ import LatchkeyTestSupport
         func status(_ fd: Int32) throws -> FileStatus? { try disk.status(fd) }
         func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
         func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
-        func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try disk.read(fd, offset: offset, count: count) }
+        func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
+            try disk.read(fd, offset: offset, count: count)
+        }
         func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws { try disk.write(fd, offset: offset, bytes) }
         func sync(_ fd: Int32) throws {
             if fails("fsync") { throw IOFailure("fsync", "fd \(fd)", EIO) }
@@ -80,7 +82,9 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let writer = try createKeychain(on: disk, passcode: nil)
         for i in 0..<3 {
-            try writer.add(.genericPassword, attributes: attrs(["acct": "a\(i)", "svce": "s"]), data: bytes("x"), protection: .always)
+            try writer.add(
+                .genericPassword, attributes: attrs(["acct": "a\(i)", "svce": "s"]), data: bytes("x"),
+                protection: .always)
         }
         return (disk, writer)
     }
@@ -89,7 +93,9 @@ import LatchkeyTestSupport
         let (disk, writer) = try prepared()
         let hooked = HookedFileSystem(disk)
         hooked.hook = {
-            try writer.add(.genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"), protection: .always)
+            try writer.add(
+                .genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"),
+                protection: .always)
         }
         let reader = try openKeychain(on: hooked)
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
@@ -117,7 +123,11 @@ import LatchkeyTestSupport
         let reader = try openKeychain(on: hooked)
         try writer.compact()
         hooked.hooks = (0..<3).map { i in
-            { try writer.add(.genericPassword, attributes: attrs(["acct": "late\(i)", "svce": "s"]), data: bytes("y"), protection: .always) }
+            {
+                try writer.add(
+                    .genericPassword, attributes: attrs(["acct": "late\(i)", "svce": "s"]), data: bytes("y"),
+                    protection: .always)
+            }
         }
         let found = try reader.find(Query(.genericPassword, ["acct": .string("late0")]))
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
@@ -133,9 +143,14 @@ import LatchkeyTestSupport
         let other = try openKeychain(on: hooked)
         try writer.compact()
         hooked.hooks = (0..<3).map { i in
-            { try writer.add(.genericPassword, attributes: attrs(["acct": "late\(i)", "svce": "s"]), data: bytes("y"), protection: .always) }
+            {
+                try writer.add(
+                    .genericPassword, attributes: attrs(["acct": "late\(i)", "svce": "s"]), data: bytes("y"),
+                    protection: .always)
+            }
         }
-        try other.add(.genericPassword, attributes: attrs(["acct": "mine", "svce": "s"]), data: bytes("z"), protection: .always)
+        try other.add(
+            .genericPassword, attributes: attrs(["acct": "mine", "svce": "s"]), data: bytes("z"), protection: .always)
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
         #expect(hooked.hooks.count < 3, "no commit landed during the reopen")
         #expect(try writer.find(Query(.genericPassword, ["acct": .string("mine")])).count == 1)
@@ -144,7 +159,8 @@ import LatchkeyTestSupport
     @Test func aFileReallyPutBack_isStillARollback() throws {
         let (disk, writer) = try prepared()
         let old = disk.keychainBytes
-        try writer.add(.genericPassword, attributes: attrs(["acct": "new", "svce": "s"]), data: bytes("y"), protection: .always)
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "new", "svce": "s"]), data: bytes("y"), protection: .always)
         disk.setContents(TestEnv.keychainPath, old)
         let e = expectKeychainError(.decode) { _ = try openKeychain(on: disk) }
         #expect(e?.message.contains("rolled back") == true)

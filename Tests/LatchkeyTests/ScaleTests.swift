@@ -58,7 +58,9 @@ import LatchkeyTestSupport
         var model: [ID16: ItemSlot?] = [:]
         var ids: [ID16] = []
         func slot(_ hash: ID16, _ n: Int) -> ItemSlot {
-            ItemSlot(offset: UInt64(n), recordSize: 1, classTag: 0, protection: .whenUnlocked, flags: 0, uniqueHash: hash, sequence: UInt64(n))
+            ItemSlot(
+                offset: UInt64(n), recordSize: 1, classTag: 0, protection: .whenUnlocked, flags: 0, uniqueHash: hash,
+                sequence: UInt64(n))
         }
         func holder(_ hash: ID16) -> ID16? { model.first { $0.value?.uniqueHash == hash }?.key }
         for step in 0..<12_000 {
@@ -102,7 +104,7 @@ import LatchkeyTestSupport
     /// still sees another process's add, update and delete (the open file's status is checked
     /// at every call, O(1), and the records after it are applied).
     @Test func manyLookups_holdTheIndexInMemory_andStillSeeAnotherProcesssWrites() throws {
-        let (disk, writer) = try IndexTests.indexedKeychain(500)   // 8 item pages, 4 unique-key pages
+        let (disk, writer) = try IndexTests.indexedKeychain(500)  // 8 item pages, 4 unique-key pages
         let reader = try openKeychain(on: disk)
         reader.localStore!.indexPromotionPages = 4
         #expect(reader.localStore!.usesIndex)
@@ -140,9 +142,10 @@ import LatchkeyTestSupport
     @Test func recordsAfterTheIndex_areAppliedWithoutReadingIt() throws {
         let (disk, writer) = try IndexTests.indexedKeychain(500)
         writer.localStore!.indexTailLimit = .max
-        try writer.add(contentsOf: (1000..<1100).map {
-            NewItem(.genericPassword, attributes: Self.account($0), data: bytes("tail-\($0)"))
-        })
+        try writer.add(
+            contentsOf: (1000..<1100).map {
+                NewItem(.genericPassword, attributes: Self.account($0), data: bytes("tail-\($0)"))
+            })
         _ = try writer.update(Query(.genericPassword, Self.account(3)), attributes: [:], data: bytes("changed"))
         _ = try writer.delete(Query(.genericPassword, Self.account(4)))
         let reader = try openKeychain(on: disk)
@@ -155,7 +158,9 @@ import LatchkeyTestSupport
         #expect(try Self.secret(reader, 7) == bytes("secret-7"))
         #expect(reader.localStore!.usesIndex)
         reader.localStore!.indexPromotionPages = 4
-        for i in stride(from: 0, to: 500, by: 37) { #expect(try Self.secret(reader, i) == (i == 3 ? bytes("changed") : i == 4 ? nil : bytes("secret-\(i)"))) }
+        for i in stride(from: 0, to: 500, by: 37) {
+            #expect(try Self.secret(reader, i) == (i == 3 ? bytes("changed") : i == 4 ? nil : bytes("secret-\(i)")))
+        }
         #expect(!reader.localStore!.usesIndex, "many lookups no longer hold the whole index")
         #expect(try reader.snapshot() == IndexTests.truth(disk))
     }
@@ -170,7 +175,7 @@ import LatchkeyTestSupport
         reader.localStore!.indexPromotionPages = 4
         #expect(try Self.secret(reader, 250) == bytes("secret-250"))
         var index = try #require(disk.contents(IndexTests.indexPath))
-        for page in 1..<index.count / 4096 { index[page * 4096 + 100] ^= 0x01 }   // every entry page
+        for page in 1..<index.count / 4096 { index[page * 4096 + 100] ^= 0x01 }  // every entry page
         disk.setContents(IndexTests.indexPath, index)
         for i in 0..<500 { #expect(try Self.secret(reader, i) == bytes("secret-\(i)"), "user-\(i)") }
         #expect(!reader.localStore!.usesIndex)
@@ -188,7 +193,10 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = .max
-        try kc.add(contentsOf: (0..<10).map { NewItem(.genericPassword, attributes: Self.account($0), data: bytes("secret-\($0)")) })
+        try kc.add(
+            contentsOf: (0..<10).map {
+                NewItem(.genericPassword, attributes: Self.account($0), data: bytes("secret-\($0)"))
+            })
         let byService = Query(.genericPassword, attrs(["svce": "s"]))
         #expect(try kc.find(byService, includeData: false).count == 10)
 
@@ -199,7 +207,9 @@ import LatchkeyTestSupport
             return importer.accepted
         }
         #expect(imported == count)
-        for i in [0, 9, 10, 11, 10 + count / 2, 9 + count] { #expect(try Self.secret(kc, i) == bytes("secret-\(i)"), "user-\(i)") }
+        for i in [0, 9, 10, 11, 10 + count / 2, 9 + count] {
+            #expect(try Self.secret(kc, i) == bytes("secret-\(i)"), "user-\(i)")
+        }
         #expect(try kc.find(byService, includeData: false).count == 10 + count)
         // The handle took over the transaction's attribute hashes too (spec §7.6): a find by
         // account alone decrypts only the item that has it, and finds it.
@@ -207,7 +217,9 @@ import LatchkeyTestSupport
             let decrypted = kc.localStore!.itemsDecrypted
             let found = try kc.find(Query(.genericPassword, attrs(["acct": "user-\(i)"])))
             #expect(found.map(\.data) == [bytes("secret-\(i)")], "user-\(i)")
-            #expect(kc.localStore!.itemsDecrypted - decrypted == 1, "user-\(i): decrypted \(kc.localStore!.itemsDecrypted - decrypted)")
+            #expect(
+                kc.localStore!.itemsDecrypted - decrypted == 1,
+                "user-\(i): decrypted \(kc.localStore!.itemsDecrypted - decrypted)")
         }
 
         kc.localStore!.indexTailLimit = 0
@@ -224,13 +236,17 @@ import LatchkeyTestSupport
     @Test func importWithADuplicateInTheMiddle_changesNothing() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(contentsOf: (0..<5).map { NewItem(.genericPassword, attributes: Self.account($0), data: bytes("secret-\($0)")) })
+        try kc.add(
+            contentsOf: (0..<5).map {
+                NewItem(.genericPassword, attributes: Self.account($0), data: bytes("secret-\($0)"))
+            })
         let before = disk.keychainBytes
         let snapshot = try kc.snapshot()
         #expect(throws: KeychainError.self) {
             try kc.importItems { importer in
                 for i in 100..<400 {
-                    try importer.add(NewItem(.genericPassword, attributes: Self.account(i == 250 ? 120 : i), data: bytes("new")))
+                    try importer.add(
+                        NewItem(.genericPassword, attributes: Self.account(i == 250 ? 120 : i), data: bytes("new")))
                 }
             }
         }
@@ -249,10 +265,13 @@ import LatchkeyTestSupport
         let kc = try createKeychain(on: disk)
         try kc.unlock(passcode: TestEnv.passcode)
         for i in 0..<40 {
-            try kc.add(.genericPassword, attributes: Self.account(i), data: bytes("v1"),
-                       protection: i < 30 ? .afterFirstUnlock : .whenUnlocked)
+            try kc.add(
+                .genericPassword, attributes: Self.account(i), data: bytes("v1"),
+                protection: i < 30 ? .afterFirstUnlock : .whenUnlocked)
         }
-        for i in 0..<20 { _ = try kc.update(Query(.genericPassword, Self.account(i)), attributes: [:], data: bytes("v2")) }
+        for i in 0..<20 {
+            _ = try kc.update(Query(.genericPassword, Self.account(i)), attributes: [:], data: bytes("v2"))
+        }
         let report = kc.verify()
         #expect(report.ok, "\(report.problems)")
         #expect(report.liveItems == 40 && report.checkedItems == 40 && report.lockedItems == 0)

@@ -33,7 +33,7 @@ import LatchkeyFormat
             ("walkItems", { try kc.walkItems(protections: nil, survey: { _ in }, emit: { _ in }) }),
             ("importItems", { try kc.importItems { _ in } }),
             ("agentState", { _ = try kc.agentState() }),
-            ("requireLocalStore", { _ = try kc.requireLocalStore() }),
+            ("requireLocalStore", { _ = try kc.requireLocalStore() })
         ]
         for (name, operation) in operations {
             let error = #expect(throws: KeychainError.self, "\(name)") { try operation() }
@@ -63,7 +63,9 @@ import LatchkeyFormat
     /// are `ItemRules` and `DerivedAttributes`.
     @Test func belowTheFacade_nothingNamesIt() throws {
         var sources = URL(fileURLWithPath: #filePath)
-        while sources.path != "/" && !FileManager.default.fileExists(atPath: sources.appendingPathComponent("Package.swift").path) {
+        while sources.path != "/"
+            && !FileManager.default.fileExists(atPath: sources.appendingPathComponent("Package.swift").path)
+        {
             sources.deleteLastPathComponent()
         }
         sources.appendPathComponent("Sources")

@@ -5,7 +5,7 @@ import LatchkeyTestSupport
 import LatchkeyBackup
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every size limit of the specs that a writer can reach, at the limit and one byte over, for
@@ -41,8 +41,10 @@ import Glibc
 
     /// The data length that makes the plaintext of an item with `attributes` (plus what `add`
     /// sets: sync, cdat, mdat) exactly `size` bytes.
-    static func dataLength(plaintext size: Int, _ attributes: [String: AttributeValue],
-                           itemClass: ItemClass = .genericPassword) -> Int {
+    static func dataLength(
+        plaintext size: Int, _ attributes: [String: AttributeValue],
+        itemClass: ItemClass = .genericPassword
+    ) -> Int {
         var a = attributes
         a["sync"] = a["sync"] ?? .integer(0)
         a["cdat"] = .date(0)
@@ -57,24 +59,31 @@ import Glibc
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         for name in ["alice", "bob", "carol"] {
-            try kc.add(.genericPassword, attributes: attrs(["acct": name, "svce": "small"]), data: bytes("\(name)-secret"))
+            try kc.add(
+                .genericPassword, attributes: attrs(["acct": name, "svce": "small"]), data: bytes("\(name)-secret"))
         }
         return (disk, kc, try kc.snapshot())
     }
 
     /// Runs `body`, which must be refused with errSecParam naming the limit before anything is
     /// written; then a new process finds exactly `items`.
-    func expectRefused(_ disk: MemoryFileSystem, items: Snapshot, _ what: String,
-                       sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+    func expectRefused(
+        _ disk: MemoryFileSystem, items: Snapshot, _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) {
         let before = disk.keychainBytes
         disk.recordCalls = true
         let error = expectKeychainError(.param, "\(what)", sourceLocation: sourceLocation) { try body() }
         disk.recordCalls = false
         let writes = disk.callLog.filter { $0.name == "write" && $0.path == TestEnv.keychainPath }
-        #expect(writes.isEmpty, "\(what): \(writes.count) writes to the keychain before the refusal", sourceLocation: sourceLocation)
+        #expect(
+            writes.isEmpty, "\(what): \(writes.count) writes to the keychain before the refusal",
+            sourceLocation: sourceLocation)
         if let e = error {
-            #expect(Self.limitWords.contains { e.message.contains($0) }, "\(what): the message does not name the limit: \(e)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                Self.limitWords.contains { e.message.contains($0) },
+                "\(what): the message does not name the limit: \(e)",
+                sourceLocation: sourceLocation)
         }
         // (Compared outside #expect, which would print and diff 16 MiB arrays.)
         let unchanged = disk.keychainBytes == before
@@ -97,7 +106,8 @@ import Glibc
             try kc.add(.genericPassword, attributes: Self.attributes, data: [UInt8](repeating: 0x5A, count: n))
         }
         // The keychain works on, and takes an item of exactly the limit.
-        let item = try kc.add(.genericPassword, attributes: Self.attributes, data: [UInt8](repeating: 0x5A, count: n - 1))
+        let item = try kc.add(
+            .genericPassword, attributes: Self.attributes, data: [UInt8](repeating: 0x5A, count: n - 1))
         let fresh = try openKeychain(on: disk.clone())
         try fresh.unlock(passcode: TestEnv.passcode)
         let found = try fresh.find(Query(.genericPassword, Self.attributes))
@@ -121,7 +131,7 @@ import Glibc
             try kc.add(contentsOf: [
                 NewItem(.genericPassword, attributes: attrs(["acct": "first", "svce": "limits"]), data: [1]),
                 NewItem(.genericPassword, attributes: attrs(["acct": "second", "svce": "limits"]), data: [2]),
-                NewItem(.genericPassword, attributes: Self.attributes, data: [UInt8](repeating: 3, count: n)),
+                NewItem(.genericPassword, attributes: Self.attributes, data: [UInt8](repeating: 3, count: n))
             ])
         }
     }
@@ -132,13 +142,16 @@ import Glibc
         let items = try kc.snapshot()
         let n = Self.dataLength(plaintext: Self.maxPlaintext + 1, Self.attributes)
         expectRefused(disk, items: items, "update to a \(Self.maxPlaintext + 1)-byte plaintext") {
-            try kc.update(Query(.genericPassword, Self.attributes), attributes: [:], data: [UInt8](repeating: 7, count: n))
+            try kc.update(
+                Query(.genericPassword, Self.attributes), attributes: [:], data: [UInt8](repeating: 7, count: n))
         }
         expectRefused(disk, items: items, "update that adds a 16 MiB label") {
-            try kc.update(Query(.genericPassword, Self.attributes),
-                          attributes: ["labl": .string(String(repeating: "l", count: Self.maxPlaintext))])
+            try kc.update(
+                Query(.genericPassword, Self.attributes),
+                attributes: ["labl": .string(String(repeating: "l", count: Self.maxPlaintext))])
         }
-        try kc.update(Query(.genericPassword, Self.attributes), attributes: [:], data: [UInt8](repeating: 7, count: n - 1))
+        try kc.update(
+            Query(.genericPassword, Self.attributes), attributes: [:], data: [UInt8](repeating: 7, count: n - 1))
         let fresh = try openKeychain(on: disk.clone())
         try fresh.unlock(passcode: TestEnv.passcode)
         #expect(try fresh.find(Query(.genericPassword, Self.attributes)).first?.data.count == n - 1)
@@ -147,16 +160,23 @@ import Glibc
     @Test func streamingTransaction_itemOverTheLimit_isRefused_atTheLimitWorks() throws {
         let (disk, kc, items) = try keychain()
         func plaintext(_ size: Int) -> ItemPlaintext {
-            let attributes: [String: AttributeValue] = ["acct": .string("streamed"), "cdat": .date(1), "mdat": .date(1), "sync": .integer(0)]
+            let attributes: [String: AttributeValue] = [
+                "acct": .string("streamed"), "cdat": .date(1), "mdat": .date(1), "sync": .integer(0)
+            ]
             let overhead = ItemPlaintext(itemClass: .genericPassword, attributes: attributes, data: []).encode().count
-            return ItemPlaintext(itemClass: .genericPassword, attributes: attributes, data: [UInt8](repeating: 9, count: size - overhead))
+            return ItemPlaintext(
+                itemClass: .genericPassword, attributes: attributes, data: [UInt8](repeating: 9, count: size - overhead)
+            )
         }
         let uuid = [UInt8](repeating: 0x42, count: 16)
         expectRefused(disk, items: items, "a streaming transaction with a \(Self.maxPlaintext + 1)-byte plaintext") {
             try kc.localStore!.withStreamingTransaction { tx in
-                try tx.put(uuid: [UInt8](repeating: 0x41, count: 16), plaintext: ItemPlaintext(
-                    itemClass: .genericPassword, attributes: ["acct": .string("small"), "sync": .integer(0)], data: [1]),
-                           protection: .whenUnlocked, flags: 0)
+                try tx.put(
+                    uuid: [UInt8](repeating: 0x41, count: 16),
+                    plaintext: ItemPlaintext(
+                        itemClass: .genericPassword, attributes: ["acct": .string("small"), "sync": .integer(0)],
+                        data: [1]),
+                    protection: .whenUnlocked, flags: 0)
                 try tx.put(uuid: uuid, plaintext: plaintext(Self.maxPlaintext + 1), protection: .whenUnlocked, flags: 0)
             }
         }
@@ -180,7 +200,8 @@ import Glibc
         try BackupArchive.write(kc, toFile: path, options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
         let target = try makeDisk()
         let restored = try createKeychain(on: target)
-        let backup = try VerifiedBackup.verify(try BackupSource.file(path), device: nil, password: { nil }, target: .existing(restored))
+        let backup = try VerifiedBackup.verify(
+            try BackupSource.file(path), device: nil, password: { nil }, target: .existing(restored))
         let report = try backup.restore()
         #expect(report.restored == 4)
         let fresh = try openKeychain(on: target.clone())
@@ -198,7 +219,8 @@ import Glibc
         try box.startAgent()
         let kc = try box.remote()
         try kc.unlock(passcode: TestEnv.passcode)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "other", "svce": "limits"]), data: bytes("other-secret"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "other", "svce": "limits"]), data: bytes("other-secret"))
         var a = Self.attributes
         a["agrp"] = .string(AgentSandbox.caller.applicationIdentifier!)
         let n = Self.dataLength(plaintext: Self.maxPlaintext + 1, a)
@@ -223,9 +245,11 @@ import Glibc
         try box.startAgent()
         // A find by a persistent reference (it matches nothing) made as long as the limit allows.
         func find(_ refBytes: Int) -> [UInt8] {
-            AgentMessage.Request.find(AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
-                                      Query(.genericPassword, persistentRef: [UInt8](repeating: 0x5A, count: refBytes)),
-                                      AgentMessage.Read()).encode()
+            AgentMessage.Request.find(
+                AgentMessage.Target(keychain: box.keychainPath, device: box.devicePath, caller: nil),
+                Query(.genericPassword, persistentRef: [UInt8](repeating: 0x5A, count: refBytes)),
+                AgentMessage.Read()
+            ).encode()
         }
         let overhead = find(0).count - 4
         let request = find(AgentSocket.maxRequestBytes - overhead)

@@ -11,10 +11,12 @@ import LatchkeyTestSupport
         var r = SplitMix(seed: seed)  // LatchkeyTestSupport: seeded, so a failure repeats
         let shared = r.next()
         return (0..<n).map { i in
-            let id = ID16(withUnsafeBytes(of: r.next().bigEndian, Array.init) + withUnsafeBytes(of: r.next().bigEndian, Array.init))
+            let id = ID16(
+                withUnsafeBytes(of: r.next().bigEndian, Array.init)
+                    + withUnsafeBytes(of: r.next().bigEndian, Array.init))
             switch i % 3 {
             case 0: return (shared, id)
-            case 1: return (r.next() & 0x00FF_FFFF_FFFF_FFFF, id)   // top byte 0: one partition
+            case 1: return (r.next() & 0x00FF_FFFF_FFFF_FFFF, id)  // top byte 0: one partition
             default: return (r.next(), id)
             }
         }
@@ -25,7 +27,8 @@ import LatchkeyTestSupport
         let all = Self.entries(count, seed: UInt64(count) + 1)
         let expected = all.sorted { $0 < $1 }
         for chunk in [1, 3, 64, 1 << 18] {
-            var s = SortedInChunks<(UInt64, ID16)>(chunk: chunk, produce: { body in all.forEach(body) }, key: { $0.0 }, less: { $0 < $1 })
+            var s = SortedInChunks<(UInt64, ID16)>(
+                chunk: chunk, produce: { body in all.forEach(body) }, key: { $0.0 }, less: { $0 < $1 })
             #expect(s.count == count)
             var out: [(UInt64, ID16)] = []
             while let e = s.peek() {
@@ -33,7 +36,9 @@ import LatchkeyTestSupport
                 #expect(taken.map { $0 == e } == true)
                 out.append(e)
             }
-            #expect(out.count == expected.count && zip(out, expected).allSatisfy { $0 == $1 }, "chunk \(chunk), \(count) elements")
+            #expect(
+                out.count == expected.count && zip(out, expected).allSatisfy { $0 == $1 },
+                "chunk \(chunk), \(count) elements")
         }
     }
 
@@ -41,7 +46,7 @@ import LatchkeyTestSupport
         var r = SplitMix(seed: 7)
         let inputs: [[UInt64]] = [
             (0..<1000).map { UInt64($0) }, (0..<1000).reversed().map { UInt64($0) }, (0..<1000).map { _ in r.next() },
-            (0..<1000).map { $0 % 2 == 0 ? UInt64($0) : 5000 - UInt64($0) }, [42], [],
+            (0..<1000).map { $0 % 2 == 0 ? UInt64($0) : 5000 - UInt64($0) }, [42], []
         ]
         for input in inputs {
             var a = input

@@ -52,11 +52,14 @@ import LatchkeyTestSupport
     /// index holds (then nothing of it lands).
     @Test func importOnTopOfATailWithReplacementsAndDeletes() throws {
         let (disk, writer) = try IndexTests.indexedKeychain(300)
-        writer.localStore!.indexTailLimit = .max   // the index stays where it is
-        func q(_ account: String) -> Query { Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"])) }
+        writer.localStore!.indexTailLimit = .max  // the index stays where it is
+        func q(_ account: String) -> Query {
+            Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"]))
+        }
         try writer.update(q("user-1"), attributes: [:], data: bytes("new-1"))
         try writer.delete(q("user-2"))
-        try writer.add(.genericPassword, attributes: attrs(["acct": "user-2", "svce": "s", "agrp": "g"]), data: bytes("reborn-2"))
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "user-2", "svce": "s", "agrp": "g"]), data: bytes("reborn-2"))
         try writer.update(q("user-3"), attributes: attrs(["acct": "moved-3"]))
         try writer.delete(q("user-4"))
 
@@ -75,8 +78,8 @@ import LatchkeyTestSupport
 
         let kc = try Self.reader(disk)
         try kc.importItems { importer in
-            try importer.add(Self.item("user-3", "taken-3"))   // freed by the move
-            try importer.add(Self.item("user-4", "taken-4"))   // freed by the delete
+            try importer.add(Self.item("user-3", "taken-3"))  // freed by the move
+            try importer.add(Self.item("user-4", "taken-4"))  // freed by the delete
             for i in 0..<50 { try importer.add(Self.item("fresh-\(i)", "f-\(i)")) }
         }
         #expect(kc.localStore!.usesIndex)
@@ -100,8 +103,10 @@ import LatchkeyTestSupport
     @Test(arguments: 0..<40) func randomImports_agreeWithTheLogAlone(seed: UInt64) throws {
         var rng = SplitMix(seed: 0x5EED_1DE0 &+ seed)
         let (disk, writer) = try IndexTests.indexedKeychain(200)
-        writer.localStore!.indexTailLimit = .max   // the index stays where it is
-        func q(_ account: String) -> Query { Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"])) }
+        writer.localStore!.indexTailLimit = .max  // the index stays where it is
+        func q(_ account: String) -> Query {
+            Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"]))
+        }
         var live = Set((0..<200).map { "user-\($0)" }), gone: Set<String> = []
         for step in 0..<Int.random(in: 0...12, using: &rng) {
             let account = live.randomElement(using: &rng)!
@@ -110,7 +115,9 @@ import LatchkeyTestSupport
             case 1: try writer.delete(q(account)); live.remove(account); gone.insert(account)
             case 2:
                 guard let back = gone.randomElement(using: &rng) else { continue }
-                try writer.add(.genericPassword, attributes: attrs(["acct": back, "svce": "s", "agrp": "g"]), data: bytes("back-\(step)"))
+                try writer.add(
+                    .genericPassword, attributes: attrs(["acct": back, "svce": "s", "agrp": "g"]),
+                    data: bytes("back-\(step)"))
                 gone.remove(back); live.insert(back)
             default:
                 let to = "moved-\(step)"
@@ -125,8 +132,14 @@ import LatchkeyTestSupport
         for i in 0..<Int.random(in: 1...30, using: &rng) {
             let roll = Int.random(in: 0..<100, using: &rng)
             var account = "fresh-\(seed)-\(i)"
-            if roll >= 80 && roll < 90, let freed = gone.subtracting(accounts).randomElement(using: &rng) { account = freed }
-            if conflicts && roll >= 90 { account = roll < 95 || accounts.isEmpty ? live.randomElement(using: &rng)! : accounts.randomElement(using: &rng)! }
+            if roll >= 80 && roll < 90, let freed = gone.subtracting(accounts).randomElement(using: &rng) {
+                account = freed
+            }
+            if conflicts && roll >= 90 {
+                account =
+                    roll < 95 || accounts.isEmpty
+                    ? live.randomElement(using: &rng)! : accounts.randomElement(using: &rng)!
+            }
             accounts.append(account)
             lines.append(Self.item(account, "line-\(i)"))
         }
@@ -169,15 +182,21 @@ import LatchkeyTestSupport
         let plan = "seed \(seed): \(lines.count) lines, index spoiled at \(spoilAt.map(String.init) ?? "never")"
         #expect(got == want, "\(plan)")
         if want != nil {
-            let unchanged = disk.keychainBytes == indexedBefore, referenceUnchanged = reference.keychainBytes == referenceBefore
+            let unchanged = disk.keychainBytes == indexedBefore,
+                referenceUnchanged = reference.keychainBytes == referenceBefore
             #expect(unchanged, "\(plan): the failed import left records")
             #expect(referenceUnchanged, "\(plan): the failed import left records in the keychain without an index")
         }
         let expected = try contents(fromLog)
         #expect(try contents(indexed) == expected, "\(plan)")
         #expect(try contents(openKeychain(on: disk)) == expected, "\(plan): a new handle")
-        #expect(try contents(openKeychain(on: { let c = disk.clone(); try? c.remove(IndexTests.indexPath); return c }())) == expected,
-                "\(plan): the log alone")
+        #expect(
+            try contents(
+                openKeychain(
+                    on: {
+                        let c = disk.clone(); try? c.remove(IndexTests.indexPath); return c
+                    }())) == expected,
+            "\(plan): the log alone")
         #expect(indexed.verify().ok, "\(plan): \(indexed.verify().problems)")
     }
 
@@ -205,8 +224,9 @@ import LatchkeyTestSupport
             return importer.accepted
         }
         #expect(n == 201)
-        #expect(counting.bytesRead[TestEnv.keychainPath, default: 0] - logReadBefore >= disk.keychainBytes.count / 2,
-                "the index did not fail under the import (the log was not scanned)")
+        #expect(
+            counting.bytesRead[TestEnv.keychainPath, default: 0] - logReadBefore >= disk.keychainBytes.count / 2,
+            "the index did not fail under the import (the log was not scanned)")
         #expect(try IndexTests.secret(kc, "early") == bytes("e"))
         #expect(try IndexTests.secret(kc, "late-199") == bytes("l-199"))
         #expect(try IndexTests.secret(kc, "user-5") == bytes("secret-5"))
@@ -245,7 +265,9 @@ import LatchkeyTestSupport
     @Test func liveItemSnapshot_listsTheItemsOfTheIndexAndTheTail() throws {
         let (disk, writer) = try IndexTests.indexedKeychain(700)
         writer.localStore!.indexTailLimit = .max
-        func q(_ account: String) -> Query { Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"])) }
+        func q(_ account: String) -> Query {
+            Query(.genericPassword, attrs(["acct": account, "svce": "s", "agrp": "g"]))
+        }
         try writer.update(q("user-1"), attributes: [:], data: bytes("new-1"))
         try writer.delete(q("user-2"))
         try writer.add(contentsOf: [Self.item("tail", "t")])

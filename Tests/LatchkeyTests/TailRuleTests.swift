@@ -22,7 +22,10 @@ import LatchkeyTestSupport
         let (disk, kc) = try IndexTests.indexedKeychain(200)
         let (a, slot) = try #require(try kc.localStore!.slot(uniqueKey: key("user-5")))
         let file = disk.keychainBytes
-        var payload = Array(file[Int(slot.offset) + FormatConstants.frameHeaderSize..<Int(slot.offset) + Int(slot.recordSize) - FormatConstants.frameTagSize])
+        var payload = Array(
+            file[
+                Int(slot.offset) + FormatConstants.frameHeaderSize..<Int(slot.offset) + Int(slot.recordSize)
+                    - FormatConstants.frameTagSize])
         let y = ID16(high: 0x1111_2222_3333_4444, low: 0x5555_6666_7777_8888)
         let clear = try ItemPutPayload.decodeClear(payload[...])
         let at = clear.uuid.startIndex
@@ -33,7 +36,9 @@ import LatchkeyTestSupport
 
     /// Appends each (type, payload) as its own closed transaction; returns their offsets.
     @discardableResult
-    static func append(_ records: [(RecordType, [UInt8])], to disk: MemoryFileSystem, after kc: Keychain) throws -> [Int] {
+    static func append(_ records: [(RecordType, [UInt8])], to disk: MemoryFileSystem, after kc: Keychain) throws
+        -> [Int]
+    {
         var file = disk.keychainBytes
         let forger = try FormatEvolutionTests.Forger(file)
         var sequence = kc.localStore!.lastSequence
@@ -62,14 +67,21 @@ import LatchkeyTestSupport
     @Test func putOfAUniqueKeyTheIndexHolds_isDamage_whenThatKeyIsLookedUp() throws {
         let (disk, kc, _, putOfY, _) = try Self.setUp()
         let offsets = try Self.append([(.itemPut, putOfY)], to: disk, after: kc)
-        #expect(openKeychainForVerify(disk).contains { $0.hasPrefix("damage at byte \(offsets[0]): two live items share a unique key") })
+        #expect(
+            openKeychainForVerify(disk).contains {
+                $0.hasPrefix("damage at byte \(offsets[0]): two live items share a unique key")
+            })
         let reader = try openKeychain(on: disk)
         #expect(reader.localStore!.usesIndex, "the open needs no index lookup to apply the tail")
         // An item the broken record does not involve is answered.
         #expect(try IndexTests.secret(reader, "user-6") == bytes("secret-6"))
-        Self.expectDamage(at: offsets[0], "two live items share a unique key") { _ = try IndexTests.secret(reader, "user-5") }
+        Self.expectDamage(at: offsets[0], "two live items share a unique key") {
+            _ = try IndexTests.secret(reader, "user-5")
+        }
         // Then every call, as an open without the index.
-        Self.expectDamage(at: offsets[0], "two live items share a unique key") { _ = try IndexTests.secret(reader, "user-6") }
+        Self.expectDamage(at: offsets[0], "two live items share a unique key") {
+            _ = try IndexTests.secret(reader, "user-6")
+        }
         let copy = disk.clone()
         try copy.remove(IndexTests.indexPath)
         Self.expectDamage(at: offsets[0], "two live items share a unique key") { _ = try openKeychain(on: copy) }
@@ -81,7 +93,9 @@ import LatchkeyTestSupport
         let (disk, kc, a, putOfY, _) = try Self.setUp()
         let offsets = try Self.append([(.itemPut, putOfY), (.itemDelete, a.bytes)], to: disk, after: kc)
         let reader = try openKeychain(on: disk)
-        Self.expectDamage(at: offsets[0], "two live items share a unique key") { _ = try reader.localStore!.slot(uniqueKey: Self.key("user-5")) }
+        Self.expectDamage(at: offsets[0], "two live items share a unique key") {
+            _ = try reader.localStore!.slot(uniqueKey: Self.key("user-5"))
+        }
     }
 
     /// The same two records the other way round are a valid log: A is deleted, then Y takes
@@ -103,12 +117,17 @@ import LatchkeyTestSupport
         let (disk, kc, _, _, _) = try Self.setUp()
         let deleteOfNothing: [(RecordType, [UInt8])] = [(.itemDelete, [UInt8](repeating: 0xAB, count: 16))]
         let offsets = try Self.append(deleteOfNothing, to: disk, after: kc)
-        #expect(openKeychainForVerify(disk).contains { $0.hasPrefix("damage at byte \(offsets[0]): a delete names an item that does not exist") })
+        #expect(
+            openKeychainForVerify(disk).contains {
+                $0.hasPrefix("damage at byte \(offsets[0]): a delete names an item that does not exist")
+            })
         let reader = try openKeychain(on: disk)
         #expect(try IndexTests.secret(reader, "user-6") == bytes("secret-6"))
         Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") { _ = try reader.snapshot() }
         // The reader dropped the index (it may write the file): a new open reports the damage.
-        Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") { _ = try openKeychain(on: disk) }
+        Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") {
+            _ = try openKeychain(on: disk)
+        }
 
         // A lookup of that very item, before anything is listed, reports it too (not "no such
         // item"), without the count check of a listing to lean on.
@@ -126,7 +145,8 @@ import LatchkeyTestSupport
         let writer = try openKeychain(on: disk2)
         writer.localStore!.indexTailLimit = 0
         Self.expectDamage(at: offsets[0], "a delete names an item that does not exist") {
-            try writer.add(.genericPassword, attributes: attrs(["acct": "new", "svce": "s", "agrp": "g"]), data: bytes("n"))
+            try writer.add(
+                .genericPassword, attributes: attrs(["acct": "new", "svce": "s", "agrp": "g"]), data: bytes("n"))
             _ = try writer.snapshot()
         }
     }
@@ -136,12 +156,19 @@ import LatchkeyTestSupport
     @Test func indexWrittenAfterATailOfReplacements_countsTheItemsExactly() throws {
         let (disk, writer) = try IndexTests.indexedKeychain(300)
         writer.localStore!.indexTailLimit = .max
-        for i in 0..<40 { _ = try writer.update(Query(.genericPassword, attrs(["acct": "user-\(i)", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("v2-\(i)")) }
-        try writer.add(.genericPassword, attributes: attrs(["acct": "extra", "svce": "s", "agrp": "g"]), data: bytes("x"))
+        for i in 0..<40 {
+            _ = try writer.update(
+                Query(.genericPassword, attrs(["acct": "user-\(i)", "svce": "s", "agrp": "g"])), attributes: [:],
+                data: bytes("v2-\(i)"))
+        }
+        try writer.add(
+            .genericPassword, attributes: attrs(["acct": "extra", "svce": "s", "agrp": "g"]), data: bytes("x"))
         _ = try writer.delete(Query(.genericPassword, attrs(["acct": "user-299", "svce": "s", "agrp": "g"])))
         let next = try openKeychain(on: disk)
         next.localStore!.indexTailLimit = 0
-        _ = try next.update(Query(.genericPassword, attrs(["acct": "user-100", "svce": "s", "agrp": "g"])), attributes: [:], data: bytes("v2-100"))
+        _ = try next.update(
+            Query(.genericPassword, attrs(["acct": "user-100", "svce": "s", "agrp": "g"])), attributes: [:],
+            data: bytes("v2-100"))
         #expect(try IndexTests.header(disk).itemCount == 300)
         #expect(try openKeychain(on: disk).snapshot() == IndexTests.truth(disk))
         #expect(openKeychainForVerify(disk).isEmpty)
@@ -160,7 +187,13 @@ import LatchkeyTestSupport
         let index = try #require(disk.contents(IndexTests.indexPath))
         let existing = try kc.localStore!.slots()
         let sources: [(ID16, [UInt8])] = existing.prefix(12).map { id, slot in
-            (slot.uniqueHash, Array(file[Int(slot.offset) + FormatConstants.frameHeaderSize..<Int(slot.offset) + Int(slot.recordSize) - FormatConstants.frameTagSize]))
+            (
+                slot.uniqueHash,
+                Array(
+                    file[
+                        Int(slot.offset) + FormatConstants.frameHeaderSize..<Int(slot.offset) + Int(slot.recordSize)
+                            - FormatConstants.frameTagSize])
+            )
         }
         let uuids = existing.prefix(16).map(\.0) + (0..<6).map { ID16(high: 0xFEED, low: UInt64($0)) }
         let forger = try FormatEvolutionTests.Forger(file)
@@ -194,7 +227,8 @@ import LatchkeyTestSupport
                 }
                 sequence += 1
                 let continues = i < count - 1 && rng.next() % 2 == 0
-                tail += forger.record(type: type.rawValue, continues: continues, sequence: sequence, payload: payload, at: tail.count)
+                tail += forger.record(
+                    type: type.rawValue, continues: continues, sequence: sequence, payload: payload, at: tail.count)
             }
             let withIndex = disk.clone(), withoutIndex = disk.clone()
             withIndex.setContents(TestEnv.keychainPath, tail)
@@ -229,10 +263,13 @@ import LatchkeyTestSupport
             }
             #expect(store.log.items.base != nil, "batch \(batch) round \(round): the lookups dropped the index")
             let listed = try store.slots()
-            #expect(listed.count == truth.count && Set(listed.map(\.0)) == Set(truth.map(\.0)), "batch \(batch) round \(round)")
+            #expect(
+                listed.count == truth.count && Set(listed.map(\.0)) == Set(truth.map(\.0)),
+                "batch \(batch) round \(round)")
             valid += 1
         }
-        #expect(valid >= 5 && damaged >= 5, "\(valid) valid tails and \(damaged) damaged ones: the mix tests too little")
+        #expect(
+            valid >= 5 && damaged >= 5, "\(valid) valid tails and \(damaged) damaged ones: the mix tests too little")
     }
 
     /// verify's problems for the keychain on `disk` (with its index), from a new handle.

@@ -23,7 +23,8 @@ import LatchkeyTestSupport
         try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail"]), data: bytes("a-secret"))
         try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b-secret"))
         try kc.add(.genericPassword, attributes: attrs(["acct": "carol", "svce": "mail"]), data: bytes("c-secret"))
-        try kc.add(.internetPassword, attributes: attrs(["acct": "dave", "srvr": "example.com"]), data: bytes("d-secret"))
+        try kc.add(
+            .internetPassword, attributes: attrs(["acct": "dave", "srvr": "example.com"]), data: bytes("d-secret"))
         let before = disk.clone()
         let items = try kc.snapshot()
         let committed = disk.keychainBytes.count
@@ -37,9 +38,13 @@ import LatchkeyTestSupport
         disk.setContents(TestEnv.keychainPath, Array(torn.full.prefix(length)))
         do {
             let kc = try openKeychain(on: disk)
-            #expect(kc.recoveredTailBytes == UInt64(length - torn.committedSize), "cut at \(length)", sourceLocation: sourceLocation)
-            #expect(disk.keychainBytes == Array(torn.full.prefix(torn.committedSize)), "cut at \(length): the file is truncated",
-                    sourceLocation: sourceLocation)
+            #expect(
+                kc.recoveredTailBytes == UInt64(length - torn.committedSize), "cut at \(length)",
+                sourceLocation: sourceLocation)
+            #expect(
+                disk.keychainBytes == Array(torn.full.prefix(torn.committedSize)),
+                "cut at \(length): the file is truncated",
+                sourceLocation: sourceLocation)
             if kc.hasPasscode { try kc.unlock(passcode: TestEnv.passcode) }
             #expect(try kc.snapshot() == torn.items, "cut at \(length)", sourceLocation: sourceLocation)
         } catch {
@@ -52,20 +57,21 @@ import LatchkeyTestSupport
             try kc.add(.genericPassword, attributes: attrs(["acct": "erin", "svce": "mail"]), data: bytes("e-secret"))
         }
         #expect(torn.full.count > torn.committedSize)
-        for length in torn.committedSize + 1 ..< torn.full.count {
+        for length in torn.committedSize + 1..<torn.full.count {
             expectRecovered(torn, cutAt: length)
         }
     }
 
     @Test func open_withMultiRecordUpdateCutAtEveryByte_recoversTheStateBeforeIt() throws {
         let torn = try tear { kc in
-            let n = try kc.update(Query(.genericPassword, attrs(["svce": "mail"])), attributes: attrs(["labl": "rotated"]),
-                                  data: bytes("rotated"))
+            let n = try kc.update(
+                Query(.genericPassword, attrs(["svce": "mail"])), attributes: attrs(["labl": "rotated"]),
+                data: bytes("rotated"))
             #expect(n == 3)
         }
         // Every record boundary inside the transaction is among the cuts: complete records whose
         // transaction is not closed are torn too.
-        for length in torn.committedSize + 1 ..< torn.full.count {
+        for length in torn.committedSize + 1..<torn.full.count {
             expectRecovered(torn, cutAt: length)
         }
     }
@@ -136,4 +142,3 @@ import LatchkeyTestSupport
         #expect(try openKeychain(on: disk).snapshot().count == torn.items.count + 1)
     }
 }
-

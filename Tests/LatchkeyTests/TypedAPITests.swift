@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Latchkey   // not @testable: this is the surface a package that depends on Latchkey sees
+import Latchkey  // not @testable: this is the surface a package that depends on Latchkey sees
 
 /// Issue 18 §1: the typed surface a first program meets — attribute keys with Apple's codes,
 /// `Data`/`String`/`Date`, one item or none, add-or-update, open-or-create and `close()`.
@@ -10,8 +10,9 @@ import Latchkey   // not @testable: this is the surface a package that depends o
         let path: String
         init() throws {
             path = FileManager.default.temporaryDirectory.path + "/latchkey-typed-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         }
         deinit { try? FileManager.default.removeItem(atPath: path) }
         var keychain: String { path + "/app.keychain" }
@@ -32,8 +33,9 @@ import Latchkey   // not @testable: this is the surface a package that depends o
         let dir = try Directory()
         let keychain = try Keychain.openOrCreate(path: dir.keychain, devicePath: dir.device)
         defer { keychain.close() }
-        let added = try keychain.add(.genericPassword, [.account: "alice", .service: "mail", .label: "Mail"],
-                                     secret: "s3cret")
+        let added = try keychain.add(
+            .genericPassword, [.account: "alice", .service: "mail", .label: "Mail"],
+            secret: "s3cret")
         #expect(added.account == "alice" && added.service == "mail" && added.label == "Mail")
         #expect(added.creationDate != nil && added.creationDate == added.modificationDate)
 
@@ -45,15 +47,18 @@ import Latchkey   // not @testable: this is the surface a package that depends o
         #expect(try keychain.find(.genericPassword, [.service: "mail"]).count == 1)
 
         // save = add or update: the same unique key (account, service) keeps one item.
-        let saved = try keychain.save(.genericPassword, [.account: "alice", .service: "mail", .label: "Mail 2"],
-                                      secret: "n3w")
+        let saved = try keychain.save(
+            .genericPassword, [.account: "alice", .service: "mail", .label: "Mail 2"],
+            secret: "n3w")
         #expect(saved.persistentRef == added.persistentRef, "the existing item was updated, not a second one added")
         #expect(saved.secretString == "n3w" && saved.label == "Mail 2")
         #expect(try keychain.find(.genericPassword).count == 1)
         // Another service is another unique key: save adds.
         try keychain.save(.genericPassword, [.account: "alice", .service: "chat"], secret: Data([0, 1, 2]))
         #expect(try keychain.find(.genericPassword, [.account: "alice"]).count == 2)
-        #expect(try keychain.first(.genericPassword, [.service: "chat"])?.secretString == String(decoding: [0, 1, 2], as: UTF8.self))
+        #expect(
+            try keychain.first(.genericPassword, [.service: "chat"])?.secretString
+                == String(decoding: [0, 1, 2], as: UTF8.self))
 
         #expect(try keychain.update(.genericPassword, matching: [.service: "chat"], set: [.comment: "moved"]) == 1)
         #expect(try keychain.first(.genericPassword, [.service: "chat"])?[.comment] == "moved")
@@ -81,7 +86,9 @@ import Latchkey   // not @testable: this is the surface a package that depends o
         #expect(AttributeValue(when) == .date(12345.5))
         #expect(AttributeValue(when).dateValue == when)
         #expect(AttributeValue(Data([1, 2])) == .data([1, 2]))
-        #expect(AttributeValue(Data("x".utf8)).stringValue == "x", "valid UTF-8 data reads as text, as Apple returns either")
+        #expect(
+            AttributeValue(Data("x".utf8)).stringValue == "x", "valid UTF-8 data reads as text, as Apple returns either"
+        )
         #expect(AttributeValue.data([0xff]).stringValue == nil)
         #expect(AttributeValue("mail").dataValue == Data("mail".utf8))
         #expect(AttributeValue(443).integerValue == 443)
@@ -97,7 +104,9 @@ import Latchkey   // not @testable: this is the surface a package that depends o
                 try keychain.add(.genericPassword, [AttributeKey(name): "alice"], secret: "x")
             }
             #expect(error?.status == .noSuchAttr)
-            #expect(error?.message.contains("did you mean 'acct' (AttributeKey.account)") == true, "\(error?.message ?? "")")
+            #expect(
+                error?.message.contains("did you mean 'acct' (AttributeKey.account)") == true, "\(error?.message ?? "")"
+            )
         }
         let wrongClass = #expect(throws: KeychainError.self) {
             try keychain.add(.internetPassword, [.service: "mail"], secret: "x")
@@ -137,7 +146,7 @@ import Latchkey   // not @testable: this is the surface a package that depends o
             #expect(error?.status == .notAvailable)
             #expect(error?.message.contains("closed") == true)
         }
-        keychain.close()   // twice: nothing happens
+        keychain.close()  // twice: nothing happens
         let reopened = try Keychain.open(path: dir.keychain, devicePath: dir.device)
         #expect(try reopened.first(.genericPassword, [.account: "alice"])?.secretString == "s3cret")
     }

@@ -11,9 +11,11 @@ import LatchkeyTestSupport
 @Suite struct UniqueKeyQueryTests {
     static let appA = CallerIdentity(applicationIdentifier: "team.app.a")
     /// Three groups: its own first, then one it shares, then app A's.
-    static let appB = CallerIdentity(applicationIdentifier: "team.app.b", keychainAccessGroups: ["team.app.b", "team.shared", "team.app.a"])
+    static let appB = CallerIdentity(
+        applicationIdentifier: "team.app.b", keychainAccessGroups: ["team.app.b", "team.shared", "team.app.a"])
     /// More groups than the unique-key path enumerates (16): it then takes the general path.
-    static let many = CallerIdentity(applicationIdentifier: "team.many", keychainAccessGroups: (0..<17).map { "team.g\($0)" } + ["team.app.a"])
+    static let many = CallerIdentity(
+        applicationIdentifier: "team.many", keychainAccessGroups: (0..<17).map { "team.g\($0)" } + ["team.app.a"])
     static let outsider = CallerIdentity(applicationIdentifier: "team.other")
 
     /// A keychain without a passcode (every class readable) holding items that differ in one
@@ -21,7 +23,10 @@ import LatchkeyTestSupport
     static func populated() throws -> (MemoryFileSystem, Keychain) {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        func add(_ caller: CallerIdentity?, _ a: [String: AttributeValue], _ data: String, _ pc: ProtectionClass = .afterFirstUnlock) throws {
+        func add(
+            _ caller: CallerIdentity?, _ a: [String: AttributeValue], _ data: String,
+            _ pc: ProtectionClass = .afterFirstUnlock
+        ) throws {
             kc.caller = caller
             try kc.add(.genericPassword, attributes: a, data: bytes(data), protection: pc)
         }
@@ -34,8 +39,12 @@ import LatchkeyTestSupport
         try add(outsider, alice, "other-alice")
         try add(nil, alice, "no-group-alice")
         kc.caller = appA
-        try kc.add(.internetPassword, attributes: ["acct": .string("alice"), "srvr": .string("example.com"), "ptcl": .integer(443),
-                                                    "port": .integer(8443), "path": .string("/x")], data: bytes("a-inet"))
+        try kc.add(
+            .internetPassword,
+            attributes: [
+                "acct": .string("alice"), "srvr": .string("example.com"), "ptcl": .integer(443),
+                "port": .integer(8443), "path": .string("/x")
+            ], data: bytes("a-inet"))
         return (disk, kc)
     }
 
@@ -48,17 +57,18 @@ import LatchkeyTestSupport
             ["acct": .string("bob"), "svce": .string("mail")], ["acct": .data(bytes("bob")), "svce": .string("mail")],
             ["acct": .data([]), "svce": .string("no-account")], ["acct": .string(""), "svce": .string("no-account")],
             ["acct": .string("nobody"), "svce": .string("mail")], ["acct": .string("ALICE"), "svce": .string("mail")],
-            ["acct": .string("alice")],   // not the whole key: the general path
+            ["acct": .string("alice")],  // not the whole key: the general path
             ["acct": .string("alice"), "svce": .string("mail"), "nope": .string("x")],
             ["acct": .string("alice"), "svce": .string("mail"), "account": .string("x")],
-            ["acct": .string("alice"), "svce": .string("mail"), "srvr": .string("x")],   // an inet attribute on genp
+            ["acct": .string("alice"), "svce": .string("mail"), "srvr": .string("x")]  // an inet attribute on genp
         ]
         for extra: [String: AttributeValue] in [
-            ["labl": .string("home")], ["labl": .string("work")], ["labl": .data(bytes("home"))], ["icmt": .string("shared")],
+            ["labl": .string("home")], ["labl": .string("work")], ["labl": .data(bytes("home"))],
+            ["icmt": .string("shared")],
             ["agrp": .string("team.app.a")], ["agrp": .string("team.shared")], ["agrp": .string("team.other")],
             ["agrp": .data(bytes("team.app.a"))], ["agrp": .string("TEAM.APP.A")], ["agrp": .integer(1)],
             ["sync": .integer(1)], ["sync": .integer(0)], ["sync": .string("1")],
-            ["pdmn": .string("ck")], ["cdat": .date(0)], ["gena": .data([])], ["gena": .string("x")],
+            ["pdmn": .string("ck")], ["cdat": .date(0)], ["gena": .data([])], ["gena": .string("x")]
         ] {
             attributeSets.append(alice.merging(extra) { $1 })
         }
@@ -73,8 +83,10 @@ import LatchkeyTestSupport
             for limit in [0, 1, 2] { out.append((Query(.genericPassword, a, synchronizable: .any), limit)) }
             out.append((Query(.internetPassword, a), nil))
         }
-        let inet: [String: AttributeValue] = ["acct": .string("alice"), "srvr": .string("example.com"), "ptcl": .integer(443),
-                                              "port": .integer(8443), "path": .string("/x"), "sdmn": .data([]), "atyp": .string("")]
+        let inet: [String: AttributeValue] = [
+            "acct": .string("alice"), "srvr": .string("example.com"), "ptcl": .integer(443),
+            "port": .integer(8443), "path": .string("/x"), "sdmn": .data([]), "atyp": .string("")
+        ]
         out.append((Query(.internetPassword, inet), nil))
         out.append((Query(.internetPassword, inet.merging(["port": .integer(80)]) { $1 }), nil))
         out.append((Query(.internetPassword, inet.merging(["svce": .string("mail")]) { $1 }), nil))
@@ -96,7 +108,10 @@ import LatchkeyTestSupport
 
     static func answer(_ kc: Keychain, _ q: Query, _ limit: Int?) -> Answer {
         do {
-            return .items(try kc.find(q, limit: limit).map { Row(ref: $0.persistentRef, attributes: $0.attributes, data: $0.data) })
+            return .items(
+                try kc.find(q, limit: limit).map {
+                    Row(ref: $0.persistentRef, attributes: $0.attributes, data: $0.data)
+                })
         } catch let e as KeychainError {
             return .error(e.status, e.message)
         } catch {
@@ -126,7 +141,8 @@ import LatchkeyTestSupport
             let fast = try Self.reader(disk, uniqueKeys: true, caller: caller)
             let scan = try Self.reader(disk, uniqueKeys: false, caller: caller)
             for (q, limit) in Self.queries() {
-                let what = "\(caller?.applicationIdentifier ?? "no caller"): \(q.itemClass) \(q.attributes) \(q.synchronizable) \(String(describing: q.protection)) limit \(String(describing: limit))"
+                let what =
+                    "\(caller?.applicationIdentifier ?? "no caller"): \(q.itemClass) \(q.attributes) \(q.synchronizable) \(String(describing: q.protection)) limit \(String(describing: limit))"
                 let got = Self.answer(fast, q, limit)
                 guard let limit else {
                     switch (got, Self.answer(scan, q, nil)) {
@@ -154,10 +170,16 @@ import LatchkeyTestSupport
         #expect(try kc.find(q).map(\.data) == [bytes("shared-alice"), bytes("a-alice"), bytes("a-alice-sync")])
         #expect(try kc.find(q, limit: 1).map(\.data) == [bytes("shared-alice")])
         #expect(try kc.find(q, limit: 2).map(\.data) == [bytes("shared-alice"), bytes("a-alice")])
-        let found = try kc.find(Query(.genericPassword, ["acct": .string("alice"), "svce": .string("mail"), "agrp": .string("team.app.a")]))
-        #expect(found.count == 1 && found[0].attributes["pdmn"] == .string("ck") && found[0].attributes["labl"] == .string("home"))
+        let found = try kc.find(
+            Query(.genericPassword, ["acct": .string("alice"), "svce": .string("mail"), "agrp": .string("team.app.a")]))
+        #expect(
+            found.count == 1 && found[0].attributes["pdmn"] == .string("ck")
+                && found[0].attributes["labl"] == .string("home"))
         #expect(found[0].persistentRef == bytes("genp") + found[0].persistentRef.suffix(16))
-        #expect(try kc.find(Query(.genericPassword, persistentRef: found[0].persistentRef)).map(\.data) == [bytes("a-alice")])
+        #expect(
+            try kc.find(Query(.genericPassword, persistentRef: found[0].persistentRef)).map(\.data) == [
+                bytes("a-alice")
+            ])
     }
 
     /// A query that names an extra attribute the item does not have, or has with another
@@ -168,14 +190,20 @@ import LatchkeyTestSupport
         let kc = try Self.reader(disk, uniqueKeys: true, caller: Self.appA)
         let key: [String: AttributeValue] = ["acct": .string("alice"), "svce": .string("mail")]
         #expect(try kc.find(Query(.genericPassword, key)).map(\.data) == [bytes("a-alice")])
-        for extra: [String: AttributeValue] in [["labl": .string("work")], ["icmt": .string("shared")], ["gena": .string("x")],
-                                                ["labl": .string("HOME")], ["sync": .integer(1), "labl": .string("home")], ["pdmn": .string("dk")]] {
+        for extra: [String: AttributeValue] in [
+            ["labl": .string("work")], ["icmt": .string("shared")], ["gena": .string("x")],
+            ["labl": .string("HOME")], ["sync": .integer(1), "labl": .string("home")], ["pdmn": .string("dk")]
+        ] {
             #expect(try kc.find(Query(.genericPassword, key.merging(extra) { $1 })).isEmpty, "\(extra)")
         }
         let bare = try kc.find(Query(.genericPassword, key), includeData: false)
         #expect(bare.count == 1 && bare[0].data.isEmpty && bare[0].attributes["acct"] == .string("alice"))
-        expectKeychainError(.noSuchAttr) { _ = try kc.find(Query(.genericPassword, key.merging(["nope": .string("x")]) { $1 })) }
-        expectKeychainError(.noSuchAttr) { _ = try kc.find(Query(.genericPassword, key.merging(["nope": .string("x")]) { $1 }), limit: 0) }
+        expectKeychainError(.noSuchAttr) {
+            _ = try kc.find(Query(.genericPassword, key.merging(["nope": .string("x")]) { $1 }))
+        }
+        expectKeychainError(.noSuchAttr) {
+            _ = try kc.find(Query(.genericPassword, key.merging(["nope": .string("x")]) { $1 }), limit: 0)
+        }
     }
 
     /// On a keychain with a passcode, opened and not unlocked, for a caller with a group (so
@@ -188,15 +216,21 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
         kc.caller = Self.appA
-        try kc.add(.genericPassword, attributes: attrs(["acct": "locked", "svce": "s"]), data: bytes("L"), protection: .whenUnlocked)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "open", "svce": "s"]), data: bytes("O"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "locked", "svce": "s"]), data: bytes("L"),
+            protection: .whenUnlocked)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "open", "svce": "s"]), data: bytes("O"), protection: .always)
         let reader = try openKeychain(on: disk)
         reader.caller = Self.appA
         let locked = Query(.genericPassword, attrs(["acct": "locked", "svce": "s"]))
         expectKeychainError(.interactionNotAllowed) { _ = try reader.find(locked) }
-        expectKeychainError(.interactionNotAllowed) { _ = try reader.find(Query(.genericPassword, attrs(["acct": "locked", "svce": "s", "labl": "x"]))) }
+        expectKeychainError(.interactionNotAllowed) {
+            _ = try reader.find(Query(.genericPassword, attrs(["acct": "locked", "svce": "s", "labl": "x"])))
+        }
         expectKeychainError(.interactionNotAllowed) { _ = try reader.find(locked, includeData: false) }
-        let skipped = try reader.find(Query(.genericPassword, attrs(["acct": "locked", "svce": "s"]), protection: .always))
+        let skipped = try reader.find(
+            Query(.genericPassword, attrs(["acct": "locked", "svce": "s"]), protection: .always))
         #expect(skipped.isEmpty)
         let open = try reader.find(Query(.genericPassword, attrs(["acct": "open", "svce": "s"])))
         #expect(open.map(\.data) == [bytes("O")])
@@ -214,7 +248,8 @@ import LatchkeyTestSupport
     @Test func uniqueKeyPath_seesAnotherProcessesWrites() throws {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("v1"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("v1"), protection: .always)
         let reader = try openKeychain(on: disk)
         let alice = Query(.genericPassword, attrs(["acct": "alice", "svce": "s"]))
         let renamed = Query(.genericPassword, attrs(["acct": "alice2", "svce": "s"]))
@@ -228,7 +263,8 @@ import LatchkeyTestSupport
         #expect(try reader.find(renamed).map(\.data) == [bytes("v2")])
         try other.delete(renamed)
         #expect(try reader.find(renamed).isEmpty)
-        try other.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("v3"), protection: .always)
+        try other.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("v3"), protection: .always)
         #expect(try reader.find(alice).map(\.data) == [bytes("v3")])
         _ = try other.compact()
         try other.update(alice, attributes: [:], data: bytes("v4"))
@@ -242,7 +278,9 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         let alice = Query(.genericPassword, attrs(["acct": "alice", "svce": "s"]))
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("secret-ONE"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "s"]), data: bytes("secret-ONE"),
+            protection: .always)
         let firstEnd = disk.keychainBytes.count
         try kc.update(alice, attributes: [:], data: bytes("secret-TWO"))
         let file = disk.keychainBytes

@@ -20,7 +20,8 @@ import LatchkeyTestSupport
         let before = disk.keychainBytes.count
         let n = try kc.importItems { importer in
             for i in 0..<count {
-                try importer.add(NewItem(.genericPassword, attributes: attrs(["acct": "user-\(i)"]), data: bytes("secret-\(i)")))
+                try importer.add(
+                    NewItem(.genericPassword, attributes: attrs(["acct": "user-\(i)"]), data: bytes("secret-\(i)")))
             }
             return importer.accepted
         }
@@ -30,7 +31,14 @@ import LatchkeyTestSupport
         var offset = before
         while offset < file.count {
             let frame = try FrameHeader.decode(file[offset..<offset + FormatConstants.frameHeaderSize])
-            records.append((frame.type, Array(file[offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize - FormatConstants.frameTagSize])))
+            records.append(
+                (
+                    frame.type,
+                    Array(
+                        file[
+                            offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize
+                                - FormatConstants.frameTagSize])
+                ))
             offset += frame.recordSize
         }
         return (disk, kc, records)
@@ -38,7 +46,9 @@ import LatchkeyTestSupport
 
     /// Appends `records` as one transaction (closed unless `closes` is false); returns the
     /// offset of each record.
-    static func append(_ records: [(UInt8, [UInt8])], to disk: MemoryFileSystem, after kc: Keychain, closes: Bool = true) throws -> [Int] {
+    static func append(
+        _ records: [(UInt8, [UInt8])], to disk: MemoryFileSystem, after kc: Keychain, closes: Bool = true
+    ) throws -> [Int] {
         var file = disk.keychainBytes
         let forger = try FormatEvolutionTests.Forger(file)
         var sequence = kc.localStore!.lastSequence
@@ -46,7 +56,9 @@ import LatchkeyTestSupport
         for (i, (type, payload)) in records.enumerated() {
             sequence += 1
             offsets.append(file.count)
-            file += forger.record(type: type, continues: !closes || i < records.count - 1, sequence: sequence, payload: payload, at: file.count)
+            file += forger.record(
+                type: type, continues: !closes || i < records.count - 1, sequence: sequence, payload: payload,
+                at: file.count)
         }
         disk.setContents(TestEnv.keychainPath, file)
         return offsets
@@ -70,7 +82,10 @@ import LatchkeyTestSupport
         let offsets = try Self.append(again, to: disk, after: kc)
         // verify reads the file anew from its first byte, so the handle opened before will do.
         let report = kc.verify().problems
-        #expect(report == ["damage at byte \(offsets[position]): a delete names an item that does not exist; a repair plan shows what cutting it off would drop"])
+        #expect(
+            report == [
+                "damage at byte \(offsets[position]): a delete names an item that does not exist; a repair plan shows what cutting it off would drop"
+            ])
     }
 
     /// The same transaction, valid but never closed: an unfinished write, and the items as
@@ -81,7 +96,9 @@ import LatchkeyTestSupport
         again.insert((RecordType.itemDelete.rawValue, [UInt8](repeating: 0xAB, count: 16)), at: 9000)
         let offsets = try Self.append(again, to: disk, after: kc, closes: false)
         let report = kc.verify()
-        #expect(report.problems.count == 1 && report.problems[0].hasPrefix("unfinished write at byte \(offsets[0]) "), "\(report.problems)")
+        #expect(
+            report.problems.count == 1 && report.problems[0].hasPrefix("unfinished write at byte \(offsets[0]) "),
+            "\(report.problems)")
         #expect(report.liveItems == Self.count && report.checkedItems == Self.count)
     }
 }

@@ -13,9 +13,11 @@ import LatchkeyTestSupport
     func prepared() throws -> (MemoryFileSystem, Keychain) {
         let disk = try makeDisk()
         let writer = try createKeychain(on: disk, passcode: nil)
-        writer.localStore!.indexTailLimit = 0   // every commit writes an index
+        writer.localStore!.indexTailLimit = 0  // every commit writes an index
         for i in 0..<3 {
-            try writer.add(.genericPassword, attributes: attrs(["acct": "a\(i)", "svce": "s"]), data: bytes("x"), protection: .always)
+            try writer.add(
+                .genericPassword, attributes: attrs(["acct": "a\(i)", "svce": "s"]), data: bytes("x"),
+                protection: .always)
         }
         #expect(disk.contents(TestEnv.keychainPath + ".index") != nil)
         return (disk, writer)
@@ -25,11 +27,16 @@ import LatchkeyTestSupport
         let (disk, writer) = try prepared()
         let hooked = Hooked(disk)
         let verifier = try openKeychain(on: hooked)
-        hooked.indexHooks = [{
-            try writer.add(contentsOf: (0..<5).map {
-                NewItem(.genericPassword, attributes: attrs(["acct": "import-\($0)", "svce": "s"]), data: bytes("y"), protection: .always)
-            })
-        }]
+        hooked.indexHooks = [
+            {
+                try writer.add(
+                    contentsOf: (0..<5).map {
+                        NewItem(
+                            .genericPassword, attributes: attrs(["acct": "import-\($0)", "svce": "s"]),
+                            data: bytes("y"), protection: .always)
+                    })
+            }
+        ]
         let report = verifier.verify()
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
         #expect(hooked.indexHooks.isEmpty, "the import never ran")
@@ -42,10 +49,14 @@ import LatchkeyTestSupport
         try writer.delete(Query(.genericPassword, ["acct": .string("a0")]))
         let hooked = Hooked(disk)
         let verifier = try openKeychain(on: hooked)
-        hooked.indexHooks = [{
-            try writer.compact()
-            try writer.add(.genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"), protection: .always)
-        }]
+        hooked.indexHooks = [
+            {
+                try writer.compact()
+                try writer.add(
+                    .genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"),
+                    protection: .always)
+            }
+        ]
         let report = verifier.verify()
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
         #expect(hooked.indexHooks.isEmpty, "the compaction never ran")
@@ -64,7 +75,9 @@ import LatchkeyTestSupport
         try disk.write(fd, offset: try disk.size(fd), Array(repeating: 0xA5, count: 64))
         disk.close(fd)
         hooked.hook = {
-            try writer.add(.genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"), protection: .always)
+            try writer.add(
+                .genericPassword, attributes: attrs(["acct": "late", "svce": "s"]), data: bytes("y"),
+                protection: .always)
         }
         let report = verifier.verify()
         #expect(hooked.hookError == nil, "\(String(describing: hooked.hookError))")
@@ -83,7 +96,10 @@ import LatchkeyTestSupport
         try disk.write(fd, offset: end, Array(repeating: 0xA5, count: 64))
         disk.close(fd)
         let report = verifier.verify()
-        #expect(report.problems == ["unfinished write at byte \(end) (64 bytes): left by a write that never finished (a killed process, a power cut); it is cut off at the next write"])
+        #expect(
+            report.problems == [
+                "unfinished write at byte \(end) (64 bytes): left by a write that never finished (a killed process, a power cut); it is cut off at the next write"
+            ])
     }
 
     /// Real damage is still reported: the pass that holds the lock finds it too.
@@ -91,7 +107,7 @@ import LatchkeyTestSupport
         let (disk, _) = try prepared()
         let verifier = try openKeychain(on: disk)
         var bytes = try #require(disk.contents(TestEnv.keychainPath))
-        bytes[bytes.count - 40] ^= 1   // inside the last item's put record
+        bytes[bytes.count - 40] ^= 1  // inside the last item's put record
         disk.setContents(TestEnv.keychainPath, bytes)
         let report = verifier.verify()
         #expect(!report.ok)

@@ -8,9 +8,12 @@ import LatchkeyTestSupport
 /// records for the same changes.
 @Suite struct WriteTransactionTests {
     func plaintext(_ account: String, _ data: String) -> ItemPlaintext {
-        ItemPlaintext(itemClass: .genericPassword,
-                      attributes: ["acct": .string(account), "svce": .string("write-path"), "cdat": .date(1000), "mdat": .date(2000)],
-                      data: bytes(data))
+        ItemPlaintext(
+            itemClass: .genericPassword,
+            attributes: [
+                "acct": .string(account), "svce": .string("write-path"), "cdat": .date(1000), "mdat": .date(2000)
+            ],
+            data: bytes(data))
     }
 
     func id(_ i: UInt8) -> ID16 { ID16([0xC0] + [UInt8](repeating: 0, count: 14) + [i]) }
@@ -41,13 +44,17 @@ import LatchkeyTestSupport
         let kc = try createKeychain(on: disk, passcode: nil)
         let store = kc.localStore!
         try store.write { tx in
-            try tx.commit([.put(id: id(1), plaintext: plaintext("a", "1"), protection: .always, flags: 0),
-                           .put(id: id(2), plaintext: plaintext("b", "2"), protection: .afterFirstUnlock, flags: 0)])
+            try tx.commit([
+                .put(id: id(1), plaintext: plaintext("a", "1"), protection: .always, flags: 0),
+                .put(id: id(2), plaintext: plaintext("b", "2"), protection: .afterFirstUnlock, flags: 0)
+            ])
         }
         try expectStateMatchesTheFile(store, "after a batched add")
         try store.write { tx in
             // An update that takes a unique key another item gives up in the same transaction.
-            try tx.commit([.delete(id(2)), .put(id: id(1), plaintext: plaintext("b", "1b"), protection: .always, flags: 0)])
+            try tx.commit([
+                .delete(id(2)), .put(id: id(1), plaintext: plaintext("b", "1b"), protection: .always, flags: 0)
+            ])
         }
         try expectStateMatchesTheFile(store, "after a batched update and delete")
         try store.withStreamingTransaction { tx in
@@ -67,14 +74,24 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         let store = kc.localStore!
-        try store.write { try $0.commit([.put(id: id(1), plaintext: plaintext("a", "1"), protection: .always, flags: 0)]) }
+        try store.write {
+            try $0.commit([.put(id: id(1), plaintext: plaintext("a", "1"), protection: .always, flags: 0)])
+        }
         let before = disk.keychainBytes
         expectKeychainError(.duplicateItem) {
-            try store.write { try $0.commit([.put(id: id(2), plaintext: plaintext("x", "2"), protection: .always, flags: 0),
-                                             .put(id: id(3), plaintext: plaintext("a", "3"), protection: .always, flags: 0)]) }
+            try store.write {
+                try $0.commit([
+                    .put(id: id(2), plaintext: plaintext("x", "2"), protection: .always, flags: 0),
+                    .put(id: id(3), plaintext: plaintext("a", "3"), protection: .always, flags: 0)
+                ])
+            }
         }
         expectKeychainError(.itemNotFound) {
-            try store.write { try $0.commit([.put(id: id(4), plaintext: plaintext("y", "4"), protection: .always, flags: 0), .delete(id(9))]) }
+            try store.write {
+                try $0.commit([
+                    .put(id: id(4), plaintext: plaintext("y", "4"), protection: .always, flags: 0), .delete(id(9))
+                ])
+            }
         }
         #expect(disk.keychainBytes == before)
         try expectStateMatchesTheFile(store, "after two refused commits")
@@ -96,12 +113,13 @@ import LatchkeyTestSupport
         let changes: [(ID16, ItemPlaintext, ProtectionClass)] = [
             (id(1), plaintext("a", "1"), .always),
             (id(2), plaintext("b", String(repeating: "2", count: 300)), .afterFirstUnlock),
-            (id(1), plaintext("a", "1 again"), .always),
+            (id(1), plaintext("a", "1 again"), .always)
         ]
         let batchedDisk = try makeDisk()
         let batched = try createKeychain(on: batchedDisk, passcode: nil).localStore!
         try batched.write { tx in
-            try tx.commit(changes.map { .put(id: $0.0, plaintext: $0.1, protection: $0.2, flags: 0) } + [.delete(id(2))])
+            try tx.commit(
+                changes.map { .put(id: $0.0, plaintext: $0.1, protection: $0.2, flags: 0) } + [.delete(id(2))])
         }
         let streamingDisk = try makeDisk()
         let streaming = try createKeychain(on: streamingDisk, passcode: nil).localStore!

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Testing
 @testable import Latchkey
@@ -15,7 +15,8 @@ import LatchkeyFormat
     @Test func keychainOnAReadOnlyMedium_canBeReadButNotWritten() throws {
         let disk = try makeDisk()
         let created = try createKeychain(on: disk, passcode: TestEnv.passcode)
-        try created.add(.genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("a"), protection: .whenUnlocked)
+        try created.add(
+            .genericPassword, attributes: attrs(["acct": "alice"]), data: bytes("a"), protection: .whenUnlocked)
         let before = disk.keychainBytes
         disk.readOnlyMedium = true
         let kc = try openKeychain(on: disk)
@@ -28,7 +29,9 @@ import LatchkeyFormat
         }
         #expect(error?.message.contains("read-only") == true, "\(String(describing: error))")
         expectKeychainError(.readOnly) { try kc.compact() }
-        expectKeychainError(.readOnly) { try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN) }
+        expectKeychainError(.readOnly) {
+            try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
+        }
         #expect(disk.keychainBytes == before)
     }
 
@@ -38,8 +41,10 @@ import LatchkeyFormat
         defer { dir.remove() }
         let device = dir.path + "/device.secret"
         _ = try Keychain.create(path: dir.path + "/k", devicePath: device, passcode: nil)
-        let calls: [() throws -> Void] = [{ _ = try Keychain.open(path: dir.path, devicePath: device) },
-                                          { _ = try Keychain.create(path: dir.path, devicePath: device, passcode: nil) }]
+        let calls: [() throws -> Void] = [
+            { _ = try Keychain.open(path: dir.path, devicePath: device) },
+            { _ = try Keychain.create(path: dir.path, devicePath: device, passcode: nil) }
+        ]
         for call in calls {
             let error = expectKeychainError(.param) { try call() }
             #expect(error?.message.contains("is a directory") == true, "\(String(describing: error))")

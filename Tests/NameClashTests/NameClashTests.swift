@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import AppleStyleWrapper
-import LatchkeySecurity // the two imports a wrapper's own tests have
+import LatchkeySecurity  // the two imports a wrapper's own tests have
 
 // `import LatchkeySecurity` must bring only Apple's names (issue 18 §1, item 1): before, it
 // re-exported Latchkey's typed API, and every use below of `Keychain`, `KeychainError`,
@@ -13,12 +13,13 @@ import LatchkeySecurity // the two imports a wrapper's own tests have
 struct NameClashTests {
     @Test func wrapperTypesNamedLikeLatchkeysAreUsable() throws {
         let dir = FileManager.default.temporaryDirectory.path + "/latchkey-nameclash-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let config = LatchkeySecurityConfiguration(environment: [
             "LATCHKEY_KEYCHAIN": dir + "/app.keychain", "LATCHKEY_DEVICE": dir + "/device.secret",
-            "LATCHKEY_PASSCODE": "1234", "LATCHKEY_APP_ID": "TEAM.com.example.wrapper",
+            "LATCHKEY_PASSCODE": "1234", "LATCHKEY_APP_ID": "TEAM.com.example.wrapper"
         ])
         config.kdfLogN = 10
         try config.use {

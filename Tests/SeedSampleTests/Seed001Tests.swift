@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import LatchkeySecurity // was: import Security
+import LatchkeySecurity  // was: import Security
 
 // The Swift samples of seed 001 (Stack Overflow Documentation, "iOS Keychain"), kept as
 // written: only the import line changed, each sample wrapped in a test function, with
@@ -10,7 +10,7 @@ import LatchkeySecurity // was: import Security
 /// "キーチェーンへのパスワードの追加" — the add sample, as written.
 @discardableResult
 func seed001AddPassword() -> (OSStatus, Dictionary<String, AnyObject>) {
-    var dict = [String : AnyObject]()
+    var dict = [String: AnyObject]()
 
     dict[kSecClass as String] = kSecClassGenericPassword
 
@@ -56,7 +56,7 @@ struct Seed001Tests {
             seed001AddPassword()
 
             // "キーチェーンでのパスワードの検索", as written:
-            var dict = [String : AnyObject]()
+            var dict = [String: AnyObject]()
             dict[kSecClass as String] = kSecClassGenericPassword
 
             // Label
@@ -86,7 +86,7 @@ struct Seed001Tests {
             seed001AddPassword()
 
             // "キーチェーンでのパスワードの更新", as written:
-            var dict = [String : AnyObject]()
+            var dict = [String: AnyObject]()
             dict[kSecClass as String] = kSecClassGenericPassword
             // Label
             dict[kSecAttrLabel as String] = "com.me.myapp.myaccountpassword" as CFString
@@ -95,7 +95,7 @@ struct Seed001Tests {
 
             dict[kSecValueData as String] = "my_password!!".data(using: .utf8) as! CFData
 
-            var newDict = [String : AnyObject]()
+            var newDict = [String: AnyObject]()
             newDict[kSecClass as String] = kSecClassGenericPassword
             // Label
             newDict[kSecAttrLabel as String] = "com.me.myapp.myaccountpassword" as CFString
@@ -126,7 +126,7 @@ struct Seed001Tests {
             seed001AddPassword()
 
             // "キーチェーンからのパスワードの削除", as written:
-            var dict = [String : AnyObject]()
+            var dict = [String: AnyObject]()
             dict[kSecClass as String] = kSecClassGenericPassword
             // Label
             dict[kSecAttrLabel as String] = "com.me.myapp.myaccountpassword" as CFString
@@ -145,17 +145,20 @@ struct Seed001Tests {
         let prompts = PromptLog()
         keychain.config.authenticationHandler = { prompt in
             prompts.append(prompt)
-            return Array(SeedKeychain.passcode.utf8) // the user authenticates
+            return Array(SeedKeychain.passcode.utf8)  // the user authenticates
         }
         keychain.run {
             // "キーチェーンのアクセス制御", as written except where marked.
-            var error: Unmanaged<CFError>? // CHANGED: `let` → `var`; the sample passes it as `&error`.
+            var error: Unmanaged<CFError>?  // CHANGED: `let` → `var`; the sample passes it as `&error`.
 
-            guard let accessControl = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .userPresence, &error) else {
+            guard
+                let accessControl = SecAccessControlCreateWithFlags(
+                    kCFAllocatorDefault, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .userPresence, &error)
+            else {
                 fatalError("Something went wrong")
             }
 
-            var dictionary = [String : Any]()
+            var dictionary = [String: Any]()
 
             dictionary[kSecClass as String] = kSecClassGenericPassword
             dictionary[kSecAttrLabel as String] = "com.me.myapp.myaccountpassword" as CFString
@@ -197,16 +200,22 @@ struct Seed001Tests {
 
     @Test func accessControl_userRefuses_givesAnError() throws {
         let keychain = try SeedKeychain()
-        keychain.config.authenticationHandler = { _ in nil } // the user cancels
+        keychain.config.authenticationHandler = { _ in nil }  // the user cancels
         keychain.run {
-            let accessControl = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .userPresence, nil)!
-            let dictionary: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "My Name",
-                                             kSecValueData as String: Data("new_password!!".utf8), kSecAttrAccessControl as String: accessControl]
+            let accessControl = SecAccessControlCreateWithFlags(
+                kCFAllocatorDefault, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .userPresence, nil)!
+            let dictionary: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "My Name",
+                kSecValueData as String: Data("new_password!!".utf8), kSecAttrAccessControl as String: accessControl
+            ]
             #expect(SecItemAdd(dictionary as CFDictionary, nil) == errSecSuccess)
             var queryResult: AnyObject?
             let status = withUnsafeMutablePointer(to: &queryResult) {
-                SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: kCFBooleanTrue!,
-                                     kSecAttrAccount as String: "My Name"] as CFDictionary, UnsafeMutablePointer($0))
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: kCFBooleanTrue!,
+                        kSecAttrAccount as String: "My Name"
+                    ] as CFDictionary, UnsafeMutablePointer($0))
             }
             #expect(status == errSecUserCanceled)
             #expect(queryResult == nil)
@@ -218,8 +227,11 @@ struct Seed001Tests {
 func secretOfSeedItem() -> String? {
     var result: AnyObject?
     let status = withUnsafeMutablePointer(to: &result) {
-        SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "My Name",
-                             kSecReturnData as String: true] as CFDictionary, UnsafeMutablePointer($0))
+        SecItemCopyMatching(
+            [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "My Name",
+                kSecReturnData as String: true
+            ] as CFDictionary, UnsafeMutablePointer($0))
     }
     guard status == errSecSuccess, let data = result as? Data else { return nil }
     return String(data: data, encoding: .utf8)

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
-import LatchkeySecurity // was: import Security
-import Latchkey // CallerIdentity, for the test case's own set-up below (not the article's code)
+import LatchkeySecurity  // was: import Security
+import Latchkey  // CallerIdentity, for the test case's own set-up below (not the article's code)
 
 // The Swift samples of seed 002 ("KeyChain とは"), kept as written: only the import line
 // changed. The article shows its save-or-update and read code as fragments and calls them
@@ -15,23 +15,26 @@ enum KeychainAccess {
     static func saveKeyChain(key: String, vaule: String) {
         let data = vaule.data(using: .utf8)!
         let dic: [String: Any] =
-        [kSecClass as String: kSecClassGenericPassword,
-        kSecAttrGeneric as String: key, // 自由項目(グループ)
-        kSecAttrAccount as String: "account", // アカウント(ログインIDなど)
-        kSecValueData as String: data] // 保存情報
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrGeneric as String: key,  // 自由項目(グループ)
+                kSecAttrAccount as String: "account",  // アカウント(ログインIDなど)
+                kSecValueData as String: data
+            ]  // 保存情報
 
         // 保存データが存在するかの確認
         let matchingStatus = SecItemCopyMatching(dic as CFDictionary, nil)
         switch matchingStatus {
         // 保存
         case errSecItemNotFound:
-        SecItemAdd(dic as CFDictionary, nil)
+            SecItemAdd(dic as CFDictionary, nil)
         // 更新
         case errSecSuccess:
-        SecItemUpdate(dic as CFDictionary,
-        [kSecValueData as String: data] as CFDictionary)
+            SecItemUpdate(
+                dic as CFDictionary,
+                [kSecValueData as String: data] as CFDictionary)
         default:
-        debugPrint("キーチェーン保存失敗(\(matchingStatus)")
+            debugPrint("キーチェーン保存失敗(\(matchingStatus)")
         }
     }
 
@@ -40,19 +43,22 @@ enum KeychainAccess {
     /// `dic` has it instead of kSecValueData.
     static func getKeyChain(key: String) -> String? {
         let dic: [String: Any] =
-        [kSecClass as String: kSecClassGenericPassword,
-        kSecAttrGeneric as String: key,
-        kSecAttrAccount as String: "account",
-        kSecReturnData as String: true]
+            [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrGeneric as String: key,
+                kSecAttrAccount as String: "account",
+                kSecReturnData as String: true
+            ]
 
         var dataTypeRef: AnyObject? = nil
         let matchingStatus = withUnsafeMutablePointer(to: &dataTypeRef) {
-        SecItemCopyMatching(dic as CFDictionary, UnsafeMutablePointer($0))
+            SecItemCopyMatching(dic as CFDictionary, UnsafeMutablePointer($0))
         }
         if matchingStatus == errSecSuccess,
-        let getData = dataTypeRef as? Data {
-        // キーチェーン取得結果
-        return String(data: getData, encoding: .utf8)
+            let getData = dataTypeRef as? Data
+        {
+            // キーチェーン取得結果
+            return String(data: getData, encoding: .utf8)
         }
         return nil
     }
@@ -81,15 +87,15 @@ final class Seed002KeychainTests: XCTestCase {
     }
 
     func testKeychainIfSaveKeychainThenEqualToGetKeychainResult() throws {
-    guard let data = "testtest".data(using: .utf8) else {
-    XCTFail()
-    return
-    }
-    let key = "encryptedkey"
-    let value = SHA256.hash(data: data).hexStr
-    KeychainAccess.saveKeyChain(key: key, vaule: value)
-    let result = KeychainAccess.getKeyChain(key: key)
-    XCTAssertTrue(value == result)
+        guard let data = "testtest".data(using: .utf8) else {
+            XCTFail()
+            return
+        }
+        let key = "encryptedkey"
+        let value = SHA256.hash(data: data).hexStr
+        KeychainAccess.saveKeyChain(key: key, vaule: value)
+        let result = KeychainAccess.getKeyChain(key: key)
+        XCTAssertTrue(value == result)
     }
 
     /// The save fragment a second time takes its update branch.
@@ -101,7 +107,8 @@ final class Seed002KeychainTests: XCTestCase {
 
     /// The digest stand-in is SHA-256 (FIPS 180-4 example "abc").
     func testSHA256StandIn_matchesTheStandardVector() {
-        XCTAssertEqual(SHA256.hash(data: Data("abc".utf8)).hexStr,
-                       "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        XCTAssertEqual(
+            SHA256.hash(data: Data("abc".utf8)).hexStr,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 }

@@ -11,12 +11,15 @@ final class SeedKeychain: @unchecked Sendable {
 
     init(caller: CallerIdentity = CallerIdentity(applicationIdentifier: "GFDZH8PDDD.com.me.myapp")) throws {
         directory = FileManager.default.temporaryDirectory.path + "/latchkey-seed-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        _ = try Keychain.create(path: directory + "/login.keychain", devicePath: directory + "/device.secret",
-                                passcode: Array(SeedKeychain.passcode.utf8), kdfLogN: 10)
-        config = LatchkeySecurityConfiguration(keychainPath: directory + "/login.keychain", devicePath: directory + "/device.secret",
-                                               caller: caller, passcodeSource: .passcode(Array(SeedKeychain.passcode.utf8)))
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        _ = try Keychain.create(
+            path: directory + "/login.keychain", devicePath: directory + "/device.secret",
+            passcode: Array(SeedKeychain.passcode.utf8), kdfLogN: 10)
+        config = LatchkeySecurityConfiguration(
+            keychainPath: directory + "/login.keychain", devicePath: directory + "/device.secret",
+            caller: caller, passcodeSource: .passcode(Array(SeedKeychain.passcode.utf8)))
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }

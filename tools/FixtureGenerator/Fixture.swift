@@ -34,8 +34,10 @@ struct Fixture {
     /// The index file beside the keychain (spec §17), written as `keychain.index`; nil for none.
     var index: [UInt8]?
 
-    init(name: String, expect: Expectation, description: String, defect: String? = nil, builder: KeychainBuilder,
-         keychain: [UInt8]? = nil, stateSequence: UInt64? = nil) throws {
+    init(
+        name: String, expect: Expectation, description: String, defect: String? = nil, builder: KeychainBuilder,
+        keychain: [UInt8]? = nil, stateSequence: UInt64? = nil
+    ) throws {
         self.name = name
         self.expect = expect
         self.description = description

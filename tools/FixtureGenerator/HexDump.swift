@@ -68,7 +68,9 @@ func goldenSmallHexDump(_ b: KeychainBuilder) throws -> String {
     d.text("#   passcode key       \(hexString(passKey.copyBytes()))")
     d.text("# Class keys (unwrapped):")
     for pc in ProtectionClass.allCases {
-        if let k = b.classKeys[pc] { d.text("#   \(pc.code.padding(toLength: 18, withPad: " ", startingAt: 0)) \(hexString(k.copyBytes()))") }
+        if let k = b.classKeys[pc] {
+            d.text("#   \(pc.code.padding(toLength: 18, withPad: " ", startingAt: 0)) \(hexString(k.copyBytes()))")
+        }
     }
     d.text("")
     d.text("## File header (spec §3), \(b.headerSize) bytes")

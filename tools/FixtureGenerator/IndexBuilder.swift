@@ -22,8 +22,10 @@ enum IndexBuilder {
         case hashes([UInt8], [UInt64])
     }
 
-    static func build(file: [UInt8], headerSize: Int, baseSequence: UInt64, coveredEnd: Int, keys: FileKeys,
-                      fileUUID: [UInt8], generation: [UInt8]) throws -> [UInt8] {
+    static func build(
+        file: [UInt8], headerSize: Int, baseSequence: UInt64, coveredEnd: Int, keys: FileKeys,
+        fileUUID: [UInt8], generation: [UInt8]
+    ) throws -> [UInt8] {
         var live: [[UInt8]: Entry] = [:]
         var pending: [Op] = []
         // The put just before the current record in its transaction, and its binding (§7.6).
@@ -34,27 +36,37 @@ enum IndexBuilder {
         var ancillary: UInt64 = 0
         while offset < coveredEnd {
             let frame = try FrameHeader.decode(file[offset..<offset + FormatConstants.frameHeaderSize])
-            let payload = file[offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize - FormatConstants.frameTagSize]
+            let payload = file[
+                offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize - FormatConstants.frameTagSize]
             precondition(frame.sequence == sequence + 1, "the fixture's records are in sequence")
             var thisPut: (uuid: [UInt8], binding: [UInt8])?
             switch RecordType(rawValue: frame.type) {
             case .itemPut:
                 let clear = try ItemPutPayload.decodeClear(payload)
-                pending.append(.put(Entry(uuid: Array(clear.uuid), offset: UInt64(offset), sequence: frame.sequence,
-                                          size: UInt32(frame.recordSize), put: clear)))
+                pending.append(
+                    .put(
+                        Entry(
+                            uuid: Array(clear.uuid), offset: UInt64(offset), sequence: frame.sequence,
+                            size: UInt32(frame.recordSize), put: clear)))
                 thisPut = (Array(clear.uuid), Array(payload.dropFirst(40).prefix(16)))
             case .itemDelete:
                 pending.append(.delete(Array(payload.prefix(16))))
             case .attributeHashes:
                 // Bound only to the put right before it, in its transaction, by UUID and binding.
                 let p = Array(payload)
-                if let put = previousPut, p.count >= 36, p[16..<32].elementsEqual(put.binding), p[0..<16].elementsEqual(put.uuid),
-                   p[33] == 0, p[34] == 0, p[35] == 0, Int(p[32]) <= 16, p.count == 36 + 8 * Int(p[32]) {
-                    pending.append(.hashes(put.uuid, (0..<Int(p[32])).map { ByteReader(p).getInteger(at: 36 + 8 * $0, as: UInt64.self)! }))
+                if let put = previousPut, p.count >= 36, p[16..<32].elementsEqual(put.binding),
+                    p[0..<16].elementsEqual(put.uuid),
+                    p[33] == 0, p[34] == 0, p[35] == 0, Int(p[32]) <= 16, p.count == 36 + 8 * Int(p[32])
+                {
+                    pending.append(
+                        .hashes(
+                            put.uuid,
+                            (0..<Int(p[32])).map { ByteReader(p).getInteger(at: 36 + 8 * $0, as: UInt64.self)! }))
                 }
                 ancillary += 1
             default:
-                precondition(RecordType.isAncillary(frame.type), "index fixtures hold puts, deletes and ancillary records only")
+                precondition(
+                    RecordType.isAncillary(frame.type), "index fixtures hold puts, deletes and ancillary records only")
                 ancillary += 1
             }
             sequence = frame.sequence
@@ -79,13 +91,15 @@ enum IndexBuilder {
         for e in items { for h in Set(e.hashes ?? []) { attributes.append((h, e.uuid)) } }
         attributes.sort { $0.0 != $1.0 ? $0.0 < $1.0 : $0.1.lexicographicallyPrecedes($1.1) }
         let unhashed = items.filter { $0.hashes == nil }.map(\.uuid)
-        let header = IndexHeader(fileUUID: fileUUID, logHeaderMAC: Array(file[headerSize - FormatConstants.headerMACSize..<headerSize]),
-                                 coveredEnd: UInt64(coveredEnd), lastSequence: sequence,
-                                 lastRecordOffset: UInt64(lastRecordOffset),
-                                 lastRecordTag: lastRecordOffset == 0 ? [UInt8](repeating: 0, count: 16) : Array(file[coveredEnd - 16..<coveredEnd]),
-                                 itemCount: UInt64(items.count), recordCount: sequence - baseSequence,
-                                 ancillaryCount: ancillary, generation: generation,
-                                 attributeCount: UInt64(attributes.count), unhashedCount: UInt64(unhashed.count))
+        let header = IndexHeader(
+            fileUUID: fileUUID, logHeaderMAC: Array(file[headerSize - FormatConstants.headerMACSize..<headerSize]),
+            coveredEnd: UInt64(coveredEnd), lastSequence: sequence,
+            lastRecordOffset: UInt64(lastRecordOffset),
+            lastRecordTag: lastRecordOffset == 0
+                ? [UInt8](repeating: 0, count: 16) : Array(file[coveredEnd - 16..<coveredEnd]),
+            itemCount: UInt64(items.count), recordCount: sequence - baseSequence,
+            ancillaryCount: ancillary, generation: generation,
+            attributeCount: UInt64(attributes.count), unhashedCount: UInt64(unhashed.count))
         let headerPage = header.encode(macKey: keys.indexFileMAC)
         let headerMAC = IndexHeader.mac(of: headerPage)
         var out = headerPage
@@ -100,11 +114,15 @@ enum IndexBuilder {
             }
         }
         appendPages(items, perPage: FormatConstants.indexItemsPerPage) { e, w in
-            IndexItemEntry(uuid: IndexItemEntry.key(e.uuid), recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
-                           classTag: e.put.classTag, uniqueKeyHash: IndexItemEntry.key(Array(e.put.uniqueKeyHash)),
-                           protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags).encode(into: &w)
+            IndexItemEntry(
+                uuid: IndexItemEntry.key(e.uuid), recordOffset: e.offset, sequence: e.sequence, recordSize: e.size,
+                classTag: e.put.classTag, uniqueKeyHash: IndexItemEntry.key(Array(e.put.uniqueKeyHash)),
+                protectionClass: e.put.protectionClass.rawValue, flags: e.put.flags
+            ).encode(into: &w)
         }
-        let uniques = items.map { (Array($0.put.uniqueKeyHash), $0.uuid) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+        let uniques = items.map { (Array($0.put.uniqueKeyHash), $0.uuid) }.sorted {
+            $0.0.lexicographicallyPrecedes($1.0)
+        }
         appendPages(uniques, perPage: FormatConstants.indexUniquesPerPage) { e, w in
             w.writeBytes(e.0)
             w.writeBytes(e.1)
@@ -126,8 +144,9 @@ enum IndexBuilder {
         let header = try IndexHeader.decode(Array(index.prefix(4096)), macKey: keys.indexFileMAC)
         let headerMAC = IndexHeader.mac(of: Array(index.prefix(4096)))
         func reseal(_ page: Int, _ body: [UInt8]) {
-            out.replaceSubrange(page * 4096..<(page + 1) * 4096,
-                                with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
+            out.replaceSubrange(
+                page * 4096..<(page + 1) * 4096,
+                with: IndexPage.seal(body: body, page: UInt32(page), headerMAC: headerMAC, macKey: keys.indexFileMAC))
         }
         var body = Array(index[4096..<4096 + 4064])
         var a = try IndexItemEntry.decode(body, at: 0), b = try IndexItemEntry.decode(body, at: 58)
@@ -144,8 +163,11 @@ enum IndexBuilder {
             var u = Array(index[page * 4096..<page * 4096 + 4064])
             for i in 0..<FormatConstants.indexUniquesPerPage {
                 let named = Array(u[i * 32 + 16..<i * 32 + 32])
-                if named == uuidA { u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidB) }
-                else if named == uuidB { u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidA) }
+                if named == uuidA {
+                    u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidB)
+                } else if named == uuidB {
+                    u.replaceSubrange(i * 32 + 16..<i * 32 + 32, with: uuidA)
+                }
             }
             reseal(page, u)
         }
@@ -153,10 +175,13 @@ enum IndexBuilder {
     }
 
     /// The index of `builder`'s file as it stood at snapshot `at` (default: the newest).
-    static func build(_ builder: KeychainBuilder, file: [UInt8]? = nil, coveredEnd: Int? = nil, label: String) throws -> [UInt8] {
+    static func build(_ builder: KeychainBuilder, file: [UInt8]? = nil, coveredEnd: Int? = nil, label: String) throws
+        -> [UInt8]
+    {
         var rng = DeterministicRandom(label: label + " index generation")
-        return try build(file: file ?? builder.file, headerSize: builder.headerSize, baseSequence: builder.header.baseSequence,
-                         coveredEnd: coveredEnd ?? builder.file.count, keys: builder.keys, fileUUID: builder.fileUUID,
-                         generation: rng.bytes(16))
+        return try build(
+            file: file ?? builder.file, headerSize: builder.headerSize, baseSequence: builder.header.baseSequence,
+            coveredEnd: coveredEnd ?? builder.file.count, keys: builder.keys, fileUUID: builder.fileUUID,
+            generation: rng.bytes(16))
     }
 }

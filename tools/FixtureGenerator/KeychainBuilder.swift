@@ -75,23 +75,27 @@ final class KeychainBuilder {
 
     /// - Parameters:
     ///   - minor, extensionBytes, flagsAndReserved: header fields a newer minor version may use (§12).
-    init(seed: String, passcode: String?, minor: UInt16 = FormatConstants.fileMinor, extensionBytes: [UInt8] = [],
-         flagsAndReserved: [UInt8]? = nil) throws {
+    init(
+        seed: String, passcode: String?, minor: UInt16 = FormatConstants.fileMinor, extensionBytes: [UInt8] = [],
+        flagsAndReserved: [UInt8]? = nil
+    ) throws {
         rng = DeterministicRandom(label: seed)
         let deviceUUID = rng.uuid()
         device = DeviceSecret(uuid: deviceUUID, secret: SecretKey(copying: rng.bytes(FormatConstants.deviceSecretSize)))
         fileUUID = rng.uuid()
         keys = try FileKeys(device: device, fileUUID: fileUUID)
         self.passcode = passcode
-        let kdf: KDFParameters = passcode == nil
+        let kdf: KDFParameters =
+            passcode == nil
             ? .none : .scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
         for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || passcode != nil {
             classKeys[pc] = SecretKey(copying: rng.bytes(32))
         }
         let bag = try KeychainBuilder.wrap(classKeys, kdf: kdf, passcode: passcode, keys: keys)
         keybag = bag
-        header = FileHeader(fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: 0,
-                            createdAt: KeychainBuilder.createdAt, keybag: bag)
+        header = FileHeader(
+            fileUUID: fileUUID, deviceUUID: deviceUUID, baseSequence: 0,
+            createdAt: KeychainBuilder.createdAt, keybag: bag)
         header.minor = minor
         header.extensionBytes = extensionBytes
         self.flagsAndReserved = flagsAndReserved
@@ -101,16 +105,20 @@ final class KeychainBuilder {
 
     /// Wraps each class key as spec §4.2 says: dk/dku by the device wrap key; the others by the
     /// passcode key when there is a passcode (akpu exists only then), else by the device key.
-    static func wrap(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, passcode: String?,
-                     keys: FileKeys) throws -> Keybag {
+    static func wrap(
+        _ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, passcode: String?,
+        keys: FileKeys
+    ) throws -> Keybag {
         let passKey = try passcode.map { try keys.passcodeKey(passcode: Array($0.utf8), kdf: kdf) }
         var entries: [KeybagEntry] = []
         for pc in ProtectionClass.allCases {
             guard let key = classKeys[pc] else { continue }
             let byPasscode = passKey != nil && !pc.isAlwaysAvailable
             let kek = byPasscode ? passKey! : keys.deviceWrap
-            entries.append(KeybagEntry(protectionClass: pc, wrap: byPasscode ? .passcode : .device,
-                                       wrappedKey: try Crypto.wrap(key, with: kek)))
+            entries.append(
+                KeybagEntry(
+                    protectionClass: pc, wrap: byPasscode ? .passcode : .device,
+                    wrappedKey: try Crypto.wrap(key, with: kek)))
         }
         return Keybag(kdf: kdf, entries: entries)
     }
@@ -127,22 +135,26 @@ final class KeychainBuilder {
     /// Rewrites the header MAC (the header's last 32 bytes) over the bytes before it.
     static func recomputeHeaderMAC(_ file: inout [UInt8], headerSize: Int, keys: FileKeys) {
         let macAt = headerSize - FormatConstants.headerMACSize
-        file.replaceSubrange(macAt..<headerSize, with: Crypto.hmacSHA256(key: keys.headerMAC, parts: [Array(file[0..<macAt])]))
+        file.replaceSubrange(
+            macAt..<headerSize, with: Crypto.hmacSHA256(key: keys.headerMAC, parts: [Array(file[0..<macAt])]))
     }
     var file: [UInt8] { headerBytes + body }
 
     // MARK: Items
 
     /// A new item with a deterministic UUID; cdat = mdat = the fixture epoch plus `minute` minutes.
-    func makeItem(_ itemClass: ItemClass, _ attributes: [String: AttributeValue], data: String,
-                  protection: ProtectionClass, minute: Int) -> FixtureItem {
+    func makeItem(
+        _ itemClass: ItemClass, _ attributes: [String: AttributeValue], data: String,
+        protection: ProtectionClass, minute: Int
+    ) -> FixtureItem {
         var attrs = attributes
         let t = KeychainBuilder.createdAtAbsolute + Double(minute * 60)
         attrs["cdat"] = .date(t)
         attrs["mdat"] = .date(t)
-        return FixtureItem(uuid: rng.uuid(),
-                           plaintext: ItemPlaintext(itemClass: itemClass, attributes: attrs, data: Array(data.utf8)),
-                           protection: protection)
+        return FixtureItem(
+            uuid: rng.uuid(),
+            plaintext: ItemPlaintext(itemClass: itemClass, attributes: attrs, data: Array(data.utf8)),
+            protection: protection)
     }
 
     /// A fresh deterministic UUID.
@@ -164,19 +176,24 @@ final class KeychainBuilder {
             case .put(let item):
                 let itemKey = rng.bytes(32)
                 itemKeys[hexString(item.uuid)] = itemKey
-                let sealed = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection,
-                                                     flags: item.flags, keys: keys, classKey: classKeys[item.protection]!,
-                                                     fileUUID: fileUUID, itemKey: itemKey)
+                let sealed = try ItemPutPayload.seal(
+                    item.plaintext, uuid: item.uuid, protectionClass: item.protection,
+                    flags: item.flags, keys: keys, classKey: classKeys[item.protection]!,
+                    fileUUID: fileUUID, itemKey: itemKey)
                 let encoded = sealed.encode()
                 payloads.append((RecordType.itemPut.rawValue, encoded, hexString(item.uuid)))
                 if hashRecords {
-                    payloads.append((RecordType.attributeHashes.rawValue,
-                                     keys.attributeHashRecord(for: item.plaintext, putPayload: encoded).encode(), nil))
+                    payloads.append(
+                        (
+                            RecordType.attributeHashes.rawValue,
+                            keys.attributeHashRecord(for: item.plaintext, putPayload: encoded).encode(), nil
+                        ))
                 }
                 next[hexString(item.uuid)] = item
             case .delete(let uuid):
                 precondition(next.removeValue(forKey: hexString(uuid)) != nil, "fixture deletes a missing item")
-                payloads.append((RecordType.itemDelete.rawValue, ItemDeletePayload(uuid: uuid).encode(), hexString(uuid)))
+                payloads.append(
+                    (RecordType.itemDelete.rawValue, ItemDeletePayload(uuid: uuid).encode(), hexString(uuid)))
             case .keybag(let bag):
                 // Retired record type (spec §6.6): only negative fixtures write one.
                 payloads.append((RecordType.keybagChange.rawValue, bag.encode(), nil))
@@ -188,8 +205,9 @@ final class KeychainBuilder {
             sequence += 1
             let offset = headerSize + body.count
             let flags = i < payloads.count - 1 ? FrameHeader.continuesFlag : 0
-            let record = RecordFrame.encode(type: type, flags: flags, sequence: sequence, payload: payload,
-                                            offset: UInt64(offset), macKey: keys.recordMAC)
+            let record = RecordFrame.encode(
+                type: type, flags: flags, sequence: sequence, payload: payload,
+                offset: UInt64(offset), macKey: keys.recordMAC)
             let info = RecordInfo(offset: offset, size: record.count, type: type, sequence: sequence)
             records.append(info)
             if let uuid, type == RecordType.itemPut.rawValue { livePut[uuid] = info }
@@ -204,11 +222,13 @@ final class KeychainBuilder {
     /// (§8.1), sealed and wrapped correctly otherwise; for `.raw(type: 1, …)`.
     func putPayload(_ item: FixtureItem, plaintextVersion: UInt8) throws -> [UInt8] {
         let itemKey = rng.bytes(32)
-        var p = try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
-                                        keys: keys, classKey: classKeys[item.protection]!, fileUUID: fileUUID, itemKey: itemKey)
+        var p = try ItemPutPayload.seal(
+            item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
+            keys: keys, classKey: classKeys[item.protection]!, fileUUID: fileUUID, itemKey: itemKey)
         var body = item.plaintext.encode()
         body[0] = plaintextVersion
-        let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
+        let sealed = try Crypto.aesGCMSeal(
+            key: itemKey, nonce: FormatConstants.itemNonce, aad: p.aad(fileUUID: fileUUID), plaintext: body)
         p.ciphertext = sealed.ciphertext
         p.tag = sealed.tag
         return p.encode()
@@ -237,10 +257,13 @@ final class KeychainBuilder {
                 newKeys[pc] = SecretKey(copying: rng.bytes(32))
             }
         }
-        let kdf: KDFParameters = newPasscode == nil
+        let kdf: KDFParameters =
+            newPasscode == nil
             ? .none : .scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
         var bag = try KeychainBuilder.wrap(newKeys, kdf: kdf, passcode: newPasscode, keys: keys)
-        bag.entries = bag.entries.map { e in e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e }
+        bag.entries = bag.entries.map { e in
+            e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e
+        }
         let old = file
         header.keybag = bag
         header.baseSequence = sequence + 1
@@ -250,10 +273,12 @@ final class KeychainBuilder {
         records = []
         var rewritten: [String: RecordInfo] = [:]
         for (uuid, put) in livePut.sorted(by: { $0.value.offset < $1.value.offset }) {
-            var payload = Array(old[put.offset + FormatConstants.frameHeaderSize..<put.offset + put.size - FormatConstants.frameTagSize])
+            var payload = Array(
+                old[put.offset + FormatConstants.frameHeaderSize..<put.offset + put.size - FormatConstants.frameTagSize]
+            )
             let pc = ProtectionClass(rawValue: payload[20])!
             guard let newKey = newKeys[pc] else {
-                live[uuid] = nil    // akpu, when the passcode is removed: deleted, as iOS does
+                live[uuid] = nil  // akpu, when the passcode is removed: deleted, as iOS does
                 continue
             }
             if !pc.isAlwaysAvailable {
@@ -262,9 +287,11 @@ final class KeychainBuilder {
             }
             sequence += 1
             let offset = headerSize + body.count
-            let record = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence, payload: payload,
-                                            offset: UInt64(offset), macKey: keys.recordMAC)
-            let info = RecordInfo(offset: offset, size: record.count, type: RecordType.itemPut.rawValue, sequence: sequence)
+            let record = RecordFrame.encode(
+                type: RecordType.itemPut.rawValue, flags: 0, sequence: sequence, payload: payload,
+                offset: UInt64(offset), macKey: keys.recordMAC)
+            let info = RecordInfo(
+                offset: offset, size: record.count, type: RecordType.itemPut.rawValue, sequence: sequence)
             records.append(info)
             rewritten[uuid] = info
             body += record
@@ -281,8 +308,10 @@ final class KeychainBuilder {
     /// for `.raw(type: 1, …)` records that a reader must refuse (an item of a class the keybag
     /// has no entry for, spec §10.3).
     func putPayload(_ item: FixtureItem, classKey: SecretKey) throws -> [UInt8] {
-        try ItemPutPayload.seal(item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
-                                keys: keys, classKey: classKey, fileUUID: fileUUID, itemKey: rng.bytes(32)).encode()
+        try ItemPutPayload.seal(
+            item.plaintext, uuid: item.uuid, protectionClass: item.protection, flags: item.flags,
+            keys: keys, classKey: classKey, fileUUID: fileUUID, itemKey: rng.bytes(32)
+        ).encode()
     }
 
     /// The keybag-change record that Latchkey 0.1's passwd appended (type 0x03, retired in
@@ -290,12 +319,15 @@ final class KeychainBuilder {
     func legacyKeybagChange(to newPasscode: String) throws -> Keybag {
         let kdf = KDFParameters.scrypt(salt: rng.bytes(FormatConstants.saltSize), logN: KeychainBuilder.logN)
         var bag = try KeychainBuilder.wrap(classKeys, kdf: kdf, passcode: newPasscode, keys: keys)
-        bag.entries = bag.entries.map { e in e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e }
+        bag.entries = bag.entries.map { e in
+            e.protectionClass.isAlwaysAvailable ? keybag.entry(for: e.protectionClass)! : e
+        }
         return bag
     }
 
     /// The device state file (§9) remembering `newestSequence`.
     func stateFile(newestSequence: UInt64) throws -> [UInt8] {
-        DeviceState(fileUUID: fileUUID, newestSequence: newestSequence).encode(macKey: try DeviceState.macKey(device: device))
+        DeviceState(fileUUID: fileUUID, newestSequence: newestSequence).encode(
+            macKey: try DeviceState.macKey(device: device))
     }
 }

@@ -12,8 +12,9 @@ enum ManifestWriter {
     static let schema = "latchkey-fixtures-manifest 1.0"
 
     static func write(keychains: [Fixture], backups: [BackupFixture], to root: URL) throws {
-        try FixtureWriter.write(Array(manifest(keychains: keychains, backups: backups).utf8),
-                                to: root.appendingPathComponent("manifest.json"))
+        try FixtureWriter.write(
+            Array(manifest(keychains: keychains, backups: backups).utf8),
+            to: root.appendingPathComponent("manifest.json"))
     }
 
     static func manifest(keychains: [Fixture], backups: [BackupFixture]) -> String {
@@ -32,7 +33,7 @@ enum ManifestWriter {
             ("format", q("keychain")),
             ("operation", q("open")),
             ("expect", q(f.expect.rawValue)),
-            ("description", q(f.description)),
+            ("description", q(f.description))
         ]
         if let d = f.defect { fields.append(("defect", q(d))) }
         var inputs: [(String, String)] = [("keychain", q("keychain")), ("deviceSecret", q("device.secret"))]
@@ -74,49 +75,60 @@ enum ManifestWriter {
             ("format", q("backup")),
             ("operation", q("restore")),
             ("expect", q(f.expect.rawValue)),
-            ("description", q(f.description)),
+            ("description", q(f.description))
         ]
         if let d = f.defect { fields.append(("defect", q(d))) }
-        fields.append(("inputs", object([
-            ("archive", q("backup.tar")),
-            ("password", f.password == nil ? "null" : q("password.txt")),
-            ("sourceDeviceSecret", q("source-device.secret")),
-            ("otherDeviceSecret", q("other-device.secret")),
-        ], indent: 8)))
+        fields.append(
+            (
+                "inputs",
+                object(
+                    [
+                        ("archive", q("backup.tar")),
+                        ("password", f.password == nil ? "null" : q("password.txt")),
+                        ("sourceDeviceSecret", q("source-device.secret")),
+                        ("otherDeviceSecret", q("other-device.secret"))
+                    ], indent: 8)
+            ))
         var restores: [String] = []
         if f.expect == .success {
             let cases: [(String, String, BackupOutcome?, Bool, Bool)] = [
                 ("same-device", "source-device.secret", f.sameDevice, false, true),
                 ("same-device-passcode", "source-device.secret", f.sameDevicePasscode, true, false),
                 ("other-device", "other-device.secret", f.otherDeviceOutcome, false, true),
-                ("other-device-passcode", "other-device.secret", f.otherDevicePasscode, true, false),
+                ("other-device-passcode", "other-device.secret", f.otherDevicePasscode, true, false)
             ]
             for (key, device, outcome, passcode, required) in cases {
                 if let o = outcome {
-                    restores.append(object([
-                        ("device", q(device)),
-                        ("destinationPasscode", "\(o.destinationPasscode)"),
-                        ("expect", q("success")),
-                        ("items", q("expected-\(key).json")),
-                        ("itemCount", "\(o.restored.count)"),
-                        ("skippedThisDeviceOnlyFromAnotherDevice", "\(o.skippedOtherDevice)"),
-                        ("skippedUserPresenceNeedsPasscode", "\(o.skippedUserPresence)"),
-                    ], indent: 10, first: true))
+                    restores.append(
+                        object(
+                            [
+                                ("device", q(device)),
+                                ("destinationPasscode", "\(o.destinationPasscode)"),
+                                ("expect", q("success")),
+                                ("items", q("expected-\(key).json")),
+                                ("itemCount", "\(o.restored.count)"),
+                                ("skippedThisDeviceOnlyFromAnotherDevice", "\(o.skippedOtherDevice)"),
+                                ("skippedUserPresenceNeedsPasscode", "\(o.skippedUserPresence)")
+                            ], indent: 10, first: true))
                 } else if required {
-                    restores.append(object([
-                        ("device", q(device)),
-                        ("destinationPasscode", "\(passcode)"),
-                        ("expect", q(Expectation.authenticationError.rawValue)),
-                    ], indent: 10, first: true))
+                    restores.append(
+                        object(
+                            [
+                                ("device", q(device)),
+                                ("destinationPasscode", "\(passcode)"),
+                                ("expect", q(Expectation.authenticationError.rawValue))
+                            ], indent: 10, first: true))
                 }
             }
             fields.append(("notExported", "\(f.notExported)"))
         } else {
-            restores.append(object([
-                ("device", q("source-device.secret")),
-                ("destinationPasscode", "false"),
-                ("expect", q(f.expect.rawValue)),
-            ], indent: 10, first: true))
+            restores.append(
+                object(
+                    [
+                        ("device", q("source-device.secret")),
+                        ("destinationPasscode", "false"),
+                        ("expect", q(f.expect.rawValue))
+                    ], indent: 10, first: true))
         }
         fields.append(("restores", "[\n" + restores.joined(separator: ",\n") + "\n      ]"))
         return object(fields, indent: 6, first: true)

@@ -10,7 +10,7 @@ enum StoredCompression {
         repeat {
             let n = min(65_535, input.count - at)
             let final = at + n == input.count
-            out.append(final ? 0x01 : 0x00)   // BFINAL, BTYPE 00 (stored), then to the byte boundary
+            out.append(final ? 0x01 : 0x00)  // BFINAL, BTYPE 00 (stored), then to the byte boundary
             out += le16(UInt16(n)) + le16(~UInt16(n))
             out += input[at..<at + n]
             at += n
@@ -27,7 +27,7 @@ enum StoredCompression {
         repeat {
             let n = min(128 << 10, input.count - at)
             let last: UInt32 = at + n == input.count ? 1 : 0
-            let header = UInt32(n) << 3 | last    // Block_Type 0 (raw) in bits 1–2
+            let header = UInt32(n) << 3 | last  // Block_Type 0 (raw) in bits 1–2
             out += [UInt8(header & 0xFF), UInt8(header >> 8 & 0xFF), UInt8(header >> 16 & 0xFF)]
             out += input[at..<at + n]
             at += n

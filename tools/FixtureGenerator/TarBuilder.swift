@@ -5,15 +5,15 @@
 struct TarBuilder {
     /// The type flag (header byte 156).
     enum Kind: UInt8 {
-        case regular = 0x30          // '0'
-        case symlink = 0x32          // '2'
+        case regular = 0x30  // '0'
+        case symlink = 0x32  // '2'
         case characterDevice = 0x33  // '3'
-        case directory = 0x35        // '5'
-        case contiguous = 0x37       // '7'
-        case paxExtended = 0x78      // 'x'
-        case paxGlobal = 0x67        // 'g'
-        case gnuLongName = 0x4C      // 'L'
-        case gnuLongLink = 0x4B      // 'K'
+        case directory = 0x35  // '5'
+        case contiguous = 0x37  // '7'
+        case paxExtended = 0x78  // 'x'
+        case paxGlobal = 0x67  // 'g'
+        case gnuLongName = 0x4C  // 'L'
+        case gnuLongLink = 0x4B  // 'K'
 
         /// Entries whose data follows their header.
         var hasData: Bool { ![.symlink, .characterDevice, .directory].contains(self) }
@@ -49,8 +49,10 @@ struct TarBuilder {
     var count: Int { bytes.count }
 
     /// Appends an entry. `declaredSize` makes the header claim another size than `data` has.
-    mutating func add(_ name: String, _ data: [UInt8], kind: Kind = .regular, linkTarget: String = "", declaredSize: UInt64? = nil,
-                      quirks: Quirks = Quirks()) {
+    mutating func add(
+        _ name: String, _ data: [UInt8], kind: Kind = .regular, linkTarget: String = "", declaredSize: UInt64? = nil,
+        quirks: Quirks = Quirks()
+    ) {
         var h = [UInt8](repeating: 0, count: 512)
         func put(_ offset: Int, _ text: String) {
             let b = Array(text.utf8)
@@ -59,7 +61,7 @@ struct TarBuilder {
         }
         func octal(_ offset: Int, _ width: Int, _ value: UInt64) {
             let digits = String(value, radix: 8)
-            put(offset, String(repeating: "0", count: width - 1 - digits.count) + digits)   // NUL-terminated
+            put(offset, String(repeating: "0", count: width - 1 - digits.count) + digits)  // NUL-terminated
         }
         precondition(name.utf8.count + (quirks.afterName.isEmpty ? 0 : 1 + quirks.afterName.count) <= 100)
         put(0, name)
@@ -84,7 +86,7 @@ struct TarBuilder {
             put(263, "00")
         }
         if kind == .characterDevice {
-            octal(329, 8, 1)   // /dev/null: major 1, minor 3
+            octal(329, 8, 1)  // /dev/null: major 1, minor 3
             octal(337, 8, 3)
         }
         if !quirks.userName.isEmpty { put(265, quirks.userName) }

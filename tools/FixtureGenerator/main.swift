@@ -9,7 +9,9 @@ import Foundation
 
 let root = CommandLine.arguments.dropFirst().first ?? "fixtures"
 if root == "-h" || root == "--help" {
-    print("usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/, ROOT/backup/ and ROOT/manifest.json (default ROOT: fixtures)")
+    print(
+        "usage: latchkey-fixtures [ROOT]   writes ROOT/keychain/, ROOT/backup/ and ROOT/manifest.json (default ROOT: fixtures)"
+    )
     exit(0)
 }
 do {
@@ -20,7 +22,8 @@ do {
     print("wrote \(fixtures.count) fixtures to \(target.path)")
     let backups = try BackupFixtureCatalog.all()
     let backupTarget = URL(fileURLWithPath: root).appendingPathComponent("backup")
-    let example = try BackupFixtureWriter.annotated(try BackupFixtureCatalog.golden("golden_password", password: BackupFixtureCatalog.password))
+    let example = try BackupFixtureWriter.annotated(
+        try BackupFixtureCatalog.golden("golden_password", password: BackupFixtureCatalog.password))
     try BackupFixtureWriter.writeAll(backups, example: example, to: backupTarget)
     print("wrote \(backups.count) fixtures to \(backupTarget.path)")
     try ManifestWriter.write(keychains: fixtures, backups: backups, to: URL(fileURLWithPath: root))

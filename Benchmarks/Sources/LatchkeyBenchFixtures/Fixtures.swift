@@ -11,7 +11,7 @@ import Latchkey
 import LatchkeyBackup
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 public enum Fixture {
@@ -38,14 +38,20 @@ public enum Fixture {
 
     /// The attributes of item `i`: a unique account, one service among 10.
     public static func attributes(_ i: Int) -> [String: AttributeValue] {
-        ["acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"), "agrp": .string("bench.app"),
-         "labl": .string("Bench item \(i)")]
+        [
+            "acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"), "agrp": .string("bench.app"),
+            "labl": .string("Bench item \(i)")
+        ]
     }
 
     /// The unique key of item `i` (class, account, service, group; sync is implied).
     public static func uniqueQuery(_ i: Int) -> Query {
-        Query(.genericPassword, ["acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"),
-                                 "agrp": .string("bench.app")])
+        Query(
+            .genericPassword,
+            [
+                "acct": .string("user\(i)@example.com"), "svce": .string("service-\(i % 10)"),
+                "agrp": .string("bench.app")
+            ])
     }
 
     public struct Paths: Sendable {
@@ -73,7 +79,9 @@ public enum Fixture {
             try kc.add(contentsOf: batch)
             next += batch.count
         }
-        log("populated \(items) items in \(String(format: "%.1f", BenchClock.now() - t0)) s (batches of \(populateBatch)), peak RSS \(Memory.peakResidentMiB()) MiB")
+        log(
+            "populated \(items) items in \(String(format: "%.1f", BenchClock.now() - t0)) s (batches of \(populateBatch)), peak RSS \(Memory.peakResidentMiB()) MiB"
+        )
         try version.write(toFile: marker, atomically: true, encoding: .utf8)
         return paths
     }
@@ -142,7 +150,10 @@ public enum Memory {
     public static func status(_ field: String) -> Int {
         guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
         for line in s.split(separator: "\n") where line.hasPrefix(field + ":") {
-            let kb = line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { Int($0) } ?? 0
+            let kb =
+                line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap {
+                    Int($0)
+                } ?? 0
             return kb * 1024
         }
         return 0

@@ -38,8 +38,10 @@ case "find":
     try findLoop(kc, items: items, count: count, times: &times)
     times.sort()
     func pct(_ p: Double) -> Double { times[min(times.count - 1, Int(Double(times.count) * p))] * 1e6 }
-    print(String(format: "find by unique key, %d items, %d finds: p50 %.1f us, p90 %.1f us, p99 %.1f us; peak RSS %d MiB",
-                 items, count, pct(0.5), pct(0.9), pct(0.99), Memory.peakResidentMiB()))
+    print(
+        String(
+            format: "find by unique key, %d items, %d finds: p50 %.1f us, p90 %.1f us, p99 %.1f us; peak RSS %d MiB",
+            items, count, pct(0.5), pct(0.9), pct(0.99), Memory.peakResidentMiB()))
 case "memory":
     let t = try Fixture.template(items: items)
     let before = Memory.residentBytes(), anon = Memory.status("RssAnon"), file = Memory.status("RssFile")
@@ -49,9 +51,12 @@ case "memory":
     try kc.unlock(passcode: Fixture.passcode)
     let grown = Memory.residentBytes() - before
     let grownAnon = Memory.status("RssAnon") - anon, grownFile = Memory.status("RssFile") - file
-    print(String(format: "open + unlock of %d items: RSS +%.1f MiB (anonymous +%.1f, file +%.1f) = %.0f B/item (anonymous %.0f); open %.3f s; peak RSS %d MiB",
-                 items, Double(grown) / 1_048_576, Double(grownAnon) / 1_048_576, Double(grownFile) / 1_048_576,
-                 Double(grown) / Double(items), Double(grownAnon) / Double(items), openSeconds, Memory.peakResidentMiB()))
+    print(
+        String(
+            format:
+                "open + unlock of %d items: RSS +%.1f MiB (anonymous +%.1f, file +%.1f) = %.0f B/item (anonymous %.0f); open %.3f s; peak RSS %d MiB",
+            items, Double(grown) / 1_048_576, Double(grownAnon) / 1_048_576, Double(grownFile) / 1_048_576,
+            Double(grown) / Double(items), Double(grownAnon) / Double(items), openSeconds, Memory.peakResidentMiB()))
     withExtendedLifetime(kc) {}
 default:
     FileHandle.standardError.write(Data("unknown mode \(args[0])\n".utf8))

@@ -1,8 +1,8 @@
 import Dispatch
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -44,7 +44,10 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
 
     /// Why there is no `Keychain.localStore` (the agent backend is no `StreamingBackend`).
     var cannotStream: KeychainError {
-        KeychainError(.notAvailable, "the keychain \(path) is served by the agent, which does not stream whole keychains; open the file in this process for a backup or restore")
+        KeychainError(
+            .notAvailable,
+            "the keychain \(path) is served by the agent, which does not stream whole keychains; open the file in this process for a backup or restore"
+        )
     }
 
     private func target(_ context: CallContext?) -> AgentMessage.Target {
@@ -54,12 +57,15 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
     /// A read (`find`, `identities`): when the agent answers that user presence is needed, the
     /// call's authentication callback is asked here and the request sent again with the
     /// passcode, which is zeroed after.
-    private func read(_ context: CallContext, limit: Int?, includeData: Bool, prompt: String?,
-                      _ request: (AgentMessage.Read) -> AgentMessage.Request) throws -> AgentMessage.Response {
+    private func read(
+        _ context: CallContext, limit: Int?, includeData: Bool, prompt: String?,
+        _ request: (AgentMessage.Read) -> AgentMessage.Request
+    ) throws -> AgentMessage.Response {
         func options(_ authentication: AgentMessage.Authentication) -> AgentMessage.Read {
             AgentMessage.Read(limit: limit, includeData: includeData, prompt: prompt, authentication: authentication)
         }
-        let answer = try client.call(request(options(includeData && context.authenticate != nil ? .interactive : .none)))
+        let answer = try client.call(
+            request(options(includeData && context.authenticate != nil ? .interactive : .none)))
         guard case .needsAuthentication(let asked) = answer, let handler = context.authenticate else { return answer }
         func passcode() throws -> AgentMessage.Authentication {
             guard let p = handler(asked) else { throw KeychainError(.userCanceled, "authentication was cancelled") }
@@ -107,14 +113,19 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         return zip(refs, items).map { $0.item($1.itemClass, data: $1.data) }
     }
 
-    func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item] {
-        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) { .find(target(context), query, $0) }
+    func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item]
+    {
+        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) {
+            .find(target(context), query, $0)
+        }
         guard case .items(let items) = r else { throw AgentClient.unexpected(r, to: "find") }
         return items
     }
 
-    func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
-                _ context: CallContext) throws -> Int {
+    func update(
+        _ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
+        _ context: CallContext
+    ) throws -> Int {
         if let data { try ItemRules.checkSize(query.itemClass, attributes: attributes, data: data) }
         return try count(.update(target(context), query, attributes: attributes, data: data, protection: protection))
     }
@@ -123,23 +134,34 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         try count(.delete(target(context), query))
     }
 
-    func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
-                     protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity {
-        let r = try client.call(.addIdentity(target(context), certificate: certificate, privateKey: privateKey, attributes: attributes,
-                                             protection: protection, requiresUserPresence: requiresUserPresence))
+    func addIdentity(
+        certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
+        protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext
+    ) throws -> Identity {
+        let r = try client.call(
+            .addIdentity(
+                target(context), certificate: certificate, privateKey: privateKey, attributes: attributes,
+                protection: protection, requiresUserPresence: requiresUserPresence))
         guard case .identityAdded(let c, let k) = r else { throw AgentClient.unexpected(r, to: "addIdentity") }
-        return Identity(certificate: c.item(.certificate, data: certificate), privateKey: k.item(.key, data: privateKey))
+        return Identity(
+            certificate: c.item(.certificate, data: certificate), privateKey: k.item(.key, data: privateKey))
     }
 
-    func identities(_ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
-                    _ context: CallContext) throws -> [Identity] {
-        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) { .identities(target(context), query, $0) }
+    func identities(
+        _ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
+        _ context: CallContext
+    ) throws -> [Identity] {
+        let r = try read(context, limit: limit, includeData: includeData, prompt: prompt) {
+            .identities(target(context), query, $0)
+        }
         guard case .identities(let ids) = r else { throw AgentClient.unexpected(r, to: "identities") }
         return ids
     }
 
-    func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
-                          _ context: CallContext) throws -> Int {
+    func updateIdentities(
+        _ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
+        _ context: CallContext
+    ) throws -> Int {
         try count(.updateIdentities(target(context), query, attributes: attributes, protection: protection))
     }
 

@@ -1,13 +1,13 @@
 import Dispatch
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A connection to `latchkey agent` (spec/AGENT.md). One per socket path and process, shared
@@ -60,7 +60,8 @@ public final class AgentClient: @unchecked Sendable {
         cacheLock.lock(); defer { cacheLock.unlock() }
         if let c = cache[path], c.isAlive() { return c }
         let strict = given == nil && !AgentSocket.isExplicit()
-        guard try AgentSocket.checkDirectoryForClient(of: path, strict: strict), let fd = try openConnection(path) else {
+        guard try AgentSocket.checkDirectoryForClient(of: path, strict: strict), let fd = try openConnection(path)
+        else {
             cache[path] = nil
             return nil
         }
@@ -82,7 +83,10 @@ public final class AgentClient: @unchecked Sendable {
         case .connected(let fd):
             guard let peer = AgentSocket.peerCredentials(fd), AgentSocket.peerAllowed(peerUID: peer.uid) else {
                 close(fd)
-                throw KeychainError(.io, "the process answering at the agent socket \(path) does not run as you (uid \(geteuid())); refusing to talk to it")
+                throw KeychainError(
+                    .io,
+                    "the process answering at the agent socket \(path) does not run as you (uid \(geteuid())); refusing to talk to it"
+                )
             }
             return fd
         }
@@ -112,7 +116,10 @@ public final class AgentClient: @unchecked Sendable {
         var frame = request.encode()
         defer { Crypto.cleanse(&frame) }
         guard frame.count - AgentMessage.lengthBytes <= AgentSocket.maxRequestBytes else {
-            throw KeychainError(.param, "the request is \(frame.count - AgentMessage.lengthBytes) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); send fewer items at a time, or stop the agent to work on the file directly")
+            throw KeychainError(
+                .param,
+                "the request is \(frame.count - AgentMessage.lengthBytes) bytes, more than the agent accepts (\(AgentSocket.maxRequestBytes >> 20) MiB); send fewer items at a time, or stop the agent to work on the file directly"
+            )
         }
         mutex.lock(); defer { mutex.unlock() }
         if fd >= 0 && peerClosed() {
@@ -153,7 +160,10 @@ public final class AgentClient: @unchecked Sendable {
         guard fd < 0 else { return }
         guard let newFD = try AgentClient.openConnection(socketPath) else {
             stoppedFlag = true
-            throw KeychainError(.notAvailable, "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'")
+            throw KeychainError(
+                .notAvailable,
+                "the agent at \(socketPath) stopped; run the command again to use the keychain file directly, or start the agent with 'latchkey agent --daemon'"
+            )
         }
         fd = newFD
         version = AgentMessage.version
@@ -173,18 +183,23 @@ public final class AgentClient: @unchecked Sendable {
             try AgentSocket.write(fd, frame, deadline: .now() + AgentClient.answerTimeout)
         } catch {
             disconnect()
-            let e = KeychainError(.io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
+            let e = KeychainError(
+                .io, "cannot send the request to the agent at \(socketPath); nothing was done", underlying: "\(error)")
             // Closed by the agent: worth a new connection; a stalled agent is not.
             if case AgentSocket.FrameError.io(let n) = error, n == EPIPE || n == ECONNRESET { throw NotSent(error: e) }
             throw e
         }
         var answer: [UInt8]
         do {
-            answer = try AgentSocket.readFrame(fd, limit: AgentSocket.maxResponseBytes,
-                                               idleDeadline: .now() + AgentClient.answerTimeout, frameTimeout: AgentClient.answerTimeout)
+            answer = try AgentSocket.readFrame(
+                fd, limit: AgentSocket.maxResponseBytes,
+                idleDeadline: .now() + AgentClient.answerTimeout, frameTimeout: AgentClient.answerTimeout)
         } catch {
             disconnect()
-            throw KeychainError(.io, "the agent at \(socketPath) did not answer (it may have stopped); the operation may or may not have been done", underlying: "\(error)")
+            throw KeychainError(
+                .io,
+                "the agent at \(socketPath) did not answer (it may have stopped); the operation may or may not have been done",
+                underlying: "\(error)")
         }
         defer { Crypto.cleanse(&answer) }
         let response: AgentMessage.Response
@@ -195,7 +210,10 @@ public final class AgentClient: @unchecked Sendable {
             throw AgentClient.speaksProtocol1(socketPath)
         } catch {
             disconnect()
-            throw KeychainError(.decode, "the agent at \(socketPath) answered with a message this Latchkey cannot read; restart the agent with this Latchkey ('latchkey agent --stop', then 'latchkey agent --daemon')", underlying: "\(error)")
+            throw KeychainError(
+                .decode,
+                "the agent at \(socketPath) answered with a message this Latchkey cannot read; restart the agent with this Latchkey ('latchkey agent --stop', then 'latchkey agent --daemon')",
+                underlying: "\(error)")
         }
         return (response, answer[0])
     }
@@ -207,12 +225,18 @@ public final class AgentClient: @unchecked Sendable {
     }
 
     static func speaksProtocol1(_ socketPath: String) -> KeychainError {
-        KeychainError(.notAvailable, "the agent at \(socketPath) speaks agent protocol 1 (an older Latchkey); stop it ('latchkey agent --stop') and start 'latchkey agent --daemon' of this Latchkey")
+        KeychainError(
+            .notAvailable,
+            "the agent at \(socketPath) speaks agent protocol 1 (an older Latchkey); stop it ('latchkey agent --stop') and start 'latchkey agent --daemon' of this Latchkey"
+        )
     }
 
     /// The error for an answer of another kind than the request's.
     static func unexpected(_ answer: AgentMessage.Response, to request: String) -> KeychainError {
-        KeychainError(.decode, "the agent answered a '\(request)' request with an answer of another kind (type 0x\(hexString([answer.type]))); restart the agent with this Latchkey")
+        KeychainError(
+            .decode,
+            "the agent answered a '\(request)' request with an answer of another kind (type 0x\(hexString([answer.type]))); restart the agent with this Latchkey"
+        )
     }
 
     // MARK: Agent-wide requests
@@ -241,24 +265,31 @@ public final class AgentClient: @unchecked Sendable {
         guard let fd = try AgentClient.openConnection(socketPath) else { return }
         defer { close(fd) }
         do {
-            try AgentSocket.writeFrame(fd, Array(#"{"v":1,"op":"stop"}"#.utf8), deadline: .now() + AgentClient.answerTimeout)
-            let answer = try AgentSocket.readFrame(fd, limit: 1 << 16, idleDeadline: .now() + AgentClient.answerTimeout,
-                                                   frameTimeout: AgentClient.answerTimeout)
-            guard String(decoding: answer.filter { $0 != UInt8(ascii: " ") }, as: UTF8.self).contains(#""ok":true"#) else {
+            try AgentSocket.writeFrame(
+                fd, Array(#"{"v":1,"op":"stop"}"#.utf8), deadline: .now() + AgentClient.answerTimeout)
+            let answer = try AgentSocket.readFrame(
+                fd, limit: 1 << 16, idleDeadline: .now() + AgentClient.answerTimeout,
+                frameTimeout: AgentClient.answerTimeout)
+            guard String(decoding: answer.filter { $0 != UInt8(ascii: " ") }, as: UTF8.self).contains(#""ok":true"#)
+            else {
                 throw KeychainError(.io, "the protocol 1 agent at \(socketPath) refused to stop; end its process")
             }
         } catch let e as KeychainError {
             throw e
         } catch {
-            throw KeychainError(.io, "cannot stop the protocol 1 agent at \(socketPath); end its process", underlying: "\(error)")
+            throw KeychainError(
+                .io, "cannot stop the protocol 1 agent at \(socketPath); end its process", underlying: "\(error)")
         }
     }
 
     /// Locks one keychain in the agent (ak, aku, akpu keys dropped; ck, cku kept), opening it
     /// there first if the agent did not hold it. - Throws: the errors of `Keychain.open`.
     public func lock(keychainPath: String, devicePath: String) throws {
-        _ = try call(.lock(AgentMessage.Target(keychain: AgentSocket.absolute(keychainPath),
-                                               device: AgentSocket.absolute(devicePath), caller: nil)))
+        _ = try call(
+            .lock(
+                AgentMessage.Target(
+                    keychain: AgentSocket.absolute(keychainPath),
+                    device: AgentSocket.absolute(devicePath), caller: nil)))
     }
 
     /// Locks every keychain the agent holds (ak, aku, akpu keys dropped; ck, cku kept).
@@ -278,7 +309,8 @@ public final class AgentClient: @unchecked Sendable {
     /// fails with the errors `open` would have thrown, so a command that makes one request
     /// (the CLI's `find`) makes one round trip, not two. `hasPasscode` is asked when first read.
     package func keychain(path: String, devicePath: String, asking: Bool) throws -> Keychain {
-        let backend = AgentBackend(client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
+        let backend = AgentBackend(
+            client: self, path: AgentSocket.absolute(path), device: AgentSocket.absolute(devicePath))
         if asking {
             let state = try backend.open()
             backend.hasPasscode = state.hasPasscode

@@ -96,7 +96,9 @@ package enum AgentMessage {
         package var prompt: String?
         package var authentication: Authentication
 
-        package init(limit: Int? = nil, includeData: Bool = true, prompt: String? = nil, authentication: Authentication = .none) {
+        package init(
+            limit: Int? = nil, includeData: Bool = true, prompt: String? = nil, authentication: Authentication = .none
+        ) {
             self.limit = limit
             self.includeData = includeData
             self.prompt = prompt
@@ -106,7 +108,7 @@ package enum AgentMessage {
         /// Zeroes the authentication passcode.
         package mutating func cleanse() {
             guard case .passcode(var p) = authentication else { return }
-            authentication = .none   // so that `p` is the buffer's only reference
+            authentication = .none  // so that `p` is the buffer's only reference
             Crypto.cleanse(&p)
             authentication = .passcode(p)
         }
@@ -123,8 +125,10 @@ package enum AgentMessage {
         /// (cdat, mdat, pdmn, agrp, sync, derived certificate and key attributes).
         package var attributes: [String: AttributeValue]
 
-        package init(persistentRef: [UInt8], protection: ProtectionClass, requiresUserPresence: Bool,
-                     attributes: [String: AttributeValue]) {
+        package init(
+            persistentRef: [UInt8], protection: ProtectionClass, requiresUserPresence: Bool,
+            attributes: [String: AttributeValue]
+        ) {
             self.persistentRef = persistentRef
             self.protection = protection
             self.requiresUserPresence = requiresUserPresence
@@ -132,14 +136,16 @@ package enum AgentMessage {
         }
 
         package init(_ item: Item) {
-            self.init(persistentRef: item.persistentRef, protection: item.protection,
-                      requiresUserPresence: item.requiresUserPresence, attributes: item.attributes)
+            self.init(
+                persistentRef: item.persistentRef, protection: item.protection,
+                requiresUserPresence: item.requiresUserPresence, attributes: item.attributes)
         }
 
         /// The item this reference describes, with the class and data the client had sent.
         package func item(_ itemClass: ItemClass, data: [UInt8]) -> Item {
-            Item(itemClass: itemClass, attributes: attributes, data: data, protection: protection,
-                 persistentRef: persistentRef, requiresUserPresence: requiresUserPresence)
+            Item(
+                itemClass: itemClass, attributes: attributes, data: data, protection: protection,
+                persistentRef: persistentRef, requiresUserPresence: requiresUserPresence)
         }
     }
 
@@ -163,8 +169,9 @@ package enum AgentMessage {
         case find(Target, Query, Read)
         case update(Target, Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?)
         case delete(Target, Query)
-        case addIdentity(Target, certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
-                         protection: ProtectionClass?, requiresUserPresence: Bool)
+        case addIdentity(
+            Target, certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
+            protection: ProtectionClass?, requiresUserPresence: Bool)
         case identities(Target, IdentityQuery, Read)
         case updateIdentities(Target, IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?)
         case deleteIdentities(Target, IdentityQuery)
@@ -225,10 +232,13 @@ package enum AgentMessage {
         package var target: Target? {
             switch self {
             case .status, .stop, .lockAll: return nil
-            case .open(let t), .unlock(let t, _), .lock(let t), .changePasscode(let t, _, _, _), .removePasscode(let t, _),
-                 .compact(let t), .info(let t), .verify(let t), .add(let t, _), .find(let t, _, _), .update(let t, _, _, _, _),
-                 .delete(let t, _), .addIdentity(let t, _, _, _, _, _), .identities(let t, _, _), .updateIdentities(let t, _, _, _),
-                 .deleteIdentities(let t, _):
+            case .open(let t), .unlock(let t, _), .lock(let t), .changePasscode(let t, _, _, _),
+                .removePasscode(let t, _),
+                .compact(let t), .info(let t), .verify(let t), .add(let t, _), .find(let t, _, _),
+                .update(let t, _, _, _, _),
+                .delete(let t, _), .addIdentity(let t, _, _, _, _, _), .identities(let t, _, _),
+                .updateIdentities(let t, _, _, _),
+                .deleteIdentities(let t, _):
                 return t
             }
         }
@@ -326,8 +336,9 @@ package enum AgentMessage {
                     let q = try i.query()
                     let attributes = try i.attributes()
                     let protection = try i.protection(required: false)
-                    return .update(t, q, attributes: attributes, data: try i.optional("data") { try $0.bytes("data") },
-                                   protection: protection)
+                    return .update(
+                        t, q, attributes: attributes, data: try i.optional("data") { try $0.bytes("data") },
+                        protection: protection)
                 case 0x23:
                     let t = try i.target()
                     return .delete(t, try i.query())
@@ -337,8 +348,9 @@ package enum AgentMessage {
                     let protection = try i.protection(required: false)
                     let presence = try i.bool("requiresUserPresence")
                     let certificate = try i.bytes("certificate")
-                    return .addIdentity(t, certificate: certificate, privateKey: try i.bytes("private key"),
-                                        attributes: attributes, protection: protection, requiresUserPresence: presence)
+                    return .addIdentity(
+                        t, certificate: certificate, privateKey: try i.bytes("private key"),
+                        attributes: attributes, protection: protection, requiresUserPresence: presence)
                 case 0x31:
                     let t = try i.target()
                     let q = try i.identityQuery()
@@ -347,7 +359,8 @@ package enum AgentMessage {
                     let t = try i.target()
                     let q = try i.identityQuery()
                     let attributes = try i.attributes()
-                    return .updateIdentities(t, q, attributes: attributes, protection: try i.protection(required: false))
+                    return .updateIdentities(
+                        t, q, attributes: attributes, protection: try i.protection(required: false))
                 case 0x33:
                     let t = try i.target()
                     return .deleteIdentities(t, try i.identityQuery())
@@ -397,9 +410,11 @@ package enum AgentMessage {
             case .addIdentity(let t, let certificate, var key, let attributes, let protection, let presence):
                 self = .status
                 Crypto.cleanse(&key)
-                self = .addIdentity(t, certificate: certificate, privateKey: key, attributes: attributes,
-                                    protection: protection, requiresUserPresence: presence)
-            case .status, .stop, .lockAll, .open, .lock, .compact, .info, .verify, .delete, .updateIdentities, .deleteIdentities:
+                self = .addIdentity(
+                    t, certificate: certificate, privateKey: key, attributes: attributes,
+                    protection: protection, requiresUserPresence: presence)
+            case .status, .stop, .lockAll, .open, .lock, .compact, .info, .verify, .delete, .updateIdentities,
+                .deleteIdentities:
                 break
             }
         }
@@ -537,15 +552,18 @@ package enum AgentMessage {
                     case let d: throw DecodeError.malformed("invalid dumpable: \(d) (0, 1 or 2)")
                     }
                     let keychains = try i.list("keychains", minimumSize: 19) { try $0.state() }
-                    return .agentStatus(AgentStatus(pid: pid, socket: socket, protocolVersion: version, idleTimeout: idle,
-                                                    dumpable: dumpable, keychains: keychains))
+                    return .agentStatus(
+                        AgentStatus(
+                            pid: pid, socket: socket, protocolVersion: version, idleTimeout: idle,
+                            dumpable: dumpable, keychains: keychains))
                 case 0x83: return .items(try i.list("items", minimumSize: 16) { try $0.item() })
                 case 0x84: return .added(try i.list("references", minimumSize: 8) { try $0.reference() })
                 case 0x85:
-                    return .identities(try i.list("identities", minimumSize: 32) { i in
-                        let certificate = try i.item()
-                        return Identity(certificate: certificate, privateKey: try i.item())
-                    })
+                    return .identities(
+                        try i.list("identities", minimumSize: 32) { i in
+                            let certificate = try i.item()
+                            return Identity(certificate: certificate, privateKey: try i.item())
+                        })
                 case 0x86:
                     let certificate = try i.reference()
                     return .identityAdded(certificate: certificate, privateKey: try i.reference())
@@ -566,10 +584,12 @@ package enum AgentMessage {
                     let byClass = try i.counts("items by class")
                     let byProtection = try i.counts("items by protection")
                     let unlocked = try i.list("unlocked classes", minimumSize: 4) { try $0.string("unlocked class") }
-                    return .info(KeychainInfo(path: path, formatVersion: formatVersion, fileUUID: fileUUID, deviceUUID: deviceUUID,
-                                              hasPasscode: hasPasscode, kdf: kdf, fileSize: fileSize, records: records,
-                                              liveItems: liveItems, itemsByClass: byClass, itemsByProtection: byProtection,
-                                              unlockedClasses: unlocked))
+                    return .info(
+                        KeychainInfo(
+                            path: path, formatVersion: formatVersion, fileUUID: fileUUID, deviceUUID: deviceUUID,
+                            hasPasscode: hasPasscode, kdf: kdf, fileSize: fileSize, records: records,
+                            liveItems: liveItems, itemsByClass: byClass, itemsByProtection: byProtection,
+                            unlockedClasses: unlocked))
                 case 0x8A:
                     var v = VerifyReport()
                     v.problems = try i.list("problems", minimumSize: 4) { try $0.string("problem") }
@@ -586,7 +606,10 @@ package enum AgentMessage {
                     let message = try i.string("message")
                     let underlying = try i.optional("underlying") { try $0.string("underlying") }
                     let remedy = version >= 3 ? try i.optional("remedy") { try $0.remedy() } : nil
-                    return .error(KeychainError(KeychainStatus(rawValue: status) ?? .internal, message, underlying: underlying, remedy: remedy))
+                    return .error(
+                        KeychainError(
+                            KeychainStatus(rawValue: status) ?? .internal, message, underlying: underlying,
+                            remedy: remedy))
                 default:
                     throw DecodeError.unknownType(type)
                 }
@@ -686,7 +709,9 @@ package enum AgentMessage {
             throw DecodeError.malformed("truncated input in the length prefix")
         }
         let declared = Int(prefix)
-        guard declared == frame.count - lengthBytes else { throw DecodeError.length(declared: declared, actual: frame.count - lengthBytes) }
+        guard declared == frame.count - lengthBytes else {
+            throw DecodeError.length(declared: declared, actual: frame.count - lengthBytes)
+        }
         return frame[lengthBytes...]
     }
 
@@ -705,7 +730,9 @@ package enum AgentMessage {
 
     /// Reads version and type, hands them and the fields to `body`, and checks that it read
     /// them all.
-    static func decodePayload<T>(_ payload: ArraySlice<UInt8>, _ body: (UInt8, UInt8, inout Input) throws -> T) throws -> T {
+    static func decodePayload<T>(_ payload: ArraySlice<UInt8>, _ body: (UInt8, UInt8, inout Input) throws -> T) throws
+        -> T
+    {
         guard let first = payload.first else { throw DecodeError.malformed("empty message (no version byte)") }
         if first == protocol1FirstByte { throw DecodeError.protocol1 }
         guard versions.contains(first) else { throw DecodeError.version(first) }
@@ -808,8 +835,10 @@ package enum AgentMessage {
             filter(q.attributes, q.protection, q.caseInsensitive, q.synchronizable, q.persistentRef)
         }
 
-        private mutating func filter(_ a: [String: AttributeValue], _ p: ProtectionClass?, _ caseInsensitive: Bool,
-                                     _ s: SyncFilter, _ ref: [UInt8]?) {
+        private mutating func filter(
+            _ a: [String: AttributeValue], _ p: ProtectionClass?, _ caseInsensitive: Bool,
+            _ s: SyncFilter, _ ref: [UInt8]?
+        ) {
             attributes(a)
             protection(p)
             bool(caseInsensitive)
@@ -929,7 +958,9 @@ package enum AgentMessage {
         /// bytes cannot hold is refused before anything is reserved.
         mutating func list<T>(_ field: String, minimumSize: Int, _ read: (inout Input) throws -> T) throws -> [T] {
             let n = Int(try u32("\(field) count"))
-            guard n <= reader.remaining / minimumSize else { throw DecodeError.malformed("truncated input in \(field)") }
+            guard n <= reader.remaining / minimumSize else {
+                throw DecodeError.malformed("truncated input in \(field)")
+            }
             var out: [T] = []
             out.reserveCapacity(n)
             for _ in 0..<n { out.append(try read(&self)) }
@@ -979,7 +1010,8 @@ package enum AgentMessage {
                 let app = try i.optional("application identifier") { try $0.string("application identifier") }
                 let groups = try i.list("keychain access groups", minimumSize: 4) { try $0.string("access group") }
                 let appGroups = try i.list("application groups", minimumSize: 4) { try $0.string("application group") }
-                return CallerIdentity(applicationIdentifier: app, keychainAccessGroups: groups, applicationGroups: appGroups)
+                return CallerIdentity(
+                    applicationIdentifier: app, keychainAccessGroups: groups, applicationGroups: appGroups)
             }
             return Target(keychain: keychain, device: device, caller: caller)
         }
@@ -987,18 +1019,22 @@ package enum AgentMessage {
         mutating func query() throws -> Query {
             let c = try itemClass()
             let f = try filter()
-            return Query(c, f.attributes, protection: f.protection, caseInsensitive: f.caseInsensitive,
-                         synchronizable: f.sync, persistentRef: f.ref)
+            return Query(
+                c, f.attributes, protection: f.protection, caseInsensitive: f.caseInsensitive,
+                synchronizable: f.sync, persistentRef: f.ref)
         }
 
         mutating func identityQuery() throws -> IdentityQuery {
             let f = try filter()
-            return IdentityQuery(f.attributes, protection: f.protection, caseInsensitive: f.caseInsensitive,
-                                 synchronizable: f.sync, persistentRef: f.ref)
+            return IdentityQuery(
+                f.attributes, protection: f.protection, caseInsensitive: f.caseInsensitive,
+                synchronizable: f.sync, persistentRef: f.ref)
         }
 
-        private mutating func filter() throws -> (attributes: [String: AttributeValue], protection: ProtectionClass?,
-                                                  caseInsensitive: Bool, sync: SyncFilter, ref: [UInt8]?) {
+        private mutating func filter() throws -> (
+            attributes: [String: AttributeValue], protection: ProtectionClass?,
+            caseInsensitive: Bool, sync: SyncFilter, ref: [UInt8]?
+        ) {
             let a = try attributes()
             let p = try protection(required: false)
             let ci = try bool("caseInsensitive")
@@ -1034,15 +1070,17 @@ package enum AgentMessage {
             let presence = try bool("requiresUserPresence")
             let ref = try bytes("persistent reference")
             let a = try attributes()
-            return Item(itemClass: c, attributes: a, data: try bytes("data"), protection: p, persistentRef: ref,
-                        requiresUserPresence: presence)
+            return Item(
+                itemClass: c, attributes: a, data: try bytes("data"), protection: p, persistentRef: ref,
+                requiresUserPresence: presence)
         }
 
         mutating func reference() throws -> Reference {
             let p = try protection(required: true)!
             let presence = try bool("requiresUserPresence")
             let ref = try bytes("persistent reference")
-            return Reference(persistentRef: ref, protection: p, requiresUserPresence: presence, attributes: try attributes())
+            return Reference(
+                persistentRef: ref, protection: p, requiresUserPresence: presence, attributes: try attributes())
         }
 
         mutating func state() throws -> AgentKeychainState {
@@ -1061,8 +1099,9 @@ package enum AgentMessage {
                 unlocked.append(c.code)
             }
             let once = try bool("unlockedOnce")
-            return AgentKeychainState(keychain: keychain, device: device, hasPasscode: hasPasscode, unlocked: unlocked,
-                                      unlockedOnce: once, idleSeconds: try f64("idle seconds"))
+            return AgentKeychainState(
+                keychain: keychain, device: device, hasPasscode: hasPasscode, unlocked: unlocked,
+                unlockedOnce: once, idleSeconds: try f64("idle seconds"))
         }
 
         mutating func counts(_ field: String) throws -> [String: Int] {

@@ -1,15 +1,15 @@
 import Dispatch
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The agent's Unix socket: where it is, the checks on its directory and file, framing with
@@ -150,24 +150,44 @@ public enum AgentSocket {
         guard st.st_mode & S_IFMT == S_IFDIR else {
             let what = st.st_mode & S_IFMT == S_IFLNK ? "a symbolic link" : "not a directory"
             guard strict else {
-                throw KeychainError(.io, "the agent's directory \(dir) is \(what) (not a directory); refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK")
+                throw KeychainError(
+                    .io,
+                    "the agent's directory \(dir) is \(what) (not a directory); refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK"
+                )
             }
-            let owner = st.st_uid == me ? "remove it ('rm \(dir)'), or " : "it belongs to uid \(st.st_uid), not to you (uid \(me)), so have root remove it, or "
-            throw KeychainError(.io, "the agent's directory \(dir) is \(what) (not a directory); refusing it: \(owner)\(elsewhere(dir))")
+            let owner =
+                st.st_uid == me
+                ? "remove it ('rm \(dir)'), or "
+                : "it belongs to uid \(st.st_uid), not to you (uid \(me)), so have root remove it, or "
+            throw KeychainError(
+                .io, "the agent's directory \(dir) is \(what) (not a directory); refusing it: \(owner)\(elsewhere(dir))"
+            )
         }
         if strict {
             guard st.st_uid == me else {
-                throw KeychainError(.io, "the agent's directory \(dir) belongs to uid \(st.st_uid), not to you (uid \(me)): another user made it first, and it cannot be used. Have root remove it, or \(elsewhere(dir))")
+                throw KeychainError(
+                    .io,
+                    "the agent's directory \(dir) belongs to uid \(st.st_uid), not to you (uid \(me)): another user made it first, and it cannot be used. Have root remove it, or \(elsewhere(dir))"
+                )
             }
             guard st.st_mode & 0o077 == 0 else {
-                throw KeychainError(.io, "the agent's directory \(dir) has group or world permissions (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 700 \(dir)'")
+                throw KeychainError(
+                    .io,
+                    "the agent's directory \(dir) has group or world permissions (mode \(String(st.st_mode & 0o777, radix: 8))); run 'chmod 700 \(dir)'"
+                )
             }
         } else {
             guard st.st_uid == me || st.st_uid == 0 else {
-                throw KeychainError(.io, "the agent's directory \(dir) belongs to uid \(st.st_uid); refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK")
+                throw KeychainError(
+                    .io,
+                    "the agent's directory \(dir) belongs to uid \(st.st_uid); refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK"
+                )
             }
             guard st.st_mode & 0o022 == 0 || st.st_mode & S_ISVTX != 0 else {
-                throw KeychainError(.io, "the agent's directory \(dir) is writable by others and not sticky; refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK")
+                throw KeychainError(
+                    .io,
+                    "the agent's directory \(dir) is writable by others and not sticky; refusing it. Choose a directory of your own for LATCHKEY_AGENT_SOCK"
+                )
             }
         }
     }
@@ -181,10 +201,12 @@ public enum AgentSocket {
             throw fail("cannot check the agent socket \(path)", errno: errno)
         }
         guard st.st_mode & S_IFMT == S_IFSOCK else {
-            throw KeychainError(.io, "\(path) is not a socket; refusing to use or replace it. Remove it or set LATCHKEY_AGENT_SOCK")
+            throw KeychainError(
+                .io, "\(path) is not a socket; refusing to use or replace it. Remove it or set LATCHKEY_AGENT_SOCK")
         }
         guard st.st_uid == geteuid() else {
-            throw KeychainError(.io, "the agent socket \(path) belongs to uid \(st.st_uid), not to you (uid \(geteuid())); refusing it")
+            throw KeychainError(
+                .io, "the agent socket \(path) belongs to uid \(st.st_uid), not to you (uid \(geteuid())); refusing it")
         }
         return true
     }
@@ -197,7 +219,10 @@ public enum AgentSocket {
         let bytes = Array(path.utf8)
         let capacity = MemoryLayout.size(ofValue: addr.sun_path)
         guard bytes.count < capacity else {
-            throw KeychainError(.param, "the agent socket path \(path) is longer than \(capacity - 1) bytes; choose a shorter LATCHKEY_AGENT_SOCK")
+            throw KeychainError(
+                .param,
+                "the agent socket path \(path) is longer than \(capacity - 1) bytes; choose a shorter LATCHKEY_AGENT_SOCK"
+            )
         }
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             raw.copyBytes(from: bytes)
@@ -208,9 +233,9 @@ public enum AgentSocket {
 
     static func newSocket() throws -> Int32 {
         #if canImport(Glibc)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
-        let fd = socket(AF_UNIX, SOCK_STREAM, 0)
+            let fd = socket(AF_UNIX, SOCK_STREAM, 0)
         #endif
         guard fd >= 0 else { throw fail("cannot create a Unix socket", errno: errno) }
         return fd
@@ -227,7 +252,9 @@ public enum AgentSocket {
         var addr = try address(path)
         let fd = try newSocket()
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         if r == 0 { return .connected(fd) }
         let e = errno
@@ -242,7 +269,9 @@ public enum AgentSocket {
         let fd = try newSocket()
         let old = umask(0o177)
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         let e = errno
         umask(old)
@@ -263,15 +292,15 @@ public enum AgentSocket {
     /// The uid and pid of the process at the other end of a connected Unix socket.
     public static func peerCredentials(_ fd: Int32) -> (uid: uid_t, pid: pid_t)? {
         #if os(Linux)
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
-        var cred: (Int32, UInt32, UInt32) = (0, 0, 0)
-        var len = socklen_t(MemoryLayout.size(ofValue: cred))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 else { return nil }
-        return (cred.1, cred.0)
+            // struct ucred { pid_t pid; uid_t uid; gid_t gid; }
+            var cred: (Int32, UInt32, UInt32) = (0, 0, 0)
+            var len = socklen_t(MemoryLayout.size(ofValue: cred))
+            guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 else { return nil }
+            return (cred.1, cred.0)
         #else
-        var uid = uid_t(0), gid = gid_t(0)
-        guard getpeereid(fd, &uid, &gid) == 0 else { return nil }
-        return (uid, 0)
+            var uid = uid_t(0), gid = gid_t(0)
+            guard getpeereid(fd, &uid, &gid) == 0 else { return nil }
+            return (uid, 0)
         #endif
     }
 
@@ -313,8 +342,10 @@ public enum AgentSocket {
     /// Reads exactly `count` bytes into `buffer` from `offset` on (the caller made it large
     /// enough), straight from the socket. `firstDeadline` applies until the first byte arrives,
     /// `deadline` to the whole read after it.
-    package static func read(_ fd: Int32, into buffer: inout [UInt8], at offset: Int, count: Int,
-                     firstDeadline: DispatchTime?, deadline: DispatchTime?) throws {
+    package static func read(
+        _ fd: Int32, into buffer: inout [UInt8], at offset: Int, count: Int,
+        firstDeadline: DispatchTime?, deadline: DispatchTime?
+    ) throws {
         var got = 0
         while got < count {
             try wait(fd, for: Int16(POLLIN), until: got == 0 ? firstDeadline : deadline)
@@ -333,7 +364,9 @@ public enum AgentSocket {
     /// The payload buffer grows as bytes arrive (up to 1 MiB at first, then doubling), so a
     /// peer cannot make the reader allocate what it does not send; each buffer that is
     /// outgrown is zeroed before it is freed, so no copy of a secret is left behind.
-    package static func readFrame(_ fd: Int32, limit: Int, idleDeadline: DispatchTime?, frameTimeout: Double?) throws -> [UInt8] {
+    package static func readFrame(_ fd: Int32, limit: Int, idleDeadline: DispatchTime?, frameTimeout: Double?) throws
+        -> [UInt8]
+    {
         var header = [UInt8](repeating: 0, count: 4)
         // The frame's deadline starts with its first byte.
         var deadline: DispatchTime? = nil
@@ -383,7 +416,9 @@ public enum AgentSocket {
         var sent = 0
         while sent < bytes.count {
             try wait(fd, for: Int16(POLLOUT), until: deadline)
-            let r = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) }
+            let r = bytes.withUnsafeBytes {
+                send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
             if r < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
                 throw FrameError.io(errno)

@@ -10,8 +10,10 @@ public struct AgentStatus: Codable, Sendable {
     public var dumpable: Bool?
     public var keychains: [AgentKeychainState]
 
-    package init(pid: Int32, socket: String, protocolVersion: Int, idleTimeout: Double, dumpable: Bool?,
-                 keychains: [AgentKeychainState]) {
+    package init(
+        pid: Int32, socket: String, protocolVersion: Int, idleTimeout: Double, dumpable: Bool?,
+        keychains: [AgentKeychainState]
+    ) {
         self.pid = pid
         self.socket = socket
         self.protocolVersion = protocolVersion
@@ -33,8 +35,10 @@ public struct AgentKeychainState: Codable, Sendable, Equatable {
     /// Seconds since the last request that used the keychain.
     public var idleSeconds: Double
 
-    package init(keychain: String, device: String, hasPasscode: Bool, unlocked: [String], unlockedOnce: Bool,
-                 idleSeconds: Double) {
+    package init(
+        keychain: String, device: String, hasPasscode: Bool, unlocked: [String], unlockedOnce: Bool,
+        idleSeconds: Double
+    ) {
         self.keychain = keychain
         self.device = device
         self.hasPasscode = hasPasscode

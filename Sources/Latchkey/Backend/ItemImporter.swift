@@ -27,8 +27,10 @@ package final class ItemImporter {
     /// The import is one transaction: when it fails, nothing has landed.
     package var isAtomic: Bool { transaction != nil }
 
-    init(backend: any KeychainBackend, context: CallContext, local: LocalBackend?, transaction: StreamingTransaction?,
-         policy: AccessPolicy, time: Double) {
+    init(
+        backend: any KeychainBackend, context: CallContext, local: LocalBackend?, transaction: StreamingTransaction?,
+        policy: AccessPolicy, time: Double
+    ) {
         self.backend = backend
         self.context = context
         self.local = local
@@ -84,8 +86,9 @@ extension LocalBackend {
 extension AgentBackend {
     /// Batches of `ItemImporter.agentBatchSize` items, each one transaction in the agent.
     func importItems<T>(_ context: CallContext, _ body: (ItemImporter) throws -> T) throws -> T {
-        let importer = ItemImporter(backend: self, context: context, local: nil, transaction: nil,
-                                    policy: try AccessPolicy(caller: context.caller), time: ItemRules.now())
+        let importer = ItemImporter(
+            backend: self, context: context, local: nil, transaction: nil,
+            policy: try AccessPolicy(caller: context.caller), time: ItemRules.now())
         let result = try body(importer)
         try importer.flush()
         return result

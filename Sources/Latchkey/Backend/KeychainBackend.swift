@@ -22,16 +22,24 @@ package protocol KeychainBackend: AnyObject, Sendable {
 
     func add(_ items: [NewItem], _ context: CallContext) throws -> [Item]
     func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item]
-    func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
-                _ context: CallContext) throws -> Int
+    func update(
+        _ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
+        _ context: CallContext
+    ) throws -> Int
     func delete(_ query: Query, _ context: CallContext) throws -> Int
 
-    func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
-                     protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext) throws -> Identity
-    func identities(_ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
-                    _ context: CallContext) throws -> [Identity]
-    func updateIdentities(_ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
-                          _ context: CallContext) throws -> Int
+    func addIdentity(
+        certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
+        protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext
+    ) throws -> Identity
+    func identities(
+        _ query: IdentityQuery, limit: Int?, includeData: Bool, prompt: String?,
+        _ context: CallContext
+    ) throws -> [Identity]
+    func updateIdentities(
+        _ query: IdentityQuery, attributes: [String: AttributeValue], protection: ProtectionClass?,
+        _ context: CallContext
+    ) throws -> Int
     func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int
 
     func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int
@@ -40,8 +48,9 @@ package protocol KeychainBackend: AnyObject, Sendable {
     func verify() -> VerifyReport
 
     /// Every live item the caller may see, attributes only, in two passes (`Keychain.walkItems`).
-    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
-                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws
+    func walkItems(
+        protections: [ProtectionClass]?, _ context: CallContext,
+        survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws
 
     /// Runs a bulk import (`ItemImporter`): one streaming transaction on a local keychain,
     /// batches of `ItemImporter.agentBatchSize` through the agent.

@@ -2,14 +2,20 @@ import LatchkeyFormat
 
 extension AgentBackend {
     /// The agent answers with item lists: one request per class (and protection class).
-    func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
-                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
+    func walkItems(
+        protections: [ProtectionClass]?, _ context: CallContext,
+        survey: (Item) throws -> Void, emit: (Item) throws -> Void
+    ) throws {
         for c in ItemClass.allCases {
             var found: [Item] = []
             for pc in protections.map({ $0.map(Optional.some) }) ?? [nil] {
-                found += try find(Query(c, protection: pc, synchronizable: .any), limit: nil, includeData: false, prompt: nil, context)
+                found += try find(
+                    Query(c, protection: pc, synchronizable: .any), limit: nil, includeData: false, prompt: nil, context
+                )
             }
-            let order = found.indices.sorted { (LocalBackend.creation(found[$0]), $0) < (LocalBackend.creation(found[$1]), $1) }
+            let order = found.indices.sorted {
+                (LocalBackend.creation(found[$0]), $0) < (LocalBackend.creation(found[$1]), $1)
+            }
             for i in order { try survey(found[i]) }
             for i in order { try emit(found[i]) }
         }
@@ -18,8 +24,10 @@ extension AgentBackend {
 
 extension LocalBackend {
     /// `Keychain.walkItems` on the file opened here.
-    package func walkItems(protections: [ProtectionClass]?, _ context: CallContext,
-                   survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
+    package func walkItems(
+        protections: [ProtectionClass]?, _ context: CallContext,
+        survey: (Item) throws -> Void, emit: (Item) throws -> Void
+    ) throws {
         let policy = try AccessPolicy(caller: context.caller)
         try store.refresh()
         try store.withStoreLock {
@@ -27,7 +35,8 @@ extension LocalBackend {
             // table of all of them: memory stays flat however many items the keychain holds.
             let live = try store.liveItemSnapshot()
             let wanted = protections.map(Set.init)
-            let classRank = Dictionary(uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
+            let classRank = Dictionary(
+                uniqueKeysWithValues: ItemClass.allCases.enumerated().map { (store.classTag($1), UInt8($0)) })
             // The items listed, and for each (class rank, position in `listed`, position in
             // `held`, cdat, file offset): about 100 bytes an item listed.
             var listed: [(id: ID16, slot: ItemSlot)] = []

@@ -16,8 +16,10 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     }
 
     /// Opens the keychain file, locked (`Keychain.open`; the agent opens its keychains so).
-    package static func open(path: String, devicePath: String, acceptRollback: Bool = false,
-                             fs: FileSystem = PosixFileSystem.shared) throws -> LocalBackend {
+    package static func open(
+        path: String, devicePath: String, acceptRollback: Bool = false,
+        fs: FileSystem = PosixFileSystem.shared
+    ) throws -> LocalBackend {
         let device = try Device.load(path: devicePath, fs: fs, keychainPath: path)
         return LocalBackend(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback))
     }
@@ -66,7 +68,8 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     /// checked (and given when absent), `sync` defaulted, `cdat` and `mdat` set to `time`, a
     /// fresh UUID. Shared by `add` and the streaming import (`ItemImporter`).
     func prepared(_ given: NewItem, policy: AccessPolicy, time t: Double) throws
-        -> (id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) {
+        -> (id: ID16, plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8)
+    {
         try ItemRules.validateNames(given.attributes, given.itemClass)
         let item = try DerivedAttributes.derivingAttributes(given)
         try LocalBackend.checkWritableGroup(item.attributes, policy)
@@ -80,7 +83,9 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
         attrs["mdat"] = .date(t)
         let pc = item.protection ?? ItemSchema.defaultProtection(for: item.itemClass)
         if item.requiresUserPresence && !store.hasPasscode {
-            throw KeychainError(.notAvailable, "user presence needs a keychain with a passcode, and this keychain has none", remedy: .setPasscode)
+            throw KeychainError(
+                .notAvailable, "user presence needs a keychain with a passcode, and this keychain has none",
+                remedy: .setPasscode)
         }
         let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
         let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
@@ -96,19 +101,22 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     /// does), its attribute dictionary becomes the item's without a copy.
     func makeItem(_ p: consuming ItemPlaintext, protection: ProtectionClass, id: ID16, flags: UInt8 = 0) -> Item {
         let pdmn = AttributeValue.string(protection.code)
-        if p.attributes["pdmn"] != pdmn { p.attributes["pdmn"] = pdmn }   // attribute-index rows carry it: no copy
+        if p.attributes["pdmn"] != pdmn { p.attributes["pdmn"] = pdmn }  // attribute-index rows carry it: no copy
         // Class code ‖ UUID (big-endian halves), made at its size in one allocation.
         var ref = [UInt8]()
         ref.reserveCapacity(20)
         ref.append(contentsOf: p.itemClass.rawValue.utf8)
         withUnsafeBytes(of: id.high.bigEndian) { ref.append(contentsOf: $0) }
         withUnsafeBytes(of: id.low.bigEndian) { ref.append(contentsOf: $0) }
-        return Item(itemClass: p.itemClass, attributes: p.attributes, data: p.data, protection: protection,
-                    persistentRef: ref,
-                    requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
+        return Item(
+            itemClass: p.itemClass, attributes: p.attributes, data: p.data, protection: protection,
+            persistentRef: ref,
+            requiresUserPresence: flags & ItemPutPayload.userPresenceFlag != 0)
     }
 
-    package func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws -> [Item] {
+    package func find(_ query: Query, limit: Int?, includeData: Bool, prompt: String?, _ context: CallContext) throws
+        -> [Item]
+    {
         try store.refresh()
         var found = try planner.matches(query, context, limit: limit, attributesOnly: !includeData)
         var out: [Item] = []
@@ -132,7 +140,9 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
     /// Asks the call's authentication callback for the passcode and checks it (user presence).
     func authenticate(_ context: CallContext, prompt: String?) throws {
         guard let handler = context.authenticate else {
-            throw KeychainError(.interactionNotAllowed, "this item needs user presence (the passcode), and no authentication handler is set")
+            throw KeychainError(
+                .interactionNotAllowed,
+                "this item needs user presence (the passcode), and no authentication handler is set")
         }
         guard var passcode = handler(prompt) else {
             throw KeychainError(.userCanceled, "authentication was cancelled")
@@ -141,8 +151,10 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
         try store.checkPasscode(passcode)
     }
 
-    package func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
-                        _ context: CallContext) throws -> Int {
+    package func update(
+        _ query: Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?,
+        _ context: CallContext
+    ) throws -> Int {
         if let data { try ItemRules.checkSize(query.itemClass, attributes: attributes, data: data) }
         try ItemRules.validateNames(attributes, query.itemClass)
         try LocalBackend.checkWritableGroup(attributes, try AccessPolicy(caller: context.caller))
@@ -189,7 +201,9 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
         // not from a table of every item, whose memory grows with the keychain.
         let live = try store.liveItemSnapshot()
         var byClass: [String: Int] = [:]
-        for (tag, n) in live.countsByClassTag { byClass[store.itemClass(tag: tag)?.rawValue ?? "unknown", default: 0] += n }
+        for (tag, n) in live.countsByClassTag {
+            byClass[store.itemClass(tag: tag)?.rawValue ?? "unknown", default: 0] += n
+        }
         let byProtection = Dictionary(uniqueKeysWithValues: live.countsByProtection.map { ($0.key.code, $0.value) })
         let kdf = store.kdf
         return KeychainInfo(

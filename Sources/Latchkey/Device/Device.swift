@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -40,7 +40,10 @@ public final class Device: @unchecked Sendable {
             throw missingSecret(path: path, keychainPath: keychainPath, fs: fs)
         }
         if found.kind == .symlink {
-            throw KeychainError(.io, "the device secret \(path) is a symbolic link; refusing to follow it (another user who controls the link could point it at their own secret); put the device secret file itself there", remedy: .giveDeviceSecret)
+            throw KeychainError(
+                .io,
+                "the device secret \(path) is a symbolic link; refusing to follow it (another user who controls the link could point it at their own secret); put the device secret file itself there",
+                remedy: .giveDeviceSecret)
         }
         try PrivateFiles.checkDirectories(above: path, what: "the device secret", fs: fs)
         let fd: Int32
@@ -50,8 +53,10 @@ public final class Device: @unchecked Sendable {
             throw missingSecret(path: path, keychainPath: keychainPath, fs: fs)
         }
         defer { fs.close(fd) }
-        try PrivateFiles.checkSecretFile(try io({ try fs.ownership(fd) }, "check the device secret"), path: path, userID: fs.userID)
-        var bytes = try io({ try fs.read(fd, offset: 0, count: Int(min(try fs.size(fd), 1 << 16))) }, "read the device secret")
+        try PrivateFiles.checkSecretFile(
+            try io({ try fs.ownership(fd) }, "check the device secret"), path: path, userID: fs.userID)
+        var bytes = try io(
+            { try fs.read(fd, offset: 0, count: Int(min(try fs.size(fd), 1 << 16))) }, "read the device secret")
         defer { Crypto.cleanse(&bytes) }
         let device: Device
         do {
@@ -71,9 +76,11 @@ public final class Device: @unchecked Sendable {
         guard let keychainPath, (try? fs.identity(path: keychainPath)) != nil else {
             return KeychainError(.io, "no device secret at \(path)", remedy: .createOrGiveDeviceSecret)
         }
-        return KeychainError(.io, "no device secret at \(path), and the keychain \(keychainPath) needs the one it was made with"
-            + (recordedDeviceUUID(keychainPath: keychainPath, fs: fs).map { " (device \($0))" } ?? "")
-            + ": no other device secret can open it", remedy: .findKeychainsDeviceSecret)
+        return KeychainError(
+            .io,
+            "no device secret at \(path), and the keychain \(keychainPath) needs the one it was made with"
+                + (recordedDeviceUUID(keychainPath: keychainPath, fs: fs).map { " (device \($0))" } ?? "")
+                + ": no other device secret can open it", remedy: .findKeychainsDeviceSecret)
     }
 
     /// The device UUID a keychain's header records (unauthenticated: for messages only).
@@ -81,7 +88,8 @@ public final class Device: @unchecked Sendable {
         guard let fd = try? fs.openReadOnly(keychainPath) else { return nil }
         defer { fs.close(fd) }
         guard let prefix = try? fs.read(fd, offset: 0, count: 16), let length = try? FileHeader.peekLength(prefix),
-              let bytes = try? fs.read(fd, offset: 0, count: length), let decoded = try? FileHeader.decode(bytes) else { return nil }
+            let bytes = try? fs.read(fd, offset: 0, count: length), let decoded = try? FileHeader.decode(bytes)
+        else { return nil }
         return hexString(decoded.header.deviceUUID)
     }
 
@@ -133,7 +141,9 @@ public final class Device: @unchecked Sendable {
 
     /// Refuses a `.state` directory that is not this user's own (when it exists).
     func checkStateDirectory() throws {
-        guard let o = try io({ try fs.ownership(path: stateDirectory) }, "check the device state directory") else { return }
+        guard let o = try io({ try fs.ownership(path: stateDirectory) }, "check the device state directory") else {
+            return
+        }
         try PrivateFiles.checkStateDirectory(o, path: stateDirectory, userID: fs.userID)
     }
 
@@ -146,7 +156,8 @@ public final class Device: @unchecked Sendable {
             return nil
         }
         do {
-            try PrivateFiles.checkStateFile(try io({ try fs.ownership(fd) }, "check the device state"), path: path, userID: fs.userID)
+            try PrivateFiles.checkStateFile(
+                try io({ try fs.ownership(fd) }, "check the device state"), path: path, userID: fs.userID)
         } catch {
             fs.close(fd)
             throw error
@@ -164,8 +175,11 @@ public final class Device: @unchecked Sendable {
         try checkStateDirectory()
         guard let fd = try openStateFile(statePath(fileUUID: fileUUID), writable: false) else { return nil }
         defer { fs.close(fd) }
-        let bytes = try io({ try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
-        guard let state = try? DeviceState.decode(bytes, macKey: stateKey), state.fileUUID == fileUUID else { return nil }
+        let bytes = try io(
+            { try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
+        guard let state = try? DeviceState.decode(bytes, macKey: stateKey), state.fileUUID == fileUUID else {
+            return nil
+        }
         return state
     }
 
@@ -183,7 +197,8 @@ public final class Device: @unchecked Sendable {
     func saveState(_ state: DeviceState, allowLower: Bool = false, passcodeSet: Bool? = nil) throws {
         try withLockedState(fileUUID: state.fileUUID) { current in
             var merged = current ?? state
-            merged.newestSequence = allowLower ? state.newestSequence : max(state.newestSequence, current?.newestSequence ?? 0)
+            merged.newestSequence =
+                allowLower ? state.newestSequence : max(state.newestSequence, current?.newestSequence ?? 0)
             if let passcodeSet { merged.passcodeSet = passcodeSet }
             current = merged
         }
@@ -201,33 +216,37 @@ public final class Device: @unchecked Sendable {
             try io({ try fs.makeDirectory(stateDirectory, mode: 0o700) }, "create the device state directory")
         }
         try checkStateDirectory()
-        let fd = try io({ () throws -> Int32 in
-            while true {
-                if try fs.ownership(path: path) == nil {
-                    noteNewStateFile(path)
+        let fd = try io(
+            { () throws -> Int32 in
+                while true {
+                    if try fs.ownership(path: path) == nil {
+                        noteNewStateFile(path)
+                        do {
+                            fs.close(
+                                try PrivateFiles.open(
+                                    path, what: "the device state file", writable: true, create: true, fs: fs))
+                            // The name is made durable once, so that a power cut cannot take the
+                            // whole state away (recovery relies on it, spec §9.3, §10.4).
+                            try? fs.syncDirectory(stateDirectory)
+                        } catch let f as IOFailure where f.errno == EEXIST {}
+                    }
+                    guard let fd = try openStateFile(path, writable: true) else { continue }
                     do {
-                        fs.close(try PrivateFiles.open(path, what: "the device state file", writable: true, create: true, fs: fs))
-                        // The name is made durable once, so that a power cut cannot take the
-                        // whole state away (recovery relies on it, spec §9.3, §10.4).
-                        try? fs.syncDirectory(stateDirectory)
-                    } catch let f as IOFailure where f.errno == EEXIST {}
-                }
-                guard let fd = try openStateFile(path, writable: true) else { continue }
-                do {
-                    // The file may have been replaced or removed between open and lock.
-                    if try fs.lock(fd, stillAt: path) { return fd }
-                } catch {
+                        // The file may have been replaced or removed between open and lock.
+                        if try fs.lock(fd, stillAt: path) { return fd }
+                    } catch {
+                        fs.close(fd)
+                        throw error
+                    }
                     fs.close(fd)
-                    throw error
                 }
-                fs.close(fd)
-            }
-        }, "lock the device state")
+            }, "lock the device state")
         defer {
             fs.unlock(fd)
             fs.close(fd)
         }
-        let bytes = try io({ try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
+        let bytes = try io(
+            { try fs.read(fd, offset: 0, count: FormatConstants.stateFileSize + 1) }, "read the device state")
         var state: DeviceState? = nil
         if let s = try? DeviceState.decode(bytes, macKey: stateKey), s.fileUUID == fileUUID { state = s }
         let before = state
@@ -265,5 +284,5 @@ func ioHint(_ error: Error) -> String {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

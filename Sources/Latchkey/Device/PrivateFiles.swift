@@ -27,13 +27,20 @@ enum PrivateFiles {
         let me = fs.userID
         while true {
             guard let o = try io({ try fs.ownership(path: dir) }, "check the directory \(dir)") else {
-                throw KeychainError(.io, "the directory \(dir) above \(what) \(path) disappeared while it was checked; try again")
+                throw KeychainError(
+                    .io, "the directory \(dir) above \(what) \(path) disappeared while it was checked; try again")
             }
             guard o.owner == me || o.owner == 0 else {
-                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), belongs to uid \(o.owner), not to you (uid \(me)) or root: its owner could replace \(what); have \(dir) given to you", remedy: .giveDeviceSecret)
+                throw KeychainError(
+                    .io,
+                    "the directory \(dir), above \(what) \(path), belongs to uid \(o.owner), not to you (uid \(me)) or root: its owner could replace \(what); have \(dir) given to you",
+                    remedy: .giveDeviceSecret)
             }
             guard !o.writableByOthers || o.sticky else {
-                throw KeychainError(.io, "the directory \(dir), above \(what) \(path), is writable by other users (mode \(octal(o.mode))): anyone who can write there could replace \(what) or its device state; run 'chmod go-w \(dir)'", remedy: .giveDeviceSecret)
+                throw KeychainError(
+                    .io,
+                    "the directory \(dir), above \(what) \(path), is writable by other users (mode \(octal(o.mode))): anyone who can write there could replace \(what) or its device state; run 'chmod go-w \(dir)'",
+                    remedy: .giveDeviceSecret)
             }
             if dir == "/" { return }
             dir = directoryOf(dir)
@@ -43,50 +50,76 @@ enum PrivateFiles {
     /// The device secret, as its open descriptor describes it.
     static func checkSecretFile(_ o: FileOwnership, path: String, userID me: UInt32) throws {
         guard o.kind == .regular else {
-            throw KeychainError(.io, "the device secret \(path) is not a regular file; put the device secret file itself there")
+            throw KeychainError(
+                .io, "the device secret \(path) is not a regular file; put the device secret file itself there")
         }
         guard o.owner == me else {
-            throw KeychainError(.io, "the device secret \(path) belongs to uid \(o.owner), not to you (uid \(me)); refusing it; if it is yours, give it back to yourself ('chown \(me) \(path)' as root)", remedy: .giveDeviceSecret)
+            throw KeychainError(
+                .io,
+                "the device secret \(path) belongs to uid \(o.owner), not to you (uid \(me)); refusing it; if it is yours, give it back to yourself ('chown \(me) \(path)' as root)",
+                remedy: .giveDeviceSecret)
         }
         guard o.mode & 0o077 == 0 else {
-            throw KeychainError(.io, "the device secret \(path) is readable or writable by others (mode \(octal(o.mode))); run 'chmod 600 \(path)'")
+            throw KeychainError(
+                .io,
+                "the device secret \(path) is readable or writable by others (mode \(octal(o.mode))); run 'chmod 600 \(path)'"
+            )
         }
     }
 
     /// The `.state` directory beside the device secret (lstat: a symlink is refused).
     static func checkStateDirectory(_ o: FileOwnership, path: String, userID me: UInt32) throws {
         guard o.kind == .directory else {
-            throw KeychainError(.io, "the device state directory \(path) is not a directory (a symlink or a file is refused); remove it (latchkey makes it again, mode 700)")
+            throw KeychainError(
+                .io,
+                "the device state directory \(path) is not a directory (a symlink or a file is refused); remove it (latchkey makes it again, mode 700)"
+            )
         }
         guard o.owner == me else {
-            throw KeychainError(.io, "the device state directory \(path) belongs to uid \(o.owner), not to you (uid \(me)): its owner could reset the passcode attempt counter and the rollback check. Have it removed (as root, or by its owner); latchkey makes it again")
+            throw KeychainError(
+                .io,
+                "the device state directory \(path) belongs to uid \(o.owner), not to you (uid \(me)): its owner could reset the passcode attempt counter and the rollback check. Have it removed (as root, or by its owner); latchkey makes it again"
+            )
         }
         guard !o.writableByOthers else {
-            throw KeychainError(.io, "the device state directory \(path) is writable by others (mode \(octal(o.mode))); run 'chmod 700 \(path)'")
+            throw KeychainError(
+                .io,
+                "the device state directory \(path) is writable by others (mode \(octal(o.mode))); run 'chmod 700 \(path)'"
+            )
         }
     }
 
     /// One state file, as its open descriptor describes it.
     static func checkStateFile(_ o: FileOwnership, path: String, userID me: UInt32) throws {
         guard o.kind == .regular else {
-            throw KeychainError(.io, "the device state file \(path) is not a regular file; remove it (latchkey makes it again)")
+            throw KeychainError(
+                .io, "the device state file \(path) is not a regular file; remove it (latchkey makes it again)")
         }
         guard o.owner == me else {
-            throw KeychainError(.io, "the device state file \(path) belongs to uid \(o.owner), not to you (uid \(me)); have it removed (as root, or by its owner): latchkey makes it again")
+            throw KeychainError(
+                .io,
+                "the device state file \(path) belongs to uid \(o.owner), not to you (uid \(me)); have it removed (as root, or by its owner): latchkey makes it again"
+            )
         }
         guard !o.writableByOthers else {
-            throw KeychainError(.io, "the device state file \(path) is writable by others (mode \(octal(o.mode))); run 'chmod 600 \(path)'")
+            throw KeychainError(
+                .io,
+                "the device state file \(path) is writable by others (mode \(octal(o.mode))); run 'chmod 600 \(path)'")
         }
     }
 
     /// Opens a file of the device without following a symlink, turning ELOOP into a message.
     /// - Throws: `IOFailure` for ENOENT (opening) and EEXIST (creating), for the caller to
     ///   handle; `KeychainError` for anything else.
-    static func open(_ path: String, what: String, writable: Bool, create: Bool = false, fs: FileSystem) throws -> Int32 {
+    static func open(_ path: String, what: String, writable: Bool, create: Bool = false, fs: FileSystem) throws -> Int32
+    {
         do {
             return try fs.openNoFollow(path, writable: writable, create: create, mode: 0o600)
         } catch let f as IOFailure where f.errno == ELOOP || f.errno == EMLINK {
-            throw KeychainError(.io, "\(what) \(path) is a symbolic link; refusing to follow it (it could point at any file). Replace the link with the file itself, or remove it if you did not make it")
+            throw KeychainError(
+                .io,
+                "\(what) \(path) is a symbolic link; refusing to follow it (it could point at any file). Replace the link with the file itself, or remove it if you did not make it"
+            )
         } catch let f as IOFailure where (f.errno == EEXIST && create) || (f.errno == ENOENT && !create) {
             throw f
         } catch {
@@ -98,7 +131,7 @@ enum PrivateFiles {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// Who is calling: an application-identifier, its keychain-access-groups and its application
@@ -81,16 +81,20 @@ public struct CallerIdentity: Sendable, Equatable, CustomStringConvertible {
         } catch let shape as EntitlementsPlist.ShapeError {
             throw KeychainError(.param, shape.message)
         } catch {
-            throw KeychainError(.param, "the entitlements file is not a property list (XML or binary)", underlying: "\(error)")
+            throw KeychainError(
+                .param, "the entitlements file is not a property list (XML or binary)", underlying: "\(error)")
         }
-        self.init(applicationIdentifier: plist.applicationIdentifier ?? fallbackApplicationIdentifier,
-                  keychainAccessGroups: plist.keychainAccessGroups, applicationGroups: plist.applicationGroups)
+        self.init(
+            applicationIdentifier: plist.applicationIdentifier ?? fallbackApplicationIdentifier,
+            keychainAccessGroups: plist.keychainAccessGroups, applicationGroups: plist.applicationGroups)
     }
 
     /// The identity the environment describes (docs/CLI.md): LATCHKEY_ENTITLEMENTS names a
     /// plist; LATCHKEY_APP_ID (default `latchkey.cli`) is the application-identifier when the
     /// plist gives none.
-    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws -> CallerIdentity {
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) throws
+        -> CallerIdentity
+    {
         try KeychainEnvironment(env).caller()
     }
 }

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a keychain, its device secret and its caller come from, as the environment of the
@@ -28,16 +28,21 @@ package struct KeychainEnvironment: Sendable {
 
     /// Resolves from `lookup` (a variable's value; empty counts as unset), with each given
     /// value taking precedence over its variable.
-    package init(lookup: (String) -> String?, keychainPath: String? = nil, devicePath: String? = nil,
-                 applicationIdentifier: String? = nil, entitlementsPath: String? = nil) {
+    package init(
+        lookup: (String) -> String?, keychainPath: String? = nil, devicePath: String? = nil,
+        applicationIdentifier: String? = nil, entitlementsPath: String? = nil
+    ) {
         func value(_ name: String) -> String? {
             guard let v = lookup(name), !v.isEmpty else { return nil }
             return v
         }
         // The data directory (and the home directory under it) only when a default is needed.
-        self.keychainPath = keychainPath ?? value("LATCHKEY_KEYCHAIN") ?? KeychainEnvironment.dataDirectory(value) + "/login.keychain"
-        self.devicePath = devicePath ?? value("LATCHKEY_DEVICE") ?? KeychainEnvironment.dataDirectory(value) + "/device.secret"
-        self.applicationIdentifier = applicationIdentifier ?? value("LATCHKEY_APP_ID") ?? KeychainEnvironment.defaultApplicationIdentifier
+        self.keychainPath =
+            keychainPath ?? value("LATCHKEY_KEYCHAIN") ?? KeychainEnvironment.dataDirectory(value) + "/login.keychain"
+        self.devicePath =
+            devicePath ?? value("LATCHKEY_DEVICE") ?? KeychainEnvironment.dataDirectory(value) + "/device.secret"
+        self.applicationIdentifier =
+            applicationIdentifier ?? value("LATCHKEY_APP_ID") ?? KeychainEnvironment.defaultApplicationIdentifier
         self.entitlementsPath = entitlementsPath ?? value("LATCHKEY_ENTITLEMENTS")
     }
 
@@ -47,11 +52,14 @@ package struct KeychainEnvironment: Sendable {
     }
 
     /// From this process's variables (getenv: no copy of the whole environment).
-    package static func process(keychainPath: String? = nil, devicePath: String? = nil,
-                                applicationIdentifier: String? = nil, entitlementsPath: String? = nil) -> KeychainEnvironment {
-        KeychainEnvironment(lookup: { getenv($0).map { String(cString: $0) } }, keychainPath: keychainPath,
-                            devicePath: devicePath, applicationIdentifier: applicationIdentifier,
-                            entitlementsPath: entitlementsPath)
+    package static func process(
+        keychainPath: String? = nil, devicePath: String? = nil,
+        applicationIdentifier: String? = nil, entitlementsPath: String? = nil
+    ) -> KeychainEnvironment {
+        KeychainEnvironment(
+            lookup: { getenv($0).map { String(cString: $0) } }, keychainPath: keychainPath,
+            devicePath: devicePath, applicationIdentifier: applicationIdentifier,
+            entitlementsPath: entitlementsPath)
     }
 
     /// `$XDG_DATA_HOME/latchkey`, or `~/.local/share/latchkey` (XDG Base Directory: a relative
@@ -67,7 +75,8 @@ package struct KeychainEnvironment: Sendable {
     /// - Throws: errSecIO (unreadable file), errSecParam (not an entitlements property list).
     package func caller(read: (String) throws -> [UInt8] = KeychainEnvironment.readFile) throws -> CallerIdentity {
         guard let path = entitlementsPath else { return CallerIdentity(applicationIdentifier: applicationIdentifier) }
-        return try CallerIdentity(entitlementsPlist: Data(try read(path)), fallbackApplicationIdentifier: applicationIdentifier)
+        return try CallerIdentity(
+            entitlementsPlist: Data(try read(path)), fallbackApplicationIdentifier: applicationIdentifier)
     }
 
     package static func readFile(_ path: String) throws -> [UInt8] {
@@ -88,11 +97,15 @@ package struct KeychainEnvironment: Sendable {
     ///     command that makes one).
     /// - Returns: the keychain, and whether `passcode` was used to unlock it.
     /// - Throws: the errors of `Keychain.open` and `unlock`.
-    package func open(passcode: [UInt8]?, useAgent: Bool = true, acceptRollback: Bool = false,
-                      unusable: ((KeychainError) -> Void)? = nil, deferAgentOpen: Bool = false) throws -> (keychain: Keychain, unlocked: Bool) {
+    package func open(
+        passcode: [UInt8]?, useAgent: Bool = true, acceptRollback: Bool = false,
+        unusable: ((KeychainError) -> Void)? = nil, deferAgentOpen: Bool = false
+    ) throws -> (keychain: Keychain, unlocked: Bool) {
         if useAgent, !acceptRollback,
-           let served = try Keychain.openThroughAgent(path: keychainPath, devicePath: devicePath, unusable: unusable,
-                                                      asking: !(deferAgentOpen && passcode == nil)) {
+            let served = try Keychain.openThroughAgent(
+                path: keychainPath, devicePath: devicePath, unusable: unusable,
+                asking: !(deferAgentOpen && passcode == nil))
+        {
             if let passcode, served.hasPasscode {
                 try served.unlockUnlessAgentIsUnlocked(passcode: passcode)
                 return (served, true)
@@ -100,8 +113,9 @@ package struct KeychainEnvironment: Sendable {
             return (served, false)
         }
         if let passcode {
-            let kc = try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback,
-                                       unlockingWith: passcode)
+            let kc = try Keychain.open(
+                path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback,
+                unlockingWith: passcode)
             return (kc, kc.hasPasscode)
         }
         return (try Keychain.open(path: keychainPath, devicePath: devicePath, acceptRollback: acceptRollback), false)

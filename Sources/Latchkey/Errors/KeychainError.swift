@@ -33,14 +33,17 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
     }
 
     static func damaged(_ what: String, _ cause: Error) -> KeychainError {
-        KeychainError(.decode, "\(what) is damaged or has been tampered with", underlying: String(describing: cause),
-                      remedy: .verifyAndRestore)
+        KeychainError(
+            .decode, "\(what) is damaged or has been tampered with", underlying: String(describing: cause),
+            remedy: .verifyAndRestore)
     }
 
     /// Maps a format error to errSecDecode, keeping "newer version" distinct in the message.
     static func fromFormat(_ what: String, _ error: FormatError) -> KeychainError {
         if case .unsupportedVersion(_, let major, let minor) = error {
-            return KeychainError(.decode, "\(what) uses format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey")
+            return KeychainError(
+                .decode,
+                "\(what) uses format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey")
         }
         if case .tooLarge(_, let size, let limit) = error {
             return tooLarge(size: size, limit: limit)
@@ -54,30 +57,39 @@ public struct KeychainError: Error, Equatable, Sendable, CustomStringConvertible
     /// An item over the format's size limit (spec/FORMAT.md §6.4), refused before anything is
     /// written.
     static func tooLarge(size: Int, limit: Int) -> KeychainError {
-        KeychainError(.param, "the item is \(size) bytes of attributes and data; an item may hold at most \(limit) bytes (16 MiB less 96, spec/FORMAT.md §6.4); nothing was written; store a larger secret in a file and keep its key in the keychain")
+        KeychainError(
+            .param,
+            "the item is \(size) bytes of attributes and data; an item may hold at most \(limit) bytes (16 MiB less 96, spec/FORMAT.md §6.4); nothing was written; store a larger secret in a file and keep its key in the keychain"
+        )
     }
 
     /// A passcode given for a keychain that has none: never ignored, because a keychain that
     /// lost its passcode unexpectedly may have been replaced (spec/SECURITY.md §2.4).
     package static func passcodeForKeychainWithout(_ path: String) -> KeychainError {
-        KeychainError(.param, "a passcode was given, but the keychain \(path) has no passcode", remedy: .checkForReplacement)
+        KeychainError(
+            .param, "a passcode was given, but the keychain \(path) has no passcode", remedy: .checkForReplacement)
     }
 
     /// A keychain path that names a FIFO, socket or device: refused before a byte is read (a
     /// FIFO planted there would otherwise block every command, spec/SECURITY.md §2.2).
     package static func pathIsNotRegularFile(_ path: String) -> KeychainError {
-        KeychainError(.io, "the keychain path \(path) is not a regular file (a FIFO, socket or device is there); nothing was read. Check the path; if you did not put it there, someone who can write its directory did: remove it and restore the keychain from a backup")
+        KeychainError(
+            .io,
+            "the keychain path \(path) is not a regular file (a FIFO, socket or device is there); nothing was read. Check the path; if you did not put it there, someone who can write its directory did: remove it and restore the keychain from a backup"
+        )
     }
 
     /// A keychain path that names a directory (open and create say so, never "damaged" or
     /// "already exists").
     package static func pathIsDirectory(_ path: String) -> KeychainError {
-        KeychainError(.param, "the keychain path \(path) is a directory, not a keychain file",
-                      remedy: .giveKeychainFile(example: (path.hasSuffix("/") ? path : path + "/") + "login.keychain"))
+        KeychainError(
+            .param, "the keychain path \(path) is a directory, not a keychain file",
+            remedy: .giveKeychainFile(example: (path.hasSuffix("/") ? path : path + "/") + "login.keychain"))
     }
 
     static func locked(_ pc: ProtectionClass) -> KeychainError {
-        KeychainError(.interactionNotAllowed,
-                      "the keychain is locked: items protected \(pc.longName) (\(pc.code)) need the passcode", remedy: .unlock)
+        KeychainError(
+            .interactionNotAllowed,
+            "the keychain is locked: items protected \(pc.longName) (\(pc.code)) need the passcode", remedy: .unlock)
     }
 }

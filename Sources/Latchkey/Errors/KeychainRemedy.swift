@@ -44,7 +44,8 @@ public enum KeychainRemedy: Sendable, Equatable {
     public var advice: String {
         switch self {
         case .repairOrRestore:
-            return "Keychain.repairPlan(path:devicePath:) shows what cutting it back to its last intact change would drop; or restore from a backup"
+            return
+                "Keychain.repairPlan(path:devicePath:) shows what cutting it back to its last intact change would drop; or restore from a backup"
         case .adoptRollback:
             return "restore the newer copy, or adopt this file with Keychain.open(path:devicePath:acceptRollback: true)"
         case .createKeychain:
@@ -62,13 +63,16 @@ public enum KeychainRemedy: Sendable, Equatable {
         case .compactAgain:
             return "compact it again (Keychain.compact()) to sync it"
         case .checkForReplacement:
-            return "if it should have one, it may have been replaced: check it with Keychain.info() and restore from a backup; otherwise open it without a passcode, or set one with Keychain.changePasscode(old: nil, new:)"
+            return
+                "if it should have one, it may have been replaced: check it with Keychain.info() and restore from a backup; otherwise open it without a passcode, or set one with Keychain.changePasscode(old: nil, new:)"
         case .giveCallerIdentity:
-            return "give the call a caller (Keychain.caller, CallContext) with an application-identifier or keychain-access-groups"
+            return
+                "give the call a caller (Keychain.caller, CallContext) with an application-identifier or keychain-access-groups"
         case .giveDeviceSecret:
             return "or give the path of a device secret kept in a directory of your own (devicePath)"
         case .createOrGiveDeviceSecret:
-            return "Keychain.create(path:devicePath:passcode:) creates one with a new keychain; or give the path of your device secret (devicePath)"
+            return
+                "Keychain.create(path:devicePath:passcode:) creates one with a new keychain; or give the path of your device secret (devicePath)"
         case .mergeOrChooseAnotherKeychain:
             return "restore into it with VerifiedBackup.verify(…, target: .existing(keychain)), or choose another path"
         case .giveBackupPassword:
@@ -78,7 +82,8 @@ public enum KeychainRemedy: Sendable, Equatable {
         case .chooseBackupOutput:
             return "choose another path, or write to a pipe or device through a file descriptor"
         case .findKeychainsDeviceSecret:
-            return "put that file back, or give its path (devicePath); a new device secret cannot open this keychain. If the device secret is lost, the items come back only from a backup restored into a new keychain (a password backup restores onto any device secret; one without a password only onto the one it was made with)"
+            return
+                "put that file back, or give its path (devicePath); a new device secret cannot open this keychain. If the device secret is lost, the items come back only from a backup restored into a new keychain (a password backup restores onto any device secret; one without a password only onto the one it was made with)"
         }
     }
 }

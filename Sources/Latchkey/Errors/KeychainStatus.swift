@@ -56,7 +56,8 @@ public enum KeychainStatus: Int32, CaseIterable, Sendable {
         case .authFailed, .interactionNotAllowed, .notAvailable, .userCanceled: return 4
         case .decode: return 5
         case .noAccessForItem, .missingEntitlement: return 6
-        case .unimplemented, .io, .allocate, .readOnly, .noSuchAttr, .noSuchClass, .internal, .duplicateKeychain: return 7
+        case .unimplemented, .io, .allocate, .readOnly, .noSuchAttr, .noSuchClass, .internal, .duplicateKeychain:
+            return 7
         }
     }
 }

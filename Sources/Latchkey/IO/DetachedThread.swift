@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Starts a detached pthread, in place of Foundation's Thread (FoundationEssentials has none).
@@ -26,19 +26,21 @@ package enum DetachedThread {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let context = Unmanaged.passRetained(Box(body)).toOpaque()
         #if canImport(Darwin)
-        var thread: pthread_t?
+            var thread: pthread_t?
         #else
-        var thread = pthread_t()
+            var thread = pthread_t()
         #endif
-        let started = pthread_create(&thread, &attributes, { raw in
-            #if canImport(Darwin)
-            let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
-            #else
-            let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
-            #endif
-            box.body()
-            return nil
-        }, context)
+        let started = pthread_create(
+            &thread, &attributes,
+            { raw in
+                #if canImport(Darwin)
+                    let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
+                #else
+                    let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
+                #endif
+                box.body()
+                return nil
+            }, context)
         if started != 0 { Unmanaged<Box>.fromOpaque(context).release() }
         return started == 0
     }

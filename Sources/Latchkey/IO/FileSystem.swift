@@ -126,9 +126,9 @@ package struct IOFailure: Error, Equatable, CustomStringConvertible {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 func errnoText(_ e: Int32) -> String {
@@ -200,7 +200,9 @@ extension FileSystem {
             do {
                 try remove(to)
             } catch {
-                throw IOFailure("unlink (after linking to \(to), which now names the same file; remove \(from) by hand)", from, first.errno)
+                throw IOFailure(
+                    "unlink (after linking to \(to), which now names the same file; remove \(from) by hand)", from,
+                    first.errno)
             }
             throw IOFailure("unlink (the link to \(to) was undone)", from, first.errno)
         }

@@ -1,12 +1,12 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyCrypto
 
@@ -28,7 +28,8 @@ package enum InterruptCleanup {
 
     static let capacity = 64
     /// The registered paths (C strings, never freed), their kind and whether they are live.
-    nonisolated(unsafe) private static let paths = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: capacity)
+    nonisolated(unsafe) private static let paths = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(
+        capacity: capacity)
     nonisolated(unsafe) private static let isDirectory = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
     private static let live = SignalSafeInt32(count: capacity)
     private static let used = SignalSafeInt32()
@@ -60,7 +61,7 @@ package enum InterruptCleanup {
         paths[slot] = copy
         isDirectory[slot] = directory ? 1 : 0
         live.store(1, at: slot)
-        used.store(Int32(slot + 1))   // publishes the slot (sequentially consistent)
+        used.store(Int32(slot + 1))  // publishes the slot (sequentially consistent)
         return Token(slot: slot)
     }
 

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import LatchkeyCrypto
 
@@ -41,7 +41,9 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
     package func status(_ fd: Int32) throws -> FileStatus? {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw IOFailure("fstat", "fd \(fd)", errno) }
-        let ctime = UInt64(truncatingIfNeeded: st.st_ctim.tv_sec) &* 1_000_000_000 &+ UInt64(truncatingIfNeeded: st.st_ctim.tv_nsec)
+        let ctime =
+            UInt64(truncatingIfNeeded: st.st_ctim.tv_sec) &* 1_000_000_000
+            &+ UInt64(truncatingIfNeeded: st.st_ctim.tv_nsec)
         return FileStatus(size: UInt64(st.st_size), links: Int(st.st_nlink), changeStamp: ctime)
     }
 
@@ -79,7 +81,9 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         var done = 0
         try bytes.withUnsafeBytes { buf in
             while done < bytes.count {
-                let n = retrying { pwrite(fd, buf.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done)) }
+                let n = retrying {
+                    pwrite(fd, buf.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+                }
                 if n < 0 { throw IOFailure("write", "fd \(fd)", errno) }
                 done += n
             }
@@ -160,7 +164,9 @@ package final class PosixFileSystem: FileSystem, @unchecked Sendable {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name != "." && name != ".." { names.append(name) }
         }
         return names

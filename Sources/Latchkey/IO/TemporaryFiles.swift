@@ -29,7 +29,9 @@ extension FileSystem {
     /// `removeAbandonedTemporaryFiles` of another process that the file's writer is alive (a
     /// killed process holds no lock). Call `InterruptCleanup.unregister` with the token once
     /// the file is renamed or removed.
-    package func createLockedTemporaryFile(prefix: String, mode: UInt32) throws -> (path: String, fd: Int32, token: InterruptCleanup.Token?) {
+    package func createLockedTemporaryFile(prefix: String, mode: UInt32) throws -> (
+        path: String, fd: Int32, token: InterruptCleanup.Token?
+    ) {
         var attempts = 0
         while true {
             attempts += 1
@@ -68,7 +70,8 @@ extension FileSystem {
             let path = prefix.contains("/") ? (directory == "/" ? "/" : directory + "/") + name : name
             // Only a regular file is opened: opening a FIFO planted under such a name would block.
             guard (try? ownership(path: path))?.kind == .regular,
-                  let fd = try? openNoFollow(path, writable: false, create: false, mode: 0) else { continue }
+                let fd = try? openNoFollow(path, writable: false, create: false, mode: 0)
+            else { continue }
             defer { close(fd) }
             guard (try? ownership(fd))?.kind == .regular, (try? tryLock(fd)) == true else { continue }
             // Still the file that was locked, not a live writer's made under the name since.
@@ -79,7 +82,7 @@ extension FileSystem {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif

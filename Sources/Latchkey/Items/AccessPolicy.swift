@@ -42,7 +42,9 @@ package struct AccessPolicy: Sendable {
         }
         let groups = caller.accessGroups
         guard !groups.isEmpty else {
-            throw KeychainError(.missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups", remedy: .giveCallerIdentity)
+            throw KeychainError(
+                .missingEntitlement, "the caller has neither an application-identifier nor keychain-access-groups",
+                remedy: .giveCallerIdentity)
         }
         self.init(groups: groups)
     }
@@ -66,6 +68,8 @@ package struct AccessPolicy: Sendable {
 
     /// The error for new values that name a group the caller may not use (add, update).
     package func refusal(group: AttributeValue) -> KeychainError {
-        KeychainError(.noAccessForItem, "the caller may not use access group \(group); its groups are \((groups ?? []).joined(separator: ", "))")
+        KeychainError(
+            .noAccessForItem,
+            "the caller may not use access group \(group); its groups are \((groups ?? []).joined(separator: ", "))")
     }
 }

@@ -126,7 +126,9 @@ public struct AttributeKey: RawRepresentable, Hashable, Sendable, Comparable, Cu
     /// The constant of `AttributeSchema`'s row named `name`: the code is the table's.
     /// AttributeSchemaTests check that every constant names a row and every named row has one.
     private init(schema name: String) {
-        guard let row = AttributeSchema.definition(named: name) else { preconditionFailure("AttributeSchema has no row named \(name)") }
+        guard let row = AttributeSchema.definition(named: name) else {
+            preconditionFailure("AttributeSchema has no row named \(name)")
+        }
         self.rawValue = row.code
     }
 

@@ -56,9 +56,12 @@ package struct AttributeDefinition: Sendable {
     /// One line for people: what the value is.
     package let help: String
 
-    init(_ code: String, _ name: String?, _ constant: String, _ kind: ItemSchema.Kind, _ classes: Set<ItemClass>,
-         also otherConstants: [String] = [], unique uniqueIn: Set<ItemClass> = [], indexed indexedIn: Set<ItemClass> = [],
-         derived: Bool = false, flag: String?, _ notation: Notation? = nil, help: String) {
+    init(
+        _ code: String, _ name: String?, _ constant: String, _ kind: ItemSchema.Kind, _ classes: Set<ItemClass>,
+        also otherConstants: [String] = [], unique uniqueIn: Set<ItemClass> = [],
+        indexed indexedIn: Set<ItemClass> = [],
+        derived: Bool = false, flag: String?, _ notation: Notation? = nil, help: String
+    ) {
         self.code = code
         self.name = name
         self.constant = constant
@@ -84,103 +87,190 @@ package struct AttributeDefinition: Sendable {
 package enum AttributeSchema {
     package static let all: [AttributeDefinition] = [
         // Every class.
-        .init("cdat", "creationDate", "kSecAttrCreationDate", .date, .every, flag: nil, help: "Creation date, set by the keychain"),
-        .init("mdat", "modificationDate", "kSecAttrModificationDate", .date, .every, flag: nil,
-              help: "Modification date, set by the keychain on every change"),
-        .init("pdmn", "accessible", "kSecAttrAccessible", .access, .every, flag: nil, help: "Protection class: ak, ck, dk, aku, cku, dku, akpu"),
-        .init("sync", "synchronizable", "kSecAttrSynchronizable", .number, .every, unique: .every, flag: nil,
-              help: "Synchronizable: 0 or 1; queries match 0 unless they ask otherwise"),
-        .init("labl", "label", "kSecAttrLabel", .blob, .every, indexed: .every, flag: "label", help: "User-visible label"),
-        .init("agrp", "accessGroup", "kSecAttrAccessGroup", .string, .every, unique: .every, flag: "access-group",
-              help: "Access group; add defaults to the caller's first group, queries see all of the caller's groups"),
+        .init(
+            "cdat", "creationDate", "kSecAttrCreationDate", .date, .every, flag: nil,
+            help: "Creation date, set by the keychain"),
+        .init(
+            "mdat", "modificationDate", "kSecAttrModificationDate", .date, .every, flag: nil,
+            help: "Modification date, set by the keychain on every change"),
+        .init(
+            "pdmn", "accessible", "kSecAttrAccessible", .access, .every, flag: nil,
+            help: "Protection class: ak, ck, dk, aku, cku, dku, akpu"),
+        .init(
+            "sync", "synchronizable", "kSecAttrSynchronizable", .number, .every, unique: .every, flag: nil,
+            help: "Synchronizable: 0 or 1; queries match 0 unless they ask otherwise"),
+        .init(
+            "labl", "label", "kSecAttrLabel", .blob, .every, indexed: .every, flag: "label", help: "User-visible label"),
+        .init(
+            "agrp", "accessGroup", "kSecAttrAccessGroup", .string, .every, unique: .every, flag: "access-group",
+            help: "Access group; add defaults to the caller's first group, queries see all of the caller's groups"),
         .init("alis", nil, "kSecAttrAlias", .blob, .every, flag: "alias", help: "Alias, e.g. an e-mail address"),
-        .init("vwht", "syncViewHint", "kSecAttrSyncViewHint", .string, .every, flag: "sync-view-hint", help: "Sync view hint"),
+        .init(
+            "vwht", "syncViewHint", "kSecAttrSyncViewHint", .string, .every, flag: "sync-view-hint",
+            help: "Sync view hint"),
         .init("tkid", "tokenID", "kSecAttrTokenID", .string, .every, flag: "token-id", help: "Token identifier"),
 
         // Passwords (genp, inet).
-        .init("acct", "account", "kSecAttrAccount", .blob, .passwords, unique: .passwords, indexed: .passwords, flag: "account",
-              help: "Account name"),
-        .init("desc", "itemDescription", "kSecAttrDescription", .blob, .passwords, flag: "description", help: "Description: the kind of item"),
+        .init(
+            "acct", "account", "kSecAttrAccount", .blob, .passwords, unique: .passwords, indexed: .passwords,
+            flag: "account",
+            help: "Account name"),
+        .init(
+            "desc", "itemDescription", "kSecAttrDescription", .blob, .passwords, flag: "description",
+            help: "Description: the kind of item"),
         .init("icmt", "comment", "kSecAttrComment", .blob, .passwords, flag: "comment", help: "Comment"),
-        .init("crtr", "creator", "kSecAttrCreator", .number, .passwords.union([.key]), also: ["kSecAttrKeyCreator"], unique: [.key],
-              flag: "creator", .code, help: "Creator: a number or a 4-character code"),
-        .init("type", "type", "kSecAttrType", .number, .passwords, flag: "type", .code, help: "Item type: a number or a 4-character code"),
-        .init("invi", "isInvisible", "kSecAttrIsInvisible", .number, .passwords, flag: "is-invisible", .boolean, help: "Hidden from users"),
-        .init("nega", "isNegative", "kSecAttrIsNegative", .number, .passwords, flag: "is-negative", .boolean,
-              help: "A placeholder: no valid password exists"),
-        .init("cusi", nil, "kSecAttrHasCustomIcon", .number, .passwords, flag: "has-custom-icon", .boolean, help: "Has a custom icon"),
+        .init(
+            "crtr", "creator", "kSecAttrCreator", .number, .passwords.union([.key]), also: ["kSecAttrKeyCreator"],
+            unique: [.key],
+            flag: "creator", .code, help: "Creator: a number or a 4-character code"),
+        .init(
+            "type", "type", "kSecAttrType", .number, .passwords, flag: "type", .code,
+            help: "Item type: a number or a 4-character code"),
+        .init(
+            "invi", "isInvisible", "kSecAttrIsInvisible", .number, .passwords, flag: "is-invisible", .boolean,
+            help: "Hidden from users"),
+        .init(
+            "nega", "isNegative", "kSecAttrIsNegative", .number, .passwords, flag: "is-negative", .boolean,
+            help: "A placeholder: no valid password exists"),
+        .init(
+            "cusi", nil, "kSecAttrHasCustomIcon", .number, .passwords, flag: "has-custom-icon", .boolean,
+            help: "Has a custom icon"),
         .init("prot", nil, "kSecAttrProtected", .blob, .passwords, flag: "protected", help: "Protected-data attribute"),
         .init("scrp", nil, "kSecAttrScriptCode", .number, .passwords, flag: "script-code", help: "Script code"),
 
         // Generic passwords.
-        .init("svce", "service", "kSecAttrService", .blob, [.genericPassword], unique: [.genericPassword], indexed: [.genericPassword],
-              flag: "service", help: "Service name"),
-        .init("gena", "generic", "kSecAttrGeneric", .blob, [.genericPassword], indexed: [.genericPassword], flag: "generic",
-              help: "Application-defined generic attribute"),
+        .init(
+            "svce", "service", "kSecAttrService", .blob, [.genericPassword], unique: [.genericPassword],
+            indexed: [.genericPassword],
+            flag: "service", help: "Service name"),
+        .init(
+            "gena", "generic", "kSecAttrGeneric", .blob, [.genericPassword], indexed: [.genericPassword],
+            flag: "generic",
+            help: "Application-defined generic attribute"),
 
         // Internet passwords.
-        .init("sdmn", "securityDomain", "kSecAttrSecurityDomain", .blob, [.internetPassword], unique: [.internetPassword],
-              indexed: [.internetPassword], flag: "security-domain", help: "Security domain or realm"),
-        .init("srvr", "server", "kSecAttrServer", .blob, [.internetPassword], unique: [.internetPassword], indexed: [.internetPassword],
-              flag: "server", help: "Server host name"),
-        .init("ptcl", "protocol", "kSecAttrProtocol", .number, [.internetPassword], unique: [.internetPassword], flag: "protocol", .code,
-              help: "Protocol: a number or a code such as htps, http, ftp, ssh, imap"),
-        .init("atyp", "authenticationType", "kSecAttrAuthenticationType", .blob, [.internetPassword], unique: [.internetPassword],
-              flag: "authentication-type", help: "Authentication type: a code such as form, http, dflt"),
-        .init("port", "port", "kSecAttrPort", .number, [.internetPassword], unique: [.internetPassword], flag: "port", help: "Port number"),
-        .init("path", "path", "kSecAttrPath", .blob, [.internetPassword], unique: [.internetPassword], flag: "path", help: "Path on the server"),
+        .init(
+            "sdmn", "securityDomain", "kSecAttrSecurityDomain", .blob, [.internetPassword], unique: [.internetPassword],
+            indexed: [.internetPassword], flag: "security-domain", help: "Security domain or realm"),
+        .init(
+            "srvr", "server", "kSecAttrServer", .blob, [.internetPassword], unique: [.internetPassword],
+            indexed: [.internetPassword],
+            flag: "server", help: "Server host name"),
+        .init(
+            "ptcl", "protocol", "kSecAttrProtocol", .number, [.internetPassword], unique: [.internetPassword],
+            flag: "protocol", .code,
+            help: "Protocol: a number or a code such as htps, http, ftp, ssh, imap"),
+        .init(
+            "atyp", "authenticationType", "kSecAttrAuthenticationType", .blob, [.internetPassword],
+            unique: [.internetPassword],
+            flag: "authentication-type", help: "Authentication type: a code such as form, http, dflt"),
+        .init(
+            "port", "port", "kSecAttrPort", .number, [.internetPassword], unique: [.internetPassword], flag: "port",
+            help: "Port number"),
+        .init(
+            "path", "path", "kSecAttrPath", .blob, [.internetPassword], unique: [.internetPassword], flag: "path",
+            help: "Path on the server"),
 
         // Certificates: derived from the DER by the keychain.
-        .init("ctyp", "certificateType", "kSecAttrCertificateType", .number, [.certificate], unique: [.certificate], derived: true,
-              flag: "certificate-type", help: "X.509 version: 1, 2 or 3"),
-        .init("cenc", "certificateEncoding", "kSecAttrCertificateEncoding", .number, [.certificate], derived: true,
-              flag: "certificate-encoding", help: "Encoding: 3 (DER)"),
-        .init("subj", "subject", "kSecAttrSubject", .data, [.certificate], indexed: [.certificate], derived: true, flag: "subject",
-              help: "Subject name, DER in hex"),
-        .init("issr", "issuer", "kSecAttrIssuer", .data, [.certificate], unique: [.certificate], indexed: [.certificate], derived: true,
-              flag: "issuer", help: "Issuer name, DER in hex"),
-        .init("slnr", "serialNumber", "kSecAttrSerialNumber", .data, [.certificate], unique: [.certificate], derived: true,
-              flag: "serial-number", help: "Serial number in hex"),
-        .init("skid", "subjectKeyID", "kSecAttrSubjectKeyID", .data, [.certificate], indexed: [.certificate], derived: true,
-              flag: "subject-key-id", help: "Subject key identifier in hex"),
-        .init("pkhh", "publicKeyHash", "kSecAttrPublicKeyHash", .data, [.certificate], indexed: [.certificate], derived: true,
-              flag: "public-key-hash", help: "SHA-1 of the public key in hex"),
+        .init(
+            "ctyp", "certificateType", "kSecAttrCertificateType", .number, [.certificate], unique: [.certificate],
+            derived: true,
+            flag: "certificate-type", help: "X.509 version: 1, 2 or 3"),
+        .init(
+            "cenc", "certificateEncoding", "kSecAttrCertificateEncoding", .number, [.certificate], derived: true,
+            flag: "certificate-encoding", help: "Encoding: 3 (DER)"),
+        .init(
+            "subj", "subject", "kSecAttrSubject", .data, [.certificate], indexed: [.certificate], derived: true,
+            flag: "subject",
+            help: "Subject name, DER in hex"),
+        .init(
+            "issr", "issuer", "kSecAttrIssuer", .data, [.certificate], unique: [.certificate], indexed: [.certificate],
+            derived: true,
+            flag: "issuer", help: "Issuer name, DER in hex"),
+        .init(
+            "slnr", "serialNumber", "kSecAttrSerialNumber", .data, [.certificate], unique: [.certificate],
+            derived: true,
+            flag: "serial-number", help: "Serial number in hex"),
+        .init(
+            "skid", "subjectKeyID", "kSecAttrSubjectKeyID", .data, [.certificate], indexed: [.certificate],
+            derived: true,
+            flag: "subject-key-id", help: "Subject key identifier in hex"),
+        .init(
+            "pkhh", "publicKeyHash", "kSecAttrPublicKeyHash", .data, [.certificate], indexed: [.certificate],
+            derived: true,
+            flag: "public-key-hash", help: "SHA-1 of the public key in hex"),
 
         // Keys.
-        .init("kcls", "keyClass", "kSecAttrKeyClass", .number, [.key], unique: [.key], flag: "key-class", .keyClass,
-              help: "Key class: public, private or symmetric"),
-        .init("klbl", "applicationLabel", "kSecAttrApplicationLabel", .data, [.key], unique: [.key], indexed: [.key],
-              flag: "application-label", help: "Application label in hex (for asymmetric keys, SHA-1 of the public key)"),
-        .init("atag", "applicationTag", "kSecAttrApplicationTag", .blob, [.key], unique: [.key], indexed: [.key], flag: "application-tag",
-              help: "Application tag, e.g. com.example.keys.signing"),
-        .init("type", "keyType", "kSecAttrKeyType", .number, [.key], unique: [.key], flag: "key-type", .keyType,
-              help: "Key type: rsa, dsa, ec, ed25519, x25519 or a number"),
-        .init("bsiz", "keySizeInBits", "kSecAttrKeySizeInBits", .number, [.key], unique: [.key], flag: "key-size-in-bits",
-              help: "Key size in bits"),
-        .init("esiz", "effectiveKeySize", "kSecAttrEffectiveKeySize", .number, [.key], unique: [.key], flag: "effective-key-size",
-              help: "Effective key size in bits"),
-        .init("sdat", nil, "kSecAttrStartDate", .date, [.key], unique: [.key], flag: "start-date", help: "Start of validity, ISO 8601"),
-        .init("edat", nil, "kSecAttrEndDate", .date, [.key], unique: [.key], flag: "end-date", help: "End of validity, ISO 8601"),
-        .init("perm", "isPermanent", "kSecAttrIsPermanent", .number, [.key], flag: "is-permanent", .boolean, help: "Permanent key"),
+        .init(
+            "kcls", "keyClass", "kSecAttrKeyClass", .number, [.key], unique: [.key], flag: "key-class", .keyClass,
+            help: "Key class: public, private or symmetric"),
+        .init(
+            "klbl", "applicationLabel", "kSecAttrApplicationLabel", .data, [.key], unique: [.key], indexed: [.key],
+            flag: "application-label", help: "Application label in hex (for asymmetric keys, SHA-1 of the public key)"),
+        .init(
+            "atag", "applicationTag", "kSecAttrApplicationTag", .blob, [.key], unique: [.key], indexed: [.key],
+            flag: "application-tag",
+            help: "Application tag, e.g. com.example.keys.signing"),
+        .init(
+            "type", "keyType", "kSecAttrKeyType", .number, [.key], unique: [.key], flag: "key-type", .keyType,
+            help: "Key type: rsa, dsa, ec, ed25519, x25519 or a number"),
+        .init(
+            "bsiz", "keySizeInBits", "kSecAttrKeySizeInBits", .number, [.key], unique: [.key], flag: "key-size-in-bits",
+            help: "Key size in bits"),
+        .init(
+            "esiz", "effectiveKeySize", "kSecAttrEffectiveKeySize", .number, [.key], unique: [.key],
+            flag: "effective-key-size",
+            help: "Effective key size in bits"),
+        .init(
+            "sdat", nil, "kSecAttrStartDate", .date, [.key], unique: [.key], flag: "start-date",
+            help: "Start of validity, ISO 8601"),
+        .init(
+            "edat", nil, "kSecAttrEndDate", .date, [.key], unique: [.key], flag: "end-date",
+            help: "End of validity, ISO 8601"),
+        .init(
+            "perm", "isPermanent", "kSecAttrIsPermanent", .number, [.key], flag: "is-permanent", .boolean,
+            help: "Permanent key"),
         .init("priv", nil, "kSecAttrIsPrivate", .number, [.key], flag: "is-private", .boolean, help: "Private key"),
-        .init("modi", nil, "kSecAttrIsModifiable", .number, [.key], flag: "is-modifiable", .boolean, help: "Modifiable"),
-        .init("sens", "isSensitive", "kSecAttrIsSensitive", .number, [.key], flag: "is-sensitive", .boolean, help: "Sensitive"),
-        .init("asen", nil, "kSecAttrWasAlwaysSensitive", .number, [.key], flag: "was-always-sensitive", .boolean,
-              help: "Always was sensitive"),
-        .init("extr", "isExtractable", "kSecAttrIsExtractable", .number, [.key], flag: "is-extractable", .boolean, help: "Extractable"),
-        .init("next", nil, "kSecAttrWasNeverExtractable", .number, [.key], flag: "was-never-extractable", .boolean,
-              help: "Never was extractable"),
-        .init("encr", "canEncrypt", "kSecAttrCanEncrypt", .number, [.key], flag: "can-encrypt", .boolean, help: "Usable to encrypt"),
-        .init("decr", "canDecrypt", "kSecAttrCanDecrypt", .number, [.key], flag: "can-decrypt", .boolean, help: "Usable to decrypt"),
-        .init("drve", "canDerive", "kSecAttrCanDerive", .number, [.key], flag: "can-derive", .boolean, help: "Usable to derive keys"),
-        .init("sign", "canSign", "kSecAttrCanSign", .number, [.key], flag: "can-sign", .boolean, help: "Usable to sign"),
-        .init("vrfy", "canVerify", "kSecAttrCanVerify", .number, [.key], flag: "can-verify", .boolean, help: "Usable to verify"),
-        .init("wrap", "canWrap", "kSecAttrCanWrap", .number, [.key], flag: "can-wrap", .boolean, help: "Usable to wrap keys"),
-        .init("unwp", "canUnwrap", "kSecAttrCanUnwrap", .number, [.key], flag: "can-unwrap", .boolean, help: "Usable to unwrap keys"),
-        .init("snrc", nil, "kSecAttrCanSignRecover", .number, [.key], flag: "can-sign-recover", .boolean,
-              help: "Usable to sign with recovery"),
-        .init("vyrc", nil, "kSecAttrCanVerifyRecover", .number, [.key], flag: "can-verify-recover", .boolean,
-              help: "Usable to verify with recovery"),
+        .init(
+            "modi", nil, "kSecAttrIsModifiable", .number, [.key], flag: "is-modifiable", .boolean, help: "Modifiable"),
+        .init(
+            "sens", "isSensitive", "kSecAttrIsSensitive", .number, [.key], flag: "is-sensitive", .boolean,
+            help: "Sensitive"),
+        .init(
+            "asen", nil, "kSecAttrWasAlwaysSensitive", .number, [.key], flag: "was-always-sensitive", .boolean,
+            help: "Always was sensitive"),
+        .init(
+            "extr", "isExtractable", "kSecAttrIsExtractable", .number, [.key], flag: "is-extractable", .boolean,
+            help: "Extractable"),
+        .init(
+            "next", nil, "kSecAttrWasNeverExtractable", .number, [.key], flag: "was-never-extractable", .boolean,
+            help: "Never was extractable"),
+        .init(
+            "encr", "canEncrypt", "kSecAttrCanEncrypt", .number, [.key], flag: "can-encrypt", .boolean,
+            help: "Usable to encrypt"),
+        .init(
+            "decr", "canDecrypt", "kSecAttrCanDecrypt", .number, [.key], flag: "can-decrypt", .boolean,
+            help: "Usable to decrypt"),
+        .init(
+            "drve", "canDerive", "kSecAttrCanDerive", .number, [.key], flag: "can-derive", .boolean,
+            help: "Usable to derive keys"),
+        .init(
+            "sign", "canSign", "kSecAttrCanSign", .number, [.key], flag: "can-sign", .boolean, help: "Usable to sign"),
+        .init(
+            "vrfy", "canVerify", "kSecAttrCanVerify", .number, [.key], flag: "can-verify", .boolean,
+            help: "Usable to verify"),
+        .init(
+            "wrap", "canWrap", "kSecAttrCanWrap", .number, [.key], flag: "can-wrap", .boolean,
+            help: "Usable to wrap keys"),
+        .init(
+            "unwp", "canUnwrap", "kSecAttrCanUnwrap", .number, [.key], flag: "can-unwrap", .boolean,
+            help: "Usable to unwrap keys"),
+        .init(
+            "snrc", nil, "kSecAttrCanSignRecover", .number, [.key], flag: "can-sign-recover", .boolean,
+            help: "Usable to sign with recovery"),
+        .init(
+            "vyrc", nil, "kSecAttrCanVerifyRecover", .number, [.key], flag: "can-verify-recover", .boolean,
+            help: "Usable to verify with recovery")
     ]
 
     /// The row whose `AttributeKey` constant is `name`.

@@ -51,8 +51,10 @@ package enum DerivedAttributes {
         do {
             return try CertificateInfo(der: der)
         } catch {
-            throw KeychainError(.param, "the data of a certificate must be one DER-encoded X.509 certificate (convert PEM with 'openssl x509 -outform DER')",
-                                underlying: "\(error)")
+            throw KeychainError(
+                .param,
+                "the data of a certificate must be one DER-encoded X.509 certificate (convert PEM with 'openssl x509 -outform DER')",
+                underlying: "\(error)")
         }
     }
 
@@ -64,7 +66,7 @@ package enum DerivedAttributes {
             "subj": .data(info.subject),
             "issr": .data(info.issuer),
             "slnr": .data(info.serialNumber),
-            "pkhh": .data(info.publicKeyHash),
+            "pkhh": .data(info.publicKeyHash)
         ]
         if let skid = info.subjectKeyID { out["skid"] = .data(skid) }
         return out
@@ -97,7 +99,7 @@ package enum DerivedAttributes {
     static func keyAttributes(_ info: KeyInfo) -> [String: AttributeValue] {
         var out: [String: AttributeValue] = [
             "kcls": .integer(info.isPrivate ? 1 : 0),
-            "klbl": .data(info.publicKeyHash),
+            "klbl": .data(info.publicKeyHash)
         ]
         if let type = keyTypeCode(info.algorithm) { out["type"] = .integer(type) }
         if info.sizeInBits > 0 {

@@ -35,9 +35,11 @@ public struct Query: Sendable {
     /// Find exactly this item (kSecValuePersistentRef); other filters must then be absent.
     public var persistentRef: [UInt8]?
 
-    public init(_ itemClass: ItemClass, _ attributes: [String: AttributeValue] = [:],
-                protection: ProtectionClass? = nil, caseInsensitive: Bool = false,
-                synchronizable: SyncFilter = .notSynchronizable, persistentRef: [UInt8]? = nil) {
+    public init(
+        _ itemClass: ItemClass, _ attributes: [String: AttributeValue] = [:],
+        protection: ProtectionClass? = nil, caseInsensitive: Bool = false,
+        synchronizable: SyncFilter = .notSynchronizable, persistentRef: [UInt8]? = nil
+    ) {
         self.itemClass = itemClass
         self.attributes = attributes
         self.protection = protection

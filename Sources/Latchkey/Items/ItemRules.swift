@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyFormat
 
@@ -43,7 +43,8 @@ package enum ItemRules {
     /// of the constant it names (`account` → `acct`), or the classes that do have that code.
     static func hint(_ name: String, _ c: ItemClass) -> String {
         if let s = AttributeKey.suggestion(for: name), ItemSchema.kind(s.key.rawValue, in: c) != nil {
-            return "; attributes are named by Apple's four-character codes: did you mean '\(s.key.rawValue)' (AttributeKey.\(s.name))?"
+            return
+                "; attributes are named by Apple's four-character codes: did you mean '\(s.key.rawValue)' (AttributeKey.\(s.name))?"
         }
         let owners = ItemClass.allCases.filter { ItemSchema.kind(name, in: $0) != nil }.map(\.rawValue)
         if !owners.isEmpty {
@@ -56,7 +57,8 @@ package enum ItemRules {
     /// of the keys schema that the cert schema does not have; with `common`, attributes of both
     /// schemas (agrp, labl, sync, …) go to both. - Throws: errSecNoSuchAttr for any other name.
     static func splitIdentityAttributes(_ attributes: [String: AttributeValue], common: Bool) throws
-        -> (certificate: [String: AttributeValue], key: [String: AttributeValue]) {
+        -> (certificate: [String: AttributeValue], key: [String: AttributeValue])
+    {
         var cert: [String: AttributeValue] = [:]
         var key: [String: AttributeValue] = [:]
         for (name, value) in attributes {
@@ -65,7 +67,8 @@ package enum ItemRules {
             if inCert { cert[name] = value }
             if inKey && (!inCert || common) { key[name] = value }
             if !inCert && !inKey {
-                throw KeychainError(.noSuchAttr, "'\(name)' is an attribute of neither certificates nor keys, so not of identities")
+                throw KeychainError(
+                    .noSuchAttr, "'\(name)' is an attribute of neither certificates nor keys, so not of identities")
             }
         }
         return (cert, key)

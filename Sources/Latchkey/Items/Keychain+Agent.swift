@@ -18,7 +18,8 @@ extension Keychain {
     /// socket that is not this user's — the caller opens the file itself: nil, silently, as when
     /// no agent runs. Another user can thereby keep this user's commands from the agent, never
     /// from their keychain.
-    public static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil) throws -> Keychain? {
+    public static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil) throws -> Keychain?
+    {
         try openThroughAgent(path: path, devicePath: devicePath, socketPath: socketPath, unusable: nil)
     }
 
@@ -27,8 +28,10 @@ extension Keychain {
     /// opens the file itself (nil); without, the error is thrown. With `asking` false the
     /// agent is not asked to open the keychain now: its first operation does that and throws
     /// what opening would have thrown (`AgentClient.keychain(path:devicePath:asking:)`).
-    package static func openThroughAgent(path: String, devicePath: String, socketPath: String? = nil,
-                                         unusable: ((KeychainError) -> Void)?, asking: Bool = true) throws -> Keychain? {
+    package static func openThroughAgent(
+        path: String, devicePath: String, socketPath: String? = nil,
+        unusable: ((KeychainError) -> Void)?, asking: Bool = true
+    ) throws -> Keychain? {
         let asked = socketPath != nil || AgentClient.socketOverride != nil || AgentSocket.isExplicit()
         let client: AgentClient?
         do {

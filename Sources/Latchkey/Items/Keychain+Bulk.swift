@@ -16,7 +16,9 @@ extension Keychain {
     ///   class is locked fails the call with errSecInteractionNotAllowed before `emit` runs).
     /// - Throws: errSecInteractionNotAllowed; errSecMissingEntitlement; errSecDecode for a
     ///   damaged item; what `survey` or `emit` throw.
-    package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void) throws {
+    package func walkItems(protections: [ProtectionClass]?, survey: (Item) throws -> Void, emit: (Item) throws -> Void)
+        throws
+    {
         try openBackend().walkItems(protections: protections, context, survey: survey, emit: emit)
     }
 

@@ -22,5 +22,7 @@ extension Keychain {
     }
 
     /// The attributes of class `keys` that an asymmetric key determines.
-    public static func keyAttributes(_ info: KeyInfo) -> [String: AttributeValue] { DerivedAttributes.keyAttributes(info) }
+    public static func keyAttributes(_ info: KeyInfo) -> [String: AttributeValue] {
+        DerivedAttributes.keyAttributes(info)
+    }
 }

@@ -27,9 +27,11 @@ public struct IdentityQuery: Sendable {
     /// synchronizable items are found too, as with any persistent reference).
     public var persistentRef: [UInt8]?
 
-    public init(_ attributes: [String: AttributeValue] = [:], protection: ProtectionClass? = nil,
-                caseInsensitive: Bool = false, synchronizable: SyncFilter = .notSynchronizable,
-                persistentRef: [UInt8]? = nil) {
+    public init(
+        _ attributes: [String: AttributeValue] = [:], protection: ProtectionClass? = nil,
+        caseInsensitive: Bool = false, synchronizable: SyncFilter = .notSynchronizable,
+        persistentRef: [UInt8]? = nil
+    ) {
         self.attributes = attributes
         self.protection = protection
         self.caseInsensitive = caseInsensitive
@@ -54,18 +56,24 @@ extension Keychain {
     ///   - requiresUserPresence: reading the private key's data asks for the passcode again
     ///     (the certificate, which is public, never does).
     @discardableResult
-    public func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
-                            protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Identity {
-        try addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes, protection: protection,
-                        requiresUserPresence: requiresUserPresence, context: context)
+    public func addIdentity(
+        certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false
+    ) throws -> Identity {
+        try addIdentity(
+            certificate: certificate, privateKey: privateKey, attributes: attributes, protection: protection,
+            requiresUserPresence: requiresUserPresence, context: context)
     }
 
     @discardableResult
-    package func addIdentity(certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
-                             protection: ProtectionClass? = nil, requiresUserPresence: Bool = false,
-                             context: CallContext) throws -> Identity {
-        try openBackend().addIdentity(certificate: certificate, privateKey: privateKey, attributes: attributes,
-                                protection: protection, requiresUserPresence: requiresUserPresence, context)
+    package func addIdentity(
+        certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue] = [:],
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false,
+        context: CallContext
+    ) throws -> Identity {
+        try openBackend().addIdentity(
+            certificate: certificate, privateKey: privateKey, attributes: attributes,
+            protection: protection, requiresUserPresence: requiresUserPresence, context)
     }
 
     /// Identities (certificate + private key) matching `query`, at most `limit` (nil: all).
@@ -76,13 +84,17 @@ extension Keychain {
     ///   - includeData: false returns both items with empty `data` and never asks for user
     ///     presence; true returns the certificate's DER and the key's bytes.
     /// - Throws: errSecNoSuchAttr for an attribute of neither class; the errors of `find`.
-    public func identities(matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
-                           includeData: Bool = true, prompt: String? = nil) throws -> [Identity] {
+    public func identities(
+        matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
+        includeData: Bool = true, prompt: String? = nil
+    ) throws -> [Identity] {
         try identities(matching: query, limit: limit, includeData: includeData, prompt: prompt, context: context)
     }
 
-    package func identities(matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
-                            includeData: Bool = true, prompt: String? = nil, context: CallContext) throws -> [Identity] {
+    package func identities(
+        matching query: IdentityQuery = IdentityQuery(), limit: Int? = nil,
+        includeData: Bool = true, prompt: String? = nil, context: CallContext
+    ) throws -> [Identity] {
         try openBackend().identities(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
@@ -95,14 +107,18 @@ extension Keychain {
     ///   hold the identity together; errSecNoSuchAttr; errSecNoAccessForItem;
     ///   errSecDuplicateItem (then nothing changes).
     @discardableResult
-    public func updateIdentities(matching query: IdentityQuery, attributes: [String: AttributeValue],
-                                 protection: ProtectionClass? = nil) throws -> Int {
+    public func updateIdentities(
+        matching query: IdentityQuery, attributes: [String: AttributeValue],
+        protection: ProtectionClass? = nil
+    ) throws -> Int {
         try updateIdentities(matching: query, attributes: attributes, protection: protection, context: context)
     }
 
     @discardableResult
-    package func updateIdentities(matching query: IdentityQuery, attributes: [String: AttributeValue],
-                                  protection: ProtectionClass? = nil, context: CallContext) throws -> Int {
+    package func updateIdentities(
+        matching query: IdentityQuery, attributes: [String: AttributeValue],
+        protection: ProtectionClass? = nil, context: CallContext
+    ) throws -> Int {
         try openBackend().updateIdentities(query, attributes: attributes, protection: protection, context)
     }
 

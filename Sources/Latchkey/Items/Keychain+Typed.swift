@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyFormat
 
@@ -27,7 +27,7 @@ extension Keychain {
         do {
             return try create(path: path, devicePath: devicePath, passcode: passcode)
         } catch let error as KeychainError where error.status == .duplicateKeychain {
-            return try open()   // it exists, or another process created it first
+            return try open()  // it exists, or another process created it first
         }
     }
 
@@ -35,31 +35,41 @@ extension Keychain {
     /// - Throws: as `add(_:attributes:data:protection:requiresUserPresence:)`; errSecDuplicateItem
     ///   when an item with the same unique key exists (`save` replaces it instead).
     @discardableResult
-    public func add(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: Data,
-                    protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Item {
-        try add(itemClass, attributes: attributes.byCode, data: [UInt8](secret), protection: protection,
-                requiresUserPresence: requiresUserPresence)
+    public func add(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: Data,
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false
+    ) throws -> Item {
+        try add(
+            itemClass, attributes: attributes.byCode, data: [UInt8](secret), protection: protection,
+            requiresUserPresence: requiresUserPresence)
     }
 
     /// Adds an item with a secret given as text (stored as its UTF-8 bytes).
     @discardableResult
-    public func add(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: String,
-                    protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Item {
-        try add(itemClass, attributes: attributes.byCode, data: Array(secret.utf8), protection: protection,
-                requiresUserPresence: requiresUserPresence)
+    public func add(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: String,
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false
+    ) throws -> Item {
+        try add(
+            itemClass, attributes: attributes.byCode, data: Array(secret.utf8), protection: protection,
+            requiresUserPresence: requiresUserPresence)
     }
 
     /// Items of `itemClass` whose attributes equal all of `attributes`, at most `limit`; an
     /// empty array when none match.
-    public func find(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue] = [:], limit: Int? = nil,
-                     includeData: Bool = true) throws -> [Item] {
+    public func find(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue] = [:], limit: Int? = nil,
+        includeData: Bool = true
+    ) throws -> [Item] {
         try find(Query(itemClass, attributes), limit: limit, includeData: includeData)
     }
 
     /// The first item matching, or nil when none does (where `update` and `delete` throw
     /// errSecItemNotFound).
-    public func first(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue] = [:],
-                      includeData: Bool = true) throws -> Item? {
+    public func first(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue] = [:],
+        includeData: Bool = true
+    ) throws -> Item? {
         try find(Query(itemClass, attributes), limit: 1, includeData: includeData).first
     }
 
@@ -68,15 +78,19 @@ extension Keychain {
     /// these attributes. Returns the item as stored.
     /// - Throws: as `add` and `update`, except errSecDuplicateItem.
     @discardableResult
-    public func save(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: Data,
-                     protection: ProtectionClass? = nil) throws -> Item {
+    public func save(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: Data,
+        protection: ProtectionClass? = nil
+    ) throws -> Item {
         try save(NewItem(itemClass, attributes: attributes.byCode, data: [UInt8](secret), protection: protection))
     }
 
     /// `save` with a secret given as text (stored as its UTF-8 bytes).
     @discardableResult
-    public func save(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: String,
-                     protection: ProtectionClass? = nil) throws -> Item {
+    public func save(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue], secret: String,
+        protection: ProtectionClass? = nil
+    ) throws -> Item {
         try save(NewItem(itemClass, attributes: attributes.byCode, data: Array(secret.utf8), protection: protection))
     }
 
@@ -93,7 +107,7 @@ extension Keychain {
             }
             let query = try uniqueKeyQuery(of: given, context)
             var changes = given.attributes
-            changes.removeValue(forKey: "sync")   // part of the query, not a change
+            changes.removeValue(forKey: "sync")  // part of the query, not a change
             do {
                 try update(query, attributes: changes, data: given.data, protection: given.protection, context: context)
                 if let item = try find(query, limit: 1, context: context).first { return item }
@@ -128,11 +142,14 @@ extension Keychain {
     /// `secret` (when given) their data. Returns how many changed.
     /// - Throws: errSecItemNotFound when nothing matches; as `update(_:attributes:data:protection:)`.
     @discardableResult
-    public func update(_ itemClass: ItemClass, matching attributes: [AttributeKey: AttributeValue],
-                       set changes: [AttributeKey: AttributeValue] = [:], secret: Data? = nil,
-                       protection: ProtectionClass? = nil) throws -> Int {
-        try update(Query(itemClass, attributes), attributes: changes.byCode, data: secret.map { [UInt8]($0) },
-                   protection: protection)
+    public func update(
+        _ itemClass: ItemClass, matching attributes: [AttributeKey: AttributeValue],
+        set changes: [AttributeKey: AttributeValue] = [:], secret: Data? = nil,
+        protection: ProtectionClass? = nil
+    ) throws -> Int {
+        try update(
+            Query(itemClass, attributes), attributes: changes.byCode, data: secret.map { [UInt8]($0) },
+            protection: protection)
     }
 
     /// Deletes every item of `itemClass` matching `attributes`. Returns how many.
@@ -145,11 +162,14 @@ extension Keychain {
 
 extension Query {
     /// A query by typed attribute keys: `Query(.genericPassword, [.account: "alice"])`.
-    public init(_ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue],
-                protection: ProtectionClass? = nil, caseInsensitive: Bool = false,
-                synchronizable: SyncFilter = .notSynchronizable) {
-        self.init(itemClass, attributes.byCode, protection: protection, caseInsensitive: caseInsensitive,
-                  synchronizable: synchronizable)
+    public init(
+        _ itemClass: ItemClass, _ attributes: [AttributeKey: AttributeValue],
+        protection: ProtectionClass? = nil, caseInsensitive: Bool = false,
+        synchronizable: SyncFilter = .notSynchronizable
+    ) {
+        self.init(
+            itemClass, attributes.byCode, protection: protection, caseInsensitive: caseInsensitive,
+            synchronizable: synchronizable)
     }
 }
 

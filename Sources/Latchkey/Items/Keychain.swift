@@ -85,17 +85,23 @@ public final class Keychain: @unchecked Sendable {
     ///   - kdfLogN: log2 of scrypt's N for the passcode (default 17).
     ///   - passcode: nil for a keychain without a passcode (then no akpu items).
     /// - Throws: `KeychainError` errSecDuplicateKeychain, errSecIO.
-    public static func create(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN) throws -> Keychain {
+    public static func create(
+        path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN
+    ) throws -> Keychain {
         try create(path: path, devicePath: devicePath, passcode: passcode, kdfLogN: kdfLogN, fs: PosixFileSystem.shared)
     }
 
-    package static func create(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN,
-                               fs: FileSystem) throws -> Keychain {
+    package static func create(
+        path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8 = KDFParameters.defaultLogN,
+        fs: FileSystem
+    ) throws -> Keychain {
         if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
             throw Keychain.alreadyExists(path: path, devicePath: devicePath, fs: fs)
         }
         let device = try Device.loadOrCreate(path: devicePath, fs: fs).device
-        return Keychain(backend: LocalBackend(store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN)))
+        return Keychain(
+            backend: LocalBackend(
+                store: try KeychainStore.create(path: path, device: device, passcode: passcode, logN: kdfLogN)))
     }
 
     /// `init` on a path that holds a keychain: nothing is changed, and nothing suggests
@@ -103,9 +109,12 @@ public final class Keychain: @unchecked Sendable {
     /// too, the message says which one it needs (`Device.missingSecret`).
     static func alreadyExists(path: String, devicePath: String, fs: FileSystem) -> KeychainError {
         let existing = KeychainStore.existing(fs: fs, path: path)
-        guard existing.status == .duplicateKeychain, (try? fs.ownership(path: devicePath)) == nil else { return existing }
+        guard existing.status == .duplicateKeychain, (try? fs.ownership(path: devicePath)) == nil else {
+            return existing
+        }
         let missing = Device.missingSecret(path: devicePath, keychainPath: path, fs: fs)
-        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed. " + missing.message)
+        return KeychainError(
+            .duplicateKeychain, "a keychain already exists at \(path); nothing was changed. " + missing.message)
     }
 
     /// Opens a keychain, locked (dk/dku available; without a passcode, all but akpu).
@@ -115,17 +124,25 @@ public final class Keychain: @unchecked Sendable {
         try open(path: path, devicePath: devicePath, acceptRollback: acceptRollback, fs: PosixFileSystem.shared)
     }
 
-    package static func open(path: String, devicePath: String, acceptRollback: Bool = false, fs: FileSystem) throws -> Keychain {
-        Keychain(backend: try LocalBackend.open(path: path, devicePath: devicePath, acceptRollback: acceptRollback, fs: fs))
+    package static func open(path: String, devicePath: String, acceptRollback: Bool = false, fs: FileSystem) throws
+        -> Keychain
+    {
+        Keychain(
+            backend: try LocalBackend.open(path: path, devicePath: devicePath, acceptRollback: acceptRollback, fs: fs))
     }
 
     /// Opens and unlocks with the passcode: `open` then `unlock`, with the KDF run on a thread
     /// of its own while the file is read (a keychain without a passcode ignores it).
     /// - Throws: as `open`; errSecAuthFailed for a wrong passcode (nothing stays open).
-    public static func open(path: String, devicePath: String, acceptRollback: Bool = false, unlockingWith passcode: [UInt8]) throws -> Keychain {
+    public static func open(
+        path: String, devicePath: String, acceptRollback: Bool = false, unlockingWith passcode: [UInt8]
+    ) throws -> Keychain {
         let device = try Device.load(path: devicePath, fs: PosixFileSystem.shared, keychainPath: path)
-        return Keychain(backend: LocalBackend(store: try KeychainStore.open(path: path, device: device, acceptRollback: acceptRollback,
-                                                                           unlockingWith: passcode)))
+        return Keychain(
+            backend: LocalBackend(
+                store: try KeychainStore.open(
+                    path: path, device: device, acceptRollback: acceptRollback,
+                    unlockingWith: passcode)))
     }
 
     /// What cutting a damaged keychain back to its last intact transaction would drop
@@ -137,7 +154,9 @@ public final class Keychain: @unchecked Sendable {
         try repairPlan(path: path, devicePath: devicePath, passcode: passcode, fs: PosixFileSystem.shared)
     }
 
-    package static func repairPlan(path: String, devicePath: String, passcode: [UInt8]? = nil, fs: FileSystem) throws -> RepairPlan? {
+    package static func repairPlan(path: String, devicePath: String, passcode: [UInt8]? = nil, fs: FileSystem) throws
+        -> RepairPlan?
+    {
         try KeychainStore.repairPlan(path: path, device: try Device.load(path: devicePath, fs: fs), passcode: passcode)
     }
 
@@ -173,10 +192,15 @@ public final class Keychain: @unchecked Sendable {
     ///   errSecInteractionNotAllowed (class locked), errSecNotAvailable (akpu without passcode,
     ///   or user presence on a keychain without passcode).
     @discardableResult
-    public func add(_ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
-                    protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) throws -> Item {
-        try add(contentsOf: [NewItem(itemClass, attributes: attributes, data: data, protection: protection,
-                                     requiresUserPresence: requiresUserPresence)]).first!
+    public func add(
+        _ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false
+    ) throws -> Item {
+        try add(contentsOf: [
+            NewItem(
+                itemClass, attributes: attributes, data: data, protection: protection,
+                requiresUserPresence: requiresUserPresence)
+        ]).first!
     }
 
     /// Adds every item in one transaction (one write, one fsync): all or none.
@@ -199,12 +223,16 @@ public final class Keychain: @unchecked Sendable {
     /// - Throws: errSecInteractionNotAllowed when a candidate's class is locked (the whole call
     ///   fails, as on iOS); errSecMissingEntitlement; errSecDecode for a damaged item;
     ///   errSecUserCanceled / errSecAuthFailed from user presence.
-    public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws -> [Item] {
+    public func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil) throws
+        -> [Item]
+    {
         try openBackend().find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
-    package func find(_ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil,
-                      context: CallContext) throws -> [Item] {
+    package func find(
+        _ query: Query, limit: Int? = nil, includeData: Bool = true, prompt: String? = nil,
+        context: CallContext
+    ) throws -> [Item] {
         try openBackend().find(query, limit: limit, includeData: includeData, prompt: prompt, context)
     }
 
@@ -215,14 +243,18 @@ public final class Keychain: @unchecked Sendable {
     ///   would give two items the same unique key (then nothing changes); errSecNoSuchAttr;
     ///   errSecNoAccessForItem for a new group the caller may not use.
     @discardableResult
-    public func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
-                       protection: ProtectionClass? = nil) throws -> Int {
+    public func update(
+        _ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
+        protection: ProtectionClass? = nil
+    ) throws -> Int {
         try update(query, attributes: attributes, data: data, protection: protection, context: context)
     }
 
     @discardableResult
-    package func update(_ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
-                        protection: ProtectionClass? = nil, context: CallContext) throws -> Int {
+    package func update(
+        _ query: Query, attributes: [String: AttributeValue], data: [UInt8]? = nil,
+        protection: ProtectionClass? = nil, context: CallContext
+    ) throws -> Int {
         try openBackend().update(query, attributes: attributes, data: data, protection: protection, context)
     }
 

@@ -9,8 +9,10 @@ public struct NewItem: Sendable {
     public var protection: ProtectionClass?
     public var requiresUserPresence: Bool
 
-    public init(_ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
-                protection: ProtectionClass? = nil, requiresUserPresence: Bool = false) {
+    public init(
+        _ itemClass: ItemClass, attributes: [String: AttributeValue], data: [UInt8],
+        protection: ProtectionClass? = nil, requiresUserPresence: Bool = false
+    ) {
         self.itemClass = itemClass
         self.attributes = attributes
         self.data = data
@@ -18,4 +20,3 @@ public struct NewItem: Sendable {
         self.requiresUserPresence = requiresUserPresence
     }
 }
-

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyFormat
 
@@ -102,22 +102,27 @@ final class AttributeIndex: @unchecked Sendable {
     /// attributes pass every predicate, in file order, with their cached attributes.
     /// `decrypt` reads an item the index does not know yet (it throws for a locked class, and
     /// then the whole call fails, as on iOS).
-    func select(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
-                available: (ProtectionClass) -> Bool, predicates: [Predicate],
-                decrypt: (ID16, ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
+    func select(
+        store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
+        available: (ProtectionClass) -> Bool, predicates: [Predicate],
+        decrypt: (ID16, ItemSlot) throws -> ItemPlaintext
+    ) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
         // The store's lock first, then the index's: the order `update` and `delete` take them
         // in (they query inside the store's write lock). The other order could deadlock two
         // threads sharing a Keychain.
         try store.withStoreLock {
             mutex.lock(); defer { mutex.unlock() }
-            return try selectLocked(store: store, classTag: classTag, protection: protection, available: available,
-                                    predicates: predicates, decrypt: decrypt)
+            return try selectLocked(
+                store: store, classTag: classTag, protection: protection, available: available,
+                predicates: predicates, decrypt: decrypt)
         }
     }
 
-    private func selectLocked(store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
-                              available: (ProtectionClass) -> Bool, predicates: [Predicate],
-                              decrypt: (ID16, ItemSlot) throws -> ItemPlaintext) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
+    private func selectLocked(
+        store: KeychainStore, classTag: UInt32, protection: ProtectionClass?,
+        available: (ProtectionClass) -> Bool, predicates: [Predicate],
+        decrypt: (ID16, ItemSlot) throws -> ItemPlaintext
+    ) throws -> [(ID16, ItemSlot, ItemPlaintext)] {
         try follow(store)
         var open = [Bool](repeating: false, count: 256)
         for pc in ProtectionClass.allCases { open[Int(pc.rawValue)] = available(pc) }
@@ -238,7 +243,8 @@ final class AttributeIndex: @unchecked Sendable {
             let now = Position(epoch: epoch, journalEnd: log.journalEnd)
             if now == position { return }
             if let p = position, p.epoch == now.epoch,
-               p.journalEnd >= log.journalBase, p.journalEnd <= now.journalEnd {
+                p.journalEnd >= log.journalBase, p.journalEnd <= now.journalEnd
+            {
                 for id in log.journal[Int(p.journalEnd - log.journalBase)...] {
                     if let slot = log.items[id] { place(id, slot) } else if let r = rowOf[id] { kill(row: r) }
                 }

@@ -16,7 +16,8 @@ extension QueryPlanner {
         var protection = query.protection
         if let pdmn = attributes.removeValue(forKey: "pdmn") {
             guard case .string(let code) = pdmn, let pc = ProtectionClass(code: code) else {
-                throw KeychainError(.param, "'\(pdmn)' is not a protection class; use ak, ck, dk, aku, cku, dku or akpu")
+                throw KeychainError(
+                    .param, "'\(pdmn)' is not a protection class; use ak, ck, dk, aku, cku, dku or akpu")
             }
             if let p = protection, p != pc { return [] }
             protection = pc
@@ -27,10 +28,13 @@ extension QueryPlanner {
         keyAttributes["kcls"] = .integer(1)
         let sync = query.persistentRef == nil ? query.synchronizable : .any
 
-        let certs = try matches(Query(.certificate, split.certificate, protection: protection,
-                                      caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
+        let certs = try matches(
+            Query(
+                .certificate, split.certificate, protection: protection,
+                caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
         guard !certs.isEmpty else { return [] }
-        let keys = try matches(Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
+        let keys = try matches(
+            Query(.key, keyAttributes, caseInsensitive: query.caseInsensitive, synchronizable: sync), context)
         var byLabel: [[UInt8]: [Match]] = [:]
         for k in keys {
             guard let klbl = k.plaintext.attributes["klbl"]?.keyBytes, !klbl.isEmpty else { continue }
@@ -41,7 +45,10 @@ extension QueryPlanner {
             guard let pkhh = c.plaintext.attributes["pkhh"]?.keyBytes, let pairs = byLabel[pkhh] else { continue }
             for k in pairs {
                 if let ref = query.persistentRef,
-                   ItemClass.certificate.code + c.id.bytes != ref, ItemClass.key.code + k.id.bytes != ref { continue }
+                    ItemClass.certificate.code + c.id.bytes != ref, ItemClass.key.code + k.id.bytes != ref
+                {
+                    continue
+                }
                 out.append(IdentityMatch(certificate: c, key: k))
                 if let l = limit, out.count >= l { return out }
             }

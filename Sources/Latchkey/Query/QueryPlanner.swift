@@ -49,16 +49,21 @@ final class QueryPlanner: @unchecked Sendable {
     ///
     /// With `attributesOnly`, matches served from the attribute cache carry no data (`cached`);
     /// otherwise every match holds the full plaintext, data included.
-    func matches(_ query: Query, _ context: CallContext, limit: Int? = nil, attributesOnly: Bool = false) throws -> [Match] {
+    func matches(_ query: Query, _ context: CallContext, limit: Int? = nil, attributesOnly: Bool = false) throws
+        -> [Match]
+    {
         let policy = try AccessPolicy(caller: context.caller)
-        if useUniqueKeyPath, query.persistentRef == nil, !query.caseInsensitive, let found = try uniqueKeyMatches(query, policy: policy, limit: limit) {
+        if useUniqueKeyPath, query.persistentRef == nil, !query.caseInsensitive,
+            let found = try uniqueKeyMatches(query, policy: policy, limit: limit)
+        {
             return found
         }
         try ItemRules.validateNames(query.attributes, query.itemClass)
         if let ref = query.persistentRef {
             guard ref.count == 20, let c = ItemClass(rawValue: String(decoding: ref.prefix(4), as: UTF8.self)),
-                  c == query.itemClass, let slot = try store.slot(id: ID16(ref.suffix(16))),
-                  store.itemClass(of: slot) == c else { return [] }
+                c == query.itemClass, let slot = try store.slot(id: ID16(ref.suffix(16))),
+                store.itemClass(of: slot) == c
+            else { return [] }
             let p = try store.read(slot, id: ID16(ref.suffix(16)))
             // A reference (class and UUID, both readable in the file) names an item; it gives
             // no right to it.
@@ -85,11 +90,13 @@ final class QueryPlanner: @unchecked Sendable {
                 test: { $0.matches(want, caseInsensitive: fold) })
         }
         let store = self.store
-        var out = try index.select(store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
-                                   available: { store.isAvailable($0) }, predicates: predicates,
-                                   decrypt: { try store.read($1, id: $0) })
-            .filter { policy.permits($0.2) }
-            .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
+        var out = try index.select(
+            store: store, classTag: store.classTag(q.itemClass), protection: q.protection,
+            available: { store.isAvailable($0) }, predicates: predicates,
+            decrypt: { try store.read($1, id: $0) }
+        )
+        .filter { policy.permits($0.2) }
+        .map { Match(id: $0.0, slot: $0.1, plaintext: $0.2, cached: true) }
         if let l = limit, out.count > l { out.removeSubrange(l...) }
         if !attributesOnly {
             for i in out.indices where out[i].cached {
@@ -108,8 +115,9 @@ final class QueryPlanner: @unchecked Sendable {
     /// too many candidates.
     private func attributeHashMatches(_ q: Query, policy: AccessPolicy, limit: Int?) throws -> [Match]? {
         guard useAttributeHashes, !q.caseInsensitive, q.attributes["pdmn"] == nil,
-              store.canDecryptEveryItem(of: q.protection),
-              let found = attributeCandidates(itemClass: q.itemClass, protection: q.protection, values: q.attributes) else {
+            store.canDecryptEveryItem(of: q.protection),
+            let found = attributeCandidates(itemClass: q.itemClass, protection: q.protection, values: q.attributes)
+        else {
             return nil
         }
         var out: [Match] = []
@@ -173,7 +181,9 @@ final class QueryPlanner: @unchecked Sendable {
                 guard let (id, slot) = try store.slot(uniqueKey: key) else { continue }
                 if let pc = query.protection, slot.protection != pc { continue }
                 let p = try store.read(slot, id: id)
-                if QueryPlanner.filter(p, query, sync: sync) && policy.permits(p) { out.append(Match(id: id, slot: slot, plaintext: p)) }
+                if QueryPlanner.filter(p, query, sync: sync) && policy.permits(p) {
+                    out.append(Match(id: id, slot: slot, plaintext: p))
+                }
                 if let l = limit, out.count >= l { return out }
             }
         }
@@ -211,8 +221,10 @@ final class QueryPlanner: @unchecked Sendable {
     /// `values` is indexed for the class, when there are more candidates than `candidateLimit`
     /// allows (the caller then takes the path that reads every item once and keeps its
     /// attributes), or when the index and the log both fail (the next call reports it).
-    private func attributeCandidates(itemClass c: ItemClass, protection: ProtectionClass?,
-                                     values: [String: AttributeValue]) -> [(ID16, ItemSlot)]? {
+    private func attributeCandidates(
+        itemClass c: ItemClass, protection: ProtectionClass?,
+        values: [String: AttributeValue]
+    ) -> [(ID16, ItemSlot)]? {
         let indexed = AttributeHashRecord.indexedAttributes(for: c).filter { values[$0] != nil }
         guard !indexed.isEmpty else { return nil }
         return store.withAttributeHashes { hashes in

@@ -53,7 +53,9 @@ struct AttributeHashTable: Sendable {
 
     /// The hash record bound to the item's newest put (applied right after it).
     mutating func setHashes(_ id: ID16, _ hashes: [UInt64]) {
-        precondition(hashes.count <= AttributeHashRecord.maxHashes, "a hash record holds at most \(AttributeHashRecord.maxHashes) hashes")
+        precondition(
+            hashes.count <= AttributeHashRecord.maxHashes,
+            "a hash record holds at most \(AttributeHashRecord.maxHashes) hashes")
         precondition(pool.count + hashes.count <= Int(UInt32.max), "the attribute hash pool is full")
         // Hashes that replace hashes (a writer's put, which no `put(_:)` precedes): the old
         // ones are dropped first, since dropping them may compact the pool, which moves every

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A map from `ID16` (an item UUID or a unique-key hash: random 128-bit values) to `Value`,
@@ -36,7 +36,9 @@ struct IDMap<Value>: Sequence {
     mutating func reserveCapacity(_ n: Int) {
         entries.reserveCapacity(n)
         entries.withUnsafeBufferPointer {
-            if let base = $0.baseAddress { adviseHugePages(UnsafeRawPointer(base), byteCount: entries.capacity * MemoryLayout<Entry>.stride) }
+            if let base = $0.baseAddress {
+                adviseHugePages(UnsafeRawPointer(base), byteCount: entries.capacity * MemoryLayout<Entry>.stride)
+            }
         }
         if n * 2 > buckets.count { rehash(minimumBuckets: n * 2) }
     }
@@ -186,7 +188,6 @@ struct IDMap<Value>: Sequence {
 extension IDMap: Sendable where Value: Sendable {}
 extension IDMap.Entry: Sendable where Value: Sendable {}
 
-
 /// The process's random seed for `IDMap` buckets.
 private enum IDMapSeed {
     static let value: UInt64 = UInt64.random(in: .min ... .max)
@@ -199,11 +200,11 @@ private enum IDMapSeed {
 /// such miss walks two sets of page tables.
 func adviseHugePages(_ start: UnsafeRawPointer, byteCount: Int) {
     #if os(Linux)
-    let huge = 2 << 20
-    guard byteCount >= 2 * huge else { return }
-    let from = (Int(bitPattern: start) + huge - 1) & ~(huge - 1)
-    let to = (Int(bitPattern: start) + byteCount) & ~(huge - 1)
-    guard to > from, let p = UnsafeMutableRawPointer(bitPattern: from) else { return }
-    _ = madvise(p, to - from, MADV_HUGEPAGE)
+        let huge = 2 << 20
+        guard byteCount >= 2 * huge else { return }
+        let from = (Int(bitPattern: start) + huge - 1) & ~(huge - 1)
+        let to = (Int(bitPattern: start) + byteCount) & ~(huge - 1)
+        guard to > from, let p = UnsafeMutableRawPointer(bitPattern: from) else { return }
+        _ = madvise(p, to - from, MADV_HUGEPAGE)
     #endif
 }

@@ -81,7 +81,8 @@ extension IndexBase {
     func forEachAttribute(_ body: (UInt64, ID16) throws -> Void) throws {
         var previous: (UInt64, ID16)?
         for p in 0..<Int(header.attributePages) {
-            let page = try attributeCache[firstAttributePage + UInt32(p)] ?? readVerified(firstAttributePage + UInt32(p))
+            let page =
+                try attributeCache[firstAttributePage + UInt32(p)] ?? readVerified(firstAttributePage + UInt32(p))
             for i in 0..<page.count {
                 let e = IndexBase.attributeEntry(page, i)
                 if let q = previous, !(q < e) { throw Unusable(reason: "its attribute table is not sorted") }

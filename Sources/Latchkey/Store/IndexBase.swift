@@ -38,8 +38,10 @@ final class IndexBase: @unchecked Sendable {
     /// Pages read from the file and authenticated for lookups so far.
     private(set) var pagesRead = 0
 
-    private init(fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32,
-                 logHeaderSize: Int) {
+    private init(
+        fs: FileSystem, fd: Int32, header: IndexHeader, headerMAC: [UInt8], macKey: SecretKey, logFD: Int32,
+        logHeaderSize: Int
+    ) {
         self.fs = fs
         self.fd = fd
         self.logFD = logFD
@@ -69,8 +71,10 @@ final class IndexBase: @unchecked Sendable {
     /// a transaction, and has the sequence number and tag the index names. O(1): one page of
     /// the index, 32 bytes of the keychain header and one record.
     /// - Returns: the index, or why it was ignored (missing, damaged, stale, foreign, …).
-    static func load(indexPath: String, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
-                     keys: FileKeys) -> Result<IndexBase, Unusable> {
+    static func load(
+        indexPath: String, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
+        keys: FileKeys
+    ) -> Result<IndexBase, Unusable> {
         let fd: Int32
         do {
             fd = try fs.openNoFollow(indexPath, writable: false, create: false, mode: 0)
@@ -90,8 +94,10 @@ final class IndexBase: @unchecked Sendable {
             }
             try check(h, fs: fs, logFD: logFD, logHeader: logHeader, logHeaderSize: logHeaderSize, keys: keys)
             guard try fs.size(fd) == h.fileSize else { throw Unusable(reason: "its size does not match its header") }
-            return .success(IndexBase(fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC,
-                                       logFD: logFD, logHeaderSize: logHeaderSize))
+            return .success(
+                IndexBase(
+                    fs: fs, fd: fd, header: h, headerMAC: IndexHeader.mac(of: page), macKey: keys.indexFileMAC,
+                    logFD: logFD, logHeaderSize: logHeaderSize))
         } catch {
             fs.close(fd)
             return .failure(error as? Unusable ?? Unusable(reason: "reading it failed (\(error))"))
@@ -99,38 +105,53 @@ final class IndexBase: @unchecked Sendable {
     }
 
     /// The binding check (§17.5).
-    static func check(_ h: IndexHeader, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
-                      keys: FileKeys) throws {
+    static func check(
+        _ h: IndexHeader, fs: FileSystem, logFD: Int32, logHeader: FileHeader, logHeaderSize: Int,
+        keys: FileKeys
+    ) throws {
         guard h.fileUUID == logHeader.fileUUID else { throw Unusable(reason: "it belongs to another keychain") }
-        let logMAC = try fs.read(logFD, offset: UInt64(logHeaderSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
+        let logMAC = try fs.read(
+            logFD, offset: UInt64(logHeaderSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
         guard Crypto.constantTimeEqual(logMAC, h.logHeaderMAC) else {
-            throw Unusable(reason: "it describes another generation of the keychain (compacted or passcode changed since)")
+            throw Unusable(
+                reason: "it describes another generation of the keychain (compacted or passcode changed since)")
         }
         let logSize = try fs.size(logFD)
         guard h.coveredEnd >= UInt64(logHeaderSize), h.coveredEnd <= logSize else {
-            throw Unusable(reason: "it covers \(h.coveredEnd) bytes and the keychain has \(logSize) (stale, or the keychain was cut back or rolled back)")
+            throw Unusable(
+                reason:
+                    "it covers \(h.coveredEnd) bytes and the keychain has \(logSize) (stale, or the keychain was cut back or rolled back)"
+            )
         }
         guard h.lastSequence >= logHeader.baseSequence, h.lastSequence - logHeader.baseSequence == h.recordCount,
-              h.ancillaryCount <= h.recordCount, h.itemCount <= h.recordCount else {
+            h.ancillaryCount <= h.recordCount, h.itemCount <= h.recordCount
+        else {
             throw Unusable(reason: "its counts do not fit its sequence numbers")
         }
         if h.lastRecordOffset == 0 {
-            guard h.coveredEnd == UInt64(logHeaderSize), h.recordCount == 0, h.lastRecordTag.allSatisfy({ $0 == 0 }) else {
+            guard h.coveredEnd == UInt64(logHeaderSize), h.recordCount == 0, h.lastRecordTag.allSatisfy({ $0 == 0 })
+            else {
                 throw Unusable(reason: "it names no last record but covers records")
             }
             return
         }
         let size = h.coveredEnd - h.lastRecordOffset
         guard h.lastRecordOffset >= UInt64(logHeaderSize), h.lastRecordOffset < h.coveredEnd,
-              size <= UInt64(FormatConstants.frameHeaderSize + FormatConstants.frameTagSize) + UInt64(FormatConstants.maxPayloadSize) else {
+            size <= UInt64(FormatConstants.frameHeaderSize + FormatConstants.frameTagSize)
+                + UInt64(FormatConstants.maxPayloadSize)
+        else {
             throw Unusable(reason: "its last record is out of range")
         }
         let record = try fs.read(logFD, offset: h.lastRecordOffset, count: Int(size))
-        guard record.count == Int(size), let frame = try? FrameHeader.decode(record[...]), frame.recordSize == record.count,
-              !frame.continues, frame.sequence == h.lastSequence,
-              RecordFrame.verify(record: record[...], offset: h.lastRecordOffset, macKey: keys.recordMAC),
-              Crypto.constantTimeEqual(Array(record.suffix(FormatConstants.frameTagSize)), h.lastRecordTag) else {
-            throw Unusable(reason: "the record that ends its covered part is not the one it names (another history of the keychain)")
+        guard record.count == Int(size), let frame = try? FrameHeader.decode(record[...]),
+            frame.recordSize == record.count,
+            !frame.continues, frame.sequence == h.lastSequence,
+            RecordFrame.verify(record: record[...], offset: h.lastRecordOffset, macKey: keys.recordMAC),
+            Crypto.constantTimeEqual(Array(record.suffix(FormatConstants.frameTagSize)), h.lastRecordTag)
+        else {
+            throw Unusable(
+                reason:
+                    "the record that ends its covered part is not the one it names (another history of the keychain)")
         }
     }
 
@@ -142,10 +163,12 @@ final class IndexBase: @unchecked Sendable {
     /// checked against its page counts when it was decoded).
     private func layout(ofPage n: UInt32) -> (table: IndexTable, count: Int) {
         var first: UInt32 = 1
-        for (table, pages, total) in [(IndexTable.items, header.itemPages, header.itemCount),
-                                      (.uniqueKeys, header.uniquePages, header.itemCount),
-                                      (.attributes, header.attributePages, header.attributeCount),
-                                      (.unhashed, header.unhashedPages, header.unhashedCount)] {
+        for (table, pages, total) in [
+            (IndexTable.items, header.itemPages, header.itemCount),
+            (.uniqueKeys, header.uniquePages, header.itemCount),
+            (.attributes, header.attributePages, header.attributeCount),
+            (.unhashed, header.unhashedPages, header.unhashedCount)
+        ] {
             if n < first + pages {
                 let before = Int(n - first) * table.entriesPerPage
                 return (table, min(table.entriesPerPage, Int(total) - before))
@@ -190,8 +213,9 @@ final class IndexBase: @unchecked Sendable {
         guard let pc = ProtectionClass(rawValue: e.protectionClass) else {
             throw Unusable(reason: "an entry names protection class \(e.protectionClass)")
         }
-        return ItemSlot(offset: e.recordOffset, recordSize: e.recordSize, classTag: e.classTag, protection: pc, flags: e.flags,
-                        uniqueHash: ID16(e.uniqueKeyHash), sequence: e.sequence)
+        return ItemSlot(
+            offset: e.recordOffset, recordSize: e.recordSize, classTag: e.classTag, protection: pc, flags: e.flags,
+            uniqueHash: ID16(e.uniqueKeyHash), sequence: e.sequence)
     }
 
     /// Binary search over pages, then inside the page: the page and entry holding `key`.
@@ -238,9 +262,12 @@ final class IndexBase: @unchecked Sendable {
     /// tag is verified when its payload is read (`KeychainStore.authenticatedPayload`).
     func checkRecord(of id: ID16, _ s: ItemSlot) throws {
         let want = FormatConstants.frameHeaderSize + 40
-        let minimum = FormatConstants.frameHeaderSize + FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize + FormatConstants.frameTagSize
+        let minimum =
+            FormatConstants.frameHeaderSize + FormatConstants.itemPutFixedSize + FormatConstants.gcmTagSize
+            + FormatConstants.frameTagSize
         guard Int(s.recordSize) >= minimum, s.offset >= UInt64(logHeaderSize), s.offset <= header.coveredEnd,
-              UInt64(s.recordSize) <= header.coveredEnd - s.offset else {
+            UInt64(s.recordSize) <= header.coveredEnd - s.offset
+        else {
             throw Unusable(reason: "an entry names a record outside its covered part, or too short to be a put")
         }
         let bytes: [UInt8]
@@ -250,11 +277,15 @@ final class IndexBase: @unchecked Sendable {
             throw Unusable(reason: "the record an entry names could not be read (\(error))")
         }
         guard bytes.count == want, let frame = try? FrameHeader.decode(bytes[...]),
-              frame.type == RecordType.itemPut.rawValue, frame.sequence == s.sequence, frame.recordSize == Int(s.recordSize),
-              let clear = try? ItemPutPayload.decodeClear(bytes.dropFirst(FormatConstants.frameHeaderSize) + [UInt8](repeating: 0, count: 56)),
-              ID16(clear.uuid) == id, clear.classTag == s.classTag,
-              clear.protectionClass == s.protection, clear.flags == s.flags, ID16(clear.uniqueKeyHash) == s.uniqueHash else {
-            throw Unusable(reason: "its entry for an item names a record that is not that item's put (at byte \(s.offset))")
+            frame.type == RecordType.itemPut.rawValue, frame.sequence == s.sequence,
+            frame.recordSize == Int(s.recordSize),
+            let clear = try? ItemPutPayload.decodeClear(
+                bytes.dropFirst(FormatConstants.frameHeaderSize) + [UInt8](repeating: 0, count: 56)),
+            ID16(clear.uuid) == id, clear.classTag == s.classTag,
+            clear.protectionClass == s.protection, clear.flags == s.flags, ID16(clear.uniqueKeyHash) == s.uniqueHash
+        else {
+            throw Unusable(
+                reason: "its entry for an item names a record that is not that item's put (at byte \(s.offset))")
         }
     }
 
@@ -307,7 +338,8 @@ final class IndexBase: @unchecked Sendable {
     func readVerified(_ n: UInt32) throws -> IndexEntryPage {
         let bytes: [UInt8]
         do {
-            bytes = try fs.read(fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
+            bytes = try fs.read(
+                fd, offset: UInt64(n) * UInt64(FormatConstants.indexPageSize), count: FormatConstants.indexPageSize)
         } catch {
             throw Unusable(reason: "page \(n) could not be read (\(error))")
         }

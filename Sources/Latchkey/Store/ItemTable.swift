@@ -94,7 +94,9 @@ struct ItemTable: Sequence, Sendable {
     /// for later.
     mutating func put(_ id: ID16, _ slot: ItemSlot, at offset: UInt64, ownerChecked: Bool = false) throws {
         let hash = slot.uniqueHash
-        if let holder = changed.owner(hash), holder.id != id { throw ItemTable.RuleBroken(offset: offset, reason: "two live items share a unique key") }
+        if let holder = changed.owner(hash), holder.id != id {
+            throw ItemTable.RuleBroken(offset: offset, reason: "two live items share a unique key")
+        }
         if let old = changed[id] {
             if old == nil { count += 1 }
         } else if base != nil {
@@ -117,7 +119,9 @@ struct ItemTable: Sequence, Sendable {
     /// (`firstTouch`).
     mutating func delete(_ id: ID16, at offset: UInt64) throws {
         if let old = changed[id] {
-            guard old != nil else { throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist") }
+            guard old != nil else {
+                throw ItemTable.RuleBroken(offset: offset, reason: "a delete names an item that does not exist")
+            }
         } else if base != nil {
             firstTouch.insert(id, FirstTouch(offset: offset, isDelete: true, checked: false))
             uncheckedIDs += 1
@@ -155,7 +159,8 @@ struct ItemTable: Sequence, Sendable {
         guard var first = firstTouch[id], !first.checked, let base else { return }
         let live = try base.slot(id) != nil
         if first.isDelete, !live {
-            throw IndexBase.Unusable(reason: "the record at byte \(first.offset) deletes an item it does not hold", contradictsLog: true)
+            throw IndexBase.Unusable(
+                reason: "the record at byte \(first.offset) deletes an item it does not hold", contradictsLog: true)
         }
         if !first.isDelete, live { count -= 1 }
         first.checked = true
@@ -168,7 +173,8 @@ struct ItemTable: Sequence, Sendable {
     private mutating func check(hash: ID16) throws {
         guard let put = uncheckedHashes[hash], let base else { return }
         if let holder = try base.owner(hash), (firstTouch[holder]?.offset ?? .max) > put {
-            throw IndexBase.Unusable(reason: "the record at byte \(put) puts a unique key that an item it holds has", contradictsLog: true)
+            throw IndexBase.Unusable(
+                reason: "the record at byte \(put) puts a unique key that an item it holds has", contradictsLog: true)
         }
         _ = uncheckedHashes.removeValue(forKey: hash)
     }

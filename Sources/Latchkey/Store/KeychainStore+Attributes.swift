@@ -53,7 +53,8 @@ extension KeychainStore {
     /// nil) can be decrypted now.
     func canDecryptEveryItem(of protection: ProtectionClass?) -> Bool {
         withStoreLock {
-            let classes = protection.map { [$0] } ?? ProtectionClass.allCases.filter { log.keybag.entry(for: $0) != nil }
+            let classes =
+                protection.map { [$0] } ?? ProtectionClass.allCases.filter { log.keybag.entry(for: $0) != nil }
             return classes.allSatisfy { isAvailable($0) }
         }
     }

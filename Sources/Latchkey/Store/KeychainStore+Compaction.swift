@@ -21,18 +21,24 @@ extension KeychainStore {
     ///   without one, or for removing a passcode that is not set; errSecIO.
     @discardableResult
     package func changePasscode(old: [UInt8]?, new: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN) throws -> Int {
-        if let new, new.isEmpty { throw KeychainError(.param, "the new passcode is empty; choose a non-empty passcode, or remove the passcode instead") }
+        if let new, new.isEmpty {
+            throw KeychainError(
+                .param, "the new passcode is empty; choose a non-empty passcode, or remove the passcode instead")
+        }
         return try write { tx in
             let bag = log.keybag
             var current: [ProtectionClass: SecretKey] = [:]
             if bag.hasPasscode {
-                guard let old else { throw KeychainError(.authFailed, "the current passcode of \(path) is needed to change it") }
+                guard let old else {
+                    throw KeychainError(.authFailed, "the current passcode of \(path) is needed to change it")
+                }
                 current = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
                     let oldKey = try keys.passcodeKey(passcode: old, kdf: bag.kdf)
                     var all: [ProtectionClass: SecretKey] = [:]
                     for e in bag.entries {
                         do {
-                            all[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: e.wrap == .passcode ? oldKey : keys.deviceWrap)
+                            all[e.protectionClass] = try Crypto.unwrap(
+                                e.wrappedKey, with: e.wrap == .passcode ? oldKey : keys.deviceWrap)
                         } catch {
                             throw KeychainError(.authFailed, "wrong current passcode for the keychain \(path)")
                         }
@@ -42,32 +48,42 @@ extension KeychainStore {
             } else {
                 if old != nil { throw KeychainError.passcodeForKeychainWithout(path) }
                 guard new != nil else { throw KeychainError(.param, "the keychain \(path) has no passcode to remove") }
-                for e in bag.entries { current[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap) }
+                for e in bag.entries {
+                    current[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap)
+                }
             }
             var fresh: [ProtectionClass: SecretKey] = [:]
             for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || new != nil {
                 fresh[pc] = pc.isAlwaysAvailable ? current[pc]! : try SecretKey.random()
             }
-            let kdf: KDFParameters = new == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
+            let kdf: KDFParameters =
+                new == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
             let newKey = try new.map { try keys.passcodeKey(passcode: $0, kdf: kdf) }
             var newBag = try KeychainStore.wrapKeybag(fresh, kdf: kdf, keys: keys, passcodeKey: newKey)
             // dk and dku keep their keys and their entries, byte for byte.
-            newBag.entries = newBag.entries.map { e in e.wrap == .device && e.protectionClass.isAlwaysAvailable ? (bag.entry(for: e.protectionClass) ?? e) : e }
+            newBag.entries = newBag.entries.map { e in
+                e.wrap == .device && e.protectionClass.isAlwaysAvailable ? (bag.entry(for: e.protectionClass) ?? e) : e
+            }
             var dropped = 0
             try rewrite(tx, keybag: newBag, keys: fresh, operation: "change the passcode of") { payload in
                 let pc = ProtectionClass(rawValue: payload[20])!
                 guard let newClassKey = fresh[pc] else { dropped += 1; return false }
                 if pc.isAlwaysAvailable { return true }
                 guard let oldClassKey = current[pc] else {
-                    throw KeychainError(.decode, "the keychain \(path) holds a \(pc.code) item but its keybag has no \(pc.code) class key (damaged)")
+                    throw KeychainError(
+                        .decode,
+                        "the keychain \(path) holds a \(pc.code) item but its keybag has no \(pc.code) class key (damaged)"
+                    )
                 }
                 let wrapped = Array(payload[40..<80])
                 let itemKey: SecretKey
                 do {
                     itemKey = try Crypto.unwrap(wrapped, with: oldClassKey)
                 } catch {
-                    throw KeychainError(.decode, "an item of the keychain \(path) does not unwrap with its class key (damaged or tampered); nothing was changed",
-                                        remedy: .verifyAndRestore)
+                    throw KeychainError(
+                        .decode,
+                        "an item of the keychain \(path) does not unwrap with its class key (damaged or tampered); nothing was changed",
+                        remedy: .verifyAndRestore)
                 }
                 payload.replaceSubrange(40..<80, with: try Crypto.wrap(itemKey, with: newClassKey))
                 return true
@@ -101,8 +117,10 @@ extension KeychainStore {
     /// the rename the keychain is untouched and the temporary file removed; once the new file
     /// is renamed into place it is the keychain, and the call succeeds only when the directory
     /// fsync that makes the rename durable returns.
-    private func rewrite(_ tx: WriteTransaction, keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
-                         _ transform: (inout [UInt8]) throws -> Bool) throws {
+    private func rewrite(
+        _ tx: WriteTransaction, keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
+        _ transform: (inout [UInt8]) throws -> Bool
+    ) throws {
         tx.requireOpen()
         // The new file takes a sequence number of its own: it is newer than every copy of the
         // old one even with no live item, so putting an old copy back is a rollback (§11.5).
@@ -116,25 +134,31 @@ extension KeychainStore {
         let temp = path + ".compact-" + hexString(try Crypto.randomBytes(4))
         var offset = UInt64(headerBytes.count)
         var sequence = newHeader.baseSequence
-        let tfd = try io({ try fs.open(temp, create: true, exclusive: true, mode: 0o600) }, "create the new file to \(operation) the keychain")
+        let tfd = try io(
+            { try fs.open(temp, create: true, exclusive: true, mode: 0o600) },
+            "create the new file to \(operation) the keychain")
         do {
             try io({ try fs.write(tfd, offset: 0, headerBytes) }, "write the new file to \(operation) the keychain")
             var batch: [UInt8] = []
             batch.reserveCapacity(1 << 20)
             func flush() throws {
-                try io({ try fs.write(tfd, offset: offset - UInt64(batch.count), batch) }, "write the new file to \(operation) the keychain")
+                try io(
+                    { try fs.write(tfd, offset: offset - UInt64(batch.count), batch) },
+                    "write the new file to \(operation) the keychain")
                 batch.removeAll(keepingCapacity: true)
             }
             for (id, slot) in try liveSlotsInFileOrder() {
-                let record = try io({ try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+                let record = try io(
+                    { try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
                 var payload = Array(try authenticatedPayload(record[...], slot, id: id))
                 // A put without one (an older writer's) gets its hash record here when its class
                 // key is available (spec §11.5), so compacting makes such items hashed.
                 let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)
                 guard try transform(&payload) else { continue }
                 sequence += 1
-                let reframed = RecordFrame.encode(type: RecordType.itemPut.rawValue, flags: hashes == nil ? 0 : FrameHeader.continuesFlag,
-                                                  sequence: sequence, payload: payload, offset: offset, macKey: keys.recordMAC)
+                let reframed = RecordFrame.encode(
+                    type: RecordType.itemPut.rawValue, flags: hashes == nil ? 0 : FrameHeader.continuesFlag,
+                    sequence: sequence, payload: payload, offset: offset, macKey: keys.recordMAC)
                 offset += UInt64(reframed.count)
                 batch.append(contentsOf: reframed)
                 if var h = hashes {
@@ -142,8 +166,9 @@ extension KeychainStore {
                     // rewraps the item key, so the binding is taken from the new payload (§11.6).
                     h.binding = Array(payload[AttributeHashRecord.bindingRange])
                     sequence += 1
-                    let hashRecord = RecordFrame.encode(type: RecordType.attributeHashes.rawValue, flags: 0, sequence: sequence,
-                                                        payload: h.encode(), offset: offset, macKey: keys.recordMAC)
+                    let hashRecord = RecordFrame.encode(
+                        type: RecordType.attributeHashes.rawValue, flags: 0, sequence: sequence,
+                        payload: h.encode(), offset: offset, macKey: keys.recordMAC)
                     offset += UInt64(hashRecord.count)
                     batch.append(contentsOf: hashRecord)
                 }
@@ -181,8 +206,10 @@ extension KeychainStore {
         }
         if case .failure(let error) = synced {
             directoryUnsynced = true
-            throw KeychainError(.io, "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back",
-                                underlying: String(describing: error), remedy: .compactAgain)
+            throw KeychainError(
+                .io,
+                "the keychain \(path) was replaced by its new file, which is in force now, but the directory could not be synced, so after a power cut the old file may come back",
+                underlying: String(describing: error), remedy: .compactAgain)
         }
         recordCommit(sequence, hasPasscode: keybag.hasPasscode)
     }
@@ -193,17 +220,24 @@ extension KeychainStore {
     private func boundHashRecord(after slot: ItemSlot, put record: [UInt8]) throws -> AttributeHashRecord? {
         let at = slot.offset + UInt64(slot.recordSize)
         let headerSize = FormatConstants.frameHeaderSize
-        let largest = headerSize + FormatConstants.frameTagSize + AttributeHashRecord.fixedSize
+        let largest =
+            headerSize + FormatConstants.frameTagSize + AttributeHashRecord.fixedSize
             + AttributeHashRecord.maxHashes * AttributeHashRecord.hashSize
-        guard let put = try? FrameHeader.decode(record[...]), put.continues, at + UInt64(headerSize) <= log.end else { return nil }
+        guard let put = try? FrameHeader.decode(record[...]), put.continues, at + UInt64(headerSize) <= log.end else {
+            return nil
+        }
         let head = try io({ try fs.read(fd, offset: at, count: headerSize) }, "read the keychain")
         guard let frame = try? FrameHeader.decode(head[...]), frame.type == RecordType.attributeHashes.rawValue,
-              frame.sequence == slot.sequence + 1, frame.recordSize <= largest, at + UInt64(frame.recordSize) <= log.end else { return nil }
+            frame.sequence == slot.sequence + 1, frame.recordSize <= largest, at + UInt64(frame.recordSize) <= log.end
+        else { return nil }
         let bytes = try io({ try fs.read(fd, offset: at, count: frame.recordSize) }, "read the keychain")
-        guard bytes.count == frame.recordSize, RecordFrame.verify(record: bytes[...], offset: at, macKey: keys.recordMAC),
-              let h = AttributeHashRecord.decode(bytes.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
-              let binding = AttributeHashRecord.binding(ofPut: record.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
-              h.uuid.elementsEqual(record[headerSize..<headerSize + 16]), h.binding.elementsEqual(binding) else { return nil }
+        guard bytes.count == frame.recordSize,
+            RecordFrame.verify(record: bytes[...], offset: at, macKey: keys.recordMAC),
+            let h = AttributeHashRecord.decode(bytes.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
+            let binding = AttributeHashRecord.binding(
+                ofPut: record.dropFirst(headerSize).dropLast(FormatConstants.frameTagSize)),
+            h.uuid.elementsEqual(record[headerSize..<headerSize + 16]), h.binding.elementsEqual(binding)
+        else { return nil }
         return h
     }
 
@@ -212,7 +246,8 @@ extension KeychainStore {
     /// was).
     private func hashRecordByDecrypting(_ payload: [UInt8]) -> AttributeHashRecord? {
         guard let put = try? ItemPutPayload.decode(payload[...]), let key = try? classKey(put.protectionClass),
-              let plaintext = try? put.open(classKey: key, fileUUID: header.fileUUID) else { return nil }
+            let plaintext = try? put.open(classKey: key, fileUUID: header.fileUUID)
+        else { return nil }
         return keys.attributeHashRecord(for: plaintext, putPayload: payload)
     }
 

@@ -13,7 +13,9 @@ extension KeychainStore {
     func initialState(fd: Int32, header: FileHeader, headerSize: Int, keys: FileKeys) -> (LogState, UInt64) {
         // One that failed on this handle is not trusted again until a writer replaces it.
         if indexDamaged { return (LogState(header: header, headerSize: headerSize), 0) }
-        switch IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header, logHeaderSize: headerSize, keys: keys) {
+        switch IndexBase.load(
+            indexPath: indexPath, fs: fs, logFD: fd, logHeader: header, logHeaderSize: headerSize, keys: keys)
+        {
         case .success(let base):
             return (LogState(header: header, index: base), base.header.coveredEnd)
         case .failure:
@@ -71,9 +73,12 @@ extension KeychainStore {
         let covered = max(indexedEnd, UInt64(headerSize))
         let limit = tailLimit
         guard indexDamaged || (log.end > covered && log.end - covered > limit) else { return }
-        if !indexDamaged, case .success(let current) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
-                                                                        logHeaderSize: headerSize, keys: keys),
-           current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= limit {
+        if !indexDamaged,
+            case .success(let current) = IndexBase.load(
+                indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
+                logHeaderSize: headerSize, keys: keys),
+            current.header.coveredEnd <= log.end, log.end - current.header.coveredEnd <= limit
+        {
             // Another process wrote one recently enough.
             indexedEnd = current.header.coveredEnd
             return
@@ -95,9 +100,11 @@ extension KeychainStore {
     var tailLimit: UInt64 {
         guard indexTailLimit > 0 else { return 0 }
         let n = UInt64(log.items.count)
-        let pages = 1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
+        let pages =
+            1 + (n + UInt64(FormatConstants.indexItemsPerPage) - 1) / UInt64(FormatConstants.indexItemsPerPage)
             + (n + UInt64(FormatConstants.indexUniquesPerPage) - 1) / UInt64(FormatConstants.indexUniquesPerPage)
-            + (4 * n + UInt64(FormatConstants.indexAttributesPerPage) - 1) / UInt64(FormatConstants.indexAttributesPerPage)
+            + (4 * n + UInt64(FormatConstants.indexAttributesPerPage) - 1)
+            / UInt64(FormatConstants.indexAttributesPerPage)
         return max(indexTailLimit, pages * UInt64(FormatConstants.indexPageSize) / 64)
     }
 
@@ -110,18 +117,21 @@ extension KeychainStore {
         // Every rule the records after the old index left for later, and an exact item count.
         try log.items.checkAll()
         try fs.sync(fd)
-        let logMAC = try fs.read(fd, offset: UInt64(headerSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
+        let logMAC = try fs.read(
+            fd, offset: UInt64(headerSize - FormatConstants.headerMACSize), count: FormatConstants.headerMACSize)
         var tag = [UInt8](repeating: 0, count: FormatConstants.frameTagSize)
         if log.lastRecordOffset != 0 {
-            tag = try fs.read(fd, offset: log.end - UInt64(FormatConstants.frameTagSize), count: FormatConstants.frameTagSize)
+            tag = try fs.read(
+                fd, offset: log.end - UInt64(FormatConstants.frameTagSize), count: FormatConstants.frameTagSize)
         }
         let records = log.lastSequence - header.baseSequence
         let attributes = try attributePagesPlan()
-        let h = IndexHeader(fileUUID: header.fileUUID, logHeaderMAC: logMAC, coveredEnd: log.end, lastSequence: log.lastSequence,
-                            lastRecordOffset: log.lastRecordOffset, lastRecordTag: tag, itemCount: UInt64(log.items.count),
-                            recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
-                            generation: try Crypto.randomBytes(16), attributeCount: UInt64(attributes.count),
-                            unhashedCount: UInt64(attributes.unhashed.count))
+        let h = IndexHeader(
+            fileUUID: header.fileUUID, logHeaderMAC: logMAC, coveredEnd: log.end, lastSequence: log.lastSequence,
+            lastRecordOffset: log.lastRecordOffset, lastRecordTag: tag, itemCount: UInt64(log.items.count),
+            recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
+            generation: try Crypto.randomBytes(16), attributeCount: UInt64(attributes.count),
+            unhashedCount: UInt64(attributes.unhashed.count))
         removeAbandonedIndexWrites()
         let temp = indexPath + "-" + hexString(try Crypto.randomBytes(4))
         let tfd = try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600)
@@ -135,16 +145,19 @@ extension KeychainStore {
             }
             func flushIfLarge() throws { if pages.sealed.count >= 1 << 20 { try flush() } }
             func emit(_ id: ID16, _ s: ItemSlot) throws {
-                pages.appendItem(IndexItemEntry(uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
-                                                 recordSize: s.recordSize, classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey,
-                                                 protectionClass: s.protection.rawValue, flags: s.flags))
+                pages.appendItem(
+                    IndexItemEntry(
+                        uuid: id.indexKey, recordOffset: s.offset, sequence: s.sequence,
+                        recordSize: s.recordSize, classTag: s.classTag, uniqueKeyHash: s.uniqueHash.indexKey,
+                        protectionClass: s.protection.rawValue, flags: s.flags))
                 try flushIfLarge()
             }
             // Items in UUID order: the index's entries merged with the changes since (made in
             // order a range of UUIDs at a time, SortedInChunks).
             let items = log.items
-            var changes = SortedInChunks<ID16>(produce: { body in items.forEachChange { id, _ in body(id) } },
-                                               key: { $0.high }, less: { $0 < $1 })
+            var changes = SortedInChunks<ID16>(
+                produce: { body in items.forEachChange { id, _ in body(id) } },
+                key: { $0.high }, less: { $0 < $1 })
             func emitChange(_ id: ID16) throws { if let s = items.change(id) ?? nil { try emit(id, s) } }
             try items.base?.forEachItem { id, slot in
                 while let c = changes.peek(), c < id {

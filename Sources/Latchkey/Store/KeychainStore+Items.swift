@@ -19,7 +19,9 @@ extension KeychainStore {
     package func conflicts(uuid: [UInt8], uniqueKey: UniqueKey) throws -> [StoredItem] {
         var out: [StoredItem] = []
         if let s = try slot(id: ID16(uuid)) { out.append(StoredItem(uuid: uuid, slot: s)) }
-        if let (id, s) = try slot(uniqueKey: uniqueKey), id != ID16(uuid) { out.append(StoredItem(uuid: id.bytes, slot: s)) }
+        if let (id, s) = try slot(uniqueKey: uniqueKey), id != ID16(uuid) {
+            out.append(StoredItem(uuid: id.bytes, slot: s))
+        }
         return out
     }
 
@@ -91,7 +93,10 @@ package struct LiveItemSnapshot {
                 try KeychainStore.forEachLive(items) { id, slot in try body(StoredItem(uuid: id.bytes, slot: slot)) }
             } catch let u as IndexBase.Unusable {
                 _ = try? store.rebuildWithoutIndex()
-                throw KeychainError(.decode, "the index of the keychain \(store.path) failed a check while its items were being read (\(u.reason)); it was set aside and will be rebuilt from the keychain, whose items are intact; run the command again")
+                throw KeychainError(
+                    .decode,
+                    "the index of the keychain \(store.path) failed a check while its items were being read (\(u.reason)); it was set aside and will be rebuilt from the keychain, whose items are intact; run the command again"
+                )
             }
         }
     }
@@ -117,8 +122,9 @@ extension KeychainStore {
                         byProtection[slot.protection, default: 0] += 1
                         byClassTag[slot.classTag, default: 0] += 1
                     }
-                    return LiveItemSnapshot(store: self, items: items, count: count, countsByProtection: byProtection,
-                                            countsByClassTag: byClassTag)
+                    return LiveItemSnapshot(
+                        store: self, items: items, count: count, countsByProtection: byProtection,
+                        countsByClassTag: byClassTag)
                 }
             } catch {
                 needsReopen = true

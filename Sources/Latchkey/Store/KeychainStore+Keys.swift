@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -19,7 +19,10 @@ extension KeychainStore {
             do {
                 classKeys[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: keys.deviceWrap)
             } catch {
-                throw KeychainError(.decode, "the keychain \(path): the \(e.protectionClass.code) class key does not unwrap with this device's key (damaged or tampered keybag)")
+                throw KeychainError(
+                    .decode,
+                    "the keychain \(path): the \(e.protectionClass.code) class key does not unwrap with this device's key (damaged or tampered keybag)"
+                )
             }
         }
     }
@@ -37,7 +40,8 @@ extension KeychainStore {
         let bag = log.keybag
         guard bag.hasPasscode else { throw KeychainError.passcodeForKeychainWithout(path) }
         let unwrapped = try throttledPasscodeAttempt { () throws -> [ProtectionClass: SecretKey] in
-            let passKey = try prefetched.flatMap { $0.kdf == bag.kdf ? try $0.key() : nil }
+            let passKey =
+                try prefetched.flatMap { $0.kdf == bag.kdf ? try $0.key() : nil }
                 ?? keys.passcodeKey(passcode: passcode, kdf: bag.kdf)
             var unwrapped: [ProtectionClass: SecretKey] = [:]
             for e in bag.entries where e.wrap == .passcode {
@@ -70,7 +74,7 @@ extension KeychainStore {
     package func close() {
         mutex.lock(); defer { mutex.unlock() }
         classKeys = [:]
-        log = LogState(header: header, headerSize: headerSize)   // the item table, and the index file it read
+        log = LogState(header: header, headerSize: headerSize)  // the item table, and the index file it read
         if fd >= 0 { fs.close(fd); fd = -1 }
     }
 
@@ -84,8 +88,10 @@ extension KeychainStore {
     func classKey(_ pc: ProtectionClass) throws -> SecretKey {
         if let k = classKeys[pc] { return k }
         if pc == .whenPasscodeSetThisDeviceOnly && !log.keybag.hasPasscode {
-            throw KeychainError(.notAvailable, "WhenPasscodeSetThisDeviceOnly (akpu) items need a keychain with a passcode, and this keychain has none",
-                                remedy: .setPasscode)
+            throw KeychainError(
+                .notAvailable,
+                "WhenPasscodeSetThisDeviceOnly (akpu) items need a keychain with a passcode, and this keychain has none",
+                remedy: .setPasscode)
         }
         throw KeychainError.locked(pc)
     }
@@ -138,16 +144,19 @@ final class PrefetchedPasscodeKey: @unchecked Sendable {
         self.passcode = passcode
         var t = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
-        if pthread_create(&t, nil, { raw in
-            let me = Unmanaged<PrefetchedPasscodeKey>.fromOpaque(raw!).takeRetainedValue()
-            me.derive()
-            Crypto.releaseThreadState()
-            return nil
-        }, context) == 0 {
+        if pthread_create(
+            &t, nil,
+            { raw in
+                let me = Unmanaged<PrefetchedPasscodeKey>.fromOpaque(raw!).takeRetainedValue()
+                me.derive()
+                Crypto.releaseThreadState()
+                return nil
+            }, context) == 0
+        {
             thread = t
         } else {
             Unmanaged<PrefetchedPasscodeKey>.fromOpaque(context).release()
-            derive()   // no thread: derive here
+            derive()  // no thread: derive here
         }
     }
 

@@ -13,8 +13,11 @@ extension WriteTransaction {
         removeAbandonedCompactions()
         store.removeAbandonedIndexWrites()
         KeychainStore.removeAbandonedCreations(besides: store.path, fs: store.fs) { candidate in
-            guard case .success = IndexBase.load(indexPath: candidate, fs: store.fs, logFD: store.fd, logHeader: store.header,
-                                                 logHeaderSize: store.headerSize, keys: store.keys) else { return false }
+            guard
+                case .success = IndexBase.load(
+                    indexPath: candidate, fs: store.fs, logFD: store.fd, logHeader: store.header,
+                    logHeaderSize: store.headerSize, keys: store.keys)
+            else { return false }
             return true
         }
     }
@@ -40,10 +43,14 @@ extension KeychainStore {
     /// its keychain by file UUID only, and removing one on the word of a file that anyone who
     /// can write this directory could plant (a copy of another keychain of this device) would
     /// let them switch off that keychain's rollback detection. Best effort.
-    package static func removeAbandonedCreations(besides path: String, fs: FileSystem, adoptIndex: (String) -> Bool = { _ in false }) {
+    package static func removeAbandonedCreations(
+        besides path: String, fs: FileSystem, adoptIndex: (String) -> Bool = { _ in false }
+    ) {
         let directory = directoryOf(path)
         let base = lastPathComponent(path)
-        func full(_ name: String) -> String { path.contains("/") ? (directory == "/" ? "/" : directory + "/") + name : name }
+        func full(_ name: String) -> String {
+            path.contains("/") ? (directory == "/" ? "/" : directory + "/") + name : name
+        }
         let names = fs.list(directory)
         for name in names where isTemporaryName(name, prefix: base + ".create-") {
             try? fs.remove(full(name))
@@ -56,7 +63,9 @@ extension KeychainStore {
             let stem = String(decoding: name.utf8.prefix(restorePrefix.utf8.count + 8), as: UTF8.self)
             guard isTemporaryName(stem, prefix: restorePrefix) else { continue }
             let rest = String(decoding: name.utf8.dropFirst(stem.utf8.count), as: UTF8.self)
-            if rest.isEmpty || rest == ".index" || isTemporaryName(rest, prefix: ".index-") || isTemporaryName(rest, prefix: ".create-") {
+            if rest.isEmpty || rest == ".index" || isTemporaryName(rest, prefix: ".index-")
+                || isTemporaryName(rest, prefix: ".create-")
+            {
                 stems.insert(stem)
             }
         }
@@ -66,14 +75,17 @@ extension KeychainStore {
         for stem in stems.sorted() {
             let temp = full(stem)
             let tempIdentity = try? fs.identity(path: temp)
-            for name in names where isTemporaryName(name, prefix: stem + ".index-") || isTemporaryName(name, prefix: stem + ".create-") {
+            for name in names
+            where isTemporaryName(name, prefix: stem + ".index-") || isTemporaryName(name, prefix: stem + ".create-") {
                 try? fs.remove(full(name))
             }
             let tempIndex = IndexBase.path(of: temp)
             if (try? fs.ownership(path: tempIndex)) != nil {
                 let reachedPath = live != nil && (tempIdentity == nil || tempIdentity == live)
-                if reachedPath, (try? fs.ownership(path: liveIndex)) == nil, (try? fs.ownership(path: tempIndex))?.kind == .regular,
-                   adoptIndex(tempIndex) {
+                if reachedPath, (try? fs.ownership(path: liveIndex)) == nil,
+                    (try? fs.ownership(path: tempIndex))?.kind == .regular,
+                    adoptIndex(tempIndex)
+                {
                     if (try? fs.rename(tempIndex, liveIndex)) == nil { try? fs.remove(tempIndex) }
                 } else {
                     try? fs.remove(tempIndex)

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -15,8 +15,10 @@ extension KeychainStore {
     /// Creates a new keychain file. Without a passcode every class but akpu is wrapped by the
     /// device key alone.
     /// - Throws: errSecDuplicateKeychain when a file exists at `path`; errSecIO.
-    package static func create(path: String, device: Device, passcode: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN,
-                               now: UInt64 = UInt64(Date().timeIntervalSince1970)) throws -> KeychainStore {
+    package static func create(
+        path: String, device: Device, passcode: [UInt8]?, logN: UInt8 = KDFParameters.defaultLogN,
+        now: UInt64 = UInt64(Date().timeIntervalSince1970)
+    ) throws -> KeychainStore {
         let fs = device.fs
         if try io({ try fs.identity(path: path) }, "check the keychain path") != nil {
             throw existing(fs: fs, path: path)
@@ -27,51 +29,57 @@ extension KeychainStore {
         for pc in ProtectionClass.allCases where pc != .whenPasscodeSetThisDeviceOnly || passcode != nil {
             classKeys[pc] = try SecretKey.random()
         }
-        let kdf: KDFParameters = passcode == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
+        let kdf: KDFParameters =
+            passcode == nil ? .none : .scrypt(salt: try Crypto.randomBytes(FormatConstants.saltSize), logN: logN)
         let passKey = try passcode.map { try keys.passcodeKey(passcode: $0, kdf: kdf) }
         let bag = try wrapKeybag(classKeys, kdf: kdf, keys: keys, passcodeKey: passKey)
-        let header = FileHeader(fileUUID: fileUUID, deviceUUID: device.secret.uuid, baseSequence: 0, createdAt: now, keybag: bag)
+        let header = FileHeader(
+            fileUUID: fileUUID, deviceUUID: device.secret.uuid, baseSequence: 0, createdAt: now, keybag: bag)
         let bytes = header.encode(macKey: keys.headerMAC)
-        let fd = try io({ () throws -> Int32 in
-            try fs.makeDirectory(directoryOf(path), mode: 0o700)
-            let temp = try temporaryName(path + ".create-")
-            let registered = InterruptCleanup.register(temp, on: fs)   // before it exists: no window
-            defer { InterruptCleanup.unregister(registered) }
-            let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
-            var named = false
-            do {
-                try fs.write(tfd, offset: 0, bytes)
-                try fs.sync(tfd)
-                try fs.renameNoReplace(temp, path)
-                named = true
-                try fs.syncDirectory(directoryOf(path))
-                // What an init or a restore to this path left when it was killed: with a
-                // keychain here, each of them would fail now anyway.
-                removeAbandonedCreations(besides: path, fs: fs)
-                return tfd
-            } catch {
-                // Until the directory fsync returns, the new name may not survive a power cut:
-                // the call fails, so it leaves no keychain behind either.
-                if named {
-                    try? fs.remove(path)
-                    try? fs.syncDirectory(directoryOf(path))
-                } else {
-                    try? fs.remove(temp)
+        let fd = try io(
+            { () throws -> Int32 in
+                try fs.makeDirectory(directoryOf(path), mode: 0o700)
+                let temp = try temporaryName(path + ".create-")
+                let registered = InterruptCleanup.register(temp, on: fs)  // before it exists: no window
+                defer { InterruptCleanup.unregister(registered) }
+                let tfd = try fs.open(temp, create: true, exclusive: true, mode: 0o600)
+                var named = false
+                do {
+                    try fs.write(tfd, offset: 0, bytes)
+                    try fs.sync(tfd)
+                    try fs.renameNoReplace(temp, path)
+                    named = true
+                    try fs.syncDirectory(directoryOf(path))
+                    // What an init or a restore to this path left when it was killed: with a
+                    // keychain here, each of them would fail now anyway.
+                    removeAbandonedCreations(besides: path, fs: fs)
+                    return tfd
+                } catch {
+                    // Until the directory fsync returns, the new name may not survive a power cut:
+                    // the call fails, so it leaves no keychain behind either.
+                    if named {
+                        try? fs.remove(path)
+                        try? fs.syncDirectory(directoryOf(path))
+                    } else {
+                        try? fs.remove(temp)
+                    }
+                    fs.close(tfd)
+                    // ENOENT: another process created the keychain at `path` and removed this
+                    // temporary file as a leftover (`removeAbandonedCreations`).
+                    if let f = error as? IOFailure,
+                        f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil)
+                    {
+                        throw existing(fs: fs, path: path)
+                    }
+                    throw error
                 }
-                fs.close(tfd)
-                // ENOENT: another process created the keychain at `path` and removed this
-                // temporary file as a leftover (`removeAbandonedCreations`).
-                if let f = error as? IOFailure, f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil) {
-                    throw existing(fs: fs, path: path)
-                }
-                throw error
-            }
-        }, "create the keychain")
+            }, "create the keychain")
         // Durable from here: the store is made from what was written, never read back (a read
         // failing now must not turn a created keychain into a reported failure).
-        let store = KeychainStore(path: path, device: device, fs: fs, fd: fd,
-                                  identity: (try? fs.identity(fd)) ?? FileIdentity(device: 0, inode: 0),
-                                  header: header, headerSize: bytes.count, keys: keys)
+        let store = KeychainStore(
+            path: path, device: device, fs: fs, fd: fd,
+            identity: (try? fs.identity(fd)) ?? FileIdentity(device: 0, inode: 0),
+            header: header, headerSize: bytes.count, keys: keys)
         store.classKeys = classKeys
         store.unlockedOnce = passcode != nil
         store.recordCommit(0)
@@ -86,17 +94,23 @@ extension KeychainStore {
         } catch let f as IOFailure where f.errno == EISDIR {
             return KeychainError.pathIsDirectory(path)
         } catch {}
-        return KeychainError(.duplicateKeychain, "a keychain already exists at \(path); nothing was changed", remedy: .useExistingOrChooseAnother)
+        return KeychainError(
+            .duplicateKeychain, "a keychain already exists at \(path); nothing was changed",
+            remedy: .useExistingOrChooseAnother)
     }
 
-    static func wrapKeybag(_ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, keys: FileKeys,
-                           passcodeKey: SecretKey?) throws -> Keybag {
+    static func wrapKeybag(
+        _ classKeys: [ProtectionClass: SecretKey], kdf: KDFParameters, keys: FileKeys,
+        passcodeKey: SecretKey?
+    ) throws -> Keybag {
         var entries: [KeybagEntry] = []
         for (pc, key) in classKeys.sorted(by: { $0.key < $1.key }) {
             let usePasscode = !pc.isAlwaysAvailable && passcodeKey != nil
             let kek = usePasscode ? passcodeKey! : keys.deviceWrap
-            entries.append(KeybagEntry(protectionClass: pc, wrap: usePasscode ? .passcode : .device,
-                                       wrappedKey: try Crypto.wrap(key, with: kek)))
+            entries.append(
+                KeybagEntry(
+                    protectionClass: pc, wrap: usePasscode ? .passcode : .device,
+                    wrappedKey: try Crypto.wrap(key, with: kek)))
         }
         return Keybag(kdf: kdf, entries: entries)
     }
@@ -119,8 +133,10 @@ extension KeychainStore {
     /// current keybag (a later keybag record may replace the header's, spec §4) has the same
     /// KDF parameters, and only inside the throttled attempt; while a delay after wrong
     /// passcodes runs, no KDF is started at all.
-    package static func open(path: String, device: Device, acceptRollback: Bool = false,
-                             unlockingWith passcode: [UInt8]?) throws -> KeychainStore {
+    package static func open(
+        path: String, device: Device, acceptRollback: Bool = false,
+        unlockingWith passcode: [UInt8]?
+    ) throws -> KeychainStore {
         let fs = device.fs
         guard try io({ try fs.identity(path: path) }, "open the keychain") != nil else {
             throw KeychainError(.io, "no keychain at \(path)", remedy: .createKeychain)
@@ -136,7 +152,9 @@ extension KeychainStore {
         }
         var prefetched: PrefetchedPasscodeKey?
         if let passcode, parts.0.keybag.hasPasscode,
-           PasscodeThrottle.remaining((try? device.state(fileUUID: parts.0.fileUUID)) ?? nil, now: Int64(Date().timeIntervalSince1970)) == 0 {
+            PasscodeThrottle.remaining(
+                (try? device.state(fileUUID: parts.0.fileUUID)) ?? nil, now: Int64(Date().timeIntervalSince1970)) == 0
+        {
             prefetched = PrefetchedPasscodeKey(keys: parts.2, passcode: passcode, kdf: parts.0.keybag.kdf)
         }
         // The thread is always waited for, whatever is thrown: a process that exits while it runs
@@ -144,12 +162,14 @@ extension KeychainStore {
         // command that exits with "wrong passcode").
         defer { _ = try? prefetched?.key() }
         // From here the store owns fd and closes it in deinit.
-        let store = KeychainStore(path: path, device: device, fs: fs, fd: fd, identity: parts.3,
-                                  header: parts.0, headerSize: parts.1, keys: parts.2)
+        let store = KeychainStore(
+            path: path, device: device, fs: fs, fd: fd, identity: parts.3,
+            header: parts.0, headerSize: parts.1, keys: parts.2)
         store.directoryUnsynced = true
         (store.log, store.indexedEnd) = store.initialState(fd: fd, header: parts.0, headerSize: parts.1, keys: parts.2)
         if parts.0.minor > FormatConstants.fileMinor {
-            store.readOnlyReason = "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
+            store.readOnlyReason =
+                "it was written by a newer Latchkey (format 1.\(parts.0.minor)); upgrade Latchkey to change it"
         } else if !writable {
             store.readOnlyReason = KeychainStore.notWritable
         }
@@ -199,23 +219,34 @@ extension KeychainStore {
         }
     }
 
-    static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (FileHeader, Int, FileKeys) {
+    static func readHeader(fs: FileSystem, fd: Int32, path: String, device: Device) throws -> (
+        FileHeader, Int, FileKeys
+    ) {
         let what = "the keychain \(path)"
         let prefix = try io({ try fs.read(fd, offset: 0, count: 16) }, "read the keychain")
         // A file that cannot hold the magic cannot be identified: not a Latchkey file (spec §10.1).
         guard prefix.count >= FormatConstants.fileMagic.count else {
-            throw KeychainError(.decode, "\(what) is not a Latchkey file: it is \(prefix.count) bytes long, shorter than the 8-byte magic number; check the path")
+            throw KeychainError(
+                .decode,
+                "\(what) is not a Latchkey file: it is \(prefix.count) bytes long, shorter than the 8-byte magic number; check the path"
+            )
         }
         do {
             let length = try FileHeader.peekLength(prefix)
             let bytes = try io({ try fs.read(fd, offset: 0, count: length) }, "read the keychain")
             let (header, authenticated, mac) = try FileHeader.decode(bytes)
             guard header.deviceUUID == device.secret.uuid else {
-                throw KeychainError(.authFailed, "\(what) belongs to another device (device \(hexString(header.deviceUUID)), this device secret is \(device.uuidHex)); use the device secret it was made with, or restore a backup here")
+                throw KeychainError(
+                    .authFailed,
+                    "\(what) belongs to another device (device \(hexString(header.deviceUUID)), this device secret is \(device.uuidHex)); use the device secret it was made with, or restore a backup here"
+                )
             }
             let keys = try FileKeys(device: device.secret, fileUUID: header.fileUUID)
             guard FileHeader.verifyMAC(authenticated: authenticated, mac: mac, macKey: keys.headerMAC) else {
-                throw KeychainError(.decode, "\(what): the header failed its integrity check (damaged, tampered with, or made with a different device secret that has the same UUID); restore from a backup")
+                throw KeychainError(
+                    .decode,
+                    "\(what): the header failed its integrity check (damaged, tampered with, or made with a different device secret that has the same UUID); restore from a backup"
+                )
             }
             return (header, length, keys)
         } catch let e as FormatError {

@@ -51,8 +51,9 @@ extension KeychainStore {
     func slot(uniqueKey: UniqueKey) throws -> (ID16, ItemSlot)? {
         mutex.lock(); defer { mutex.unlock() }
         let hash = keys.withUniqueKeyHash(uniqueKey) {
-            ID16(high: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                 low: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            ID16(
+                high: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                low: UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
         }
         promoteIndexIfWorthIt()
         do {
@@ -87,7 +88,8 @@ extension KeychainStore {
     /// carry it (`authenticatedPayload`).
     func read(_ slot: ItemSlot, id: ID16? = nil, from descriptor: Int32? = nil) throws -> ItemPlaintext {
         mutex.lock(); defer { mutex.unlock() }
-        let record = try io({ try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
+        let record = try io(
+            { try fs.read(descriptor ?? fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
         return try open(authenticatedPayload(record[...], slot, id: id), slot)
     }
 
@@ -98,31 +100,42 @@ extension KeychainStore {
         itemsDecrypted += 1
         // A buffer grown for a large item is not kept (it was zeroed when the item was decoded).
         defer { if plaintextScratch.count > 64 << 10 { plaintextScratch = [] } }
-        let plaintext = try KeychainStore.open(payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
-                                               context: gcm, scratch: &plaintextScratch)
+        let plaintext = try KeychainStore.open(
+            payload, offset: slot.offset, classKey: key, fileUUID: header.fileUUID, path: path,
+            context: gcm, scratch: &plaintextScratch)
         // The class the clear part files the item under must be the one it reports (spec §8.4).
         guard keys.classTagWord(plaintext.itemClass) == slot.classTag else {
-            throw KeychainError(.decode, "the item at byte \(slot.offset) of \(path) is filed under another class than its contents say (written by a faulty writer, or by someone who held its class key); nothing was returned",
-                                remedy: .verifyAndRestore)
+            throw KeychainError(
+                .decode,
+                "the item at byte \(slot.offset) of \(path) is filed under another class than its contents say (written by a faulty writer, or by someone who held its class key); nothing was returned",
+                remedy: .verifyAndRestore)
         }
         return plaintext
     }
 
     /// Decrypts an item's put payload with its class key; touches no state of a store, so
     /// `verify` runs it on a second thread.
-    static func open(_ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
-                     path: String) throws -> ItemPlaintext {
+    static func open(
+        _ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
+        path: String
+    ) throws -> ItemPlaintext {
         var unused: [UInt8] = []
-        return try open(payload, offset: offset, classKey: key, fileUUID: fileUUID, path: path, context: nil, scratch: &unused)
+        return try open(
+            payload, offset: offset, classKey: key, fileUUID: fileUUID, path: path, context: nil, scratch: &unused)
     }
 
     /// The same; with `context` (and its `scratch`, used by one thread at a time) the payload
     /// is opened in place (`ItemPutPayload.open(_:classKey:fileUUID:context:scratch:)`); when
     /// that fails, decoding and opening it again gives the error to report.
-    static func open(_ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
-                     path: String, context: GCMContext?, scratch: inout [UInt8]) throws -> ItemPlaintext {
+    static func open(
+        _ payload: ArraySlice<UInt8>, offset: UInt64, classKey key: SecretKey, fileUUID: [UInt8],
+        path: String, context: GCMContext?, scratch: inout [UInt8]
+    ) throws -> ItemPlaintext {
         do {
-            if let context, let p = try ItemPutPayload.open(payload, classKey: key, fileUUID: fileUUID, context: context, scratch: &scratch) {
+            if let context,
+                let p = try ItemPutPayload.open(
+                    payload, classKey: key, fileUUID: fileUUID, context: context, scratch: &scratch)
+            {
                 return p
             }
             let put = try ItemPutPayload.decode(payload)
@@ -132,7 +145,9 @@ extension KeychainStore {
             if let e = error as? FormatError, case .unsupportedVersion = e {
                 throw KeychainError.fromFormat("an item at byte \(offset) of \(path)", e)
             }
-            throw KeychainError(.decode, "an item at byte \(offset) of \(path) does not decrypt (damaged or tampered)", underlying: String(describing: error))
+            throw KeychainError(
+                .decode, "an item at byte \(offset) of \(path) does not decrypt (damaged or tampered)",
+                underlying: String(describing: error))
         }
     }
 
@@ -145,28 +160,38 @@ extension KeychainStore {
     /// entries name other items' records (signed by someone with the device secret, spec
     /// §17.5) is never served as this item. The index is removed and the next call reads the
     /// keychain again from its log (`needsReopen`).
-    func authenticatedPayload(_ record: ArraySlice<UInt8>, _ slot: ItemSlot, id: ID16? = nil) throws -> ArraySlice<UInt8> {
+    func authenticatedPayload(_ record: ArraySlice<UInt8>, _ slot: ItemSlot, id: ID16? = nil) throws -> ArraySlice<
+        UInt8
+    > {
         guard record.count == Int(slot.recordSize) else {
-            throw KeychainError(.decode, "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey",
-                                remedy: .verifyAndRestore)
+            throw KeychainError(
+                .decode,
+                "the keychain \(path) ends inside an item record at byte \(slot.offset); it was truncated by something other than Latchkey",
+                remedy: .verifyAndRestore)
         }
         guard let frame = try? FrameHeader.decode(record[...]), frame.type == RecordType.itemPut.rawValue,
-              frame.sequence == slot.sequence, frame.recordSize == record.count,
-              RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
-              let clear = try? ItemPutPayload.decodeClear(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
-              clear.classTag == slot.classTag, clear.protectionClass == slot.protection,
-              clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash else {
+            frame.sequence == slot.sequence, frame.recordSize == record.count,
+            RecordFrame.verify(record: record[...], offset: slot.offset, macKey: keys.recordMAC),
+            let clear = try? ItemPutPayload.decodeClear(
+                record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)),
+            clear.classTag == slot.classTag, clear.protectionClass == slot.protection,
+            clear.flags == slot.flags, ID16(clear.uniqueKeyHash) == slot.uniqueHash
+        else {
             // A slot from an index (spec §17) that does not match its record: the index goes.
             if !log.items.isMaterialized, readOnlyReason == nil { try? fs.remove(indexPath) }
-            throw KeychainError(.decode, "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
-                                remedy: .verifyAndRestore)
+            throw KeychainError(
+                .decode,
+                "the item record at byte \(slot.offset) of \(path) changed after the keychain was read (overwritten in place: damaged or tampered with); nothing was returned",
+                remedy: .verifyAndRestore)
         }
         let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
         if let id, !id.bytes.elementsEqual(payload.prefix(16)) {
             if readOnlyReason == nil { try? fs.remove(indexPath) }
             needsReopen = true
-            throw KeychainError(.decode, "the index of \(path) named, for one item, the record of another item (at byte \(slot.offset)); nothing was returned, and the index will not be used again: run the command again (the keychain is then read from its log), then 'verify'",
-                                remedy: .verifyAndRestore)
+            throw KeychainError(
+                .decode,
+                "the index of \(path) named, for one item, the record of another item (at byte \(slot.offset)); nothing was returned, and the index will not be used again: run the command again (the keychain is then read from its log), then 'verify'",
+                remedy: .verifyAndRestore)
         }
         return payload
     }

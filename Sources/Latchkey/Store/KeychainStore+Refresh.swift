@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -32,10 +32,11 @@ extension KeychainStore {
         if let failure = found.failure, let acknowledged = try acknowledgedBeyond(log.lastSequence) {
             throw damagedTail(failure, acknowledged: acknowledged, last: log.lastSequence)
         }
-        try io({
-            try fs.truncate(fd, to: torn)
-            try fs.sync(fd)
-        }, "cut off the incomplete end of the keychain")
+        try io(
+            {
+                try fs.truncate(fd, to: torn)
+                try fs.sync(fd)
+            }, "cut off the incomplete end of the keychain")
         recoveredTailBytes += found.fileSize - torn
     }
 
@@ -51,11 +52,19 @@ extension KeychainStore {
         } catch let c as Corruption {
             switch c {
             case .damaged(let offset, let reason):
-                throw KeychainError(.decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed", remedy: .repairOrRestore)
+                throw KeychainError(
+                    .decode, "the keychain \(path) is damaged at byte \(offset) (\(reason)); nothing was changed",
+                    remedy: .repairOrRestore)
             case .newerVersion(let offset, let type):
-                throw KeychainError(.decode, "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey")
+                throw KeychainError(
+                    .decode,
+                    "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey"
+                )
             case .retiredKeybagChange(let offset):
-                throw KeychainError(.decode, "the keychain \(path) holds a passcode change appended as a keybag record at byte \(offset); such records are no longer accepted because anyone holding the device secret could forge one (spec/FORMAT.md §6.6); if you changed this keychain's passcode with Latchkey 0.1, run 'latchkey compact' with that version first, then open it here; otherwise the record is forged: restore from a backup")
+                throw KeychainError(
+                    .decode,
+                    "the keychain \(path) holds a passcode change appended as a keybag record at byte \(offset); such records are no longer accepted because anyone holding the device secret could forge one (spec/FORMAT.md §6.6); if you changed this keychain's passcode with Latchkey 0.1, run 'latchkey compact' with that version first, then open it here; otherwise the record is forged: restore from a backup"
+                )
             }
         }
     }
@@ -88,24 +97,30 @@ extension KeychainStore {
     }
 
     private func damagedTail(_ failure: TailFailure, acknowledged: UInt64, last: UInt64) -> KeychainError {
-        KeychainError(.decode, "the keychain \(path) is damaged at byte \(failure.offset) (\(failure.reason)): this device acknowledged changes up to \(acknowledged), and the intact part ends at change \(last); nothing was changed",
-                      remedy: .repairOrRestore)
+        KeychainError(
+            .decode,
+            "the keychain \(path) is damaged at byte \(failure.offset) (\(failure.reason)): this device acknowledged changes up to \(acknowledged), and the intact part ends at change \(last); nothing was changed",
+            remedy: .repairOrRestore)
     }
 
     /// The error for a file older than what this device acknowledged: damage when the scan
     /// stopped at a record that fails its checks, a rollback otherwise (spec §10.4, §13).
     private func olderThanAcknowledged(_ acknowledged: UInt64, last: UInt64, scan found: ScanEnd?) -> KeychainError {
         if let failure = found?.failure { return damagedTail(failure, acknowledged: acknowledged, last: last) }
-        return KeychainError(.decode, "the keychain \(path) has been rolled back: this device last saw change \(acknowledged), the file ends at change \(last) (an older copy was put back?)",
-                             remedy: .adoptRollback)
+        return KeychainError(
+            .decode,
+            "the keychain \(path) has been rolled back: this device last saw change \(acknowledged), the file ends at change \(last) (an older copy was put back?)",
+            remedy: .adoptRollback)
     }
 
     /// A keychain without a passcode whose device state remembers one (spec/SECURITY.md §2.5):
     /// someone with the device secret but not the passcode can write a header whose keybag has
     /// no passcode, so that the items added next are readable without it.
     static func passcodeRemovedBehindYourBack(_ path: String) -> KeychainError {
-        KeychainError(.decode, "the keychain \(path) has no passcode, but this device remembers that it had one at its last change here: its header may have been replaced by someone who has the device secret, so that what is added to it would be readable without your passcode; nothing was read or written. If you did not remove the passcode yourself, do not use this file: restore the keychain from a backup",
-                      remedy: .adoptRollback)
+        KeychainError(
+            .decode,
+            "the keychain \(path) has no passcode, but this device remembers that it had one at its last change here: its header may have been replaced by someone who has the device secret, so that what is added to it would be readable without your passcode; nothing was read or written. If you did not remove the passcode yourself, do not use this file: restore the keychain from a backup",
+            remedy: .adoptRollback)
     }
 
     func checkRollback(accept: Bool) throws {
@@ -124,7 +139,9 @@ extension KeychainStore {
         if let s = state, s.passcodeSet, !header.keybag.hasPasscode, !accept {
             throw KeychainStore.passcodeRemovedBehindYourBack(path)
         }
-        if state == nil || state!.newestSequence != log.lastSequence || (accept && state!.passcodeSet != header.keybag.hasPasscode) {
+        if state == nil || state!.newestSequence != log.lastSequence
+            || (accept && state!.passcodeSet != header.keybag.hasPasscode)
+        {
             var s = state ?? DeviceState(fileUUID: header.fileUUID, newestSequence: 0)
             if accept || log.lastSequence > s.newestSequence {
                 s.newestSequence = log.lastSequence

@@ -52,7 +52,9 @@ extension KeychainStore {
         defer { fs.close(fd) }
         let (header, headerSize, keys) = try readHeader(fs: fs, fd: fd, path: path, device: device)
         var classKeys: [ProtectionClass: SecretKey] = [:]
-        let passKey = try passcode.flatMap { header.keybag.hasPasscode ? try keys.passcodeKey(passcode: $0, kdf: header.keybag.kdf) : nil }
+        let passKey = try passcode.flatMap {
+            header.keybag.hasPasscode ? try keys.passcodeKey(passcode: $0, kdf: header.keybag.kdf) : nil
+        }
         for e in header.keybag.entries {
             guard let kek = e.wrap == .device ? keys.deviceWrap : passKey else { continue }
             classKeys[e.protectionClass] = try? Crypto.unwrap(e.wrappedKey, with: kek)
@@ -64,30 +66,43 @@ extension KeychainStore {
             let end = try io({ try log.scan(fs: fs, fd: fd, keys: keys) }, "read the keychain")
             guard let failure = end.failure else { return nil }
             let seen = (try device.state(fileUUID: header.fileUUID))?.newestSequence ?? 0
-            guard seen > log.lastSequence else { return nil }   // a torn tail: open cuts it
-            problem = "damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen))"
+            guard seen > log.lastSequence else { return nil }  // a torn tail: open cuts it
+            problem =
+                "damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen))"
         } catch Corruption.damaged(let offset, let reason) {
             problem = "damage at byte \(offset) (\(reason))"
         } catch Corruption.retiredKeybagChange(let offset) {
             problem = "a passcode change appended as a keybag record at byte \(offset) (retired, spec/FORMAT.md §6.6)"
         } catch Corruption.newerVersion(let offset, let type) {
-            throw KeychainError(.decode, "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey rather than cut it off")
+            throw KeychainError(
+                .decode,
+                "the keychain \(path) holds a record of type \(type) at byte \(offset) that this Latchkey does not know; upgrade Latchkey rather than cut it off"
+            )
         }
-        var plan = RepairPlan(path: path, problem: problem, fileSize: fileSize, cutAt: log.end,
-                              keepsThroughChange: log.lastSequence, keptItems: log.items.count, dropped: [],
-                              unverifiableBytes: 0)
+        var plan = RepairPlan(
+            path: path, problem: problem, fileSize: fileSize, cutAt: log.end,
+            keepsThroughChange: log.lastSequence, keptItems: log.items.count, dropped: [],
+            unverifiableBytes: 0)
         var found: [(UInt64, FrameHeader, [UInt8])] = []
-        try io({
-            do {
-                try forEachAuthenticatedRecord(from: log.end, fileSize: fileSize, fs: fs, fd: fd, keys: keys) { at, frame, record in
-                    found.append((at, frame, Array(record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize))))
-                    return true
+        try io(
+            {
+                do {
+                    try forEachAuthenticatedRecord(from: log.end, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
+                        at, frame, record in
+                        found.append(
+                            (
+                                at, frame,
+                                Array(
+                                    record.dropFirst(FormatConstants.frameHeaderSize).dropLast(
+                                        FormatConstants.frameTagSize))
+                            ))
+                        return true
+                    }
+                } catch is SearchBudgetExceeded {
+                    // Crafted frame headers (§10.2's budget): what follows is listed as bytes that
+                    // do not verify.
                 }
-            } catch is SearchBudgetExceeded {
-                // Crafted frame headers (§10.2's budget): what follows is listed as bytes that
-                // do not verify.
-            }
-        }, "read the keychain")
+            }, "read the keychain")
         var covered: UInt64 = 0
         var live = Set(log.items.keys)
         for (offset, frame, payload) in found {
@@ -103,12 +118,15 @@ extension KeychainStore {
                 let id = ID16(put.uuid)
                 record.kind = "put"
                 record.item = hexString(put.uuid)
-                if let key = classKeys[put.protectionClass], let p = try? put.open(classKey: key, fileUUID: header.fileUUID) {
+                if let key = classKeys[put.protectionClass],
+                    let p = try? put.open(classKey: key, fileUUID: header.fileUUID)
+                {
                     record.summary = summary(p, put.protectionClass)
                 } else {
                     record.summary = "\(put.protectionClass.code), locked"
                 }
-                record.effect = live.contains(id) ? "the item keeps its earlier version" : "the item is not in the keychain"
+                record.effect =
+                    live.contains(id) ? "the item keeps its earlier version" : "the item is not in the keychain"
                 live.insert(id)
             case .itemDelete:
                 let uuid = Array(payload.prefix(16))
@@ -148,16 +166,21 @@ extension KeychainStore {
         _ = try? log.scan(fs: fs, fd: fd, keys: keys)
         let size = try io({ try fs.size(fd) }, "read the keychain")
         guard size == plan.fileSize, log.end == plan.cutAt, log.lastSequence == plan.keepsThroughChange else {
-            throw KeychainError(.decode, "the keychain \(plan.path) changed since the repair was planned; nothing was cut; plan the repair again")
+            throw KeychainError(
+                .decode,
+                "the keychain \(plan.path) changed since the repair was planned; nothing was cut; plan the repair again"
+            )
         }
-        try io({
-            try fs.truncate(fd, to: plan.cutAt)
-            try fs.sync(fd)
-        }, "cut the keychain back")
+        try io(
+            {
+                try fs.truncate(fd, to: plan.cutAt)
+                try fs.sync(fd)
+            }, "cut the keychain back")
         // An index covering the part cut off is ignored anyway (§17.5); removing it keeps it
         // from ever meeting what is appended after the cut.
         try? fs.remove(IndexBase.path(of: plan.path))
-        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: plan.keepsThroughChange), allowLower: true)
+        try? device.saveState(
+            DeviceState(fileUUID: header.fileUUID, newestSequence: plan.keepsThroughChange), allowLower: true)
     }
 
     private static func summary(_ p: ItemPlaintext, _ pc: ProtectionClass) -> String {

@@ -54,8 +54,9 @@ package final class StreamingTransaction {
         let store = writer.store
         items = store.log.items
         layout = TransactionLayout(start: store.log.end, sequence: store.log.lastSequence)
-        sealer = RecordSealer(.streaming, fs: store.fs, fd: store.fd, keys: store.keys, fileUUID: store.header.fileUUID,
-                              attributes: store.log.attributes, offset: store.log.end, sequence: store.log.lastSequence)
+        sealer = RecordSealer(
+            .streaming, fs: store.fs, fd: store.fd, keys: store.keys, fileUUID: store.header.fileUUID,
+            attributes: store.log.attributes, offset: store.log.end, sequence: store.log.lastSequence)
     }
 
     private func requireOpen() {
@@ -68,7 +69,8 @@ package final class StreamingTransaction {
     ///   errors (locked class); errSecParam for an item over the size limit; errSecIO.
     package func put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws {
         requireOpen()
-        let put = try writer.check(put: ID16(uuid), uuid: uuid, plaintext: plaintext, protection: protection, flags: flags)
+        let put = try writer.check(
+            put: ID16(uuid), uuid: uuid, plaintext: plaintext, protection: protection, flags: flags)
         try put.requireUnique(holder: lookup { try $0.owner(put.hash) })
         let slot = layout.slot(for: put)
         try items.put(put.id, slot, at: slot.offset, ownerChecked: true)
@@ -122,7 +124,9 @@ package final class StreamingTransaction {
     ///   index did not show holds a unique key this transaction put. The caller abandons the
     ///   transaction then.
     private func fallBack() throws {
-        guard items.base != nil else { throw KeychainError(.internal, "the item table failed without an index under it") }
+        guard items.base != nil else {
+            throw KeychainError(.internal, "the item table failed without an index under it")
+        }
         let before = store.log.items
         var mine: [(ID16, ItemSlot?)] = []
         items.forEachChange { id, slot in
@@ -137,7 +141,10 @@ package final class StreamingTransaction {
             do {
                 try table.put(id, slot, at: slot.offset)
             } catch is ItemTable.RuleBroken {
-                throw KeychainError(.duplicateItem, "an item with the same unique key already exists (found once the keychain's index was set aside after it failed a check); nothing was imported")
+                throw KeychainError(
+                    .duplicateItem,
+                    "an item with the same unique key already exists (found once the keychain's index was set aside after it failed a check); nothing was imported"
+                )
             }
         }
         items = table

@@ -68,28 +68,41 @@ extension KeychainStore {
             fresh.keepsAttributeHashes = false
             fresh.appliesLongTransactionsEarly = true
             do {
-                let end = try io({ try fresh.scan(fs: fs, fd: fd, keys: k, onPut: checker.submit, onBoundHashes: checker.bind) },
-                                 "read the keychain")
+                let end = try io(
+                    { try fresh.scan(fs: fs, fd: fd, keys: k, onPut: checker.submit, onBoundHashes: checker.bind) },
+                    "read the keychain")
                 report.fileSize = end.fileSize
                 let seen = (try? device.state(fileUUID: h.fileUUID))??.newestSequence ?? 0
                 if let failure = end.failure, seen > fresh.lastSequence {
-                    report.problems.append("damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); a repair plan shows what cutting it off would drop")
+                    report.problems.append(
+                        "damage at byte \(failure.offset) (\(failure.reason)) in a change this device acknowledged (up to change \(seen)); a repair plan shows what cutting it off would drop"
+                    )
                 } else if let torn = end.tornAt {
                     // Under the lock nobody is writing: a writer stopped in the middle.
-                    let why = locked ? "left by a write that never finished (a killed process, a power cut);" : "another process may be writing; otherwise"
-                    report.problems.append("unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): \(why) it is cut off at the next write")
+                    let why =
+                        locked
+                        ? "left by a write that never finished (a killed process, a power cut);"
+                        : "another process may be writing; otherwise"
+                    report.problems.append(
+                        "unfinished write at byte \(torn) (\(end.fileSize - torn) bytes): \(why) it is cut off at the next write"
+                    )
                 }
             } catch Corruption.damaged(let offset, let reason) {
-                report.problems.append("damage at byte \(offset): \(reason); a repair plan shows what cutting it off would drop")
+                report.problems.append(
+                    "damage at byte \(offset): \(reason); a repair plan shows what cutting it off would drop")
             } catch Corruption.newerVersion(let offset, let type) {
                 report.problems.append("record type \(type) at byte \(offset) needs a newer Latchkey")
             } catch Corruption.retiredKeybagChange(let offset) {
-                report.problems.append("a passcode change appended as a keybag record at byte \(offset), which is no longer accepted (spec/FORMAT.md §6.6)")
+                report.problems.append(
+                    "a passcode change appended as a keybag record at byte \(offset), which is no longer accepted (spec/FORMAT.md §6.6)"
+                )
             }
             report.records = fresh.recordCount
             report.liveItems = fresh.items.count
             // While the other thread decrypts.
-            if report.problems.isEmpty, let problem = indexDisagreement(fd: fd, header: h, headerSize: size, keys: k, truth: fresh) {
+            if report.problems.isEmpty,
+                let problem = indexDisagreement(fd: fd, header: h, headerSize: size, keys: k, truth: fresh)
+            {
                 report.problems.append(problem)
             }
             let (failed, mismatched) = checker.finish()
@@ -292,12 +305,17 @@ final class ItemChecker: @unchecked Sendable {
                 var clearPartAgrees = true
                 if let i = scratch.keyIndex[k] {
                     checked = scratch.itemKeys.withUnsafeBytes { itemKeys in
-                        ItemPutPayload.withOpened(payload, itemKey: UnsafeRawBufferPointer(rebasing: itemKeys[i * 32..<i * 32 + 32]),
-                                                  fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext) { plaintext in
-                            guard let c = keys.attributeHashes(ofEncoded: plaintext, into: &scratch.hashes) else { return false }
+                        ItemPutPayload.withOpened(
+                            payload, itemKey: UnsafeRawBufferPointer(rebasing: itemKeys[i * 32..<i * 32 + 32]),
+                            fileUUID: fileUUID, context: scratch.gcm, scratch: &scratch.plaintext
+                        ) { plaintext in
+                            guard let c = keys.attributeHashes(ofEncoded: plaintext, into: &scratch.hashes) else {
+                                return false
+                            }
                             clearPartAgrees = withUnsafeTemporaryAllocation(byteCount: 16, alignment: 8) { hash in
                                 keys.uniqueKeyHash(ofEncoded: plaintext, scratch: &scratch.uniqueKey, into: hash)
-                                    && ItemChecker.clearPart(of: payload, agreesWith: c, uniqueKeyHash: UnsafeRawBufferPointer(hash), keys)
+                                    && ItemChecker.clearPart(
+                                        of: payload, agreesWith: c, uniqueKeyHash: UnsafeRawBufferPointer(hash), keys)
                             }
                             return true
                         }
@@ -305,14 +323,20 @@ final class ItemChecker: @unchecked Sendable {
                 }
                 if checked == true {
                     if !clearPartAgrees { scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path) }
-                    if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) { scratch.mismatched.insert(put.offset) }
+                    if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) {
+                        scratch.mismatched.insert(put.offset)
+                    }
                     continue
                 }
                 // Refused: the full decoder says why (and decides, should the two ever disagree).
                 do {
-                    let plaintext = try KeychainStore.open(payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
-                    let hash = keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
-                    if !hash.withUnsafeBytes({ ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: $0, keys) }) {
+                    let plaintext = try KeychainStore.open(
+                        payload, offset: put.offset, classKey: key, fileUUID: fileUUID, path: path)
+                    let hash = keys.uniqueKeyHash(
+                        UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
+                    if !hash.withUnsafeBytes({
+                        ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: $0, keys)
+                    }) {
                         scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path)
                     }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
@@ -327,8 +351,10 @@ final class ItemChecker: @unchecked Sendable {
 
     /// Whether the clear part of a put (its class tag at bytes 16–19 and unique-key hash at
     /// 24–39) is what its plaintext gives (spec §8.4).
-    static func clearPart(of payload: ArraySlice<UInt8>, agreesWith c: ItemClass, uniqueKeyHash: UnsafeRawBufferPointer,
-                          _ keys: FileKeys) -> Bool {
+    static func clearPart(
+        of payload: ArraySlice<UInt8>, agreesWith c: ItemClass, uniqueKeyHash: UnsafeRawBufferPointer,
+        _ keys: FileKeys
+    ) -> Bool {
         let s = payload.startIndex
         guard payload.count >= 40, uniqueKeyHash.count == 16 else { return false }
         return payload[s + 16..<s + 20].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } == keys.classTagWord(c)
@@ -357,8 +383,10 @@ final class ItemChecker: @unchecked Sendable {
                 let s = put.payload.lowerBound + 40
                 scratch.wrapped.withUnsafeMutableBytes { w in
                     put.buffer.withUnsafeBytes { b in
-                        UnsafeMutableRawBufferPointer(rebasing: w[well.count * wrappedSize..<(well.count + 1) * wrappedSize])
-                            .copyMemory(from: UnsafeRawBufferPointer(rebasing: b[s..<s + wrappedSize]))
+                        UnsafeMutableRawBufferPointer(
+                            rebasing: w[well.count * wrappedSize..<(well.count + 1) * wrappedSize]
+                        )
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: b[s..<s + wrappedSize]))
                     }
                 }
                 well.append(i)
@@ -369,8 +397,9 @@ final class ItemChecker: @unchecked Sendable {
             scratch.wrapped.withUnsafeBytes { w in
                 scratch.itemKeys.withUnsafeMutableBytes { out in
                     scratch.unwrapped.withUnsafeMutableBufferPointer { flags in
-                        ok = Crypto.aesKeyUnwrap(kek: kek, many: w, each: wrappedSize, count: count,
-                                                 into: UnsafeMutableRawBufferPointer(rebasing: out[base..<out.count]), ok: flags)
+                        ok = Crypto.aesKeyUnwrap(
+                            kek: kek, many: w, each: wrappedSize, count: count,
+                            into: UnsafeMutableRawBufferPointer(rebasing: out[base..<out.count]), ok: flags)
                     }
                 }
             }
@@ -410,11 +439,15 @@ extension KeychainStore {
     /// An index that fails a check is ignored by every reader and is no problem; one whose MACs
     /// verify and whose entries are wrong was written wrongly or forged (only the device can).
     func indexDisagreement(fd: Int32, header: FileHeader, headerSize: Int, keys: FileKeys, truth: LogState) -> String? {
-        guard case .success(let base) = IndexBase.load(indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
-                                                       logHeaderSize: headerSize, keys: keys) else { return nil }
+        guard
+            case .success(let base) = IndexBase.load(
+                indexPath: indexPath, fs: fs, logFD: fd, logHeader: header,
+                logHeaderSize: headerSize, keys: keys)
+        else { return nil }
         var indexed = LogState(header: header, index: base)
         let what = "the index file \(indexPath) does not describe the keychain"
-        let fix = "readers check the record each entry names (its item UUID, sequence number and clear fields) before they use the entry, and use the log instead when one does not match, so no item was returned or changed in the place of another because of it; remove the index file, and the next change writes a new one"
+        let fix =
+            "readers check the record each entry names (its item UUID, sequence number and clear fields) before they use the entry, and use the log instead when one does not match, so no item was returned or changed in the place of another because of it; remove the index file, and the next change writes a new one"
         struct Differs: Error { var id: ID16 }
         do {
             _ = try indexed.scan(fs: fs, fd: fd, keys: keys)

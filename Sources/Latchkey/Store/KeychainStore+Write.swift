@@ -56,11 +56,14 @@ extension KeychainStore {
     /// could make the change twice. The next operation reads the file again.
     func changeMayHaveLanded(_ error: Error) -> KeychainError {
         needsReopen = true
-        let what = "what was written could not be cut back either, so the change may be in the keychain: check with 'latchkey find' before trying again"
+        let what =
+            "what was written could not be cut back either, so the change may be in the keychain: check with 'latchkey find' before trying again"
         if let e = error as? KeychainError {
             return KeychainError(.io, "\(e.message); \(what)", underlying: e.underlying)
         }
-        return KeychainError(.io, "could not write to the keychain \(path): \(ioHint(error)); \(what)", underlying: String(describing: error))
+        return KeychainError(
+            .io, "could not write to the keychain \(path): \(ioHint(error)); \(what)",
+            underlying: String(describing: error))
     }
 
     /// Records a durable commit's last sequence number in the device state (spec §9.3): best
@@ -71,8 +74,9 @@ extension KeychainStore {
     func recordCommit(_ sequence: UInt64, hasPasscode: Bool? = nil) {
         highestSeen = max(highestSeen, sequence)
         // saveState reads the state under its lock and keeps the other fields (attempt counter).
-        try? device.saveState(DeviceState(fileUUID: header.fileUUID, newestSequence: sequence),
-                              passcodeSet: hasPasscode ?? header.keybag.hasPasscode)
+        try? device.saveState(
+            DeviceState(fileUUID: header.fileUUID, newestSequence: sequence),
+            passcodeSet: hasPasscode ?? header.keybag.hasPasscode)
     }
 }
 
@@ -107,7 +111,9 @@ final class WriteTransaction {
     /// its size; its unique-key hash and class tag come with it.
     /// - Throws: class-key errors (errSecInteractionNotAllowed, errSecNotAvailable);
     ///   errSecParam for an item over the size limit.
-    func check(put id: ID16, uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws -> CheckedPut {
+    func check(put id: ID16, uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws
+        -> CheckedPut
+    {
         let classKey = try store.classKey(protection)
         let size: Int
         do {
@@ -115,11 +121,13 @@ final class WriteTransaction {
         } catch let e as FormatError {
             throw KeychainError.fromFormat("the item", e)
         }
-        let uniqueKeyHash = store.keys.uniqueKeyHash(UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
-        return CheckedPut(id: id, uuid: uuid, plaintext: plaintext, protection: protection, flags: flags, classKey: classKey,
-                          plaintextSize: size, uniqueKeyHash: uniqueKeyHash, hash: ID16(uniqueKeyHash),
-                          classTag: store.classTags[plaintext.itemClass]!,
-                          classTagWord: store.keys.classTagWord(plaintext.itemClass))
+        let uniqueKeyHash = store.keys.uniqueKeyHash(
+            UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes))
+        return CheckedPut(
+            id: id, uuid: uuid, plaintext: plaintext, protection: protection, flags: flags, classKey: classKey,
+            plaintextSize: size, uniqueKeyHash: uniqueKeyHash, hash: ID16(uniqueKeyHash),
+            classTag: store.classTags[plaintext.itemClass]!,
+            classTagWord: store.keys.classTagWord(plaintext.itemClass))
     }
 
     /// Appends one transaction of `mutations`. Every check passes before any byte is written
@@ -132,8 +140,9 @@ final class WriteTransaction {
         guard !mutations.isEmpty else { return }
         let store = self.store
         let (layout, jobs, changes) = try store.withIndexFallback { try place(mutations) }
-        let sealer = RecordSealer(.batched(bytes: Int(layout.end - layout.start)), fs: store.fs, fd: store.fd, keys: store.keys,
-                                  fileUUID: store.header.fileUUID, offset: layout.start, sequence: layout.startSequence)
+        let sealer = RecordSealer(
+            .batched(bytes: Int(layout.end - layout.start)), fs: store.fs, fd: store.fd, keys: store.keys,
+            fileUUID: store.header.fileUUID, offset: layout.start, sequence: layout.startSequence)
         do {
             for job in jobs { try sealer.submit(job) }
             try sealer.finish()
@@ -161,7 +170,11 @@ final class WriteTransaction {
             }
             if store.log.keepsAttributeHashes {
                 for (id, hashes) in sealer.sealedHashes {
-                    if let hashes { store.log.attributes.setHashes(id, hashes) } else { store.log.attributes.remove(id) }
+                    if let hashes {
+                        store.log.attributes.setHashes(id, hashes)
+                    } else {
+                        store.log.attributes.remove(id)
+                    }
                 }
             }
             store.log.close(layout)
@@ -175,12 +188,17 @@ final class WriteTransaction {
     /// not changed), through small overlays: copying the item table would cost O(items) per
     /// commit. nil in an overlay means "removed by this transaction".
     private func place(_ mutations: [Mutation]) throws
-        -> (TransactionLayout, [RecordSealer.Job], [(id: ID16, slot: ItemSlot?, at: UInt64)]) {
+        -> (TransactionLayout, [RecordSealer.Job], [(id: ID16, slot: ItemSlot?, at: UInt64)])
+    {
         let store = self.store
         var holders: [ID16: ID16?] = [:]
         var slots: [ID16: ItemSlot?] = [:]
-        func holder(_ hash: ID16) throws -> ID16? { if let o = holders[hash] { return o }; return try store.log.items.owner(hash) }
-        func slot(_ id: ID16) throws -> ItemSlot? { if let s = slots[id] { return s }; return try store.log.items.slot(id) }
+        func holder(_ hash: ID16) throws -> ID16? {
+            if let o = holders[hash] { return o }; return try store.log.items.owner(hash)
+        }
+        func slot(_ id: ID16) throws -> ItemSlot? {
+            if let s = slots[id] { return s }; return try store.log.items.slot(id)
+        }
         var layout = TransactionLayout(start: store.log.end, sequence: store.log.lastSequence)
         var jobs: [RecordSealer.Job] = []
         var changes: [(id: ID16, slot: ItemSlot?, at: UInt64)] = []

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -48,7 +48,8 @@ package final class KeychainStore: @unchecked Sendable {
     /// Why this keychain can be read but not changed, nil when it can be: a newer minor
     /// version (spec §12.2), or a file this process may not write (a read-only medium).
     var readOnlyReason: String?
-    static let notWritable = "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
+    static let notWritable =
+        "this process may not write the file (a read-only file system, or its permissions); it can be read here, and changed where it is writable"
     package var readOnly: Bool { readOnlyReason != nil }
     /// Bytes of an incomplete tail removed on open, for the caller to report.
     package internal(set) var recoveredTailBytes: UInt64 = 0
@@ -91,8 +92,10 @@ package final class KeychainStore: @unchecked Sendable {
     /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
     package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
-    init(path: String, device: Device, fs: FileSystem, fd: Int32, identity: FileIdentity,
-                 header: FileHeader, headerSize: Int, keys: FileKeys) {
+    init(
+        path: String, device: Device, fs: FileSystem, fd: Int32, identity: FileIdentity,
+        header: FileHeader, headerSize: Int, keys: FileKeys
+    ) {
         self.path = path
         self.device = device
         self.fs = fs

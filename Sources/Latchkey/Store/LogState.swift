@@ -23,8 +23,10 @@ struct ID16: Hashable, Sendable {
             return
         }
         let words = bytes.withUnsafeBytes {
-            (UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-             UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            (
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
         self.init(high: words.0, low: words.1)
     }
@@ -167,7 +169,11 @@ extension LogState {
             // The keybag is fixed for the file's life (spec §6.6): an item of a class it holds no
             // key for (akpu without a passcode) was written by no writer and can never be read.
             guard keybag.entry(for: slot.protection) != nil else {
-                throw Corruption.damaged(offset: offset, reason: "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)")
+                throw Corruption.damaged(
+                    offset: offset,
+                    reason:
+                        "an item of protection class \(slot.protection.code) in a keychain whose keybag has no \(slot.protection.code) class key (a keychain without a passcode has no akpu items)"
+                )
             }
             // The rules that need the index's entries are checked later (ItemTable).
             do {
@@ -194,7 +200,8 @@ extension LogState {
     /// scan from the log's start that follows reports the first broken rule, as without one.
     private func brokenRule(_ broken: ItemTable.RuleBroken) -> Error {
         if items.base != nil {
-            return IndexBase.Unusable(reason: "the record at byte \(broken.offset) breaks a rule (\(broken.reason))", contradictsLog: true)
+            return IndexBase.Unusable(
+                reason: "the record at byte \(broken.offset) breaks a rule (\(broken.reason))", contradictsLog: true)
         }
         return Corruption.damaged(offset: broken.offset, reason: broken.reason)
     }
@@ -226,8 +233,10 @@ extension LogState {
     /// `onPut`, when given, sees every item-put record whose tag verified, as it is read (for
     /// `verify`, which decrypts them without reading the file again), and `onBoundHashes` the
     /// hashes of each hash record bound to a put, with the put's offset, right after it.
-    mutating func scan(fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil,
-                       onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil) throws -> ScanEnd {
+    mutating func scan(
+        fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil,
+        onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil
+    ) throws -> ScanEnd {
         let fileSize = try fs.size(fd)
         var offset = end
         var pending: [(PendingOp, UInt64)] = []
@@ -270,8 +279,9 @@ extension LogState {
                 if try allZero(fs: fs, fd: fd, from: offset, to: fileSize) {
                     return ScanEnd(tornAt: inGroup ? groupStart : offset, fileSize: fileSize)
                 }
-                return try failedRecord(at: offset, "record header checksum mismatch", frame: nil,
-                                        tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
+                return try failedRecord(
+                    at: offset, "record header checksum mismatch", frame: nil,
+                    tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
             } catch let e as FormatError {
                 throw Corruption.damaged(offset: offset, reason: e.description)
             }
@@ -281,11 +291,13 @@ extension LogState {
             }
             let record = slice(offset, size)
             guard RecordFrame.verify(record: record, offset: offset, macKey: keys.recordMAC) else {
-                return try failedRecord(at: offset, "record tag does not verify", frame: frame,
-                                        tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
+                return try failedRecord(
+                    at: offset, "record tag does not verify", frame: frame,
+                    tornAt: inGroup ? groupStart : offset, fileSize: fileSize, fs: fs, fd: fd, keys: keys)
             }
             guard frame.sequence == sequence + 1 else {
-                throw Corruption.damaged(offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
+                throw Corruption.damaged(
+                    offset: offset, reason: "sequence number \(frame.sequence) where \(sequence + 1) was expected")
             }
             let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
             if !inGroup {
@@ -300,20 +312,31 @@ extension LogState {
                     if let b = AttributeHashRecord.binding(ofPut: payload) { nextPut = (ID16(p.uuid), b, offset) }
                     if let onPut {
                         let start = Int(offset - bufferStart)
-                        onPut(AuthenticatedPut(buffer: buffer, payload: start + FormatConstants.frameHeaderSize..<start + size - FormatConstants.frameTagSize,
-                                               offset: offset, protection: p.protectionClass))
+                        onPut(
+                            AuthenticatedPut(
+                                buffer: buffer,
+                                payload: start + FormatConstants.frameHeaderSize..<start + size
+                                    - FormatConstants.frameTagSize,
+                                offset: offset, protection: p.protectionClass))
                     }
-                    pending.append((.put(ID16(p.uuid), ItemSlot(offset: offset, recordSize: UInt32(size),
-                                                                 classTag: p.classTag,
-                                                                 protection: p.protectionClass, flags: p.flags,
-                                                                 uniqueHash: ID16(p.uniqueKeyHash), sequence: frame.sequence)), offset))
+                    pending.append(
+                        (
+                            .put(
+                                ID16(p.uuid),
+                                ItemSlot(
+                                    offset: offset, recordSize: UInt32(size),
+                                    classTag: p.classTag,
+                                    protection: p.protectionClass, flags: p.flags,
+                                    uniqueHash: ID16(p.uniqueKeyHash), sequence: frame.sequence)), offset
+                        ))
                 case .itemDelete:
                     pending.append((.delete(ID16(try ItemDeletePayload.decode(payload).uuid)), offset))
                 case .attributeHashes:
                     // Ancillary: one that is malformed or not bound to the put before it is
                     // ignored, and that put stays unhashed (a candidate for every query).
                     if let h = AttributeHashRecord.decode(payload), let put = previousPut, put.id == ID16(h.uuid),
-                       put.binding.elementsEqual(h.binding) {
+                        put.binding.elementsEqual(h.binding)
+                    {
                         if keepsAttributeHashes { pending.append((.hashes(put.id, h.hashes), offset)) }
                         onBoundHashes?(put.offset, h.hashes)
                     }
@@ -342,7 +365,8 @@ extension LogState {
             // closes. If it does not, the copy is dropped as `pending` would be. At most as many
             // items are copied as operations are pending then.
             if appliesLongTransactionsEarly, earlyFailure == nil,
-               early != nil || pending.count >= max(LogState.earlyThreshold, items.count) {
+                early != nil || pending.count >= max(LogState.earlyThreshold, items.count)
+            {
                 if early == nil { early = self }
                 do {
                     for (op, at) in pending { try early!.apply(op, at: at) }
@@ -374,8 +398,10 @@ extension LogState {
 /// part of the last append, whose blocks a power cut can keep in any subset (spec §10.4): it
 /// ends the scan as a candidate torn tail from `tornAt`, unless a later transaction closed
 /// after it, which proves that it was written before an acknowledged commit (damage).
-private func failedRecord(at offset: UInt64, _ reason: String, frame: FrameHeader?, tornAt: UInt64, fileSize: UInt64,
-                          fs: FileSystem, fd: Int32, keys: FileKeys) throws -> ScanEnd {
+private func failedRecord(
+    at offset: UInt64, _ reason: String, frame: FrameHeader?, tornAt: UInt64, fileSize: UInt64,
+    fs: FileSystem, fd: Int32, keys: FileKeys
+) throws -> ScanEnd {
     if try transactionClosedAfter(offset, failedFrame: frame, fileSize: fileSize, fs: fs, fd: fd, keys: keys) {
         throw Corruption.damaged(offset: offset, reason: reason)
     }
@@ -392,8 +418,10 @@ private func failedRecord(at offset: UInt64, _ reason: String, frame: FrameHeade
 /// - Throws: `Corruption.damaged` at `failed` when the search runs out of its budget (§10.2):
 ///   bytes that carry that many well-formed frame headers whose tags fail were not written by
 ///   a crash.
-func transactionClosedAfter(_ failed: UInt64, failedFrame: FrameHeader?, fileSize: UInt64, fs: FileSystem, fd: Int32,
-                            keys: FileKeys) throws -> Bool {
+func transactionClosedAfter(
+    _ failed: UInt64, failedFrame: FrameHeader?, fileSize: UInt64, fs: FileSystem, fd: Int32,
+    keys: FileKeys
+) throws -> Bool {
     let closes = failedFrame.map { !$0.continues } ?? false
     let start = failed + UInt64(failedFrame?.recordSize ?? 1)
     var found = false
@@ -403,7 +431,11 @@ func transactionClosedAfter(_ failed: UInt64, failedFrame: FrameHeader?, fileSiz
             return !found
         }
     } catch let e as SearchBudgetExceeded {
-        throw Corruption.damaged(offset: failed, reason: "a record fails its check, and the \(fileSize - start) bytes after it hold well-formed record headers whose records fail their tags, \(e.spent) bytes of them by byte \(e.offset): not what a crash leaves, so the search for later records stopped there (spec/FORMAT.md §10.2)")
+        throw Corruption.damaged(
+            offset: failed,
+            reason:
+                "a record fails its check, and the \(fileSize - start) bytes after it hold well-formed record headers whose records fail their tags, \(e.spent) bytes of them by byte \(e.offset): not what a crash leaves, so the search for later records stopped there (spec/FORMAT.md §10.2)"
+        )
     }
     return found
 }
@@ -431,8 +463,10 @@ struct SearchBudgetExceeded: Error {
 /// search throws `SearchBudgetExceeded` instead (§10.2). A file that Latchkey or a crash made
 /// holds no such candidate but by chance (a CRC-32C match and four fixed bytes), so no file
 /// that should open comes near it.
-func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys,
-                                _ body: (UInt64, FrameHeader, [UInt8]) throws -> Bool) throws {
+func forEachAuthenticatedRecord(
+    from start: UInt64, fileSize: UInt64, fs: FileSystem, fd: Int32, keys: FileKeys,
+    _ body: (UInt64, FrameHeader, [UInt8]) throws -> Bool
+) throws {
     let headerSize = FormatConstants.frameHeaderSize
     let minimum = UInt64(headerSize + FormatConstants.frameTagSize)
     let chunk = 8 << 20
@@ -441,21 +475,27 @@ func forEachAuthenticatedRecord(from start: UInt64, fileSize: UInt64, fs: FileSy
     var chunkStart = start
     var next = start
     while chunkStart + minimum <= fileSize {
-        let bytes = try fs.read(fd, offset: chunkStart, count: Int(min(UInt64(chunk + headerSize), fileSize - chunkStart)))
+        let bytes = try fs.read(
+            fd, offset: chunkStart, count: Int(min(UInt64(chunk + headerSize), fileSize - chunkStart)))
         if bytes.count < headerSize { break }
         for i in 0...(bytes.count - headerSize) {
             let at = chunkStart + UInt64(i)
             // Type 0 is never written (spec §6.3), so an all-zero stretch (a hole) costs one
             // comparison per offset; then the CRC, computed before anything is decoded.
             guard at >= next, bytes[i + 4] != 0, bytes[i + 6] == 0, bytes[i + 7] == 0,
-                  bytes[i] == 0 || (bytes[i] == 1 && bytes[i + 1] == 0 && bytes[i + 2] == 0 && bytes[i + 3] == 0),
-                  CRC32C.checksum(bytes[i..<i + 16]) == ByteReader(bytes).getInteger(at: i + 16, as: UInt32.self),
-                  let frame = try? FrameHeader.decode(bytes[i..<i + headerSize]) else { continue }
+                bytes[i] == 0 || (bytes[i] == 1 && bytes[i + 1] == 0 && bytes[i + 2] == 0 && bytes[i + 3] == 0),
+                CRC32C.checksum(bytes[i..<i + 16]) == ByteReader(bytes).getInteger(at: i + 16, as: UInt32.self),
+                let frame = try? FrameHeader.decode(bytes[i..<i + headerSize])
+            else { continue }
             let end = at + UInt64(frame.recordSize)
             guard end <= fileSize else { continue }
-            guard spent + UInt64(frame.recordSize) <= budget else { throw SearchBudgetExceeded(offset: at, spent: spent) }
+            guard spent + UInt64(frame.recordSize) <= budget else {
+                throw SearchBudgetExceeded(offset: at, spent: spent)
+            }
             let record = try fs.read(fd, offset: at, count: frame.recordSize)
-            guard record.count == frame.recordSize, RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC) else {
+            guard record.count == frame.recordSize,
+                RecordFrame.verify(record: record[...], offset: at, macKey: keys.recordMAC)
+            else {
                 spent += UInt64(frame.recordSize)
                 continue
             }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LatchkeyFormat
 
@@ -71,7 +71,11 @@ extension KeychainStore {
                 if let s = state, s.lastFailureAt > now { state!.lastFailureAt = now }
                 let wait = PasscodeThrottle.remaining(state, now: now)
                 if wait > 0, let s = state {
-                    return .failure(KeychainError(.authFailed, "too many wrong passcodes for the keychain \(path): \(PasscodeThrottle.waitText(s.failedAttempts, wait))"))
+                    return .failure(
+                        KeychainError(
+                            .authFailed,
+                            "too many wrong passcodes for the keychain \(path): \(PasscodeThrottle.waitText(s.failedAttempts, wait))"
+                        ))
                 }
                 return Self.recordingAttempt(&state, fileUUID: fileUUID, newest: newest, now: now, attempt)
             }
@@ -81,8 +85,10 @@ extension KeychainStore {
         return try outcome.get()
     }
 
-    private static func recordingAttempt<T>(_ state: inout DeviceState?, fileUUID: [UInt8], newest: UInt64, now: Int64,
-                                            _ attempt: () throws -> T) -> Result<T, Error> {
+    private static func recordingAttempt<T>(
+        _ state: inout DeviceState?, fileUUID: [UInt8], newest: UInt64, now: Int64,
+        _ attempt: () throws -> T
+    ) -> Result<T, Error> {
         do {
             let value = try attempt()
             if let s = state, s.failedAttempts != 0 || s.lastFailureAt != 0 {
@@ -97,8 +103,10 @@ extension KeychainStore {
             state = s
             let delay = PasscodeThrottle.delay(afterFailures: s.failedAttempts)
             guard delay > 0 else { return .failure(e) }
-            return .failure(KeychainError(.authFailed, "\(e.message); \(PasscodeThrottle.waitText(s.failedAttempts, delay))",
-                                          underlying: e.underlying))
+            return .failure(
+                KeychainError(
+                    .authFailed, "\(e.message); \(PasscodeThrottle.waitText(s.failedAttempts, delay))",
+                    underlying: e.underlying))
         } catch {
             return .failure(error)
         }

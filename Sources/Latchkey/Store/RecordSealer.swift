@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -44,8 +44,9 @@ final class RecordSealer: @unchecked Sendable {
     enum Job {
         /// An item put and its attribute-hash record; `at` and `size` are where the put record
         /// was placed and its framed size.
-        case put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8, classKey: SecretKey,
-                 classTag: [UInt8], uniqueKeyHash: [UInt8], at: UInt64, size: Int, hashCount: Int)
+        case put(
+            uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8, classKey: SecretKey,
+            classTag: [UInt8], uniqueKeyHash: [UInt8], at: UInt64, size: Int, hashCount: Int)
         case delete(uuid: [UInt8])
     }
 
@@ -104,8 +105,11 @@ final class RecordSealer: @unchecked Sendable {
 
     /// A sealer that appends after `offset`, the records numbered from `sequence` + 1;
     /// `attributes` is the table a streaming sealer keeps up to date.
-    init(_ mode: Mode, fs: FileSystem, fd: Int32, keys: FileKeys, fileUUID: [UInt8], attributes: AttributeHashTable = AttributeHashTable(),
-         offset: UInt64, sequence: UInt64) {
+    init(
+        _ mode: Mode, fs: FileSystem, fd: Int32, keys: FileKeys, fileUUID: [UInt8],
+        attributes: AttributeHashTable = AttributeHashTable(),
+        offset: UInt64, sequence: UInt64
+    ) {
         self.mode = mode
         self.attributes = attributes
         self.fs = fs
@@ -154,7 +158,8 @@ final class RecordSealer: @unchecked Sendable {
         }
         defer { condition.unlock() }
         while !queue.isEmpty && (queue.count >= RecordSealer.maxQueued || queuedBytes >= RecordSealer.maxQueuedBytes)
-                && failure == nil {
+            && failure == nil
+        {
             condition.wait(seconds: 1)
         }
         if let failure { throw failure }
@@ -283,12 +288,14 @@ final class RecordSealer: @unchecked Sendable {
                 let sealed: ItemPutPayload
                 var itemKey = Array(itemKeys[put * RecordSealer.itemKeySize..<(put + 1) * RecordSealer.itemKeySize])
                 defer { Crypto.cleanse(&itemKey) }
-                let wrapped = Array(wrappedKeys[put * RecordSealer.wrappedKeySize..<(put + 1) * RecordSealer.wrappedKeySize])
+                let wrapped = Array(
+                    wrappedKeys[put * RecordSealer.wrappedKeySize..<(put + 1) * RecordSealer.wrappedKeySize])
                 put += 1
                 do {
-                    sealed = try ItemPutPayload.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags, keys: keys,
-                                                     classKey: classKey, fileUUID: fileUUID, itemKey: itemKey, wrappedItemKey: wrapped,
-                                                     classTag: classTag, uniqueKeyHash: uniqueKeyHash)
+                    sealed = try ItemPutPayload.seal(
+                        plaintext, uuid: uuid, protectionClass: protection, flags: flags, keys: keys,
+                        classKey: classKey, fileUUID: fileUUID, itemKey: itemKey, wrappedItemKey: wrapped,
+                        classTag: classTag, uniqueKeyHash: uniqueKeyHash)
                 } catch let e as FormatError {
                     throw KeychainError.fromFormat("the item", e)
                 }
@@ -296,16 +303,28 @@ final class RecordSealer: @unchecked Sendable {
                 let lands = offset + UInt64(pending.map { RecordSealer.recordSize($0.payload) } ?? 0)
                 let hashes = keys.attributeHashes(for: plaintext)
                 guard lands == at, RecordSealer.recordSize(payload) == size, hashes.count == hashCount else {
-                    throw KeychainError(.internal, "a sealed item record is not where or the size the transaction placed it (at byte \(lands), \(RecordSealer.recordSize(payload)) bytes, \(hashes.count) attribute hashes; placed at \(at), \(size) bytes, \(hashCount) hashes); nothing was written, and the keychain is as it was")
+                    throw KeychainError(
+                        .internal,
+                        "a sealed item record is not where or the size the transaction placed it (at byte \(lands), \(RecordSealer.recordSize(payload)) bytes, \(hashes.count) attribute hashes; placed at \(at), \(size) bytes, \(hashCount) hashes); nothing was written, and the keychain is as it was"
+                    )
                 }
                 try append(.itemPut, payload)
                 // Right after its put, in the same transaction (spec §7.6); the table learns the
                 // hashes as a reader's scan would from that record.
-                let record = AttributeHashRecord(uuid: uuid, binding: Array(payload[AttributeHashRecord.bindingRange]), hashes: hashes)
+                let record = AttributeHashRecord(
+                    uuid: uuid, binding: Array(payload[AttributeHashRecord.bindingRange]), hashes: hashes)
                 try append(.attributeHashes, record.encode())
-                if case .streaming = mode { attributes.setHashes(ID16(uuid), hashes) } else { sealedHashes.append((ID16(uuid), hashes)) }
+                if case .streaming = mode {
+                    attributes.setHashes(ID16(uuid), hashes)
+                } else {
+                    sealedHashes.append((ID16(uuid), hashes))
+                }
             case .delete(let uuid):
-                if case .streaming = mode { attributes.remove(ID16(uuid)) } else { sealedHashes.append((ID16(uuid), nil)) }
+                if case .streaming = mode {
+                    attributes.remove(ID16(uuid))
+                } else {
+                    sealedHashes.append((ID16(uuid), nil))
+                }
                 try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
             }
         }
@@ -322,13 +341,23 @@ final class RecordSealer: @unchecked Sendable {
             guard let r = run else { return }
             let ok = itemKeys.withUnsafeBytes { k in
                 wrapped.withUnsafeMutableBytes { w in
-                    Crypto.aesKeyWrap(kek: r.key,
-                                      many: UnsafeRawBufferPointer(rebasing: k[r.first * RecordSealer.itemKeySize..<(r.first + r.count) * RecordSealer.itemKeySize]),
-                                      each: RecordSealer.itemKeySize, count: r.count,
-                                      into: UnsafeMutableRawBufferPointer(rebasing: w[r.first * RecordSealer.wrappedKeySize..<(r.first + r.count) * RecordSealer.wrappedKeySize]))
+                    Crypto.aesKeyWrap(
+                        kek: r.key,
+                        many: UnsafeRawBufferPointer(
+                            rebasing: k[
+                                r.first * RecordSealer.itemKeySize..<(r.first + r.count) * RecordSealer.itemKeySize]),
+                        each: RecordSealer.itemKeySize, count: r.count,
+                        into: UnsafeMutableRawBufferPointer(
+                            rebasing: w[
+                                r.first * RecordSealer.wrappedKeySize..<(r.first + r.count)
+                                    * RecordSealer.wrappedKeySize]))
                 }
             }
-            guard ok else { throw KeychainError(.internal, "wrapping item keys failed inside OpenSSL; nothing was written, and the keychain is as it was") }
+            guard ok else {
+                throw KeychainError(
+                    .internal,
+                    "wrapping item keys failed inside OpenSSL; nothing was written, and the keychain is as it was")
+            }
             run = nil
         }
         var put = 0
@@ -355,8 +384,9 @@ final class RecordSealer: @unchecked Sendable {
     private func frame(_ record: (type: RecordType, payload: [UInt8]), continues: Bool) throws {
         sequence += 1
         // Framed in place at the end of the batch (the bytes `RecordFrame.encode` gives).
-        let header = FrameHeader(payloadLength: UInt32(record.payload.count), type: record.type.rawValue,
-                                 flags: continues ? FrameHeader.continuesFlag : 0, sequence: sequence)
+        let header = FrameHeader(
+            payloadLength: UInt32(record.payload.count), type: record.type.rawValue,
+            flags: continues ? FrameHeader.continuesFlag : 0, sequence: sequence)
         let start = batch.count
         batch.append(contentsOf: header.encode())
         batch.append(contentsOf: record.payload)

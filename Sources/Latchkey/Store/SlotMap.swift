@@ -36,7 +36,9 @@ struct SlotMap: Sequence, Sendable {
 
     @inline(__always)
     private static func mixed(_ hash: ID16) -> UInt32 {
-        UInt32(truncatingIfNeeded: IDMap<ItemSlot?>.mix(IDMap<ItemSlot?>.mix(hash.high ^ IDMap<ItemSlot?>.seed) ^ hash.low))
+        UInt32(
+            truncatingIfNeeded: IDMap<ItemSlot?>.mix(IDMap<ItemSlot?>.mix(hash.high ^ IDMap<ItemSlot?>.seed) ^ hash.low)
+        )
     }
 
     /// The live entry whose unique-key hash is `hash`.

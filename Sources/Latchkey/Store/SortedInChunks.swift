@@ -22,8 +22,10 @@ struct SortedInChunks<Element>: IteratorProtocol {
     /// How many elements each pass takes (so that its buffer is allocated once, at its size).
     private let sizes: [Int]
 
-    init(chunk: Int = 1 << 18, produce: @escaping ((Element) -> Void) -> Void, key: @escaping (Element) -> UInt64,
-         less: @escaping (Element, Element) -> Bool) {
+    init(
+        chunk: Int = 1 << 18, produce: @escaping ((Element) -> Void) -> Void, key: @escaping (Element) -> UInt64,
+        less: @escaping (Element, Element) -> Bool
+    ) {
         self.produce = produce
         self.key = key
         self.less = less

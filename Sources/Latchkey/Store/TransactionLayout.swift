@@ -25,7 +25,10 @@ struct CheckedPut {
     /// - Throws: errSecDuplicateItem.
     func requireUnique(holder: ID16?) throws {
         if let holder, holder != id {
-            throw KeychainError(.duplicateItem, "an item with the same unique key already exists (for a password: same class, account, service and access group)")
+            throw KeychainError(
+                .duplicateItem,
+                "an item with the same unique key already exists (for a password: same class, account, service and access group)"
+            )
         }
     }
 
@@ -68,8 +71,9 @@ struct TransactionLayout {
     /// The slot the put's record will have when it is placed next (`place(_:at:)`).
     func slot(for put: CheckedPut) -> ItemSlot {
         let size = RecordSealer.recordSize(payloadSize: ItemPutPayload.sealedSize(plaintextSize: put.plaintextSize))
-        return ItemSlot(offset: end, recordSize: UInt32(size), classTag: put.classTagWord,
-                        protection: put.protection, flags: put.flags, uniqueHash: put.hash, sequence: lastSequence + 1)
+        return ItemSlot(
+            offset: end, recordSize: UInt32(size), classTag: put.classTagWord,
+            protection: put.protection, flags: put.flags, uniqueHash: put.hash, sequence: lastSequence + 1)
     }
 
     /// Places the put at `slot` (from `slot(for:)`), then its attribute-hash record right
@@ -79,11 +83,15 @@ struct TransactionLayout {
         note(put.id)
         placed(Int(slot.recordSize), ancillary: false)
         let hashCount = AttributeHashRecord.hashCount(for: put.plaintext)
-        placed(RecordSealer.recordSize(payloadSize: AttributeHashRecord.fixedSize + hashCount * AttributeHashRecord.hashSize),
-               ancillary: true)
-        return .put(uuid: put.uuid, plaintext: put.plaintext, protection: put.protection, flags: put.flags, classKey: put.classKey,
-                    classTag: put.classTag, uniqueKeyHash: put.uniqueKeyHash, at: slot.offset, size: Int(slot.recordSize),
-                    hashCount: hashCount)
+        placed(
+            RecordSealer.recordSize(
+                payloadSize: AttributeHashRecord.fixedSize + hashCount * AttributeHashRecord.hashSize),
+            ancillary: true)
+        return .put(
+            uuid: put.uuid, plaintext: put.plaintext, protection: put.protection, flags: put.flags,
+            classKey: put.classKey,
+            classTag: put.classTag, uniqueKeyHash: put.uniqueKeyHash, at: slot.offset, size: Int(slot.recordSize),
+            hashCount: hashCount)
     }
 
     /// Places a delete of the item `uuid` and returns the sealer's job.

@@ -1,6 +1,6 @@
 import CArchive
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reads a backup's tar stream (plain, gzip or zstd) from a file descriptor through libarchive,
@@ -77,15 +77,19 @@ final class ArchiveReader {
         } else if r != ARCHIVE_OK {
             throw ArchiveError("its compressed stream is damaged (\(ArchiveWriter.errorText(d)))", damaged: true)
         }
-        let opened = archive_read_open(a, Unmanaged.passUnretained(self).toOpaque(), nil, { _, context, buffer in
-            Unmanaged<ArchiveReader>.fromOpaque(context!).takeUnretainedValue().supply(buffer!)
-        }, nil)
+        let opened = archive_read_open(
+            a, Unmanaged.passUnretained(self).toOpaque(), nil,
+            { _, context, buffer in
+                Unmanaged<ArchiveReader>.fromOpaque(context!).takeUnretainedValue().supply(buffer!)
+            }, nil)
         guard opened == ARCHIVE_OK else {
             if let failure { throw failure }
             if subset.position == 0 { throw ArchiveError("it is empty", notAnArchive: true) }
             // §2.1 (a): no complete first block, so no ustar header to identify it by.
             if subset.position < Int64(TarSubset.block) {
-                throw ArchiveError("it is \(subset.position) bytes long, shorter than the 512-byte block that a tar archive begins with", notAnArchive: true)
+                throw ArchiveError(
+                    "it is \(subset.position) bytes long, shorter than the 512-byte block that a tar archive begins with",
+                    notAnArchive: true)
             }
             throw ArchiveError("it is not a tar archive (\(ArchiveWriter.errorText(a)))", notAnArchive: true)
         }
@@ -116,7 +120,8 @@ final class ArchiveReader {
             if decompressedEnd { return UnsafeRawBufferPointer(start: chunk, count: 0) }
             let n = archive_read_data(decompressor, chunk, ArchiveReader.chunkSize)
             if n < 0 {
-                failure = ArchiveError("its \(compression) stream is damaged (\(ArchiveWriter.errorText(decompressor)))", damaged: true)
+                failure = ArchiveError(
+                    "its \(compression) stream is damaged (\(ArchiveWriter.errorText(decompressor)))", damaged: true)
                 return nil
             }
             chunkStart = 0
@@ -160,13 +165,17 @@ final class ArchiveReader {
             throw ArchiveError(ArchiveWriter.errorText(archive), damaged: true)
         }
         let name = archive_entry_pathname(e).map { String(cString: $0) }
-        var header = Header(name: name, size: archive_entry_size(e), fileType: UInt32(archive_entry_filetype(e)) & ArchiveFileType.mask,
-                            isHardLink: archive_entry_hardlink(e) != nil, isSymlink: archive_entry_symlink(e) != nil,
-                            sizeKnown: archive_entry_size_is_set(e) != 0)
+        var header = Header(
+            name: name, size: archive_entry_size(e), fileType: UInt32(archive_entry_filetype(e)) & ArchiveFileType.mask,
+            isHardLink: archive_entry_hardlink(e) != nil, isSymlink: archive_entry_symlink(e) != nil,
+            sizeKnown: archive_entry_size_is_set(e) != 0)
         // libarchive and the subset check read the same blocks: they must find the same entry.
         guard headersRead < subset.entries.count, subset.entries[headersRead].name == name,
-              subset.entries[headersRead].size == header.size else {
-            throw ArchiveError("libarchive and the tar subset check disagree about entry \(headersRead + 1) (\(name ?? "unnamed"))", damaged: true)
+            subset.entries[headersRead].size == header.size
+        else {
+            throw ArchiveError(
+                "libarchive and the tar subset check disagree about entry \(headersRead + 1) (\(name ?? "unnamed"))",
+                damaged: true)
         }
         header.mtime = subset.entries[headersRead].mtime
         headersRead += 1

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import CArchive
 import LatchkeyFormat
@@ -54,7 +54,9 @@ final class ArchiveWriter: BackupEntrySink {
         guard ok == ARCHIVE_OK else {
             let message = errorText(a)
             archive_write_free(a)
-            throw ArchiveError("could not start the \(compression.rawValue == "none" ? "" : compression.rawValue + " ")tar stream: \(message)")
+            throw ArchiveError(
+                "could not start the \(compression.rawValue == "none" ? "" : compression.rawValue + " ")tar stream: \(message)"
+            )
         }
         return a
     }
@@ -75,13 +77,16 @@ final class ArchiveWriter: BackupEntrySink {
         archive_entry_set_uid(entry, 0)
         archive_entry_set_gid(entry, 0)
         guard archive_write_header(archive, entry) == ARCHIVE_OK else {
-            throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
+            throw ArchiveError(
+                "could not write the entry \(name): \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
         }
         var done = 0
         while done < bytes.count {
             let n = bytes[done...].withUnsafeBytes { archive_write_data(archive, $0.baseAddress, $0.count) }
             guard n > 0 else {
-                throw ArchiveError("could not write the entry \(name): \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
+                throw ArchiveError(
+                    "could not write the entry \(name): \(ArchiveWriter.errorText(archive))",
+                    errno: archive_errno(archive))
             }
             done += n
         }
@@ -91,7 +96,8 @@ final class ArchiveWriter: BackupEntrySink {
     func finish() throws {
         closed = true
         guard archive_write_close(archive) == ARCHIVE_OK else {
-            throw ArchiveError("could not finish the archive: \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
+            throw ArchiveError(
+                "could not finish the archive: \(ArchiveWriter.errorText(archive))", errno: archive_errno(archive))
         }
     }
 

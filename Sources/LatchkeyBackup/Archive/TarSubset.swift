@@ -99,14 +99,18 @@ struct TarSubset {
             case .padding(let remaining):
                 let take = min(remaining, bytes.count - i)
                 if let bad = bytes[i..<i + take].firstIndex(where: { $0 != 0 }) {
-                    throw Problem.damaged("the padding after the data of \(entries.last!.name) holds a byte that is not zero (at byte \(position + Int64(bad - i)) of the tar stream); bytes outside every entry are refused")
+                    throw Problem.damaged(
+                        "the padding after the data of \(entries.last!.name) holds a byte that is not zero (at byte \(position + Int64(bad - i)) of the tar stream); bytes outside every entry are refused"
+                    )
                 }
                 i += take
                 position += Int64(take)
                 state = take == remaining ? .header : .padding(remaining: remaining - take)
             case .end:
                 if let bad = bytes[i...].firstIndex(where: { $0 != 0 }) {
-                    throw Problem.damaged("bytes that are not zero follow the end-of-archive marker (at byte \(position + Int64(bad - i)) of the tar stream)")
+                    throw Problem.damaged(
+                        "bytes that are not zero follow the end-of-archive marker (at byte \(position + Int64(bad - i)) of the tar stream)"
+                    )
                 }
                 zeroBytes += Int64(bytes.count - i)
                 position += Int64(bytes.count - i)
@@ -121,14 +125,19 @@ struct TarSubset {
         switch state {
         case .end:
             guard zeroBytes >= 2 * Int64(TarSubset.block) else {
-                throw Problem.damaged("the tar stream ends after one zero block: the end-of-archive marker is two (the archive is truncated)")
+                throw Problem.damaged(
+                    "the tar stream ends after one zero block: the end-of-archive marker is two (the archive is truncated)"
+                )
             }
             guard zeroBytes % Int64(TarSubset.block) == 0 else {
-                throw Problem.damaged("the tar stream ends \(zeroBytes % Int64(TarSubset.block)) bytes into a block (it is not a whole number of 512-byte blocks)")
+                throw Problem.damaged(
+                    "the tar stream ends \(zeroBytes % Int64(TarSubset.block)) bytes into a block (it is not a whole number of 512-byte blocks)"
+                )
             }
         case .header where pending.isEmpty:
             if position == 0 { throw Problem.notUstar("it is empty") }
-            throw Problem.damaged("the tar stream ends without its end-of-archive marker (two zero blocks): it is truncated")
+            throw Problem.damaged(
+                "the tar stream ends without its end-of-archive marker (two zero blocks): it is truncated")
         case .header:
             throw Problem.damaged("the tar stream ends inside a header block (truncated)")
         case .data, .padding:
@@ -155,7 +164,9 @@ struct TarSubset {
 
         let type = h[156]
         guard type == 0x30 || type == 0 else {
-            throw Problem.damaged("\(which) has type \(typeName(type)); a backup holds only regular files (type 0), without extension headers")
+            throw Problem.damaged(
+                "\(which) has type \(typeName(type)); a backup holds only regular files (type 0), without extension headers"
+            )
         }
         let nameField = h[0..<100]
         let nameBytes = Array(nameField.prefix { $0 != 0 })
@@ -172,7 +183,9 @@ struct TarSubset {
         // other fields hold: the backup reader says so rather than calling it damaged.
         if index > 0 || nameBytes.elementsEqual(BackupConstants.keybagName.utf8) { try fixedFields(h, which: which) }
         guard let mtime = octal(h[136..<148]) else {
-            throw Problem.damaged("\(which) has a modification time that is not octal digits; a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6)")
+            throw Problem.damaged(
+                "\(which) has a modification time that is not octal digits; a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6)"
+            )
         }
         return Entry(name: String(decoding: nameBytes, as: UTF8.self), size: size, mtime: mtime, offset: offset)
     }
@@ -183,10 +196,14 @@ struct TarSubset {
     /// as rule 4 allows; their values are fixed.
     static func fixedFields(_ h: [UInt8], which: String) throws {
         func refuse(_ what: String) -> Problem {
-            .damaged("\(which) has \(what); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written")
+            .damaged(
+                "\(which) has \(what); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written"
+            )
         }
         let nameEnd = h[0..<100].firstIndex(of: 0) ?? 100
-        guard h[nameEnd..<100].allSatisfy({ $0 == 0 }) else { throw refuse("bytes that are not NUL after the NUL that ends its name") }
+        guard h[nameEnd..<100].allSatisfy({ $0 == 0 }) else {
+            throw refuse("bytes that are not NUL after the NUL that ends its name")
+        }
         guard octal(h[100..<108]) == 0o600 else { throw refuse("a mode other than 0600") }
         guard octal(h[108..<116]) == 0, octal(h[116..<124]) == 0 else { throw refuse("an owner or group other than 0") }
         guard h[157..<257].allSatisfy({ $0 == 0 }) else { throw refuse("a link name") }
@@ -194,7 +211,9 @@ struct TarSubset {
         for field in [h[329..<337], h[337..<345]] where !field.allSatisfy({ $0 == 0 }) && octal(field) != 0 {
             throw refuse("a device number other than 0")
         }
-        guard h[500..<512].allSatisfy({ $0 == 0 }) else { throw refuse("bytes that are not zero after its prefix field (500-511)") }
+        guard h[500..<512].allSatisfy({ $0 == 0 }) else {
+            throw refuse("bytes that are not zero after its prefix field (500-511)")
+        }
     }
 
     static let ustarMagic: [UInt8] = Array("ustar".utf8) + [0]

@@ -39,9 +39,11 @@ package final class BackupEncoder {
     /// - Parameters:
     ///   - password: nil for a device-only backup (`--no-password`).
     ///   - logN: scrypt cost of the password (r = 8, p = 1).
-    package init(device: DeviceSecret, keychainUUID: [UInt8], createdAt: UInt64, password: [UInt8]?, logN: UInt8,
-                 random: BackupRandomSource, sink: BackupEntrySink,
-                 itemsPerEntry: Int = BackupConstants.writerItemsPerEntry) throws {
+    package init(
+        device: DeviceSecret, keychainUUID: [UInt8], createdAt: UInt64, password: [UInt8]?, logN: UInt8,
+        random: BackupRandomSource, sink: BackupEntrySink,
+        itemsPerEntry: Int = BackupConstants.writerItemsPerEntry
+    ) throws {
         self.sink = sink
         self.itemsPerEntry = min(max(1, itemsPerEntry), BackupConstants.writerItemsPerEntry)
         self.random = random
@@ -51,17 +53,21 @@ package final class BackupEncoder {
         let mode: BackupMode = password == nil ? .deviceOnly : .password
         let kdf: KDFParameters = password == nil ? .none : .scrypt(salt: try random.bytes(16), logN: logN)
         try kdf.validate()
-        common = BackupCommon(mode: mode, backupUUID: uuid, sourceDeviceUUID: device.uuid, keychainUUID: keychainUUID,
-                              createdAt: createdAt, kdf: kdf)
-        let keys = BackupKeys(passwordKey: try password.map { try BackupKeys.passwordKey(password: $0, kdf: kdf, backupUUID: uuid) },
-                              deviceKey: try BackupKeys.deviceKey(device: device, backupUUID: uuid))
+        common = BackupCommon(
+            mode: mode, backupUUID: uuid, sourceDeviceUUID: device.uuid, keychainUUID: keychainUUID,
+            createdAt: createdAt, kdf: kdf)
+        let keys = BackupKeys(
+            passwordKey: try password.map { try BackupKeys.passwordKey(password: $0, kdf: kdf, backupUUID: uuid) },
+            deviceKey: try BackupKeys.deviceKey(device: device, backupUUID: uuid))
         var entries: [BackupKeybagEntry] = []
         for pc in BackupConstants.exportedClasses {
             var raw = try random.bytes(32)
             let key = SecretKey(consuming: &raw)
             classKeys[pc] = key
             let kind = BackupKeybag.wrapKind(pc, mode: mode)
-            entries.append(BackupKeybagEntry(protectionClass: pc, wrap: kind, wrappedKey: try Crypto.wrap(key, with: try keys.kek(kind)!)))
+            entries.append(
+                BackupKeybagEntry(
+                    protectionClass: pc, wrap: kind, wrappedKey: try Crypto.wrap(key, with: try keys.kek(kind)!)))
         }
         keybag = BackupKeybag(common: common, entries: entries)
         macKey = try keys.manifestMACKey(mode: mode)!
@@ -73,17 +79,21 @@ package final class BackupEncoder {
     package func add(uuid: [UInt8], protection: ProtectionClass, flags: UInt8, plaintext: ItemPlaintext) throws {
         precondition(!finished)
         guard let classKey = classKeys[protection] else {
-            throw FormatError.invalidField(field: "item protection class", reason: "\(protection.code) items are never exported")
+            throw FormatError.invalidField(
+                field: "item protection class", reason: "\(protection.code) items are never exported")
         }
         var itemKey = try random.bytes(32)
         defer { Crypto.cleanse(&itemKey) }
-        let record = try BackupItemRecord.seal(plaintext, uuid: uuid, protectionClass: protection, flags: flags,
-                                               classKey: classKey, itemKey: itemKey, backupUUID: common.backupUUID,
-                                               entry: entryNumber, index: recordCount)
+        let record = try BackupItemRecord.seal(
+            plaintext, uuid: uuid, protectionClass: protection, flags: flags,
+            classKey: classKey, itemKey: itemKey, backupUUID: common.backupUUID,
+            entry: entryNumber, index: recordCount)
         // A record that would overflow the entry goes to the next one; it must be sealed for
         // that entry's number and index, so seal again (only at entry boundaries).
-        if recordCount > 0, recordCount >= itemsPerEntry
-            || records.count + record.encodedSize > BackupConstants.writerEntryBytes {
+        if recordCount > 0,
+            recordCount >= itemsPerEntry
+                || records.count + record.encodedSize > BackupConstants.writerEntryBytes
+        {
             try flushEntry()
             try add(uuid: uuid, protection: protection, flags: flags, plaintext: plaintext)
             return
@@ -103,8 +113,9 @@ package final class BackupEncoder {
         precondition(!finished)
         finished = true
         if recordCount > 0 { try flushEntry() }
-        let manifest = Manifest(common: common, itemCount: itemCount, countsByClass: countsByClass,
-                                notExported: notExported, entries: manifestEntries)
+        let manifest = Manifest(
+            common: common, itemCount: itemCount, countsByClass: countsByClass,
+            notExported: notExported, entries: manifestEntries)
         try sink.writeEntry(name: BackupConstants.manifestName, bytes: manifest.encode(macKey: macKey))
         return manifest
     }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -74,7 +74,9 @@ struct ArchivePass {
     let source: BackupSource
     var progress: ((_ done: Int64, _ total: Int64) -> Void)?
 
-    func run(unlock: (BackupKeybag, [UInt8]) throws -> UnlockedKeybag, item: (PassItem) throws -> Void) throws -> PassResult {
+    func run(unlock: (BackupKeybag, [UInt8]) throws -> UnlockedKeybag, item: (PassItem) throws -> Void) throws
+        -> PassResult
+    {
         let fd = try source.rewound()
         let reader: ArchiveReader
         do {
@@ -100,7 +102,9 @@ struct ArchivePass {
             throw formatError(Self.keybagPart, e)
         }
         try requireCreationTime(first, keybag)
-        var seen = [ManifestEntry(name: first.name!, size: UInt64(keybagBytes.count), sha256: Crypto.sha256(keybagBytes))]
+        var seen = [
+            ManifestEntry(name: first.name!, size: UInt64(keybagBytes.count), sha256: Crypto.sha256(keybagBytes))
+        ]
         let unlocked = try unlock(keybag, seen[0].sha256)
 
         // Items entries, in order, then the manifest.
@@ -110,7 +114,10 @@ struct ArchivePass {
         var manifestBytes: [UInt8]?
         while manifestBytes == nil {
             guard let h = try header(reader) else {
-                throw KeychainError(.decode, "\(source.name) ends without its manifest (\(BackupConstants.manifestName)): the archive is truncated or an entry is missing")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name) ends without its manifest (\(BackupConstants.manifestName)): the archive is truncated or an entry is missing"
+                )
             }
             let name = h.name!
             try requireCreationTime(h, keybag)
@@ -132,11 +139,15 @@ struct ArchivePass {
                     var plaintext: ItemPlaintext?
                     if let key = unlocked.classKeys[record.protectionClass] {
                         do {
-                            plaintext = try record.open(classKey: key, backupUUID: keybag.common.backupUUID, entry: number, index: index)
+                            plaintext = try record.open(
+                                classKey: key, backupUUID: keybag.common.backupUUID, entry: number, index: index)
                         } catch let e as FormatError {
                             throw formatError("item \(hexString(record.uuid)) in \(name)", e)
                         } catch {
-                            throw KeychainError(.decode, "\(source.name): item \(hexString(record.uuid)) in \(name) does not decrypt: the archive is damaged or was tampered with; nothing was restored")
+                            throw KeychainError(
+                                .decode,
+                                "\(source.name): item \(hexString(record.uuid)) in \(name) does not decrypt: the archive is damaged or was tampered with; nothing was restored"
+                            )
                         }
                     }
                     try item(PassItem(record: record, plaintext: plaintext))
@@ -154,12 +165,21 @@ struct ArchivePass {
                 continue
             }
             if name.hasPrefix(BackupConstants.itemsPrefix) {
-                throw KeychainError(.decode, "\(source.name): found \(name) where \(BackupConstants.itemsName(number)) was expected: an entry is missing or out of order; nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name): found \(name) where \(BackupConstants.itemsName(number)) was expected: an entry is missing or out of order; nothing was restored"
+                )
             }
-            throw KeychainError(.decode, "\(source.name) holds an unexpected entry \(name): an entry this version of the format does not have, added by another program or by tampering; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name) holds an unexpected entry \(name): an entry this version of the format does not have, added by another program or by tampering; nothing was restored"
+            )
         }
         if let extra = try header(reader) {
-            throw KeychainError(.decode, "\(source.name) has an entry after its manifest (\(extra.name ?? "unnamed")): it was tampered with; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name) has an entry after its manifest (\(extra.name ?? "unnamed")): it was tampered with; nothing was restored"
+            )
         }
         // §2.1: only the end-of-archive marker and zero blocks after the manifest, and nothing
         // after a compressed stream.
@@ -178,16 +198,28 @@ struct ArchivePass {
         // anything shorter has no MAC to check.
         let smallest = BackupConstants.manifestFixedSize + BackupConstants.macSize
         guard bytes.count >= smallest else {
-            throw KeychainError(.decode, "\(source.name): its manifest is \(bytes.count) bytes, shorter than the \(smallest) of its fixed fields and MAC: the archive is damaged or was tampered with; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): its manifest is \(bytes.count) bytes, shorter than the \(smallest) of its fixed fields and MAC: the archive is damaged or was tampered with; nothing was restored"
+            )
         }
         guard Array(bytes[0..<8]) == BackupConstants.manifestMagic else {
-            throw KeychainError(.decode, "\(source.name): its manifest does not begin with the manifest magic number: the archive is damaged or was tampered with; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): its manifest does not begin with the manifest magic number: the archive is damaged or was tampered with; nothing was restored"
+            )
         }
         guard bytes[8..<BackupConstants.commonSize].elementsEqual(keybagBytes[8..<BackupConstants.commonSize]) else {
-            throw KeychainError(.decode, "\(source.name): the manifest and the keybag entry describe different backups (bytes 8-103 differ); nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): the manifest and the keybag entry describe different backups (bytes 8-103 differ); nothing was restored"
+            )
         }
         guard Manifest.verifyMAC(bytes, macKey: unlocked.macKey) else {
-            throw KeychainError(.decode, "\(source.name): the manifest fails its MAC: the archive is damaged or was tampered with; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): the manifest fails its MAC: the archive is damaged or was tampered with; nothing was restored"
+            )
         }
         let manifest: Manifest
         do {
@@ -199,24 +231,42 @@ struct ArchivePass {
         let found = Array(seen.dropLast())
         for (i, entry) in listed.enumerated() {
             guard i < found.count else {
-                throw KeychainError(.decode, "\(source.name): the manifest lists \(entry.name), which the archive lacks (truncated, or an entry was removed); nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name): the manifest lists \(entry.name), which the archive lacks (truncated, or an entry was removed); nothing was restored"
+                )
             }
             let f = found[i]
             guard f.name == entry.name else {
-                throw KeychainError(.decode, "\(source.name): the manifest lists \(entry.name) where the archive has \(f.name) (an entry was added, removed or reordered); nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name): the manifest lists \(entry.name) where the archive has \(f.name) (an entry was added, removed or reordered); nothing was restored"
+                )
             }
             guard f.size == entry.size else {
-                throw KeychainError(.decode, "\(source.name): the entry \(f.name) is \(f.size) bytes, the manifest says \(entry.size); nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name): the entry \(f.name) is \(f.size) bytes, the manifest says \(entry.size); nothing was restored"
+                )
             }
             guard Crypto.constantTimeEqual(f.sha256, entry.sha256) else {
-                throw KeychainError(.decode, "\(source.name): the entry \(f.name) does not match its SHA-256 in the manifest (damaged or tampered with); nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name): the entry \(f.name) does not match its SHA-256 in the manifest (damaged or tampered with); nothing was restored"
+                )
             }
         }
         if found.count > listed.count {
-            throw KeychainError(.decode, "\(source.name) holds \(found[listed.count].name), which its manifest does not list (an entry was added); nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name) holds \(found[listed.count].name), which its manifest does not list (an entry was added); nothing was restored"
+            )
         }
         guard manifest.itemCount == records, manifest.countsByClass == countsByClass else {
-            throw KeychainError(.decode, "\(source.name): the manifest counts \(manifest.itemCount) items, the archive holds \(records); nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): the manifest counts \(manifest.itemCount) items, the archive holds \(records); nothing was restored"
+            )
         }
         progress?(total, total)
         return PassResult(keybag: keybag, manifest: manifest, entries: found)
@@ -237,13 +287,22 @@ struct ArchivePass {
         guard let name = h.name, !name.isEmpty else { throw damaged("holds an entry whose name cannot be read") }
         let components = name.split(separator: "/", omittingEmptySubsequences: false)
         if name.hasPrefix("/") || components.contains("..") {
-            throw KeychainError(.decode, "\(source.name) holds an entry named \(name), a path outside the archive (absolute or with ..): refusing the archive; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name) holds an entry named \(name), a path outside the archive (absolute or with ..): refusing the archive; nothing was restored"
+            )
         }
         if h.isSymlink || h.isHardLink || h.fileType != ArchiveFileType.regular {
-            let what = h.isSymlink || h.fileType == ArchiveFileType.symlink ? "a symbolic link"
-                : h.isHardLink ? "a hard link"
-                : h.fileType == ArchiveFileType.directory ? "a directory" : "a device or other special file"
-            throw KeychainError(.decode, "\(source.name) holds \(what) (\(name)); a Latchkey backup holds only regular files: refusing the archive; nothing was restored")
+            let what =
+                h.isSymlink || h.fileType == ArchiveFileType.symlink
+                ? "a symbolic link"
+                : h.isHardLink
+                    ? "a hard link"
+                    : h.fileType == ArchiveFileType.directory ? "a directory" : "a device or other special file"
+            throw KeychainError(
+                .decode,
+                "\(source.name) holds \(what) (\(name)); a Latchkey backup holds only regular files: refusing the archive; nothing was restored"
+            )
         }
         guard h.sizeKnown, h.size >= 0 else { throw damaged("holds an entry without a size (\(name))") }
         return h
@@ -254,14 +313,20 @@ struct ArchivePass {
     /// as soon as that entry has been decoded.
     private func requireCreationTime(_ h: ArchiveReader.Header, _ keybag: BackupKeybag) throws {
         guard h.mtime == Int64(clamping: keybag.common.createdAt) else {
-            throw KeychainError(.decode, "\(source.name): the tar header of \(h.name ?? "an entry") gives the modification time \(h.mtime), not the backup's creation time \(keybag.common.createdAt); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): the tar header of \(h.name ?? "an entry") gives the modification time \(h.mtime), not the backup's creation time \(keybag.common.createdAt); a backup's tar headers hold fixed values (spec/BACKUP.md §2.1 rule 6), so it was altered after it was written; nothing was restored"
+            )
         }
     }
 
     /// An entry's bytes, refusing before reading any when it is larger than its kind allows.
     private func data(_ reader: ArchiveReader, _ h: ArchiveReader.Header, limit: Int) throws -> [UInt8] {
         guard h.size <= Int64(limit) else {
-            throw KeychainError(.decode, "\(source.name): the entry \(h.name!) claims \(h.size) bytes, more than the \(limit) an entry of its kind may have; refusing the archive; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name): the entry \(h.name!) claims \(h.size) bytes, more than the \(limit) an entry of its kind may have; refusing the archive; nothing was restored"
+            )
         }
         do {
             return try reader.readData(count: Int(h.size))
@@ -277,7 +342,8 @@ struct ArchivePass {
     /// The file is not a Latchkey backup at all (spec/BACKUP.md §2.1): not the outcome of a
     /// damaged backup, so the message says to check the file given.
     func notABackup(_ why: String) -> KeychainError {
-        KeychainError(.decode, "\(source.name) is not a Latchkey backup: \(why); check the file given; nothing was restored")
+        KeychainError(
+            .decode, "\(source.name) is not a Latchkey backup: \(why); check the file given; nothing was restored")
     }
 
     func damaged(_ what: String, _ cause: ArchiveError? = nil) -> KeychainError {
@@ -287,12 +353,17 @@ struct ArchivePass {
     func formatError(_ part: String, _ e: FormatError) -> KeychainError {
         switch e {
         case .unsupportedVersion(_, let major, let minor):
-            return KeychainError(.decode, "\(source.name) is a backup of format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey")
+            return KeychainError(
+                .decode,
+                "\(source.name) is a backup of format version \(major).\(minor), which this Latchkey cannot read; upgrade Latchkey"
+            )
         case .badMagic where part == Self.keybagPart:
             // The keybag entry's magic identifies the file (§1.4 of spec/FORMAT.md: not a Latchkey file).
             return notABackup("\(part) has the wrong magic number")
         default:
-            return KeychainError(.decode, "\(source.name): \(part) is damaged or was tampered with; nothing was restored", underlying: e.description)
+            return KeychainError(
+                .decode, "\(source.name): \(part) is damaged or was tampered with; nothing was restored",
+                underlying: e.description)
         }
     }
 }

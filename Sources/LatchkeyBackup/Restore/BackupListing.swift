@@ -25,22 +25,29 @@ extension VerifiedBackup {
     /// the manifest at the end). Memory holds one items entry at a time.
     /// - Throws: errSecDecode when the archive changed since it was verified (then `body` may
     ///   have seen some items, each authenticated under this backup's keys); what `body` throws.
-    public func forEachItem(progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil,
-                            _ body: (BackupListedItem) throws -> Void) throws {
+    public func forEachItem(
+        progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil,
+        _ body: (BackupListedItem) throws -> Void
+    ) throws {
         let pass = ArchivePass(source: source, progress: progress)
-        let result = try pass.run(unlock: { _, digest in
-            guard digest == unlocked.keybagDigest else {
-                throw KeychainError(.decode, "\(source.name) changed while it was being read; its listing is incomplete")
-            }
-            return unlocked
-        }, item: { item in
-            var attributes = item.plaintext
-            attributes?.data = []
-            try body(BackupListedItem(uuid: item.record.uuid, protection: item.record.protectionClass,
-                                      requiresUserPresence: item.record.flags & ItemPutPayload.userPresenceFlag != 0,
-                                      attributes: attributes,
-                                      unreadable: attributes == nil ? .thisDeviceOnlyFromAnotherDevice : nil))
-        })
+        let result = try pass.run(
+            unlock: { _, digest in
+                guard digest == unlocked.keybagDigest else {
+                    throw KeychainError(
+                        .decode, "\(source.name) changed while it was being read; its listing is incomplete")
+                }
+                return unlocked
+            },
+            item: { item in
+                var attributes = item.plaintext
+                attributes?.data = []
+                try body(
+                    BackupListedItem(
+                        uuid: item.record.uuid, protection: item.record.protectionClass,
+                        requiresUserPresence: item.record.flags & ItemPutPayload.userPresenceFlag != 0,
+                        attributes: attributes,
+                        unreadable: attributes == nil ? .thisDeviceOnlyFromAnotherDevice : nil))
+            })
         guard result.entries == entries else {
             throw KeychainError(.decode, "\(source.name) changed while it was being read; its listing is incomplete")
         }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 
@@ -48,7 +48,8 @@ public final class BackupSource: @unchecked Sendable {
             spool = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
             guard spool >= 0 else {
                 let e = errno
-                throw KeychainError(.io, "cannot create a temporary file in \(dir) to hold the backup: \(String(cString: strerror(e)))")
+                throw KeychainError(
+                    .io, "cannot create a temporary file in \(dir) to hold the backup: \(String(cString: strerror(e)))")
             }
             template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
             fchmod(spool, 0o600)
@@ -69,7 +70,8 @@ public final class BackupSource: @unchecked Sendable {
                 if w < 0, errno == EINTR { continue }
                 guard w > 0 else {
                     let e = errno
-                    throw KeychainError(.io, "cannot hold the backup in a temporary file in \(dir): \(String(cString: strerror(e)))")
+                    throw KeychainError(
+                        .io, "cannot hold the backup in a temporary file in \(dir): \(String(cString: strerror(e)))")
                 }
                 done += w
             }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -37,8 +37,10 @@ public final class VerifiedBackup {
     let target: RestoreTarget
     let policy: RestoreConflictPolicy
 
-    private init(source: BackupSource, info: BackupInfo, plan: RestoreReport, unlocked: UnlockedKeybag,
-                 entries: [ManifestEntry], device: Device?, target: RestoreTarget, policy: RestoreConflictPolicy) {
+    private init(
+        source: BackupSource, info: BackupInfo, plan: RestoreReport, unlocked: UnlockedKeybag,
+        entries: [ManifestEntry], device: Device?, target: RestoreTarget, policy: RestoreConflictPolicy
+    ) {
         self.source = source
         self.info = info
         self.plan = plan
@@ -60,9 +62,11 @@ public final class VerifiedBackup {
     /// - Throws: errSecAuthFailed (wrong or missing password; a device-only backup from
     ///   another device); errSecDecode (damaged, truncated, tampered, unknown version, path
     ///   traversal, links); errSecIO; for `.existing`, errors reading the keychain's items.
-    public static func verify(_ source: BackupSource, device: Device?, password: () throws -> [UInt8]?,
-                              target: RestoreTarget, conflicts policy: RestoreConflictPolicy = .newerWins, listItems: Bool = false,
-                              progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> VerifiedBackup {
+    public static func verify(
+        _ source: BackupSource, device: Device?, password: () throws -> [UInt8]?,
+        target: RestoreTarget, conflicts policy: RestoreConflictPolicy = .newerWins, listItems: Bool = false,
+        progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil
+    ) throws -> VerifiedBackup {
         var device = device
         var keychainPath = ""
         var hasPasscode = false
@@ -80,33 +84,39 @@ public final class VerifiedBackup {
         var report: RestoreReport?
         var checks = DuplicateCheck()
         let pass = ArchivePass(source: source, progress: progress)
-        let result = try pass.run(unlock: { bag, digest in
-            let u = try Self.unlock(bag, digest: digest, device: device, password: password, source: source)
-            unlocked = u
-            report = RestoreReport(backup: Self.info(bag, manifest: nil, device: device), keychain: keychainPath,
-                                   createdKeychain: { if case .newKeychain = target { return true } else { return false } }(),
-                                   merge: { if case .existing = target { return true } else { return false } }(), dryRun: true)
-            if case .existing = target { report!.conflicts = policy }
-            if listItems { report!.items = [] }
-            return u
-        }, item: { item in
-            try checks.check(item, source: source)
-            let decision: Decision
-            switch target {
-            case .newKeychain:
-                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
-                                           conflicts: { _, _ in [] }, read: { _ in fatalError() })
-            case .existing:
-                let store = existing!
-                decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
-                                           conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
-            }
-            Self.count(decision, item, into: &report!)
-        })
+        let result = try pass.run(
+            unlock: { bag, digest in
+                let u = try Self.unlock(bag, digest: digest, device: device, password: password, source: source)
+                unlocked = u
+                report = RestoreReport(
+                    backup: Self.info(bag, manifest: nil, device: device), keychain: keychainPath,
+                    createdKeychain: { if case .newKeychain = target { return true } else { return false } }(),
+                    merge: { if case .existing = target { return true } else { return false } }(), dryRun: true)
+                if case .existing = target { report!.conflicts = policy }
+                if listItems { report!.items = [] }
+                return u
+            },
+            item: { item in
+                try checks.check(item, source: source)
+                let decision: Decision
+                switch target {
+                case .newKeychain:
+                    decision = try Self.decide(
+                        item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
+                        conflicts: { _, _ in [] }, read: { _ in fatalError() })
+                case .existing:
+                    let store = existing!
+                    decision = try Self.decide(
+                        item, hasPasscode: hasPasscode, provenance: unlocked!.provenance, policy: policy,
+                        conflicts: store.conflicts(uuid:uniqueKey:), read: { try store.read($0) })
+                }
+                Self.count(decision, item, into: &report!)
+            })
         var finalReport = report!
         finalReport.backup = Self.info(result.keybag, manifest: result.manifest, device: device)
-        return VerifiedBackup(source: source, info: finalReport.backup, plan: finalReport, unlocked: unlocked!,
-                              entries: result.entries, device: device, target: target, policy: policy)
+        return VerifiedBackup(
+            source: source, info: finalReport.backup, plan: finalReport, unlocked: unlocked!,
+            entries: result.entries, device: device, target: target, policy: policy)
     }
 
     // MARK: Restoring
@@ -134,20 +144,26 @@ public final class VerifiedBackup {
     /// - Parameters:
     ///   - passcode: the new keychain's passcode; nil for none.
     /// - Throws: errSecDuplicateKeychain when a keychain appears at `path`; as `restore`.
-    public func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?,
-                                   kdfLogN: UInt8 = KDFParameters.defaultLogN,
-                                   progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws -> RestoreReport {
-        try restoreNewKeychain(path: path, devicePath: devicePath, passcode: passcode, kdfLogN: kdfLogN, progress: progress,
-                               fs: PosixFileSystem.shared)
+    public func restoreNewKeychain(
+        path: String, devicePath: String, passcode: [UInt8]?,
+        kdfLogN: UInt8 = KDFParameters.defaultLogN,
+        progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil
+    ) throws -> RestoreReport {
+        try restoreNewKeychain(
+            path: path, devicePath: devicePath, passcode: passcode, kdfLogN: kdfLogN, progress: progress,
+            fs: PosixFileSystem.shared)
     }
 
     /// `restoreNewKeychain`, on `fs` (tests inject failures). The temporary keychain is moved
     /// into place with a rename that refuses to replace (never a second name left behind); a
     /// signal (Ctrl-C) before that removes everything this call made (`InterruptCleanup`).
-    package func restoreNewKeychain(path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8,
-                                    progress: ((_ done: Int64, _ total: Int64) -> Void)?, fs: FileSystem) throws -> RestoreReport {
+    package func restoreNewKeychain(
+        path: String, devicePath: String, passcode: [UInt8]?, kdfLogN: UInt8,
+        progress: ((_ done: Int64, _ total: Int64) -> Void)?, fs: FileSystem
+    ) throws -> RestoreReport {
         if try Self.fsCall({ try fs.ownership(path: path) }, "check \(path)") != nil {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(path)", remedy: .mergeOrChooseAnotherKeychain)
+            throw KeychainError(
+                .duplicateKeychain, "a keychain already exists at \(path)", remedy: .mergeOrChooseAnotherKeychain)
         }
         var createdDevice = false
         var cleanups: [InterruptCleanup.Token?] = []
@@ -159,10 +175,13 @@ public final class VerifiedBackup {
             // Registered before they exist, so that no moment is left in which a signal finds
             // them made but not yet registered.
             let secretExisted = try Self.fsCall({ try fs.ownership(path: devicePath) }, "check \(devicePath)") != nil
-            let stateExisted = try Self.fsCall({ try fs.ownership(path: devicePath + ".state") }, "check \(devicePath).state") != nil
+            let stateExisted =
+                try Self.fsCall({ try fs.ownership(path: devicePath + ".state") }, "check \(devicePath).state") != nil
             if !secretExisted {
                 cleanups.append(InterruptCleanup.register(devicePath, on: fs))
-                if !stateExisted { cleanups.append(InterruptCleanup.register(devicePath + ".state", directory: true, on: fs)) }
+                if !stateExisted {
+                    cleanups.append(InterruptCleanup.register(devicePath + ".state", directory: true, on: fs))
+                }
             }
             let made = try Device.loadOrCreate(path: devicePath, fs: fs)
             device = made.device
@@ -203,17 +222,26 @@ public final class VerifiedBackup {
                 moveIndex(from: tempIndex, to: KeychainStore.indexPath(of: path), fs: fs)
                 // What earlier restores or inits to this path left when they were killed.
                 KeychainStore.removeAbandonedCreations(besides: path, fs: fs)
-            } catch let f as IOFailure where f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil) {
+            } catch let f as IOFailure
+                where f.errno == EEXIST || (f.errno == ENOENT && (try? fs.identity(path: path)) != nil)
+            {
                 // ENOENT: the keychain that appeared at `path` was made by a process that
                 // removed this temporary name as a leftover.
-                throw KeychainError(.duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
+                throw KeychainError(
+                    .duplicateKeychain, "a keychain appeared at \(path) during the restore; nothing was restored")
             } catch let f as IOFailure {
                 if let there = try? fs.identity(path: path), let ours = try? fs.identity(path: temp), there == ours {
                     // Linked, and neither name could be removed again: the keychain is in place.
                     inPlace = true
-                    throw KeychainError(.io, "the restore is complete at \(path), but its temporary name \(temp) could not be removed (\(Self.errnoDescription(f.errno))) and is a second name of the same file: remove \(temp) by hand, and never use it as a keychain", underlying: f.description)
+                    throw KeychainError(
+                        .io,
+                        "the restore is complete at \(path), but its temporary name \(temp) could not be removed (\(Self.errnoDescription(f.errno))) and is a second name of the same file: remove \(temp) by hand, and never use it as a keychain",
+                        underlying: f.description)
                 }
-                throw KeychainError(.io, "could not put the restored keychain at \(path): \(Self.errnoDescription(f.errno)); nothing was restored", underlying: f.description)
+                throw KeychainError(
+                    .io,
+                    "could not put the restored keychain at \(path): \(Self.errnoDescription(f.errno)); nothing was restored",
+                    underlying: f.description)
             }
         } catch {
             if inPlace { throw error }
@@ -230,7 +258,10 @@ public final class VerifiedBackup {
         do {
             try fs.syncDirectory(directoryOf(path))
         } catch let f as IOFailure {
-            throw KeychainError(.io, "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then", underlying: f.description)
+            throw KeychainError(
+                .io,
+                "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then",
+                underlying: f.description)
         }
         return report
     }
@@ -251,7 +282,9 @@ public final class VerifiedBackup {
     /// The second pass: the same checks again, and every decision applied in one streaming
     /// transaction that closes only after the manifest has been checked again and every
     /// entry found identical to the first pass.
-    private func write(into store: KeychainStore, created: Bool, progress: ((_ done: Int64, _ total: Int64) -> Void)?) throws -> RestoreReport {
+    private func write(into store: KeychainStore, created: Bool, progress: ((_ done: Int64, _ total: Int64) -> Void)?)
+        throws -> RestoreReport
+    {
         var report = plan
         report.dryRun = false
         report.createdKeychain = created
@@ -260,31 +293,37 @@ public final class VerifiedBackup {
         let hasPasscode = store.hasPasscode
         let pass = ArchivePass(source: source, progress: progress)
         try store.withStreamingTransaction { tx in
-            let result = try pass.run(unlock: { _, digest in
-                guard digest == unlocked.keybagDigest else {
-                    throw KeychainError(.decode, "\(source.name) changed while it was being restored; nothing was restored")
-                }
-                return unlocked
-            }, item: { item in
-                // A new keychain holds nothing to conflict with (and `put` still refuses a
-                // duplicate), so only a merge looks items up.
-                let provenance = unlocked.provenance
-                let decision = try Self.decide(item, hasPasscode: hasPasscode, provenance: provenance, policy: policy,
-                                               conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
-                                               read: { try store.read($0) })
-                switch decision {
-                case .add:
-                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
-                               protection: item.record.protectionClass, flags: item.record.flags)
-                case .replace(let old):
-                    for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
-                    try tx.put(uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
-                               protection: item.record.protectionClass, flags: item.record.flags)
-                case .skip:
-                    break
-                }
-                Self.count(decision, item, into: &report)
-            })
+            let result = try pass.run(
+                unlock: { _, digest in
+                    guard digest == unlocked.keybagDigest else {
+                        throw KeychainError(
+                            .decode, "\(source.name) changed while it was being restored; nothing was restored")
+                    }
+                    return unlocked
+                },
+                item: { item in
+                    // A new keychain holds nothing to conflict with (and `put` still refuses a
+                    // duplicate), so only a merge looks items up.
+                    let provenance = unlocked.provenance
+                    let decision = try Self.decide(
+                        item, hasPasscode: hasPasscode, provenance: provenance, policy: policy,
+                        conflicts: created ? { _, _ in [] } : tx.conflicts(uuid:uniqueKey:),
+                        read: { try store.read($0) })
+                    switch decision {
+                    case .add:
+                        try tx.put(
+                            uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                            protection: item.record.protectionClass, flags: item.record.flags)
+                    case .replace(let old):
+                        for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
+                        try tx.put(
+                            uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
+                            protection: item.record.protectionClass, flags: item.record.flags)
+                    case .skip:
+                        break
+                    }
+                    Self.count(decision, item, into: &report)
+                })
             guard result.entries == entries else {
                 throw KeychainError(.decode, "\(source.name) changed while it was being restored; nothing was restored")
             }
@@ -296,7 +335,10 @@ public final class VerifiedBackup {
     private func requireWritable(_ store: KeychainStore) throws {
         for (code, n) in plan.restoredByProtection where n > 0 {
             guard let pc = ProtectionClass(code: code), store.canWrite(pc) else {
-                throw KeychainError(.interactionNotAllowed, "the keychain \(store.path) is locked: restoring \(code) items needs its passcode; nothing was restored", remedy: .unlock)
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "the keychain \(store.path) is locked: restoring \(code) items needs its passcode; nothing was restored",
+                    remedy: .unlock)
             }
         }
     }
@@ -316,16 +358,19 @@ public final class VerifiedBackup {
     /// this device's own password backup included, could be the work of whoever knows the
     /// password, and would put their secret in its place, in a migratory class. An item's
     /// dates count only up to the archive's creation (`Provenance`).
-    static func decide(_ item: PassItem, hasPasscode: Bool, provenance: Provenance, policy: RestoreConflictPolicy,
-                       conflicts: ([UInt8], UniqueKey) throws -> [StoredItem],
-                       read: (StoredItem) throws -> ItemPlaintext) throws -> Decision {
+    static func decide(
+        _ item: PassItem, hasPasscode: Bool, provenance: Provenance, policy: RestoreConflictPolicy,
+        conflicts: ([UInt8], UniqueKey) throws -> [StoredItem],
+        read: (StoredItem) throws -> ItemPlaintext
+    ) throws -> Decision {
         guard let p = item.plaintext else { return .skip(.thisDeviceOnlyFromAnotherDevice) }
         if item.record.flags & ItemPutPayload.userPresenceFlag != 0, !hasPasscode {
             return .skip(.userPresenceNeedsPasscode)
         }
         let found = try conflicts(item.record.uuid, UniqueKey(itemClass: p.itemClass, attributes: p.attributes))
         if found.isEmpty { return .add }
-        if !provenance.madeHere(item.record.protectionClass), found.contains(where: { $0.protection.isThisDeviceOnly }) {
+        if !provenance.madeHere(item.record.protectionClass), found.contains(where: { $0.protection.isThisDeviceOnly })
+        {
             return .skip(.destinationThisDeviceOnly)
         }
         if policy == .backupWins { return .replace(found) }
@@ -360,9 +405,11 @@ public final class VerifiedBackup {
             why = reason
         }
         if report.items != nil {
-            report.items!.append(RestoreItemOutcome(uuid: hexString(item.record.uuid), class: item.plaintext?.itemClass.rawValue,
-                                                    protection: item.record.protectionClass.code, outcome: outcome,
-                                                    reason: why?.rawValue))
+            report.items!.append(
+                RestoreItemOutcome(
+                    uuid: hexString(item.record.uuid), class: item.plaintext?.itemClass.rawValue,
+                    protection: item.record.protectionClass.code, outcome: outcome,
+                    reason: why?.rawValue))
         }
     }
 
@@ -371,21 +418,28 @@ public final class VerifiedBackup {
     /// Unwraps the backup class keys that can be unwrapped here (§4.3): a wrong password is
     /// an authentication error; ThisDeviceOnly classes of another device's backup stay
     /// wrapped (their items are skipped).
-    static func unlock(_ bag: BackupKeybag, digest: [UInt8], device: Device?, password: () throws -> [UInt8]?,
-                       source: BackupSource) throws -> UnlockedKeybag {
+    static func unlock(
+        _ bag: BackupKeybag, digest: [UInt8], device: Device?, password: () throws -> [UInt8]?,
+        source: BackupSource
+    ) throws -> UnlockedKeybag {
         let c = bag.common
         let sameDevice = device.map { $0.deviceSecret.uuid == c.sourceDeviceUUID } ?? false
-        let deviceKey = sameDevice ? try BackupKeys.deviceKey(device: device!.deviceSecret, backupUUID: c.backupUUID) : nil
+        let deviceKey =
+            sameDevice ? try BackupKeys.deviceKey(device: device!.deviceSecret, backupUUID: c.backupUUID) : nil
         var passwordKey: SecretKey?
         switch c.mode {
         case .deviceOnly:
             guard sameDevice else {
                 let here = device.map { "this device is \($0.uuidHex)" } ?? "this machine has no device secret yet"
-                throw KeychainError(.authFailed, "\(source.name) was made without a password on device \(hexString(c.sourceDeviceUUID)); it can be restored only there (\(here)); nothing was restored")
+                throw KeychainError(
+                    .authFailed,
+                    "\(source.name) was made without a password on device \(hexString(c.sourceDeviceUUID)); it can be restored only there (\(here)); nothing was restored"
+                )
             }
         case .password:
             guard var pw = try password() else {
-                throw KeychainError(.authFailed, "\(source.name) is protected by a backup password", remedy: .giveBackupPassword)
+                throw KeychainError(
+                    .authFailed, "\(source.name) is protected by a backup password", remedy: .giveBackupPassword)
             }
             defer { Crypto.cleanse(&pw) }
             passwordKey = try BackupKeys.passwordKey(password: pw, kdf: c.kdf, backupUUID: c.backupUUID)
@@ -394,7 +448,7 @@ public final class VerifiedBackup {
         var classKeys: [ProtectionClass: SecretKey] = [:]
         var deviceBound = Set<ProtectionClass>()
         for e in bag.entries {
-            guard let kek = try keys.kek(e.wrap) else { continue }   // ThisDeviceOnly, another device
+            guard let kek = try keys.kek(e.wrap) else { continue }  // ThisDeviceOnly, another device
             do {
                 classKeys[e.protectionClass] = try Crypto.unwrap(e.wrappedKey, with: kek)
                 // Kinds 1 and 3 need DBK, which only this device's secret gives (§4.3).
@@ -403,20 +457,25 @@ public final class VerifiedBackup {
                 if e.wrap == .password {
                     throw KeychainError(.authFailed, "wrong backup password for \(source.name); nothing was restored")
                 }
-                throw KeychainError(.authFailed, "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored")
+                throw KeychainError(
+                    .authFailed,
+                    "\(source.name) was made on a device with the UUID of this one (\(hexString(c.sourceDeviceUUID))) but another device secret; its \(e.protectionClass.code) class does not unwrap here; nothing was restored"
+                )
             }
         }
-        return UnlockedKeybag(classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest,
-                              provenance: Provenance(deviceBound: deviceBound, createdAt: c.createdAt))
+        return UnlockedKeybag(
+            classKeys: classKeys, macKey: try keys.manifestMACKey(mode: c.mode)!, keybagDigest: digest,
+            provenance: Provenance(deviceBound: deviceBound, createdAt: c.createdAt))
     }
 
     static func info(_ bag: BackupKeybag, manifest: Manifest?, device: Device?) -> BackupInfo {
         let c = bag.common
-        return BackupInfo(formatVersion: "\(c.major).\(c.minor)", backupUUID: hexString(c.backupUUID),
-                          sourceDeviceUUID: hexString(c.sourceDeviceUUID), keychainUUID: hexString(c.keychainUUID),
-                          createdAt: c.createdAt, passwordProtected: c.mode == .password,
-                          sameDevice: device.map { $0.deviceSecret.uuid == c.sourceDeviceUUID } ?? false,
-                          items: Int(manifest?.itemCount ?? 0), notExported: Int(manifest?.notExported ?? 0))
+        return BackupInfo(
+            formatVersion: "\(c.major).\(c.minor)", backupUUID: hexString(c.backupUUID),
+            sourceDeviceUUID: hexString(c.sourceDeviceUUID), keychainUUID: hexString(c.keychainUUID),
+            createdAt: c.createdAt, passwordProtected: c.mode == .password,
+            sameDevice: device.map { $0.deviceSecret.uuid == c.sourceDeviceUUID } ?? false,
+            items: Int(manifest?.itemCount ?? 0), notExported: Int(manifest?.notExported ?? 0))
     }
 
     static func fsCall<T>(_ body: () throws -> T, _ what: String) throws -> T {
@@ -434,12 +493,18 @@ struct DuplicateCheck {
 
     mutating func check(_ item: PassItem, source: BackupSource) throws {
         guard uuids.insert(Key16(item.record.uuid)).inserted else {
-            throw KeychainError(.decode, "\(source.name) holds two items with the UUID \(hexString(item.record.uuid)): it was tampered with; nothing was restored")
+            throw KeychainError(
+                .decode,
+                "\(source.name) holds two items with the UUID \(hexString(item.record.uuid)): it was tampered with; nothing was restored"
+            )
         }
         if let p = item.plaintext {
             let key = UniqueKey(itemClass: p.itemClass, attributes: p.attributes)
             guard uniqueKeys.insert(Key16(Crypto.sha256(key.encoded).prefix(16))).inserted else {
-                throw KeychainError(.decode, "\(source.name) holds two items with the same unique key: it was tampered with; nothing was restored")
+                throw KeychainError(
+                    .decode,
+                    "\(source.name) holds two items with the same unique key: it was tampered with; nothing was restored"
+                )
             }
         }
     }

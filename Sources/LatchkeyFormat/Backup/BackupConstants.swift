@@ -85,7 +85,7 @@ package enum BackupConstants {
     /// The classes a backup carries: every class but akpu (§4.2).
     package static let exportedClasses: [ProtectionClass] = [
         .whenUnlocked, .afterFirstUnlock, .always,
-        .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
+        .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly
     ]
 }
 

@@ -12,8 +12,10 @@ package struct BackupCommon: Equatable, Sendable {
     package var createdAt: UInt64
     package var kdf: KDFParameters
 
-    package init(mode: BackupMode, backupUUID: [UInt8], sourceDeviceUUID: [UInt8], keychainUUID: [UInt8],
-                 createdAt: UInt64, kdf: KDFParameters) {
+    package init(
+        mode: BackupMode, backupUUID: [UInt8], sourceDeviceUUID: [UInt8], keychainUUID: [UInt8],
+        createdAt: UInt64, kdf: KDFParameters
+    ) {
         self.mode = mode
         self.backupUUID = backupUUID
         self.sourceDeviceUUID = sourceDeviceUUID
@@ -38,7 +40,9 @@ package struct BackupCommon: Equatable, Sendable {
 
     /// Reads bytes 0..<104: magic, then the major version before anything else (§10).
     static func decode(magic: [UInt8], what: String, _ r: inout ByteReader) throws -> BackupCommon {
-        guard try r.readBytes(count: 8, "\(what) magic") == magic else { throw FormatError.badMagic(what: "Latchkey backup \(what)") }
+        guard try r.readBytes(count: 8, "\(what) magic") == magic else {
+            throw FormatError.badMagic(what: "Latchkey backup \(what)")
+        }
         let major = try r.readInteger(as: UInt16.self, "\(what) major version")
         let minor = try r.readInteger(as: UInt16.self, "\(what) minor version")
         guard major == BackupConstants.major else {
@@ -55,10 +59,13 @@ package struct BackupCommon: Equatable, Sendable {
         let created = try r.readInteger(as: UInt64.self, "creation time")
         let kdf = try KDFParameters.decode(&r, names: .backup)
         guard (mode == .password) == (kdf.kind == .scrypt) else {
-            throw FormatError.invalidField(field: "KDF id", reason: mode == .password ? "a password backup needs scrypt" : "a backup without a password has no KDF")
+            throw FormatError.invalidField(
+                field: "KDF id",
+                reason: mode == .password ? "a password backup needs scrypt" : "a backup without a password has no KDF")
         }
-        var c = BackupCommon(mode: mode, backupUUID: backupUUID, sourceDeviceUUID: device, keychainUUID: keychain,
-                             createdAt: created, kdf: kdf)
+        var c = BackupCommon(
+            mode: mode, backupUUID: backupUUID, sourceDeviceUUID: device, keychainUUID: keychain,
+            createdAt: created, kdf: kdf)
         c.major = major
         c.minor = minor
         return c
@@ -121,19 +128,25 @@ package struct BackupKeybag: Equatable, Sendable {
         for expected in BackupConstants.exportedClasses {
             let raw = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard raw == expected.rawValue else {
-                throw FormatError.invalidField(field: "keybag entries", reason: "class \(raw) where \(expected.rawValue) (\(expected.code)) was expected")
+                throw FormatError.invalidField(
+                    field: "keybag entries",
+                    reason: "class \(raw) where \(expected.rawValue) (\(expected.code)) was expected")
             }
             let kind = try r.readInteger(as: UInt8.self, "keybag entry wrap kind")
             guard kind == wrapKind(expected, mode: common.mode).rawValue else {
-                throw FormatError.invalidField(field: "keybag entries", reason: "class \(expected.code) has wrap kind \(kind)")
+                throw FormatError.invalidField(
+                    field: "keybag entries", reason: "class \(expected.code) has wrap kind \(kind)")
             }
-            entries.append(BackupKeybagEntry(protectionClass: expected, wrap: BackupWrapKind(rawValue: kind)!,
-                                             wrappedKey: try r.readBytes(count: 40, "wrapped class key")))
+            entries.append(
+                BackupKeybagEntry(
+                    protectionClass: expected, wrap: BackupWrapKind(rawValue: kind)!,
+                    wrappedKey: try r.readBytes(count: 40, "wrapped class key")))
         }
         let extra = r.remaining - BackupConstants.checksumSize
         guard extra >= 0 else { throw FormatError.truncated(field: "backup keybag") }
         if extra > 0, common.minor <= BackupConstants.minor {
-            throw FormatError.invalidField(field: "backup keybag", reason: "\(extra) unexpected bytes before the checksum")
+            throw FormatError.invalidField(
+                field: "backup keybag", reason: "\(extra) unexpected bytes before the checksum")
         }
         var bag = BackupKeybag(common: common, entries: entries)
         bag.extensionBytes = try r.readBytes(count: extra, "keybag extension bytes")

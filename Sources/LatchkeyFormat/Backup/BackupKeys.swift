@@ -24,8 +24,9 @@ package struct BackupKeys: Sendable {
     /// PK from the password and the keybag's KDF parameters (runs scrypt with its explicit
     /// memory ceiling).
     package static func passwordKey(password: [UInt8], kdf: KDFParameters, backupUUID: [UInt8]) throws -> SecretKey {
-        var stretched = try Crypto.scrypt(password: password, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
-                                          maxMemory: kdf.maxMemory, count: 32)
+        var stretched = try Crypto.scrypt(
+            password: password, salt: kdf.salt, n: kdf.n, r: kdf.r, p: kdf.p,
+            maxMemory: kdf.maxMemory, count: 32)
         defer { Crypto.cleanse(&stretched) }
         var out = try Crypto.hkdfSHA256(ikm: stretched, salt: backupUUID, info: BackupConstants.infoPassword, count: 32)
         return SecretKey(consuming: &out)

@@ -44,18 +44,23 @@ package struct BackupItemRecord: Sendable {
 
     /// Seals `plaintext` for record `index` of items entry `entry`.
     /// - Parameter itemKey: a fresh random 32-byte key, used for this one encryption only.
-    package static func seal(_ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
-                             classKey: SecretKey, itemKey: [UInt8], backupUUID: [UInt8], entry: Int, index: Int) throws -> BackupItemRecord {
+    package static func seal(
+        _ plaintext: ItemPlaintext, uuid: [UInt8], protectionClass: ProtectionClass, flags: UInt8,
+        classKey: SecretKey, itemKey: [UInt8], backupUUID: [UInt8], entry: Int, index: Int
+    ) throws -> BackupItemRecord {
         var body = plaintext.encode()
         defer { Crypto.cleanse(&body) }
         guard body.count <= BackupConstants.maxPlaintextSize else {
-            throw FormatError.invalidField(field: "item", reason: "plaintext larger than \(BackupConstants.maxPlaintextSize) bytes")
+            throw FormatError.invalidField(
+                field: "item", reason: "plaintext larger than \(BackupConstants.maxPlaintextSize) bytes")
         }
-        var r = BackupItemRecord(uuid: uuid, protectionClass: protectionClass, flags: flags,
-                                 wrappedItemKey: try Crypto.aesKeyWrap(kek: classKey, key: itemKey),
-                                 ciphertext: ArraySlice(repeating: 0, count: body.count), tag: [])
-        let sealed = try Crypto.aesGCMSeal(key: itemKey, nonce: FormatConstants.itemNonce,
-                                           aad: r.aad(backupUUID: backupUUID, entry: entry, index: index), plaintext: body)
+        var r = BackupItemRecord(
+            uuid: uuid, protectionClass: protectionClass, flags: flags,
+            wrappedItemKey: try Crypto.aesKeyWrap(kek: classKey, key: itemKey),
+            ciphertext: ArraySlice(repeating: 0, count: body.count), tag: [])
+        let sealed = try Crypto.aesGCMSeal(
+            key: itemKey, nonce: FormatConstants.itemNonce,
+            aad: r.aad(backupUUID: backupUUID, entry: entry, index: index), plaintext: body)
         r.ciphertext = sealed.ciphertext[...]
         r.tag = sealed.tag[...]
         return r
@@ -67,9 +72,10 @@ package struct BackupItemRecord: Sendable {
     package func open(classKey: SecretKey, backupUUID: [UInt8], entry: Int, index: Int) throws -> ItemPlaintext {
         var itemKey = try Crypto.aesKeyUnwrap(kek: classKey, wrapped: wrappedItemKey)
         defer { Crypto.cleanse(&itemKey) }
-        var body = try Crypto.aesGCMOpen(key: itemKey, nonce: FormatConstants.itemNonce,
-                                         aad: aad(backupUUID: backupUUID, entry: entry, index: index),
-                                         ciphertext: Array(ciphertext), tag: Array(tag))
+        var body = try Crypto.aesGCMOpen(
+            key: itemKey, nonce: FormatConstants.itemNonce,
+            aad: aad(backupUUID: backupUUID, entry: entry, index: index),
+            ciphertext: Array(ciphertext), tag: Array(tag))
         defer { Crypto.cleanse(&body) }
         return try ItemPlaintext.decode(body)
     }
@@ -95,11 +101,17 @@ package enum ItemsEntry {
         }
         let number = Int(try r.readInteger(as: UInt32.self, "items entry number"))
         guard number == expectedNumber else {
-            throw FormatError.invalidField(field: "items entry number", reason: "\(number) in the entry named for \(expectedNumber)")
+            throw FormatError.invalidField(
+                field: "items entry number", reason: "\(number) in the entry named for \(expectedNumber)")
         }
         let count = Int(try r.readInteger(as: UInt32.self, "items entry record count"))
-        guard count >= 1 else { throw FormatError.invalidField(field: "items entry record count", reason: "an items entry holds at least one record") }
-        guard count <= r.remaining / BackupConstants.itemRecordFixedSize else { throw FormatError.truncated(field: "items entry records") }
+        guard count >= 1 else {
+            throw FormatError.invalidField(
+                field: "items entry record count", reason: "an items entry holds at least one record")
+        }
+        guard count <= r.remaining / BackupConstants.itemRecordFixedSize else {
+            throw FormatError.truncated(field: "items entry records")
+        }
         var out: [BackupItemRecord] = []
         out.reserveCapacity(count)
         for _ in 0..<count {
@@ -115,13 +127,16 @@ package enum ItemsEntry {
             try r.readReserved(count: 2, "item reserved bytes 18-19")
             let length = Int(try r.readInteger(as: UInt32.self, "item ciphertext length"))
             guard length <= BackupConstants.maxPlaintextSize else {
-                throw FormatError.invalidField(field: "item ciphertext length", reason: "larger than \(BackupConstants.maxPlaintextSize)")
+                throw FormatError.invalidField(
+                    field: "item ciphertext length", reason: "larger than \(BackupConstants.maxPlaintextSize)")
             }
             let wrapped = try r.readBytes(count: 40, "wrapped item key")
             let ct = try r.readSlice(count: length, "item ciphertext")
             let tag = try r.readSlice(count: 16, "item tag")
-            out.append(BackupItemRecord(uuid: uuid, protectionClass: pc, flags: flags, wrappedItemKey: wrapped,
-                                        ciphertext: ct, tag: tag))
+            out.append(
+                BackupItemRecord(
+                    uuid: uuid, protectionClass: pc, flags: flags, wrappedItemKey: wrapped,
+                    ciphertext: ct, tag: tag))
         }
         try r.expectEnd("items entry")
         return out

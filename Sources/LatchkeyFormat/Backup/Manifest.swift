@@ -26,7 +26,9 @@ package struct Manifest: Equatable, Sendable {
     package var entries: [ManifestEntry]
     package var extensionBytes: [UInt8] = []
 
-    package init(common: BackupCommon, itemCount: UInt64, countsByClass: [UInt64], notExported: UInt64, entries: [ManifestEntry]) {
+    package init(
+        common: BackupCommon, itemCount: UInt64, countsByClass: [UInt64], notExported: UInt64, entries: [ManifestEntry]
+    ) {
         self.common = common
         self.itemCount = itemCount
         self.countsByClass = countsByClass
@@ -58,7 +60,8 @@ package struct Manifest: Equatable, Sendable {
     package static func verifyMAC(_ bytes: [UInt8], macKey: SecretKey) -> Bool {
         guard bytes.count >= BackupConstants.manifestFixedSize + BackupConstants.macSize else { return false }
         let body = Array(bytes.dropLast(BackupConstants.macSize))
-        return Crypto.constantTimeEqual(Crypto.hmacSHA256(key: macKey, parts: [body]), Array(bytes.suffix(BackupConstants.macSize)))
+        return Crypto.constantTimeEqual(
+            Crypto.hmacSHA256(key: macKey, parts: [body]), Array(bytes.suffix(BackupConstants.macSize)))
     }
 
     /// The common part alone: magic, versions, mode, UUIDs, KDF (§6.1).
@@ -87,15 +90,19 @@ package struct Manifest: Equatable, Sendable {
             guard name.allSatisfy({ (0x21...0x7e).contains($0) }) else {
                 throw FormatError.invalidField(field: "manifest entry name", reason: "must be printable ASCII")
             }
-            entries.append(ManifestEntry(name: String(decoding: name, as: UTF8.self), size: try r.readInteger(as: UInt64.self, "manifest entry size"),
-                                         sha256: try r.readBytes(count: 32, "manifest entry SHA-256")))
+            entries.append(
+                ManifestEntry(
+                    name: String(decoding: name, as: UTF8.self),
+                    size: try r.readInteger(as: UInt64.self, "manifest entry size"),
+                    sha256: try r.readBytes(count: 32, "manifest entry SHA-256")))
         }
         let extra = r.remaining - BackupConstants.macSize
         guard extra >= 0 else { throw FormatError.truncated(field: "manifest") }
         if extra > 0, common.minor <= BackupConstants.minor {
             throw FormatError.invalidField(field: "manifest", reason: "\(extra) unexpected bytes before the MAC")
         }
-        var m = Manifest(common: common, itemCount: total, countsByClass: counts, notExported: notExported, entries: entries)
+        var m = Manifest(
+            common: common, itemCount: total, countsByClass: counts, notExported: notExported, entries: entries)
         m.extensionBytes = try r.readBytes(count: extra, "manifest extension bytes")
         return m
     }

@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyFormat
@@ -36,18 +36,26 @@ struct AddCommand: ParsableCommand {
 
     @OptionGroup var item: ItemOptions
 
-    @Option(name: .customLong("data-file"), help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"),
-            completion: .file())
+    @Option(
+        name: .customLong("data-file"),
+        help: ArgumentHelp("Read the secret from this file instead of stdin.", valueName: "path"),
+        completion: .file())
     var dataFile: String?
 
-    @Flag(name: .customLong("require-user-presence"), help: ArgumentHelp(
-        "Ask for the passcode again whenever the item's data is read (kSecAccessControlUserPresence).",
-        discussion: "Needs a keychain with a passcode (errSecNotAvailable, exit 4, otherwise)."))
+    @Flag(
+        name: .customLong("require-user-presence"),
+        help: ArgumentHelp(
+            "Ask for the passcode again whenever the item's data is read (kSecAccessControlUserPresence).",
+            discussion: "Needs a keychain with a passcode (errSecNotAvailable, exit 4, otherwise)."))
     var requireUserPresence = false
 
-    @Flag(name: .customLong("strip-newline"), help: ArgumentHelp(
-        "Drop one trailing newline (LF or CRLF) from the secret, as `echo pw |` adds one.",
-        discussion: "Without it the secret is stored exactly as given, and a secret from a pipe that ends in a newline is pointed out on stderr when stderr is a terminal."))
+    @Flag(
+        name: .customLong("strip-newline"),
+        help: ArgumentHelp(
+            "Drop one trailing newline (LF or CRLF) from the secret, as `echo pw |` adds one.",
+            discussion:
+                "Without it the secret is stored exactly as given, and a secret from a pipe that ends in a newline is pointed out on stderr when stderr is a terminal."
+        ))
     var stripNewline = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -57,8 +65,11 @@ struct AddCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"), protection: item.protection,
-                dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline, global: global.settings)
+        Request(
+            itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"),
+            protection: item.protection,
+            dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline,
+            global: global.settings)
     }
 
     /// What an `add` does, whichever parser produced it (see Commands/FastParser.swift).
@@ -79,13 +90,16 @@ struct AddCommand: ParsableCommand {
                 data.removeLast()
                 if data.last == UInt8(ascii: "\r") { data.removeLast() }
             } else if r.dataFile == nil, !Terminal.stdinIsTerminal {
-                Output.progress("latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)")
+                Output.progress(
+                    "latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)"
+                )
             }
         }
         let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         try r.global.retryingUnlocked(keychain) {
-            try keychain.add(r.itemClass, attributes: r.attributes, data: data,
-                             protection: r.protection, requiresUserPresence: r.requireUserPresence)
+            try keychain.add(
+                r.itemClass, attributes: r.attributes, data: data,
+                protection: r.protection, requiresUserPresence: r.requireUserPresence)
         }
     }
 
@@ -93,7 +107,9 @@ struct AddCommand: ParsableCommand {
     /// - Throws: errSecIO for an unreadable file; a usage error when stdin is closed.
     static func readSecretData(file: String?, command: String) throws -> [UInt8] {
         if let file { return try InputFile.contents(file, what: "data file") }
-        try Terminal.requireStdin("\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH", command: command)
+        try Terminal.requireStdin(
+            "\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH",
+            command: command)
         // On a terminal, ask for one line without echo instead of echoing the secret.
         if Terminal.stdinIsTerminal, let line = try Terminal.readSecret(prompt: "Secret (not echoed): ") { return line }
         return try InputFile.standardInput(what: "secret", zeroing: true)

@@ -1,21 +1,22 @@
 import ArgumentParser
 import Dispatch
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyAgent
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `latchkey agent`: holds unlocked class keys across commands (spec/AGENT.md).
 struct AgentCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "agent",
-        abstract: "Run the agent that holds unlocked class keys, so WhenUnlocked and AfterFirstUnlock mean what they mean on iOS.",
+        abstract:
+            "Run the agent that holds unlocked class keys, so WhenUnlocked and AfterFirstUnlock mean what they mean on iOS.",
         discussion: """
             The agent listens on $XDG_RUNTIME_DIR/latchkey/agent.sock (directory 0700; \
             /tmp/latchkey-UID/ when XDG_RUNTIME_DIR is unset), or on LATCHKEY_AGENT_SOCK, and \
@@ -36,14 +37,19 @@ struct AgentCommand: ParsableCommand {
             """
     )
 
-    @Flag(help: "Detach and run in the background; prints LATCHKEY_AGENT_SOCK=…; export LATCHKEY_AGENT_SOCK; for the shell.")
+    @Flag(
+        help:
+            "Detach and run in the background; prints LATCHKEY_AGENT_SOCK=…; export LATCHKEY_AGENT_SOCK; for the shell."
+    )
     var daemon = false
 
     @Flag(help: "Stop the running agent (every key it holds is dropped).")
     var stop = false
 
-    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp(
-        "Lock a keychain after this many seconds without a request (0: never).", valueName: "seconds"))
+    @Option(
+        name: .customLong("idle-timeout"),
+        help: ArgumentHelp(
+            "Lock a keychain after this many seconds without a request (0: never).", valueName: "seconds"))
     var idleTimeout: Double = 300
 
     /// Internal: the detached child of --daemon, reporting its start on this descriptor.
@@ -51,7 +57,9 @@ struct AgentCommand: ParsableCommand {
     var daemonChild: Int32?
 
     func validate() throws {
-        if idleTimeout < 0 || !idleTimeout.isFinite { throw ValidationError("--idle-timeout takes a number of seconds, 0 or more") }
+        if idleTimeout < 0 || !idleTimeout.isFinite {
+            throw ValidationError("--idle-timeout takes a number of seconds, 0 or more")
+        }
         if stop && daemon { throw ValidationError("--stop and --daemon exclude each other") }
     }
 
@@ -120,7 +128,10 @@ struct AgentCommand: ParsableCommand {
             return
         }
         var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else { throw KeychainError(.io, "cannot create a pipe to start the agent", underlying: String(cString: strerror(errno))) }
+        guard pipe(&fds) == 0 else {
+            throw KeychainError(
+                .io, "cannot create a pipe to start the agent", underlying: String(cString: strerror(errno)))
+        }
         // Keep both ends above the descriptors the child's file actions use.
         let readEnd = fcntl(fds[0], F_DUPFD_CLOEXEC, 10), writeEnd = fcntl(fds[1], F_DUPFD_CLOEXEC, 10)
         close(fds[0]); close(fds[1])
@@ -130,7 +141,8 @@ struct AgentCommand: ParsableCommand {
         // for this process (a shell's command substitution, a test harness watching a pipe or
         // socket) would otherwise wait for the agent too.
         AgentCommand.closeOnExecAll(except: [0, 1, 2, writeEnd])
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let exe =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         let args = [exe, "agent", "--idle-timeout", String(idleTimeout), "--daemon-child", "3"]
         var fa = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&fa)
@@ -143,13 +155,16 @@ struct AgentCommand: ParsableCommand {
         defer { for p in argv { free(p) } }
         // The agent lives long: it does not need, and must not keep, secrets given to this command.
         let secrets = Set(GlobalSettings.secretVariables)
-        var envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment
+        var envp: [UnsafeMutablePointer<CChar>?] =
+            ProcessInfo.processInfo.environment
             .filter { !secrets.contains($0.key) }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for p in envp { free(p) } }
         var pid: pid_t = 0
         let r = posix_spawn(&pid, exe, &fa, nil, &argv, &envp)
         close(writeEnd)
-        guard r == 0 else { throw KeychainError(.io, "cannot start the agent (\(exe))", underlying: String(cString: strerror(r))) }
+        guard r == 0 else {
+            throw KeychainError(.io, "cannot start the agent (\(exe))", underlying: String(cString: strerror(r)))
+        }
 
         var report: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)

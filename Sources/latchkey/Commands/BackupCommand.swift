@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ArgumentParser
 import Latchkey
@@ -31,18 +31,24 @@ struct BackupCommand: ParsableCommand {
             """
     )
 
-    @Option(name: .customLong("output"), help: ArgumentHelp(
-        "Where to write the archive: a regular file (written beside it first, then renamed into place; a FIFO, device or symlink there is refused), or - for stdout.",
-        valueName: "file|-"),
+    @Option(
+        name: .customLong("output"),
+        help: ArgumentHelp(
+            "Where to write the archive: a regular file (written beside it first, then renamed into place; a FIFO, device or symlink there is refused), or - for stdout.",
+            valueName: "file|-"),
         completion: .file())
     var output: String
 
-    @Flag(name: .customLong("no-password"), help: "Bind every item to this device instead of a password: restorable only on this device.")
+    @Flag(
+        name: .customLong("no-password"),
+        help: "Bind every item to this device instead of a password: restorable only on this device.")
     var noPassword = false
 
-    @Option(name: .customLong("compress"), help: ArgumentHelp(
-        "Compress the tar stream: none (default: the entries are ciphertext, which does not compress), gzip or zstd.",
-        valueName: "none|gzip|zstd"))
+    @Option(
+        name: .customLong("compress"),
+        help: ArgumentHelp(
+            "Compress the tar stream: none (default: the entries are ciphertext, which does not compress), gzip or zstd.",
+            valueName: "none|gzip|zstd"))
     var compression: BackupCompression = .none
 
     @OptionGroup(title: "Backup password") var password: BackupPasswordOptions
@@ -56,14 +62,18 @@ struct BackupCommand: ParsableCommand {
 
     func run() throws {
         if output == "-", Terminal.stdoutIsTerminal {
-            throw UsageError("refusing to write a binary archive to a terminal; redirect stdout or give --output FILE", command: "backup")
+            throw UsageError(
+                "refusing to write a binary archive to a terminal; redirect stdout or give --output FILE",
+                command: "backup")
         }
         let (keychain, throughAgent) = try BackupCommand.open(global)
         var pw: [UInt8]?
         if !noPassword {
             pw = try password.newPassword()
             guard pw != nil else {
-                throw UsageError("backup needs a backup password and there is no terminal to ask on; set LATCHKEY_BACKUP_PASSWORD, give --password-file PATH, or use --no-password", command: "backup")
+                throw UsageError(
+                    "backup needs a backup password and there is no terminal to ask on; set LATCHKEY_BACKUP_PASSWORD, give --password-file PATH, or use --no-password",
+                    command: "backup")
             }
         }
         if pw != nil { KDFCost.warnIfWeak(password.kdfLogN ?? BackupOptions.defaultLogN, "backup password") }
@@ -71,10 +81,11 @@ struct BackupCommand: ParsableCommand {
         Terminal.cleanUpOnSignals()
         let progress = Progress("backup", total: try keychain.localStore?.liveItemCount ?? keychain.info().liveItems)
         defer { progress.finish() }
-        let options = BackupOptions(password: pw, compression: compression,
-                                    kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
-                                    device: throughAgent ? try Device.load(path: global.devicePath) : nil,
-                                    progress: { done, _ in progress.update(completed: done) })
+        let options = BackupOptions(
+            password: pw, compression: compression,
+            kdfLogN: password.kdfLogN ?? BackupOptions.defaultLogN,
+            device: throughAgent ? try Device.load(path: global.devicePath) : nil,
+            progress: { done, _ in progress.update(completed: done) })
         // The bar is redrawn while the password's KDF runs (a second or so, before any item).
         let summary = try progress.whileRunning {
             try output == "-"
@@ -82,10 +93,13 @@ struct BackupCommand: ParsableCommand {
                 : BackupArchive.write(keychain, toFile: output, options: options)
         }
         progress.finish()
-        let classes = summary.itemsByProtection.keys.sorted().map { "\($0) \(summary.itemsByProtection[$0]!)" }.joined(separator: ", ")
-        Output.progress("backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(output == "-" ? "stdout" : output)"
-                        + (summary.passwordProtected ? "" : ", restorable only on this device")
-                        + (summary.notExported > 0 ? "; \(summary.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) are never backed up" : ""))
+        let classes = summary.itemsByProtection.keys.sorted().map { "\($0) \(summary.itemsByProtection[$0]!)" }.joined(
+            separator: ", ")
+        Output.progress(
+            "backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(output == "-" ? "stdout" : output)"
+                + (summary.passwordProtected ? "" : ", restorable only on this device")
+                + (summary.notExported > 0
+                    ? "; \(summary.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) are never backed up" : ""))
     }
 }
 
@@ -98,8 +112,10 @@ extension BackupCommand {
     /// the file is opened here and unlocked with the passcode (given, or asked on a terminal).
     static func open(_ global: GlobalOptions) throws -> (Keychain, Bool) {
         if try global.givenPasscode() == nil,
-           let served = try Keychain.openThroughAgent(path: global.keychainPath, devicePath: global.devicePath,
-                                                      unusable: GlobalSettings.agentUnusable) {
+            let served = try Keychain.openThroughAgent(
+                path: global.keychainPath, devicePath: global.devicePath,
+                unusable: GlobalSettings.agentUnusable)
+        {
             if !served.hasPasscode || served.isAvailable(.whenUnlocked) {
                 // User presence: asked on the terminal when there is one, else refused before
                 // anything is written (AgentItemSource).
@@ -115,7 +131,10 @@ extension BackupCommand {
                 return (served, true)
             }
             guard Terminal.stdinIsTerminal else {
-                throw KeychainError(.interactionNotAllowed, "the agent serves \(global.keychainPath) locked, and no passcode was given: run 'latchkey unlock' first, or give the passcode (LATCHKEY_PASSCODE or --passcode-file); nothing was written")
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "the agent serves \(global.keychainPath) locked, and no passcode was given: run 'latchkey unlock' first, or give the passcode (LATCHKEY_PASSCODE or --passcode-file); nothing was written"
+                )
             }
         }
         return (try global.open(unlock: .eager), false)

@@ -1,11 +1,11 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyBackup
@@ -15,7 +15,8 @@ import LatchkeyFormat
 struct BackupListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup-list",
-        abstract: "List the items of a backup archive (class, name, service, label, group, protection, date); never a secret.",
+        abstract:
+            "List the items of a backup archive (class, name, service, label, group, protection, date); never a secret.",
         discussion: """
             Verifies the whole archive first, as 'backup-verify' does, then lists its items in \
             archive order: the table of 'dump' (CLASS, NAME, SERVICE, LABEL, GROUP, PDMN, \
@@ -94,7 +95,8 @@ struct BackupListCommand: ParsableCommand {
 
     func run() throws {
         Terminal.cleanUpOnSignals()
-        let (verified, progress) = try BackupVerifyCommand.verify(file, command: "backup-list", password: password, global: global)
+        let (verified, progress) = try BackupVerifyCommand.verify(
+            file, command: "backup-list", password: password, global: global)
         defer { progress.finish() }
         var pending: [UInt8] = []
         func flush(_ force: Bool) {
@@ -135,7 +137,9 @@ struct BackupListCommand: ParsableCommand {
         }
         flush(true)
         if unreadable > 0 {
-            Output.note("\(unreadable) ThisDeviceOnly item(s) are shown as unreadable: the backup was made on device \(verified.info.sourceDeviceUUID), and only that device's secret opens them")
+            Output.note(
+                "\(unreadable) ThisDeviceOnly item(s) are shown as unreadable: the backup was made on device \(verified.info.sourceDeviceUUID), and only that device's secret opens them"
+            )
         }
     }
 

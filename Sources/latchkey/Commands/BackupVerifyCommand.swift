@@ -1,11 +1,11 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyBackup
@@ -16,7 +16,8 @@ import LatchkeyFormat
 struct BackupVerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "backup-verify",
-        abstract: "Check a backup archive completely, without any keychain: structure, MACs, every item it lets this machine decrypt.",
+        abstract:
+            "Check a backup archive completely, without any keychain: structure, MACs, every item it lets this machine decrypt.",
         discussion: """
             Reads the archive once, as the first pass of 'restore' does, and writes nothing: \
             the tar structure, the keybag entry, every entry's size and SHA-256 against the \
@@ -64,12 +65,15 @@ struct BackupVerifyCommand: ParsableCommand {
 
     func run() throws {
         Terminal.cleanUpOnSignals()
-        let (verified, _) = try BackupVerifyCommand.verify(file, command: "backup-verify", password: password, global: global)
+        let (verified, _) = try BackupVerifyCommand.verify(
+            file, command: "backup-verify", password: password, global: global)
         let plan = verified.plan
-        let result = Result(backup: verified.info, intact: true, itemsChecked: plan.restored,
-                            itemsCheckedByProtection: plan.restoredByProtection,
-                            itemsNotDecryptable: plan.skippedByReason[RestoreSkipReason.thisDeviceOnlyFromAnotherDevice.rawValue, default: 0],
-                            itemsNotDecryptableByProtection: plan.skippedByProtection)
+        let result = Result(
+            backup: verified.info, intact: true, itemsChecked: plan.restored,
+            itemsCheckedByProtection: plan.restoredByProtection,
+            itemsNotDecryptable: plan.skippedByReason[
+                RestoreSkipReason.thisDeviceOnlyFromAnotherDevice.rawValue, default: 0],
+            itemsNotDecryptableByProtection: plan.skippedByProtection)
         if json {
             try Output.json(encoding: result)
             return
@@ -79,14 +83,20 @@ struct BackupVerifyCommand: ParsableCommand {
         func counts(_ d: [String: Int]) -> String {
             protections.filter { d[$0, default: 0] > 0 }.map { "\($0) \(d[$0]!)" }.joined(separator: ", ")
         }
-        Output.line("intact: the structure, every entry's SHA-256 and the manifest's MAC check out; "
-                    + "\(result.itemsChecked) item(s) decrypted and checked" + (result.itemsChecked > 0 ? " (\(counts(result.itemsCheckedByProtection)))" : ""))
+        Output.line(
+            "intact: the structure, every entry's SHA-256 and the manifest's MAC check out; "
+                + "\(result.itemsChecked) item(s) decrypted and checked"
+                + (result.itemsChecked > 0 ? " (\(counts(result.itemsCheckedByProtection)))" : ""))
         if result.itemsNotDecryptable > 0 {
-            Output.line("\(result.itemsNotDecryptable) ThisDeviceOnly item(s) (\(counts(result.itemsNotDecryptableByProtection))) are present and covered by the manifest, "
-                        + "but can be decrypted only on device \(verified.info.sourceDeviceUUID), which made the backup: run backup-verify there to check them")
+            Output.line(
+                "\(result.itemsNotDecryptable) ThisDeviceOnly item(s) (\(counts(result.itemsNotDecryptableByProtection))) are present and covered by the manifest, "
+                    + "but can be decrypted only on device \(verified.info.sourceDeviceUUID), which made the backup: run backup-verify there to check them"
+            )
         }
         if verified.info.notExported > 0 {
-            Output.line("\(verified.info.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) of the source were never in the backup")
+            Output.line(
+                "\(verified.info.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) of the source were never in the backup"
+            )
         }
     }
 
@@ -101,37 +111,48 @@ struct BackupVerifyCommand: ParsableCommand {
     /// Reads `file` (or stdin for -) once and checks every byte, with this machine's device
     /// secret when there is one and the backup password as given; nothing is written, no
     /// keychain is opened. The progress bar is returned for a command that reads again.
-    static func verify(_ file: String, command: String, password: BackupPasswordOptions,
-                       global: GlobalOptions) throws -> (VerifiedBackup, Progress) {
+    static func verify(
+        _ file: String, command: String, password: BackupPasswordOptions,
+        global: GlobalOptions
+    ) throws -> (VerifiedBackup, Progress) {
         if file == "-" {
-            try Terminal.requireStdin("\(command) reads the archive from stdin (-), but stdin is closed; pipe it in or give a FILE", command: command)
+            try Terminal.requireStdin(
+                "\(command) reads the archive from stdin (-), but stdin is closed; pipe it in or give a FILE",
+                command: command)
             if Terminal.stdinIsTerminal {
-                throw UsageError("\(command) - reads a binary archive from stdin, which is a terminal; pipe the archive in", command: command)
+                throw UsageError(
+                    "\(command) - reads a binary archive from stdin, which is a terminal; pipe the archive in",
+                    command: command)
             }
         }
         let progress = Progress("verify", unit: .bytes)
         defer { progress.finish() }
         let source = file == "-" ? try BackupSource.spooling(fd: STDIN_FILENO) : try BackupSource.file(file)
-        let device = FileManager.default.fileExists(atPath: global.devicePath) ? try Device.load(path: global.devicePath) : nil
+        let device =
+            FileManager.default.fileExists(atPath: global.devicePath) ? try Device.load(path: global.devicePath) : nil
         var started = false
         do {
-            let verified = try VerifiedBackup.verify(source, device: device, password: {
-                progress.finish()
-                return try password.existingPassword(for: source.name)
-            }, target: .newKeychain(hasPasscode: true), progress: { done, total in
-                if started {
-                    progress.update(completed: Int(done))
-                } else {
-                    started = true
-                    progress.restart("verify", total: Int(total), completed: Int(done))
-                }
-            })
+            let verified = try VerifiedBackup.verify(
+                source, device: device,
+                password: {
+                    progress.finish()
+                    return try password.existingPassword(for: source.name)
+                }, target: .newKeychain(hasPasscode: true),
+                progress: { done, total in
+                    if started {
+                        progress.update(completed: Int(done))
+                    } else {
+                        started = true
+                        progress.restart("verify", total: Int(total), completed: Int(done))
+                    }
+                })
             return (verified, progress)
         } catch let e as KeychainError {
             // The checks are restore's first pass, whose messages end with what a restore did
             // not do; here nothing was going to be restored.
-            throw KeychainError(e.status, TextEditing.replacing("; nothing was restored", with: "", in: e.message),
-                                underlying: e.underlying, remedy: e.remedy)
+            throw KeychainError(
+                e.status, TextEditing.replacing("; nothing was restored", with: "", in: e.message),
+                underlying: e.underlying, remedy: e.remedy)
         }
     }
 }

@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 
@@ -50,8 +50,11 @@ struct CompactCommand: ParsableCommand {
         let seen = AtomicFlag()
         let announced = AtomicFlag()
         return { progress in
-            if let name = (try? FileManager.default.contentsOfDirectory(atPath: directory))?.first(where: { $0.hasPrefix(prefix) }),
-               let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name))?[.size] as? Int {
+            if let name = (try? FileManager.default.contentsOfDirectory(atPath: directory))?.first(where: {
+                $0.hasPrefix(prefix)
+            }),
+                let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name))?[.size] as? Int
+            {
                 seen.set()
                 progress.update(completed: size)
             } else if seen.isSet && !announced.set() {

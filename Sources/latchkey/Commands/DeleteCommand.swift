@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import ArgumentParser
 import Latchkey
@@ -35,15 +35,20 @@ struct DeleteCommand: ParsableCommand {
 
     @OptionGroup var item: ItemOptions
 
-    @Flag(help: ArgumentHelp(
-        "Allow a query without attributes: delete every item of the class that the caller can see.",
-        discussion: "Also lets several matches be deleted without a terminal to confirm on (a terminal still asks, unless --yes)."))
+    @Flag(
+        help: ArgumentHelp(
+            "Allow a query without attributes: delete every item of the class that the caller can see.",
+            discussion:
+                "Also lets several matches be deleted without a terminal to confirm on (a terminal still asks, unless --yes)."
+        ))
     var all = false
 
     @Flag(help: "Delete every match without asking, however many there are.")
     var yes = false
 
-    @Flag(name: .customLong("dry-run"), help: "Print the items that would be deleted (never their secrets); delete nothing.")
+    @Flag(
+        name: .customLong("dry-run"),
+        help: "Print the items that would be deleted (never their secrets); delete nothing.")
     var dryRun = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -71,8 +76,9 @@ struct DeleteCommand: ParsableCommand {
     static func execute(_ r: Request) throws {
         let className = AttributeOption.classNames[r.query.itemClass] ?? r.query.itemClass.rawValue
         if r.query.attributes.isEmpty, r.query.protection == nil, !r.all {
-            throw UsageError("a query without attributes would delete every item of class \(className) that the caller can see; nothing was deleted. Add --all if that is what you mean (--dry-run lists them first), or select items with attributes such as --account and --service",
-                             command: "delete", status: .param)
+            throw UsageError(
+                "a query without attributes would delete every item of class \(className) that the caller can see; nothing was deleted. Add --all if that is what you mean (--dry-run lists them first), or select items with attributes such as --account and --service",
+                command: "delete", status: .param)
         }
         let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         if r.yes && !r.dryRun {
@@ -92,18 +98,23 @@ struct DeleteCommand: ParsableCommand {
                 Output.status("\(matches.count) items match:")
                 let shown = DumpCommand.table(Array(matches.prefix(listedBeforeQuestion)))
                 for line in shown.render(width: Terminal.columns(STDERR_FILENO)) { Output.status("  " + line) }
-                if matches.count > listedBeforeQuestion { Output.status("  … and \(matches.count - listedBeforeQuestion) more") }
+                if matches.count > listedBeforeQuestion {
+                    Output.status("  … and \(matches.count - listedBeforeQuestion) more")
+                }
                 guard Terminal.confirm(prompt: "Delete these \(matches.count) items? [y/N] ") else {
                     throw KeychainError(.userCanceled, "not confirmed; nothing was deleted")
                 }
             } else if !r.all {
-                throw UsageError("\(matches.count) items match the query and there is no terminal to confirm on (stdin and stderr are not both one); nothing was deleted. Add --yes to delete all \(matches.count), narrow the query, or list them with --dry-run",
-                                 command: "delete", status: .param)
+                throw UsageError(
+                    "\(matches.count) items match the query and there is no terminal to confirm on (stdin and stderr are not both one); nothing was deleted. Add --yes to delete all \(matches.count), narrow the query, or list them with --dry-run",
+                    command: "delete", status: .param)
             }
         }
         let count = try r.global.retryingUnlocked(keychain) { try keychain.delete(r.query) }
         if count != matches.count {
-            Output.note("deleted \(count) item(s) where \(matches.count) matched a moment before: the keychain changed in between")
+            Output.note(
+                "deleted \(count) item(s) where \(matches.count) matched a moment before: the keychain changed in between"
+            )
         } else {
             Output.progress("deleted \(count) item(s)")
         }

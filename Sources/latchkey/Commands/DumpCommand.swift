@@ -1,15 +1,15 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyFormat
@@ -40,8 +40,12 @@ struct DumpCommand: ParsableCommand {
     @Flag(help: "Print a JSON array of items (Apple's 4-character keys plus class; no v_Data).")
     var json = false
 
-    @Flag(help: ArgumentHelp("Print JSON Lines: each item as one object on one line (as find --jsonl prints it; no v_Data).",
-                             discussion: "'latchkey import' reads it back as is; the imported items have empty secrets. For the secrets too: find --limit all --return all --jsonl, or a backup."))
+    @Flag(
+        help: ArgumentHelp(
+            "Print JSON Lines: each item as one object on one line (as find --jsonl prints it; no v_Data).",
+            discussion:
+                "'latchkey import' reads it back as is; the imported items have empty secrets. For the secrets too: find --limit all --return all --jsonl, or a backup."
+        ))
     var jsonl = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -61,14 +65,20 @@ struct DumpCommand: ParsableCommand {
         let keychain = try global.open(unlock: .whenNeeded)
         var shown = 0
         do {
-            shown = try global.retryingUnlocked(keychain) { try DumpCommand.write(keychain, protections: nil, json: json, jsonl: jsonl) }
+            shown = try global.retryingUnlocked(keychain) {
+                try DumpCommand.write(keychain, protections: nil, json: json, jsonl: jsonl)
+            }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: list what the available classes hold, and say what is left out.
             let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
             let byProtection = try keychain.info().itemsByProtection
-            let locked = ProtectionClass.allCases.filter { !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0 }
+            let locked = ProtectionClass.allCases.filter {
+                !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0
+            }
             let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
-            Output.note("the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them")
+            Output.note(
+                "the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them"
+            )
             shown = try DumpCommand.write(keychain, protections: available, json: json, jsonl: jsonl)
         }
         if !json, !jsonl, shown == 0 {
@@ -80,41 +90,50 @@ struct DumpCommand: ParsableCommand {
     /// JSON array, as they are read, in class then creation order; returns how many. Nothing
     /// is written before the first pass has read every item, so a locked class fails the call
     /// with nothing on stdout. A table is sized in the first pass and printed in the second.
-    static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool, jsonl: Bool = false) throws -> Int {
+    static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool, jsonl: Bool = false) throws
+        -> Int
+    {
         var count = 0
         var out = StdoutBuffer()
         if jsonl {
-            try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
-                out.append(ItemJSON.line(item, includeData: false))
-                count += 1
-            })
+            try keychain.walkItems(
+                protections: protections, survey: { _ in },
+                emit: { item in
+                    out.append(ItemJSON.line(item, includeData: false))
+                    count += 1
+                })
             out.flush()
             return count
         }
         if json {
             var stream = ItemJSON.Stream(includeData: false, asArray: true)
-            try keychain.walkItems(protections: protections, survey: { _ in }, emit: { item in
-                stream.append(item)
-                count += 1
-                if stream.buffered >= 1 << 16 { Output.data(stream.take()) }
-            })
+            try keychain.walkItems(
+                protections: protections, survey: { _ in },
+                emit: { item in
+                    stream.append(item)
+                    count += 1
+                    if stream.buffered >= 1 << 16 { Output.data(stream.take()) }
+                })
             Output.data(stream.finish())
             return count
         }
         let header = ["CLASS", "NAME", "SERVICE", "LABEL", "GROUP", "PDMN", "MODIFIED"]
         var sizing = Table.Sizing(header)
         var widths: [Int] = []
-        try keychain.walkItems(protections: protections, survey: { item in
-            sizing.measure(DumpCommand.row(item).map(TerminalText.quoted))
-        }, emit: { item in
-            if count == 0 {
-                widths = sizing.widths(fitting: Terminal.columns(STDOUT_FILENO))
-                out.append(Array((Style.stdout.bold(Table.line(header, sizing.headerCounts, widths)) + "\n").utf8))
-            }
-            let cells = DumpCommand.row(item).map(TerminalText.quoted)
-            out.append(Array((Table.line(cells, cells.map(Table.length), widths) + "\n").utf8))
-            count += 1
-        })
+        try keychain.walkItems(
+            protections: protections,
+            survey: { item in
+                sizing.measure(DumpCommand.row(item).map(TerminalText.quoted))
+            },
+            emit: { item in
+                if count == 0 {
+                    widths = sizing.widths(fitting: Terminal.columns(STDOUT_FILENO))
+                    out.append(Array((Style.stdout.bold(Table.line(header, sizing.headerCounts, widths)) + "\n").utf8))
+                }
+                let cells = DumpCommand.row(item).map(TerminalText.quoted)
+                out.append(Array((Table.line(cells, cells.map(Table.length), widths) + "\n").utf8))
+                count += 1
+            })
         out.flush()
         return count
     }
@@ -148,14 +167,18 @@ struct DumpCommand: ParsableCommand {
             break
         case .internetPassword:
             var url = text("srvr")
-            if let ptcl = a["ptcl"] { url = TextEditing.trimming(DumpCommand.text(ptcl), newlines: false) + "://" + url }
+            if let ptcl = a["ptcl"] {
+                url = TextEditing.trimming(DumpCommand.text(ptcl), newlines: false) + "://" + url
+            }
             if case .integer(let port)? = a["port"], port != 0 { url += ":\(port)" }
             service = url + text("path")
         case .key:
             name = text("atag")
             let type: String
             if case .integer(let code)? = a["type"] {
-                type = AttributeOption.keyTypes.first { $0.value == code && $0.key != "ecsecprimerandom" }?.key ?? "type \(code)"
+                type =
+                    AttributeOption.keyTypes.first { $0.value == code && $0.key != "ecsecprimerandom" }?.key
+                    ?? "type \(code)"
             } else {
                 type = ""
             }
@@ -170,10 +193,11 @@ struct DumpCommand: ParsableCommand {
             name = ""
             service = a["slnr"].map { "serial " + DumpCommand.text($0) } ?? ""
         }
-        let modified = a["mdat"].flatMap { value -> String? in
-            guard case .date(let t) = value else { return nil }
-            return minutes(ISODate.format(t))
-        } ?? ""
+        let modified =
+            a["mdat"].flatMap { value -> String? in
+                guard case .date(let t) = value else { return nil }
+                return minutes(ISODate.format(t))
+            } ?? ""
         let group = text("agrp") + (a["sync"] == .integer(1) ? " (sync)" : "")
         return [itemClass.rawValue, name, service, text("labl"), group, protection.code, modified]
     }
@@ -183,7 +207,9 @@ struct DumpCommand: ParsableCommand {
     /// anything else takes the general path.)
     static func minutes(_ iso: String) -> String {
         let head = iso.utf8.prefix(16)
-        guard head.allSatisfy({ $0 < 0x80 }) else { return TextEditing.replacing("T", with: " ", in: String(iso.prefix(16))) }
+        guard head.allSatisfy({ $0 < 0x80 }) else {
+            return TextEditing.replacing("T", with: " ", in: String(iso.prefix(16)))
+        }
         return String(decoding: head.map { $0 == UInt8(ascii: "T") ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 
@@ -196,7 +222,10 @@ struct DumpCommand: ParsableCommand {
         case .date(let t): return ISODate.format(t)
         case .data(let d):
             if let s = String(validating: d, as: UTF8.self), !s.isEmpty,
-               s.unicodeScalars.allSatisfy({ !$0.properties.generalCategory.isControl }) { return s }
+                s.unicodeScalars.allSatisfy({ !$0.properties.generalCategory.isControl })
+            {
+                return s
+            }
             return Hex.encode(d)
         }
     }

@@ -6,7 +6,8 @@ import LatchkeyCrypto
 struct EnvCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "env",
-        abstract: "Print export lines (NAME='secret', quoted for sh) for eval; each --item NAME=SERVICE/ACCOUNT is one variable.",
+        abstract:
+            "Print export lines (NAME='secret', quoted for sh) for eval; each --item NAME=SERVICE/ACCOUNT is one variable.",
         discussion: """
             This puts secrets on stdout, for eval "$(latchkey env …)": prefer 'latchkey exec', \
             which hands them to one command and keeps them out of the shell. Every item is \
@@ -33,7 +34,10 @@ struct EnvCommand: ParsableCommand {
         var out: [UInt8] = []
         out.reserveCapacity(secrets.reduce(0) { $0 + $1.name.utf8.count + 4 * $1.value.count + 12 })
         for i in secrets.indices {
-            out += Array("export \(secrets[i].name)=".utf8) + EnvCommand.shellQuoted(secrets[i].value) + [UInt8(ascii: "\n")]
+            out +=
+                Array("export \(secrets[i].name)=".utf8) + EnvCommand.shellQuoted(secrets[i].value) + [
+                    UInt8(ascii: "\n")
+                ]
             Crypto.cleanse(&secrets[i].value)
         }
         Output.data(out)
@@ -43,7 +47,7 @@ struct EnvCommand: ParsableCommand {
     /// `bytes` in single quotes for sh: every byte as it is, a quote as `'\''`.
     static func shellQuoted(_ bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "'")]
-        out.reserveCapacity(bytes.count * 4 + 2)   // no reallocation: no copy left in freed memory
+        out.reserveCapacity(bytes.count * 4 + 2)  // no reallocation: no copy left in freed memory
         for b in bytes {
             if b == UInt8(ascii: "'") { out += Array("'\\''".utf8) } else { out.append(b) }
         }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import ArgumentParser
 import Latchkey
@@ -14,7 +14,8 @@ import LatchkeyCrypto
 struct ExecCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exec",
-        abstract: "Run a command with secrets in its environment: each --item NAME=SERVICE/ACCOUNT becomes the variable NAME.",
+        abstract:
+            "Run a command with secrets in its environment: each --item NAME=SERVICE/ACCOUNT becomes the variable NAME.",
         discussion: """
             Every item is found first; when one is missing (exit 1), ambiguous or locked, \
             nothing is run. Then latchkey replaces itself with the command (execvp, searching \
@@ -33,7 +34,9 @@ struct ExecCommand: ParsableCommand {
 
     @OptionGroup var items: EnvironmentItemOptions
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after '--'.", valueName: "command"))
+    @Argument(
+        parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after '--'.", valueName: "command")
+    )
     var command: [String] = []
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -41,7 +44,10 @@ struct ExecCommand: ParsableCommand {
     func validate() throws {
         _ = try items.items()
         if items.specs.isEmpty { throw ValidationError("give at least one --item NAME=SERVICE/ACCOUNT") }
-        if command.isEmpty { throw ValidationError("give the command to run after '--': latchkey exec --item NAME=SERVICE/ACCOUNT -- COMMAND") }
+        if command.isEmpty {
+            throw ValidationError(
+                "give the command to run after '--': latchkey exec --item NAME=SERVICE/ACCOUNT -- COMMAND")
+        }
     }
 
     func run() throws {
@@ -57,13 +63,18 @@ struct ExecCommand: ParsableCommand {
             }
             Crypto.cleanse(&value)
             Crypto.cleanse(&secrets[i].value)
-            guard set == 0 else { throw KeychainError(.io, "cannot set \(name) in the environment: \(String(cString: strerror(errno))); nothing was run") }
+            guard set == 0 else {
+                throw KeychainError(
+                    .io, "cannot set \(name) in the environment: \(String(cString: strerror(errno))); nothing was run")
+            }
         }
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) } + [nil]
         execvp(command[0], &argv)
         let error = errno
         let status = KeychainStatus.io
-        Output.note("cannot run '\(command[0])': \(String(cString: strerror(error)))\(error == ENOENT ? "; check the name and PATH" : "") (\(status.name) \(status.rawValue))")
+        Output.note(
+            "cannot run '\(command[0])': \(String(cString: strerror(error)))\(error == ENOENT ? "; check the name and PATH" : "") (\(status.name) \(status.rawValue))"
+        )
         LatchkeyCommand.exitProcess(error == ENOENT ? 127 : 126)
     }
 }

@@ -30,7 +30,9 @@ struct FastArguments {
     var values: [String: String] = [:]
     var global: GlobalSettings
 
-    static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"]
+    static let globalOptions: Set<String> = [
+        "keychain", "device", "passcode-file", "passcode-command", "app-id", "entitlements"
+    ]
 
     /// The arguments after the command's name, or nil when ArgumentParser must parse them.
     static func parse(_ arguments: [String], _ form: FastForm) -> FastArguments? {
@@ -71,23 +73,29 @@ struct FastArguments {
             } else if globalOptions.contains(name) {
                 globalValues[name] = value
             } else if newValues, name.hasPrefix("set-") {
-                guard let option = AttributeOption.named(String(name.dropFirst(4))), !option.derived, newValueAttributes[option.code] == nil,
-                      let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command) else { return nil }
+                guard let option = AttributeOption.named(String(name.dropFirst(4))), !option.derived,
+                    newValueAttributes[option.code] == nil,
+                    let v = try? option.value(value, prefix: "set-", in: .genericPassword, command: command)
+                else { return nil }
                 newValueAttributes[option.code] = v
             } else {
                 // Two spellings of one attribute (--account and --account-hex): ArgumentParser's path says so.
                 guard let option = AttributeOption.named(name), !option.derived, attributes[option.code] == nil,
-                      let v = try? option.value(value, in: .genericPassword, command: command) else { return nil }
+                    let v = try? option.value(value, in: .genericPassword, command: command)
+                else { return nil }
                 attributes[option.code] = v
             }
         }
-        return FastArguments(attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
-                             global: GlobalSettings(given: globalValues))
+        return FastArguments(
+            attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
+            global: GlobalSettings(given: globalValues))
     }
 
     /// The query of the attribute options, as `ItemOptions.query` makes it for genp.
     func query(caseInsensitive: Bool = false) -> Query {
-        Query(.genericPassword, attributes, protection: nil, caseInsensitive: caseInsensitive, synchronizable: .notSynchronizable)
+        Query(
+            .genericPassword, attributes, protection: nil, caseInsensitive: caseInsensitive,
+            synchronizable: .notSynchronizable)
     }
 }
 
@@ -120,20 +128,23 @@ extension FindCommand {
         }
         // validate()'s rule: ArgumentParser reports it.
         if limit != .one && returnKind == .data { return nil }
-        return Request(query: p.query(caseInsensitive: p.flags.contains("case-insensitive")), limit: limit,
-                       returnKind: returnKind, json: p.flags.contains("json"), global: p.global)
+        return Request(
+            query: p.query(caseInsensitive: p.flags.contains("case-insensitive")), limit: limit,
+            returnKind: returnKind, json: p.flags.contains("json"), global: p.global)
     }
 }
 
 extension AddCommand {
-    static let fastForm = FastForm(command: "add", flags: ["require-user-presence", "strip-newline"], options: ["data-file"])
+    static let fastForm = FastForm(
+        command: "add", flags: ["require-user-presence", "strip-newline"], options: ["data-file"])
 
     /// The request for `add ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
         guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
-        return Request(itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
-                       requireUserPresence: p.flags.contains("require-user-presence"),
-                       stripNewline: p.flags.contains("strip-newline"), global: p.global)
+        return Request(
+            itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
+            requireUserPresence: p.flags.contains("require-user-presence"),
+            stripNewline: p.flags.contains("strip-newline"), global: p.global)
     }
 }
 
@@ -147,8 +158,9 @@ extension UpdateCommand {
         // validate()'s rules: ArgumentParser reports them.
         if p.newValues.isEmpty && !setData { return nil }
         if dataFile != nil && !setData { return nil }
-        return Request(query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
-                       global: p.global)
+        return Request(
+            query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
+            global: p.global)
     }
 }
 
@@ -158,8 +170,10 @@ extension DeleteCommand {
     /// The request for `delete ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
         guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
-        return Request(query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"),
-                       global: p.global)
+        return Request(
+            query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"),
+            dryRun: p.flags.contains("dry-run"),
+            global: p.global)
     }
 }
 

@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyFormat
@@ -58,36 +58,46 @@ struct FindCommand: ParsableCommand {
 
     @OptionGroup var item: ItemOptions
 
-    @Option(help: ArgumentHelp(
-        "How many matches (kSecMatchLimit): one, all, or a number.",
-        discussion: "one prints a JSON object, all or a number a JSON array (even of one item).",
-        valueName: "one|all|N"))
+    @Option(
+        help: ArgumentHelp(
+            "How many matches (kSecMatchLimit): one, all, or a number.",
+            discussion: "one prints a JSON object, all or a number a JSON array (even of one item).",
+            valueName: "one|all|N"))
     var limit: Limit = .one
 
-    @Option(name: .customLong("return"), help: ArgumentHelp(
-        "What to print: data (the raw secret), attributes (JSON), or all (JSON with the secret in base64 under v_Data).",
-        valueName: "data|attributes|all"))
+    @Option(
+        name: .customLong("return"),
+        help: ArgumentHelp(
+            "What to print: data (the raw secret), attributes (JSON), or all (JSON with the secret in base64 under v_Data).",
+            valueName: "data|attributes|all"))
     var returnKind: Return = .data
 
-    @Flag(name: .customLong("case-insensitive"), help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive); never the access group.")
+    @Flag(
+        name: .customLong("case-insensitive"),
+        help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive); never the access group.")
     var caseInsensitive = false
 
     @Flag(help: "Print JSON; with --return data an object {\"v_Data\": base64}.")
     var json = false
 
-    @Flag(help: ArgumentHelp("Print JSON Lines: each match as one object on one line, which 'latchkey import' reads back as is.",
-                             discussion: "Needs --return attributes or --return all (all: the secrets too, base64)."))
+    @Flag(
+        help: ArgumentHelp(
+            "Print JSON Lines: each match as one object on one line, which 'latchkey import' reads back as is.",
+            discussion: "Needs --return attributes or --return all (all: the secrets too, base64)."))
     var jsonl = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
         if jsonl && returnKind == .data {
-            throw ValidationError("--jsonl prints item objects: add --return all (with the secrets) or --return attributes")
+            throw ValidationError(
+                "--jsonl prints item objects: add --return all (with the secrets) or --return attributes")
         }
         if jsonl && json { throw ValidationError("--json and --jsonl are two output forms; give one") }
         if limit != .one && returnKind == .data {
-            throw ValidationError("--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all")
+            throw ValidationError(
+                "--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all"
+            )
         }
     }
 
@@ -106,8 +116,9 @@ struct FindCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
-                returnKind: returnKind, json: json, jsonl: jsonl, global: global.settings)
+        Request(
+            query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
+            returnKind: returnKind, json: json, jsonl: jsonl, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
@@ -128,7 +139,9 @@ struct FindCommand: ParsableCommand {
                 Output.data(first.data)
                 // On a terminal the prompt must not run into the secret; in a pipe the bytes
                 // stay exactly the stored ones.
-                if Terminal.stdoutIsTerminal, first.data.last != UInt8(ascii: "\n") { Output.data([UInt8(ascii: "\n")]) }
+                if Terminal.stdoutIsTerminal, first.data.last != UInt8(ascii: "\n") {
+                    Output.data([UInt8(ascii: "\n")])
+                }
             }
         case (_, .one):
             Output.data(ItemJSON.text([first], includeData: r.returnKind == .all, asArray: false))

@@ -29,7 +29,7 @@ struct GenerateCommand: ParsableCommand {
         var characters: [UInt8] {
             switch self {
             case .alnum: return Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
-            case .ascii: return Array(UInt8(0x21)...UInt8(0x7E))   // printable, no space
+            case .ascii: return Array(UInt8(0x21)...UInt8(0x7E))  // printable, no space
             case .hex: return Array("0123456789abcdef".utf8)
             case .digits: return Array("0123456789".utf8)
             }
@@ -41,8 +41,10 @@ struct GenerateCommand: ParsableCommand {
     @Option(help: ArgumentHelp("How many characters (8 to 1024).", valueName: "n"))
     var length = 24
 
-    @Option(help: ArgumentHelp("alnum (A-Z, a-z, 0-9; the default), ascii (every printable character but space), hex, or digits.",
-                               valueName: "set"))
+    @Option(
+        help: ArgumentHelp(
+            "alnum (A-Z, a-z, 0-9; the default), ascii (every printable character but space), hex, or digits.",
+            valueName: "set"))
     var charset: Charset = .alnum
 
     @Flag(help: "Also write the password to stdout.")
@@ -56,7 +58,9 @@ struct GenerateCommand: ParsableCommand {
 
     func run() throws {
         guard [.genericPassword, .internetPassword].contains(item.itemClass) else {
-            throw UsageError("generate makes passwords: --class genp (the default) or inet; store other data with add", command: "generate")
+            throw UsageError(
+                "generate makes passwords: --class genp (the default) or inet; store other data with add",
+                command: "generate")
         }
         let attributes = try item.newItemAttributes(command: "generate")
         var secret = try GenerateCommand.password(length: length, from: charset.characters)

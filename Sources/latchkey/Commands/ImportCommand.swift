@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -58,7 +58,9 @@ struct ImportCommand: ParsableCommand {
         let keychain = dryRun ? nil : try global.open(unlock: .whenNeeded)
         if let keychain { try unlockUpFront(keychain) }
         if file == "-" {
-            try Terminal.requireStdin("import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE", command: "import")
+            try Terminal.requireStdin(
+                "import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE",
+                command: "import")
         }
         let reader = try LineReader(path: file, what: "import file")
         let progress = Progress("import")
@@ -70,7 +72,11 @@ struct ImportCommand: ParsableCommand {
         func eachItem(_ handle: (NewItem) throws -> Void) throws {
             while let line = try reader.next() {
                 let number = reader.lineNumber
-                guard line.contains(where: { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r") }) else { continue }
+                guard
+                    line.contains(where: {
+                        $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r")
+                    })
+                else { continue }
                 run.line = number
                 let item = try ImportCommand.newItem(line, line: number)
                 try run.check(item)
@@ -87,10 +93,13 @@ struct ImportCommand: ParsableCommand {
                     importer = i
                     try eachItem { try i.add($0) }
                     run.forgetKeys()
-                    progress.restart("import: closing the transaction of \(Progress.grouped(run.count)) items", total: nil, counting: false)
+                    progress.restart(
+                        "import: closing the transaction of \(Progress.grouped(run.count)) items", total: nil,
+                        counting: false)
                 }
             } catch let error as KeychainError {
-                throw run.explain(error, landed: importer?.landed ?? 0, atomic: importer?.isAtomic ?? true, keychain: keychain)
+                throw run.explain(
+                    error, landed: importer?.landed ?? 0, atomic: importer?.isAtomic ?? true, keychain: keychain)
             }
         } else {
             do {
@@ -102,7 +111,8 @@ struct ImportCommand: ParsableCommand {
         progress.finish()
         let path = global.keychainPath
         if json {
-            try Output.json(encoding: Summary(imported: dryRun ? 0 : run.count, checked: run.count, dryRun: dryRun, keychain: path))
+            try Output.json(
+                encoding: Summary(imported: dryRun ? 0 : run.count, checked: run.count, dryRun: dryRun, keychain: path))
         } else if dryRun {
             Output.line("\(run.count) item(s) checked; nothing imported (--dry-run)")
         } else {
@@ -113,10 +123,13 @@ struct ImportCommand: ParsableCommand {
     /// The input is read once, as it streams, so a class found locked half-way cannot be
     /// retried after a prompt: when the passcode would be asked for at all, ask before.
     func unlockUpFront(_ keychain: Keychain) throws {
-        let needed: [ProtectionClass] = [.whenUnlocked, .afterFirstUnlock, .always,
-                                         .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly]
+        let needed: [ProtectionClass] = [
+            .whenUnlocked, .afterFirstUnlock, .always,
+            .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly
+        ]
         guard keychain.hasPasscode, file != "-", Terminal.stdinIsTerminal, try global.givenPasscode() == nil,
-              !needed.allSatisfy(keychain.isAvailable) else { return }
+            !needed.allSatisfy(keychain.isAvailable)
+        else { return }
         guard let passcode = try Terminal.readSecret(prompt: "Passcode for \(global.keychainPath): ") else { return }
         try keychain.unlock(passcode: passcode)
     }
@@ -198,10 +211,14 @@ struct ImportCommand: ParsableCommand {
         if case .string(let text) = value {
             switch kind {
             case .data:
-                guard let d = Data(base64Encoded: text) else { throw bad(line, "\"\(key)\" holds data: give it in base64") }
+                guard let d = Data(base64Encoded: text) else {
+                    throw bad(line, "\"\(key)\" holds data: give it in base64")
+                }
                 return .data([UInt8](d))
             case .date:
-                guard let t = ISODate.parse(text) else { throw bad(line, "\"\(key)\" is a date: give it as ISO 8601, e.g. 2026-01-31T12:00:00Z") }
+                guard let t = ISODate.parse(text) else {
+                    throw bad(line, "\"\(key)\" is a date: give it as ISO 8601, e.g. 2026-01-31T12:00:00Z")
+                }
                 return .date(t)
             default:
                 return .string(text)
@@ -209,7 +226,9 @@ struct ImportCommand: ParsableCommand {
         }
         if case .bool(let b) = value { return .bool(b) }
         if case .number(let d) = value {
-            guard d == d.rounded(), let i = Int64(exactly: d) else { throw bad(line, "\"\(key)\" must be a whole number") }
+            guard d == d.rounded(), let i = Int64(exactly: d) else {
+                throw bad(line, "\"\(key)\" must be a whole number")
+            }
             return .integer(i)
         }
         throw bad(line, "\"\(key)\" must be a string, a number or true/false")
@@ -227,7 +246,9 @@ struct ImportCommand: ParsableCommand {
             // As the keychain does: a key not declared symmetric gets the attributes of its data.
             let symmetric = attributes["kcls"] == .integer(2) || attributes["kcls"] == .string("2")
             if !symmetric, let info = try? KeyInfo(data: item.data) {
-                for (name, value) in Keychain.keyAttributes(info) where attributes[name] == nil { attributes[name] = value }
+                for (name, value) in Keychain.keyAttributes(info) where attributes[name] == nil {
+                    attributes[name] = value
+                }
             }
         case .genericPassword, .internetPassword:
             break

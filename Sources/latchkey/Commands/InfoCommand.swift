@@ -18,7 +18,10 @@ struct InfoCommand: ParsableCommand {
             """
     )
 
-    @Flag(help: "Print JSON (path, formatVersion, fileUUID, deviceUUID, hasPasscode, kdf, fileSize, records, liveItems, itemsByClass, itemsByProtection, unlockedClasses).")
+    @Flag(
+        help:
+            "Print JSON (path, formatVersion, fileUUID, deviceUUID, hasPasscode, kdf, fileSize, records, liveItems, itemsByClass, itemsByProtection, unlockedClasses)."
+    )
     var json = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -38,7 +41,7 @@ struct InfoCommand: ParsableCommand {
             ("passcode", info.hasPasscode ? "yes (\(info.kdf))" : "none"),
             ("file size", "\(Progress.grouped(Int(info.fileSize))) bytes"),
             ("records", Progress.grouped(info.records)),
-            ("live items", Progress.grouped(info.liveItems)),
+            ("live items", Progress.grouped(info.liveItems))
         ]
         let width = rows.map(\.0.count).max() ?? 0
         let style = Style.stdout
@@ -49,15 +52,19 @@ struct InfoCommand: ParsableCommand {
         var classes = Table(["CLASS", "", "ITEMS"], rightAligned: [2])
         let names = ["genp": "generic passwords", "inet": "internet passwords", "cert": "certificates", "keys": "keys"]
         for c in ItemClass.allCases {
-            classes.append([c.rawValue, names[c.rawValue] ?? "", Progress.grouped(info.itemsByClass[c.rawValue, default: 0])])
+            classes.append([
+                c.rawValue, names[c.rawValue] ?? "", Progress.grouped(info.itemsByClass[c.rawValue, default: 0])
+            ])
         }
         for (name, count) in info.itemsByClass.sorted(by: { $0.key < $1.key }) where ItemClass(rawValue: name) == nil {
             classes.append([name, "", Progress.grouped(count)])
         }
         var protections = Table(["PDMN", "PROTECTION CLASS", "ITEMS", "NOW"], rightAligned: [2])
         for pc in ProtectionClass.allCases {
-            protections.append([pc.code, pc.longName, Progress.grouped(info.itemsByProtection[pc.code, default: 0]),
-                                info.unlockedClasses.contains(pc.code) ? "unlocked" : "locked"])
+            protections.append([
+                pc.code, pc.longName, Progress.grouped(info.itemsByProtection[pc.code, default: 0]),
+                info.unlockedClasses.contains(pc.code) ? "unlocked" : "locked"
+            ])
         }
         Output.line("")
         Output.table(classes)

@@ -22,7 +22,9 @@ struct InitCommand: ParsableCommand {
             """
     )
 
-    @Flag(name: .customLong("no-passcode"), help: "Create the keychain without a passcode (items are protected by the device secret alone).")
+    @Flag(
+        name: .customLong("no-passcode"),
+        help: "Create the keychain without a passcode (items are protected by the device secret alone).")
     var noPasscode = false
 
     @Option(name: .customLong("kdf-log-n"), help: ArgumentHelp(KDFCost.help, valueName: "n"))
@@ -44,22 +46,28 @@ struct InitCommand: ParsableCommand {
         if global.passcodeCommand != nil {
             throw ValidationError("--no-passcode and --passcode-command contradict each other; give one")
         }
-        for name in ["LATCHKEY_PASSCODE", "LATCHKEY_PASSCODE_FILE", "LATCHKEY_PASSCODE_COMMAND"] where GlobalOptions.environment(name) != nil {
-            throw ValidationError("--no-passcode and \(name) contradict each other; unset \(name) or drop --no-passcode")
+        for name in ["LATCHKEY_PASSCODE", "LATCHKEY_PASSCODE_FILE", "LATCHKEY_PASSCODE_COMMAND"]
+        where GlobalOptions.environment(name) != nil {
+            throw ValidationError(
+                "--no-passcode and \(name) contradict each other; unset \(name) or drop --no-passcode")
         }
     }
 
     func run() throws {
         var passcode: [UInt8]?
         if !noPasscode {
-            passcode = try global.newPasscodeOrPrompt(given: try global.givenPasscode(),
-                                                      prompt: "New passcode for \(global.keychainPath): ")
+            passcode = try global.newPasscodeOrPrompt(
+                given: try global.givenPasscode(),
+                prompt: "New passcode for \(global.keychainPath): ")
             guard passcode != nil else {
-                throw UsageError("init needs a passcode and there is no terminal to ask on; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode", command: "init")
+                throw UsageError(
+                    "init needs a passcode and there is no terminal to ask on; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode",
+                    command: "init")
             }
         }
-        _ = try Keychain.create(path: global.keychainPath, devicePath: global.devicePath,
-                                passcode: passcode, kdfLogN: kdfLogN)
+        _ = try Keychain.create(
+            path: global.keychainPath, devicePath: global.devicePath,
+            passcode: passcode, kdfLogN: kdfLogN)
         if passcode != nil { KDFCost.warnIfWeak(kdfLogN, "passcode") }
         Output.progress("created \(global.keychainPath)\(passcode == nil ? " without a passcode" : "")")
     }

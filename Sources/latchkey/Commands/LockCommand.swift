@@ -5,7 +5,8 @@ import Latchkey
 struct LockCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lock",
-        abstract: "Lock the keychain in the agent: WhenUnlocked keys (ak, aku, akpu) are dropped, AfterFirstUnlock keys (ck, cku) stay.",
+        abstract:
+            "Lock the keychain in the agent: WhenUnlocked keys (ak, aku, akpu) are dropped, AfterFirstUnlock keys (ck, cku) stay.",
         discussion: """
             As a locked iPhone: items protected AfterFirstUnlock stay readable until the agent \
             stops; WhenUnlocked items fail with errSecInteractionNotAllowed (exit 4) until \

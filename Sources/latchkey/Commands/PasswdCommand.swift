@@ -48,19 +48,25 @@ struct PasswdCommand: ParsableCommand {
         if keychain.hasPasscode {
             old = try global.passcodeOrPrompt("Current passcode for \(global.keychainPath): ")
             guard old != nil else {
-                throw UsageError("passwd needs the current passcode and there is no terminal to ask on; set LATCHKEY_PASSCODE or give --passcode-file PATH", command: "passwd")
+                throw UsageError(
+                    "passwd needs the current passcode and there is no terminal to ask on; set LATCHKEY_PASSCODE or give --passcode-file PATH",
+                    command: "passwd")
             }
         }
         if remove {
             let deleted = try keychain.changePasscode(old: old, new: nil, kdfLogN: kdfLogN)
-            Output.progress("removed the passcode of \(global.keychainPath)"
-                            + (deleted > 0 ? "; deleted \(deleted) WhenPasscodeSetThisDeviceOnly (akpu) item(s)" : ""))
+            Output.progress(
+                "removed the passcode of \(global.keychainPath)"
+                    + (deleted > 0 ? "; deleted \(deleted) WhenPasscodeSetThisDeviceOnly (akpu) item(s)" : ""))
             return
         }
-        let new = try global.newPasscodeOrPrompt(given: try global.givenNewPasscode(),
-                                                 prompt: "New passcode for \(global.keychainPath): ")
+        let new = try global.newPasscodeOrPrompt(
+            given: try global.givenNewPasscode(),
+            prompt: "New passcode for \(global.keychainPath): ")
         guard let new else {
-            throw UsageError("passwd needs the new passcode and there is no terminal to ask on; set LATCHKEY_NEW_PASSCODE or give --new-passcode-file PATH", command: "passwd")
+            throw UsageError(
+                "passwd needs the new passcode and there is no terminal to ask on; set LATCHKEY_NEW_PASSCODE or give --new-passcode-file PATH",
+                command: "passwd")
         }
         try keychain.changePasscode(old: old, new: new, kdfLogN: kdfLogN)
         KDFCost.warnIfWeak(kdfLogN, "new passcode")

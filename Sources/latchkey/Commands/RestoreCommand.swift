@@ -1,11 +1,11 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyBackup
@@ -51,7 +51,10 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Restore into the existing keychain: for the same item, the newer modification date wins.")
     var merge = false
 
-    @Flag(help: "Restore into the existing keychain: the backup's item replaces the keychain's with the same UUID or unique key.")
+    @Flag(
+        help:
+            "Restore into the existing keychain: the backup's item replaces the keychain's with the same UUID or unique key."
+    )
     var replace = false
 
     @Flag(name: .customLong("dry-run"), help: "Verify the archive and report what would be restored; write nothing.")
@@ -60,20 +63,26 @@ struct RestoreCommand: ParsableCommand {
     @Flag(help: "Print the report as JSON, with each item's outcome.")
     var json = false
 
-    @Flag(name: .customLong("no-passcode"), help: "Create the new keychain without a passcode (as 'init --no-passcode').")
+    @Flag(
+        name: .customLong("no-passcode"), help: "Create the new keychain without a passcode (as 'init --no-passcode').")
     var noPasscode = false
 
-    @Option(name: .customLong("keychain-kdf-log-n"), help: ArgumentHelp("For a new keychain: " + KDFCost.help, valueName: "n"))
+    @Option(
+        name: .customLong("keychain-kdf-log-n"),
+        help: ArgumentHelp("For a new keychain: " + KDFCost.help, valueName: "n"))
     var keychainKDFLogN: UInt8 = KDFParameters.defaultLogN
 
     @OptionGroup(title: "Backup password") var password: BackupPasswordOptions
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
-        guard (10...22).contains(keychainKDFLogN) else { throw ValidationError("--keychain-kdf-log-n must be between 10 and 22") }
+        guard (10...22).contains(keychainKDFLogN) else {
+            throw ValidationError("--keychain-kdf-log-n must be between 10 and 22")
+        }
         if merge, replace { throw ValidationError("--merge and --replace contradict each other; give one") }
         if noPasscode, merge || replace {
-            throw ValidationError("--no-passcode is for a new keychain; it makes no sense with --\(merge ? "merge" : "replace")")
+            throw ValidationError(
+                "--no-passcode is for a new keychain; it makes no sense with --\(merge ? "merge" : "replace")")
         }
         if noPasscode { try InitCommand.refusePasscode(global) }
     }
@@ -85,7 +94,10 @@ struct RestoreCommand: ParsableCommand {
         let exists = access(keychainPath, F_OK) == 0
         let intoExisting = merge || replace
         if exists && !intoExisting {
-            throw KeychainError(.duplicateKeychain, "a keychain already exists at \(keychainPath); restore into it with --merge or --replace, or choose another --keychain")
+            throw KeychainError(
+                .duplicateKeychain,
+                "a keychain already exists at \(keychainPath); restore into it with --merge or --replace, or choose another --keychain"
+            )
         }
         // Open the destination (and learn how to protect a new one) before reading the archive.
         let target: RestoreTarget
@@ -96,21 +108,28 @@ struct RestoreCommand: ParsableCommand {
             if !noPasscode, !dryRun {
                 newPasscode = try global.givenPasscode()
                 if newPasscode == nil, !Terminal.stdinIsTerminal {
-                    throw UsageError("restore creates a new keychain and needs its passcode, and there is no terminal to ask on; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode", command: "restore")
+                    throw UsageError(
+                        "restore creates a new keychain and needs its passcode, and there is no terminal to ask on; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode",
+                        command: "restore")
                 }
             }
             target = .newKeychain(hasPasscode: !noPasscode)
         }
         if file == "-" {
-            try Terminal.requireStdin("restore reads the archive from stdin (-), but stdin is closed; pipe it in or give a FILE", command: "restore")
+            try Terminal.requireStdin(
+                "restore reads the archive from stdin (-), but stdin is closed; pipe it in or give a FILE",
+                command: "restore")
             if Terminal.stdinIsTerminal {
-                throw UsageError("restore - reads a binary archive from stdin, which is a terminal; pipe the archive in", command: "restore")
+                throw UsageError(
+                    "restore - reads a binary archive from stdin, which is a terminal; pipe the archive in",
+                    command: "restore")
             }
         }
         let progress = Progress("verify", unit: .bytes)
         defer { progress.finish() }
         let source = file == "-" ? try BackupSource.spooling(fd: STDIN_FILENO) : try BackupSource.file(file)
-        let device = FileManager.default.fileExists(atPath: global.devicePath) ? try Device.load(path: global.devicePath) : nil
+        let device =
+            FileManager.default.fileExists(atPath: global.devicePath) ? try Device.load(path: global.devicePath) : nil
         // Each pass reports bytes of the archive read; a new pass starts a new phase.
         var phase = "verify", shown = ""
         let onProgress: (Int64, Int64) -> Void = { done, total in
@@ -121,10 +140,12 @@ struct RestoreCommand: ParsableCommand {
                 progress.update(completed: Int(done))
             }
         }
-        let verified = try VerifiedBackup.verify(source, device: device, password: {
-            progress.finish()
-            return try password.existingPassword(for: source.name)
-        }, target: target, conflicts: replace ? .backupWins : .newerWins, listItems: json, progress: onProgress)
+        let verified = try VerifiedBackup.verify(
+            source, device: device,
+            password: {
+                progress.finish()
+                return try password.existingPassword(for: source.name)
+            }, target: target, conflicts: replace ? .backupWins : .newerWins, listItems: json, progress: onProgress)
 
         var report: RestoreReport
         if dryRun {
@@ -138,13 +159,16 @@ struct RestoreCommand: ParsableCommand {
                 progress.finish()
                 newPasscode = try global.newPasscodeOrPrompt(given: nil, prompt: "New passcode for \(keychainPath): ")
                 guard newPasscode != nil else {
-                    throw UsageError("restore needs a passcode for the new keychain; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode", command: "restore")
+                    throw UsageError(
+                        "restore needs a passcode for the new keychain; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode",
+                        command: "restore")
                 }
             }
             if newPasscode != nil { KDFCost.warnIfWeak(keychainKDFLogN, "new keychain's passcode") }
             phase = "restore"
-            report = try verified.restoreNewKeychain(path: keychainPath, devicePath: global.devicePath, passcode: newPasscode,
-                                                     kdfLogN: keychainKDFLogN, progress: onProgress)
+            report = try verified.restoreNewKeychain(
+                path: keychainPath, devicePath: global.devicePath, passcode: newPasscode,
+                kdfLogN: keychainKDFLogN, progress: onProgress)
         }
         progress.finish()
         if json {
@@ -164,31 +188,43 @@ struct RestoreCommand: ParsableCommand {
         let b = r.backup
         var lines: [String] = []
         let created = Date(timeIntervalSince1970: TimeInterval(b.createdAt))
-        lines.append("backup \(b.backupUUID) of \(created.formatted(Date.ISO8601FormatStyle())): \(b.items) item(s), "
-                     + (b.passwordProtected ? "password-protected" : "device-only")
-                     + ", " + b.origin)
+        lines.append(
+            "backup \(b.backupUUID) of \(created.formatted(Date.ISO8601FormatStyle())): \(b.items) item(s), "
+                + (b.passwordProtected ? "password-protected" : "device-only")
+                + ", " + b.origin)
         let verb = r.dryRun ? "would restore" : "restored"
         let into = r.createdKeychain ? "a new keychain at \(r.keychain)" : r.keychain
         let written = r.restored + r.replaced
-        let breakdown = "\(counts(r.restoredByClass, order: ["genp", "inet", "cert", "keys"])); \(counts(r.restoredByProtection, order: protections))"
+        let breakdown =
+            "\(counts(r.restoredByClass, order: ["genp", "inet", "cert", "keys"])); \(counts(r.restoredByProtection, order: protections))"
         if r.replaced == 0 {
             lines.append("\(verb) \(r.restored) item(s) into \(into)" + (r.restored > 0 ? ": " + breakdown : ""))
         } else {
-            lines.append("\(verb) \(r.restored) new item(s) into \(into); \(written) written in all, replacements included: " + breakdown)
+            lines.append(
+                "\(verb) \(r.restored) new item(s) into \(into); \(written) written in all, replacements included: "
+                    + breakdown)
         }
         if r.merge {
-            lines.append("\(r.dryRun ? "would replace" : "replaced") \(r.replaced) item(s) of the keychain"
-                         + (r.conflicts == .backupWins ? " (--replace)" : " with newer ones")
-                         + "; kept \(r.kept) of its own"
-                         + (r.kept > 0 ? " (" + r.keptByReason.keys.sorted().map { "\(r.keptByReason[$0]!) \(RestoreCommand.reasonText($0))" }.joined(separator: ", ") + ")" : ""))
+            lines.append(
+                "\(r.dryRun ? "would replace" : "replaced") \(r.replaced) item(s) of the keychain"
+                    + (r.conflicts == .backupWins ? " (--replace)" : " with newer ones")
+                    + "; kept \(r.kept) of its own"
+                    + (r.kept > 0
+                        ? " ("
+                            + r.keptByReason.keys.sorted().map {
+                                "\(r.keptByReason[$0]!) \(RestoreCommand.reasonText($0))"
+                            }.joined(separator: ", ") + ")" : ""))
         }
         if r.skipped > 0 {
-            lines.append("skipped \(r.skipped) item(s): " + r.skippedByReason.keys.sorted().map { reason in
-                "\(r.skippedByReason[reason]!) \(RestoreCommand.reasonText(reason))"
-            }.joined(separator: ", ") + " (\(counts(r.skippedByProtection, order: protections)))")
+            lines.append(
+                "skipped \(r.skipped) item(s): "
+                    + r.skippedByReason.keys.sorted().map { reason in
+                        "\(r.skippedByReason[reason]!) \(RestoreCommand.reasonText(reason))"
+                    }.joined(separator: ", ") + " (\(counts(r.skippedByProtection, order: protections)))")
         }
         if b.notExported > 0 {
-            lines.append("\(b.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) of the source were never in the backup")
+            lines.append(
+                "\(b.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) of the source were never in the backup")
         }
         if r.dryRun { lines.append("nothing was written (--dry-run)") }
         return lines
@@ -200,7 +236,8 @@ struct RestoreCommand: ParsableCommand {
         case .thisDeviceOnlyFromAnotherDevice: return "ThisDeviceOnly, made on another device"
         case .destinationNewer: return "the keychain's copy is as new or newer"
         case .userPresenceNeedsPasscode: return "need user presence, the keychain has no passcode"
-        case .destinationThisDeviceOnly: return "the keychain's copy is ThisDeviceOnly, and nothing proves the backup's item was made on this device"
+        case .destinationThisDeviceOnly:
+            return "the keychain's copy is ThisDeviceOnly, and nothing proves the backup's item was made on this device"
         case nil: return reason
         }
     }

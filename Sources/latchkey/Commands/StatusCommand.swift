@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyFormat
@@ -23,7 +23,10 @@ struct StatusCommand: ParsableCommand {
             """
     )
 
-    @Flag(help: "Print JSON: pid, socket, protocolVersion, idleTimeout, dumpable, keychains [{keychain, device, hasPasscode, unlocked, unlockedOnce, idleSeconds}].")
+    @Flag(
+        help:
+            "Print JSON: pid, socket, protocolVersion, idleTimeout, dumpable, keychains [{keychain, device, hasPasscode, unlocked, unlockedOnce, idleSeconds}]."
+    )
     var json = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -38,7 +41,8 @@ struct StatusCommand: ParsableCommand {
             try Output.json(encoding: status)
             return
         }
-        let idle = status.idleTimeout > 0 ? "locks after \(Int(status.idleTimeout)) s without use" : "never locks by itself"
+        let idle =
+            status.idleTimeout > 0 ? "locks after \(Int(status.idleTimeout)) s without use" : "never locks by itself"
         Output.line("agent: pid \(status.pid) at \(status.socket); \(idle)")
         for k in status.keychains {
             Output.line("\(k.keychain): \(StatusCommand.describe(k))")

@@ -4,7 +4,10 @@ import Latchkey
 /// The agent, or the error that says none answers.
 func runningAgent() throws -> AgentClient {
     guard let client = try AgentClient.connect() else {
-        throw KeychainError(.notAvailable, "no agent answers at \(AgentSocket.defaultPath()); start one with 'latchkey agent --daemon' (or set LATCHKEY_AGENT_SOCK)")
+        throw KeychainError(
+            .notAvailable,
+            "no agent answers at \(AgentSocket.defaultPath()); start one with 'latchkey agent --daemon' (or set LATCHKEY_AGENT_SOCK)"
+        )
     }
     return client
 }
@@ -36,7 +39,9 @@ struct UnlockCommand: ParsableCommand {
             return
         }
         guard let passcode = try global.passcodeOrPrompt("Passcode for \(global.keychainPath): ") else {
-            throw KeychainError(.interactionNotAllowed, "no passcode given; set LATCHKEY_PASSCODE or --passcode-file, or run 'latchkey unlock' on a terminal")
+            throw KeychainError(
+                .interactionNotAllowed,
+                "no passcode given; set LATCHKEY_PASSCODE or --passcode-file, or run 'latchkey unlock' on a terminal")
         }
         try keychain.unlock(passcode: passcode)
         Output.progress("unlocked \(global.keychainPath) in the agent")

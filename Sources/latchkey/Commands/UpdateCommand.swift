@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 
@@ -31,8 +31,10 @@ struct UpdateCommand: ParsableCommand {
     @Flag(name: .customLong("set-data"), help: "Replace the secret with the bytes read from stdin (or --data-file).")
     var setData = false
 
-    @Option(name: .customLong("data-file"), help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"),
-            completion: .file())
+    @Option(
+        name: .customLong("data-file"),
+        help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"),
+        completion: .file())
     var dataFile: String?
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -61,8 +63,10 @@ struct UpdateCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "update"), newValues: try newValues.attributes(for: item.itemClass, command: "update"),
-                protection: newValues.protection, setData: setData, dataFile: dataFile, global: global.settings)
+        Request(
+            query: try item.query(command: "update"),
+            newValues: try newValues.attributes(for: item.itemClass, command: "update"),
+            protection: newValues.protection, setData: setData, dataFile: dataFile, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {

@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 
@@ -31,13 +31,23 @@ struct VerifyCommand: ParsableCommand {
             """
     )
 
-    @Flag(help: "Print the report as JSON: ok, problems, fileSize, records, liveItems, checkedItems, lockedItems, recoveredTailBytes.")
+    @Flag(
+        help:
+            "Print the report as JSON: ok, problems, fileSize, records, liveItems, checkedItems, lockedItems, recoveredTailBytes."
+    )
     var json = false
 
-    @Flag(name: .customLong("accept-rollback"), help: "Open a keychain older than the newest this device has seen (e.g. restored from a copy) and accept it as the new newest.")
+    @Flag(
+        name: .customLong("accept-rollback"),
+        help:
+            "Open a keychain older than the newest this device has seen (e.g. restored from a copy) and accept it as the new newest."
+    )
     var acceptRollback = false
 
-    @Flag(help: "For a keychain refused as damaged: show what cutting it back to its last intact change would drop, and cut it when you agree.")
+    @Flag(
+        help:
+            "For a keychain refused as damaged: show what cutting it back to its last intact change would drop, and cut it when you agree."
+    )
     var repair = false
 
     @Flag(help: "With --repair: cut without asking.")
@@ -47,7 +57,9 @@ struct VerifyCommand: ParsableCommand {
 
     func validate() throws {
         if yes, !repair { throw ValidationError("--yes is for --repair") }
-        if repair, acceptRollback { throw ValidationError("--repair and --accept-rollback are two different remedies; give one") }
+        if repair, acceptRollback {
+            throw ValidationError("--repair and --accept-rollback are two different remedies; give one")
+        }
     }
 
     /// The JSON form of a report (VerifyReport's `ok` is computed, so it is spelled out here).
@@ -71,21 +83,26 @@ struct VerifyCommand: ParsableCommand {
         do {
             let keychain = try global.open(unlock: .eager, acceptRollback: acceptRollback)
             let r = keychain.verify()
-            report = Report(path: path, ok: r.ok, problems: r.problems, fileSize: r.fileSize, records: r.records,
-                            liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
-                            recoveredTailBytes: r.recoveredTailBytes)
+            report = Report(
+                path: path, ok: r.ok, problems: r.problems, fileSize: r.fileSize, records: r.records,
+                liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
+                recoveredTailBytes: r.recoveredTailBytes)
         } catch let error as KeychainError where error.status == .decode {
             // A keychain refused on open (damage, rollback, a newer version) is still a verify
             // result; its error already says what happened and what to do, so that is what is
             // reported and thrown, never a different remedy.
             refusal = error
-            report = Report(path: path, ok: false, problems: [error.message], fileSize: 0, records: 0,
-                            liveItems: 0, checkedItems: 0, lockedItems: 0, recoveredTailBytes: 0)
+            report = Report(
+                path: path, ok: false, problems: [error.message], fileSize: 0, records: 0,
+                liveItems: 0, checkedItems: 0, lockedItems: 0, recoveredTailBytes: 0)
         }
         if json {
             try Output.json(encoding: report)
         } else if report.ok {
-            Output.line(Style.stdout.green("ok:") + " \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)")
+            Output.line(
+                Style.stdout.green("ok:")
+                    + " \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)"
+            )
         } else if let refusal, refusal.message.contains("rolled back") {
             Output.line(Style.stdout.red("rolled back:") + " \(path)")
             Output.line("  \(refusal.message)")
@@ -95,7 +112,10 @@ struct VerifyCommand: ParsableCommand {
         }
         if let refusal { throw refusal }
         guard report.ok else {
-            throw KeychainError(.decode, "the keychain \(path) failed verification (\(report.problems.count) problem(s)); restore it from a backup, or see what 'latchkey verify --repair' would cut")
+            throw KeychainError(
+                .decode,
+                "the keychain \(path) failed verification (\(report.problems.count) problem(s)); restore it from a backup, or see what 'latchkey verify --repair' would cut"
+            )
         }
     }
 
@@ -103,7 +123,10 @@ struct VerifyCommand: ParsableCommand {
     /// normal verification should follow (after a repair, or when there was nothing to cut).
     private func runRepair() throws -> Bool {
         let path = global.keychainPath
-        guard let plan = try Keychain.repairPlan(path: path, devicePath: global.devicePath, passcode: try global.givenPasscode()) else {
+        guard
+            let plan = try Keychain.repairPlan(
+                path: path, devicePath: global.devicePath, passcode: try global.givenPasscode())
+        else {
             if !json { Output.line("nothing to repair: \(path) has no damaged record to cut off") }
             return true
         }
@@ -111,7 +134,9 @@ struct VerifyCommand: ParsableCommand {
             try Output.json(encoding: plan)
         } else {
             Output.line(Style.stdout.red("damaged:") + " \(path): \(plan.problem)")
-            Output.line("repair: cut the file from \(plan.fileSize) to \(plan.cutAt) bytes (\(plan.droppedBytes) bytes), keeping \(plan.keptItems) item(s) as of change \(plan.keepsThroughChange); this drops:")
+            Output.line(
+                "repair: cut the file from \(plan.fileSize) to \(plan.cutAt) bytes (\(plan.droppedBytes) bytes), keeping \(plan.keptItems) item(s) as of change \(plan.keepsThroughChange); this drops:"
+            )
             for r in plan.dropped {
                 let item = r.item.map { " of item \($0)" } ?? ""
                 let summary = r.summary.map { " (\(TerminalText.quoted($0)))" } ?? ""
@@ -123,10 +148,14 @@ struct VerifyCommand: ParsableCommand {
         }
         var agreed = yes
         if !agreed, Terminal.stdinIsTerminal, Terminal.stderrIsTerminal {
-            agreed = Terminal.confirm(prompt: "Cut \(path) back to change \(plan.keepsThroughChange)? Everything listed is lost. [y/N] ")
+            agreed = Terminal.confirm(
+                prompt: "Cut \(path) back to change \(plan.keepsThroughChange)? Everything listed is lost. [y/N] ")
         }
         guard agreed else {
-            throw KeychainError(.decode, "the keychain \(path) is damaged and was not changed; to cut it back as shown run 'latchkey verify --repair --yes', or restore from a backup")
+            throw KeychainError(
+                .decode,
+                "the keychain \(path) is damaged and was not changed; to cut it back as shown run 'latchkey verify --repair --yes', or restore from a backup"
+            )
         }
         try Keychain.repair(plan, devicePath: global.devicePath)
         Output.note("cut \(path) back to change \(plan.keepsThroughChange) (\(plan.droppedBytes) bytes removed)")

@@ -86,8 +86,9 @@ struct AttributeOption: Sendable, Hashable {
 
     /// Help for `update --set-X`.
     var setHelp: ArgumentHelp {
-        ArgumentHelp("New \(abstract.prefix(1).lowercased() + abstract.dropFirst()) (\(code)).", valueName: syntax.valueName,
-                     visibility: visibility)
+        ArgumentHelp(
+            "New \(abstract.prefix(1).lowercased() + abstract.dropFirst()) (\(code)).", valueName: syntax.valueName,
+            visibility: visibility)
     }
 
     /// Parses the option's text. - Throws: `UsageError` naming the option and what it takes.
@@ -115,7 +116,9 @@ struct AttributeOption: Sendable, Hashable {
             guard let bytes = Hex.decode(text) else { throw bad("bytes in hex (e.g. 0a1b2c)") }
             return .data(bytes)
         case .date:
-            guard let t = ISODate.parse(text) else { throw bad("an ISO 8601 date such as 2026-01-31 or 2026-01-31T12:00:00Z") }
+            guard let t = ISODate.parse(text) else {
+                throw bad("an ISO 8601 date such as 2026-01-31 or 2026-01-31T12:00:00Z")
+            }
             return .date(t)
         case .keyType:
             if let i = Int64(text) { return .integer(i) }
@@ -125,14 +128,16 @@ struct AttributeOption: Sendable, Hashable {
             return .integer(code)
         case .keyClass:
             if let i = Int64(text) { return .integer(i) }
-            guard let code = AttributeOption.keyClasses[text.lowercased()] else { throw bad("public, private, symmetric or 0, 1, 2") }
+            guard let code = AttributeOption.keyClasses[text.lowercased()] else {
+                throw bad("public, private, symmetric or 0, 1, 2")
+            }
             return .integer(code)
         }
     }
 
     /// kSecAttrKeyType values (reference §1.6).
     static let keyTypes: [String: Int64] = [
-        "rsa": 42, "dsa": 43, "ec": 73, "ecsecprimerandom": 73, "ed25519": 105, "x25519": 106,
+        "rsa": 42, "dsa": 43, "ec": 73, "ecsecprimerandom": 73, "ed25519": 105, "x25519": 106
     ]
     /// kSecAttrKeyClass values.
     static let keyClasses: [String: Int64] = ["public": 0, "private": 1, "symmetric": 2]

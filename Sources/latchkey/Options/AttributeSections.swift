@@ -105,23 +105,31 @@ struct AttributeSection<Section: SectionTag, Form: FormTag>: ParsableArguments, 
 
 /// ITEM/QUERY options: the class, the protection class, `sync`, and the attributes of every class.
 struct CommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
-    @Option(name: .customLong("class"), help: ArgumentHelp(
-        CommandLineForms.showsEverything ? "Item class (kSecClass)." : "Item class (kSecClass); every attribute option of each: --help-all.",
-        valueName: "class"))
+    @Option(
+        name: .customLong("class"),
+        help: ArgumentHelp(
+            CommandLineForms.showsEverything
+                ? "Item class (kSecClass)." : "Item class (kSecClass); every attribute option of each: --help-all.",
+            valueName: "class"))
     var itemClass: ClassArgument = .genp
 
-    @Option(help: ArgumentHelp(
-        CommandLineForms.showsEverything
-            ? "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly."
-            : "Protection class (kSecAttrAccessible, pdmn), or a long name such as WhenUnlocked.",
-        discussion: CommandLineForms.details("For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only."),
-        valueName: "class"))
+    @Option(
+        help: ArgumentHelp(
+            CommandLineForms.showsEverything
+                ? "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly."
+                : "Protection class (kSecAttrAccessible, pdmn), or a long name such as WhenUnlocked.",
+            discussion: CommandLineForms.details(
+                "For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only."
+            ),
+            valueName: "class"))
     var accessible: AccessibleArgument?
 
-    @Option(help: ArgumentHelp(
-        "kSecAttrSynchronizable (sync): yes or no; in a query also any.",
-        discussion: "Items are added with no (sync = 0), and queries see only those unless given yes or any. Nothing is ever synchronised.",
-        valueName: "yes|no|any", visibility: CommandLineForms.secondary))
+    @Option(
+        help: ArgumentHelp(
+            "kSecAttrSynchronizable (sync): yes or no; in a query also any.",
+            discussion:
+                "Items are added with no (sync = 0), and queries see only those unless given yes or any. Nothing is ever synchronised.",
+            valueName: "yes|no|any", visibility: CommandLineForms.secondary))
     var synchronizable: SynchronizableArgument?
 
     private var attributes = GeneratedOptions(.common, newValues: false)
@@ -137,8 +145,13 @@ struct CommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
     }
 
     var customMirror: Mirror {
-        Mirror(self, children: [(label: "itemClass", value: _itemClass), ("accessible", _accessible), ("synchronizable", _synchronizable)]
-            + attributes.children)
+        Mirror(
+            self,
+            children: [
+                (label: "itemClass", value: _itemClass), ("accessible", _accessible),
+                ("synchronizable", _synchronizable)
+            ]
+                + attributes.children)
     }
 
     var given: [(AttributeOption, String)] { attributes.given }
@@ -146,13 +159,18 @@ struct CommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
 
 /// `update`'s new values: the protection class, `sync`, and the attributes of every class.
 struct NewCommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
-    @Option(name: .customLong("set-accessible"), help: ArgumentHelp(
-        "New protection class (pdmn) or a long name; the items are re-encrypted under it.",
-        valueName: "class"))
+    @Option(
+        name: .customLong("set-accessible"),
+        help: ArgumentHelp(
+            "New protection class (pdmn) or a long name; the items are re-encrypted under it.",
+            valueName: "class"))
     var accessible: AccessibleArgument?
 
-    @Option(name: .customLong("set-synchronizable"), help: ArgumentHelp("New kSecAttrSynchronizable (sync): yes or no.", valueName: "yes|no",
-                                                                         visibility: CommandLineForms.secondary))
+    @Option(
+        name: .customLong("set-synchronizable"),
+        help: ArgumentHelp(
+            "New kSecAttrSynchronizable (sync): yes or no.", valueName: "yes|no",
+            visibility: CommandLineForms.secondary))
     var synchronizable: SynchronizableArgument?
 
     private var attributes = GeneratedOptions(.common, newValues: true)
@@ -167,7 +185,10 @@ struct NewCommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup
     }
 
     var customMirror: Mirror {
-        Mirror(self, children: [(label: "accessible", value: _accessible), ("synchronizable", _synchronizable)] + attributes.children)
+        Mirror(
+            self,
+            children: [(label: "accessible", value: _accessible), ("synchronizable", _synchronizable)]
+                + attributes.children)
     }
 
     var given: [(AttributeOption, String)] { attributes.given }

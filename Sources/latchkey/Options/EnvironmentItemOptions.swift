@@ -10,10 +10,13 @@ import Latchkey
 /// nothing after the last one (`NAME=https://example.com/api/`), any account matches and
 /// exactly one item must.
 struct EnvironmentItemOptions: ParsableArguments {
-    @Option(name: .customLong("item"), parsing: .singleValue, help: ArgumentHelp(
-        "Put the secret of a generic password into the variable NAME: NAME=SERVICE/ACCOUNT, or NAME=SERVICE when one item has that service.",
-        discussion: "Repeat it for more variables. The account is what follows the last '/'. NAME must be a valid environment name ([A-Za-z_][A-Za-z0-9_]*).",
-        valueName: "NAME=SERVICE[/ACCOUNT]"))
+    @Option(
+        name: .customLong("item"), parsing: .singleValue,
+        help: ArgumentHelp(
+            "Put the secret of a generic password into the variable NAME: NAME=SERVICE/ACCOUNT, or NAME=SERVICE when one item has that service.",
+            discussion:
+                "Repeat it for more variables. The account is what follows the last '/'. NAME must be a valid environment name ([A-Za-z_][A-Za-z0-9_]*).",
+            valueName: "NAME=SERVICE[/ACCOUNT]"))
     var specs: [String] = []
 
     /// One `--item`, parsed.
@@ -33,13 +36,18 @@ struct EnvironmentItemOptions: ParsableArguments {
         var out: [Item] = [], names: Set<String> = []
         for spec in specs {
             guard let eq = spec.firstIndex(of: "=") else {
-                throw ValidationError("--item '\(spec)' has no '='; write NAME=SERVICE/ACCOUNT, e.g. GITHUB_TOKEN=github.com/alice")
+                throw ValidationError(
+                    "--item '\(spec)' has no '='; write NAME=SERVICE/ACCOUNT, e.g. GITHUB_TOKEN=github.com/alice")
             }
             let name = String(spec[..<eq]), selector = spec[spec.index(after: eq)...]
             guard EnvironmentItemOptions.isValidName(name) else {
-                throw ValidationError("--item '\(spec)': '\(name)' is not a valid environment variable name (letters, digits and _, not starting with a digit)")
+                throw ValidationError(
+                    "--item '\(spec)': '\(name)' is not a valid environment variable name (letters, digits and _, not starting with a digit)"
+                )
             }
-            guard names.insert(name).inserted else { throw ValidationError("--item gives \(name) twice; give each variable once") }
+            guard names.insert(name).inserted else {
+                throw ValidationError("--item gives \(name) twice; give each variable once")
+            }
             var service = String(selector), account: String?
             if let slash = selector.lastIndex(of: "/") {
                 service = String(selector[..<slash])
@@ -102,9 +110,14 @@ struct EnvironmentItemOptions: ParsableArguments {
     }
 
     static func isValidName(_ name: String) -> Bool {
-        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else { return false }
-        return name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
-            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        guard let first = name.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+            return false
+        }
+        return name.utf8.allSatisfy {
+            $0 == UInt8(ascii: "_") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+        }
     }
 
     /// The secret of every item, in the order given; every item is found before anything is
@@ -112,22 +125,35 @@ struct EnvironmentItemOptions: ParsableArguments {
     /// - Throws: errSecItemNotFound naming the variable and the item that is missing;
     ///   errSecParam when several items match one without an account, or a secret holds a NUL
     ///   byte (which no environment variable can carry); errSecInteractionNotAllowed when locked.
-    static func secrets(_ items: [Item], global: GlobalOptions, command: String) throws -> [(name: String, value: [UInt8])] {
+    static func secrets(_ items: [Item], global: GlobalOptions, command: String) throws -> [(
+        name: String, value: [UInt8]
+    )] {
         let keychain = try global.open(unlock: .whenNeeded)
         var out: [(name: String, value: [UInt8])] = []
         for item in items {
             var attributes: [String: AttributeValue] = ["svce": .string(item.service)]
             if let account = item.account { attributes["acct"] = .string(account) }
-            let query = Query(.genericPassword, attributes, protection: nil, caseInsensitive: false, synchronizable: .notSynchronizable)
+            let query = Query(
+                .genericPassword, attributes, protection: nil, caseInsensitive: false,
+                synchronizable: .notSynchronizable)
             let found = try global.retryingUnlocked(keychain) { try keychain.find(query, limit: 2, includeData: true) }
             guard let match = found.first else {
-                throw KeychainError(.itemNotFound, "no generic password with \(item.selection) for \(item.name); nothing was run (see 'latchkey find --service …' and 'latchkey dump')")
+                throw KeychainError(
+                    .itemNotFound,
+                    "no generic password with \(item.selection) for \(item.name); nothing was run (see 'latchkey find --service …' and 'latchkey dump')"
+                )
             }
             guard found.count == 1 else {
-                throw KeychainError(.param, "more than one generic password has \(item.selection) (for \(item.name)); add /ACCOUNT to choose one")
+                throw KeychainError(
+                    .param,
+                    "more than one generic password has \(item.selection) (for \(item.name)); add /ACCOUNT to choose one"
+                )
             }
             guard !match.data.contains(0) else {
-                throw KeychainError(.param, "the secret for \(item.name) (\(item.selection)) holds a NUL byte, which an environment variable cannot carry; nothing was run")
+                throw KeychainError(
+                    .param,
+                    "the secret for \(item.name) (\(item.selection)) holds a NUL byte, which an environment variable cannot carry; nothing was run"
+                )
             }
             out.append((item.name, match.data))
         }

@@ -21,8 +21,12 @@ struct GeneratedOptions: Sendable {
     /// One `@Option` per option, as a stored property would give it.
     var children: [Mirror.Child] {
         options.map { option in
-            (label: option.flag, value: Option<String?>(name: .customLong(prefix + option.flag),
-                                                        help: prefix.isEmpty ? option.help : option.setHelp))
+            (
+                label: option.flag,
+                value: Option<String?>(
+                    name: .customLong(prefix + option.flag),
+                    help: prefix.isEmpty ? option.help : option.setHelp)
+            )
         }
     }
 

@@ -1,11 +1,11 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 
@@ -14,50 +14,72 @@ import Latchkey
 /// over the variable. The options are declared here for ArgumentParser; what they mean is in
 /// GlobalSettings, which the fast path fills without them.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .customLong("keychain"), help: ArgumentHelp(
-        "The keychain file (env LATCHKEY_KEYCHAIN).",
-        discussion: CommandLineForms.details("Default: $XDG_DATA_HOME/latchkey/login.keychain, or ~/.local/share/latchkey/login.keychain when XDG_DATA_HOME is unset."),
-        valueName: "path"),
+    @Option(
+        name: .customLong("keychain"),
+        help: ArgumentHelp(
+            "The keychain file (env LATCHKEY_KEYCHAIN).",
+            discussion: CommandLineForms.details(
+                "Default: $XDG_DATA_HOME/latchkey/login.keychain, or ~/.local/share/latchkey/login.keychain when XDG_DATA_HOME is unset."
+            ),
+            valueName: "path"),
         completion: .file())
     var keychainOption: String?
 
-    @Option(name: .customLong("device"), help: ArgumentHelp(
-        "The device secret file (env LATCHKEY_DEVICE); 'init' creates it (mode 0600) when absent.",
-        discussion: CommandLineForms.details("Default: $XDG_DATA_HOME/latchkey/device.secret."),
-        valueName: "path", visibility: CommandLineForms.secondary),
+    @Option(
+        name: .customLong("device"),
+        help: ArgumentHelp(
+            "The device secret file (env LATCHKEY_DEVICE); 'init' creates it (mode 0600) when absent.",
+            discussion: CommandLineForms.details("Default: $XDG_DATA_HOME/latchkey/device.secret."),
+            valueName: "path", visibility: CommandLineForms.secondary),
         completion: .file())
     var deviceOption: String?
 
-    @Option(name: .customLong("passcode-file"), help: ArgumentHelp(
-        "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE).",
-        discussion: CommandLineForms.details("One trailing newline is ignored. A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE, or use --passcode-command (one source at a time). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable)."),
-        valueName: "path"),
+    @Option(
+        name: .customLong("passcode-file"),
+        help: ArgumentHelp(
+            "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE).",
+            discussion: CommandLineForms.details(
+                "One trailing newline is ignored. A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE, or use --passcode-command (one source at a time). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable)."
+            ),
+            valueName: "path"),
         completion: .file())
     var passcodeFile: String?
 
-    @Option(name: .customLong("passcode-command"), help: ArgumentHelp(
-        "Read the passcode from what this command prints (env LATCHKEY_PASSCODE_COMMAND).",
-        discussion: CommandLineForms.details("/bin/sh -c runs it; one trailing newline of its stdout is ignored. For a password manager or systemd credentials: --passcode-command 'pass show latchkey'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null."),
-        valueName: "command"),
+    @Option(
+        name: .customLong("passcode-command"),
+        help: ArgumentHelp(
+            "Read the passcode from what this command prints (env LATCHKEY_PASSCODE_COMMAND).",
+            discussion: CommandLineForms.details(
+                "/bin/sh -c runs it; one trailing newline of its stdout is ignored. For a password manager or systemd credentials: --passcode-command 'pass show latchkey'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null."
+            ),
+            valueName: "command"),
         completion: .list([]))
     var passcodeCommand: String?
 
-    @Option(name: .customLong("new-passcode-file"), help: ArgumentHelp(
-        "Read the new passcode for 'passwd' from this file or pipe (env LATCHKEY_NEW_PASSCODE_FILE; or LATCHKEY_NEW_PASSCODE holds it).",
-        valueName: "path", visibility: CommandLineForms.command == "passwd" ? .default : CommandLineForms.secondary),
+    @Option(
+        name: .customLong("new-passcode-file"),
+        help: ArgumentHelp(
+            "Read the new passcode for 'passwd' from this file or pipe (env LATCHKEY_NEW_PASSCODE_FILE; or LATCHKEY_NEW_PASSCODE holds it).",
+            valueName: "path", visibility: CommandLineForms.command == "passwd" ? .default : CommandLineForms.secondary),
         completion: .file())
     var newPasscodeFile: String?
 
-    @Option(name: .customLong("app-id"), help: ArgumentHelp(
-        "The application identifier of the caller (env LATCHKEY_APP_ID; default latchkey.cli).",
-        discussion: CommandLineForms.details("Items added without --access-group go to this access group."),
-        valueName: "id", visibility: CommandLineForms.secondary))
+    @Option(
+        name: .customLong("app-id"),
+        help: ArgumentHelp(
+            "The application identifier of the caller (env LATCHKEY_APP_ID; default latchkey.cli).",
+            discussion: CommandLineForms.details("Items added without --access-group go to this access group."),
+            valueName: "id", visibility: CommandLineForms.secondary))
     var appIDOption: String?
 
-    @Option(name: .customLong("entitlements"), help: ArgumentHelp(
-        "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier, keychain-access-groups and com.apple.security.application-groups (env LATCHKEY_ENTITLEMENTS).",
-        discussion: CommandLineForms.details("The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone."),
-        valueName: "plist", visibility: CommandLineForms.secondary),
+    @Option(
+        name: .customLong("entitlements"),
+        help: ArgumentHelp(
+            "An Entitlements.plist (XML or binary; a file or a pipe) giving application-identifier, keychain-access-groups and com.apple.security.application-groups (env LATCHKEY_ENTITLEMENTS).",
+            discussion: CommandLineForms.details(
+                "The caller may use its keychain-access-groups (in order), its application-identifier, then its application groups, as on iOS; new items go to the first of them. Without a plist the caller is --app-id alone."
+            ),
+            valueName: "plist", visibility: CommandLineForms.secondary),
         completion: .file())
     var entitlementsOption: String?
 
@@ -78,7 +100,9 @@ struct GlobalOptions: ParsableArguments {
 
     static func environment(_ name: String) -> String? { GlobalSettings.environment(name) }
 
-    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
+    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws
+        -> [UInt8]?
+    {
         try GlobalSettings.secret(file: file, command: command, option: option, environment: name, what: what)
     }
 

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Latchkey
 
@@ -48,8 +48,9 @@ struct GlobalSettings {
 
     /// The keychain, device secret and caller these options and the environment name.
     var environment: KeychainEnvironment {
-        KeychainEnvironment.process(keychainPath: keychainOption, devicePath: deviceOption,
-                                    applicationIdentifier: appIDOption, entitlementsPath: entitlementsOption)
+        KeychainEnvironment.process(
+            keychainPath: keychainOption, devicePath: deviceOption,
+            applicationIdentifier: appIDOption, entitlementsPath: entitlementsOption)
     }
 
     var keychainPath: String { environment.keychainPath }
@@ -71,15 +72,17 @@ struct GlobalSettings {
     /// The passcode given by --passcode-file, --passcode-command, LATCHKEY_PASSCODE_FILE,
     /// LATCHKEY_PASSCODE_COMMAND or LATCHKEY_PASSCODE, without prompting.
     func givenPasscode() throws -> [UInt8]? {
-        try GlobalSettings.secret(file: passcodeFile, command: passcodeCommand, option: "--passcode", environment: "LATCHKEY_PASSCODE",
-                                 what: "passcode")
+        try GlobalSettings.secret(
+            file: passcodeFile, command: passcodeCommand, option: "--passcode", environment: "LATCHKEY_PASSCODE",
+            what: "passcode")
     }
 
     /// The new passcode given by --new-passcode-file, LATCHKEY_NEW_PASSCODE_FILE or
     /// LATCHKEY_NEW_PASSCODE (LATCHKEY_NEW_PASSCODE_COMMAND too).
     func givenNewPasscode() throws -> [UInt8]? {
-        try GlobalSettings.secret(file: newPasscodeFile, command: nil, option: "--new-passcode", environment: "LATCHKEY_NEW_PASSCODE",
-                                 what: "new passcode")
+        try GlobalSettings.secret(
+            file: newPasscodeFile, command: nil, option: "--new-passcode", environment: "LATCHKEY_NEW_PASSCODE",
+            what: "new passcode")
     }
 
     /// Secrets already read, by source (`file:PATH`, `command:TEXT`): a pipe (`<(…)`,
@@ -95,7 +98,9 @@ struct GlobalSettings {
     /// file or a command's output is ignored.
     /// - Throws: errSecIO for a file that cannot be read or a command that fails; errSecParam
     ///   when two options or two variables are set (which one was meant cannot be told).
-    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws -> [UInt8]? {
+    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws
+        -> [UInt8]?
+    {
         enum Source { case file(String), command(String) }
         let source: Source, origin: String
         if file != nil && command != nil {
@@ -106,11 +111,18 @@ struct GlobalSettings {
             (source, origin) = (.command(command), "\(option)-command")
         } else {
             let fileVariable = name + "_FILE", commandVariable = name + "_COMMAND"
-            let set = [(name, RawInput.secretEnvironment(name) != nil), (fileVariable, environment(fileVariable) != nil),
-                       (commandVariable, environment(commandVariable) != nil)].filter(\.1).map(\.0)
+            let set = [
+                (name, RawInput.secretEnvironment(name) != nil), (fileVariable, environment(fileVariable) != nil),
+                (commandVariable, environment(commandVariable) != nil)
+            ].filter(\.1).map(\.0)
             if set.count > 1 {
-                let which = set.count == 2 ? "both \(set[0]) and \(set[1]) are set" : "\(set.joined(separator: ", ")) are all set"
-                throw KeychainError(.param, "\(which), so the \(what) to use is unclear; unset all but one of them (an option such as \(option)-file would take precedence over them)")
+                let which =
+                    set.count == 2
+                    ? "both \(set[0]) and \(set[1]) are set" : "\(set.joined(separator: ", ")) are all set"
+                throw KeychainError(
+                    .param,
+                    "\(which), so the \(what) to use is unclear; unset all but one of them (an option such as \(option)-file would take precedence over them)"
+                )
             }
             if let path = environment(fileVariable) {
                 (source, origin) = (.file(path), fileVariable)
@@ -158,7 +170,9 @@ struct GlobalSettings {
             guard first == second else { throw KeychainError(.param, "the two passcodes differ; nothing was changed") }
             passcode = first
         }
-        if let p = passcode, p.isEmpty { throw KeychainError(.param, "the passcode is empty; choose a non-empty passcode") }
+        if let p = passcode, p.isEmpty {
+            throw KeychainError(.param, "the passcode is empty; choose a non-empty passcode")
+        }
         return passcode
     }
 
@@ -187,9 +201,10 @@ struct GlobalSettings {
         let given = try givenPasscode()
         // `.eager` commands (verify, and any that must hold every class key in this process,
         // such as a backup) open the file themselves; see AgentRouting.swift for the agent.
-        let (keychain, unlocked) = try environment.open(passcode: unlock == .never ? nil : given, useAgent: unlock != .eager,
-                                                        acceptRollback: acceptRollback, unusable: GlobalSettings.agentUnusable,
-                                                        deferAgentOpen: deferAgentOpen && given == nil)
+        let (keychain, unlocked) = try environment.open(
+            passcode: unlock == .never ? nil : given, useAgent: unlock != .eager,
+            acceptRollback: acceptRollback, unusable: GlobalSettings.agentUnusable,
+            deferAgentOpen: deferAgentOpen && given == nil)
         keychain.caller = try caller()
         // Items that need user presence ask for the passcode again on every read of their data.
         let path = keychainPath
@@ -227,7 +242,8 @@ struct GlobalSettings {
             return try body()
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             guard keychain.hasPasscode, try givenPasscode() == nil, Terminal.stdinIsTerminal,
-                  let passcode = try Terminal.readSecret(prompt: "Passcode for \(keychainPath): ") else { throw error }
+                let passcode = try Terminal.readSecret(prompt: "Passcode for \(keychainPath): ")
+            else { throw error }
             try keychain.unlock(passcode: passcode)
             return try body()
         }

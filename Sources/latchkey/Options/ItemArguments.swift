@@ -9,7 +9,10 @@ enum ClassArgument: String, ExpressibleByArgument, CaseIterable {
     var itemClass: ItemClass { ItemClass(rawValue: rawValue)! }
 
     static var allValueDescriptions: [String: String] {
-        ["genp": "generic password", "inet": "internet password", "cert": "certificate (DER)", "keys": "cryptographic key"]
+        [
+            "genp": "generic password", "inet": "internet password", "cert": "certificate (DER)",
+            "keys": "cryptographic key"
+        ]
     }
 }
 
@@ -26,7 +29,9 @@ struct AccessibleArgument: ExpressibleByArgument {
     }
 
     static var allValueStrings: [String] { ProtectionClass.allCases.map(\.code) }
-    static var defaultCompletionKind: CompletionKind { .list(allValueStrings + ProtectionClass.allCases.map(\.longName)) }
+    static var defaultCompletionKind: CompletionKind {
+        .list(allValueStrings + ProtectionClass.allCases.map(\.longName))
+    }
 }
 
 /// `--synchronizable yes|no|any` (kSecAttrSynchronizable; any = kSecAttrSynchronizableAny).

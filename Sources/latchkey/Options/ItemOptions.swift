@@ -5,7 +5,7 @@ import LatchkeyFormat
 extension AttributeOption {
     static let classNames: [ItemClass: String] = [
         .genericPassword: "genp (generic passwords)", .internetPassword: "inet (internet passwords)",
-        .certificate: "cert (certificates)", .key: "keys (keys)",
+        .certificate: "cert (certificates)", .key: "keys (keys)"
     ]
 
     /// Parses `text` as this attribute of class `c`, given as `--prefix+flag`.
@@ -14,29 +14,34 @@ extension AttributeOption {
         let option = "--" + prefix + flag
         guard classes.contains(c) else {
             let owners = ItemClass.allCases.filter { classes.contains($0) }.map(\.rawValue).joined(separator: " or ")
-            throw UsageError("\(option) is not an attribute of class \(AttributeOption.classNames[c]!); it belongs to --class \(owners)",
-                             command: command)
+            throw UsageError(
+                "\(option) is not an attribute of class \(AttributeOption.classNames[c]!); it belongs to --class \(owners)",
+                command: command)
         }
         return try value(text, option: option, command: command)
     }
 }
 
 /// Collects the given options of several groups as attributes of class `c`.
-func parsedAttributes(_ groups: [AttributeGroup], prefix: String = "", in c: ItemClass, command: String,
-                      forAdd: Bool = false) throws -> [String: AttributeValue] {
+func parsedAttributes(
+    _ groups: [AttributeGroup], prefix: String = "", in c: ItemClass, command: String,
+    forAdd: Bool = false
+) throws -> [String: AttributeValue] {
     var out: [String: AttributeValue] = [:]
     var givenBy: [String: AttributeOption] = [:]
     for group in groups {
         for (option, text) in group.given {
             if forAdd, option.derived {
-                throw UsageError("--\(option.flag) is derived from the certificate itself; it can select certificates in find, update and delete, but add sets it from the data",
-                                 command: command)
+                throw UsageError(
+                    "--\(option.flag) is derived from the certificate itself; it can select certificates in find, update and delete, but add sets it from the data",
+                    command: command)
             }
             let value = try option.value(text, prefix: prefix, in: c, command: command)
             // --account and --account-hex: one attribute, two spellings.
             if let other = givenBy[option.code] {
-                throw UsageError("--\(prefix)\(other.flag) and --\(prefix)\(option.flag) both give \(option.code) (\(option.constant)); give one of them",
-                                 command: command)
+                throw UsageError(
+                    "--\(prefix)\(other.flag) and --\(prefix)\(option.flag) both give \(option.code) (\(option.constant)); give one of them",
+                    command: command)
             }
             givenBy[option.code] = option
             out[option.code] = value
@@ -64,7 +69,8 @@ extension ItemAttributeOptions {
         var attributes = try parsedAttributes(groups, in: itemClass, command: command, forAdd: true)
         if let sync = common.synchronizable {
             guard let value = sync.storedValue else {
-                throw UsageError("--synchronizable any selects items in queries; an item is added with yes or no", command: command)
+                throw UsageError(
+                    "--synchronizable any selects items in queries; an item is added with yes or no", command: command)
             }
             attributes["sync"] = value
         }
@@ -74,8 +80,9 @@ extension ItemAttributeOptions {
     /// The query these options describe: every given attribute must match.
     /// - Throws: `UsageError` for an option of another class or a value that does not parse.
     func query(command: String, caseInsensitive: Bool = false) throws -> Query {
-        Query(itemClass, try parsedAttributes(groups, in: itemClass, command: command), protection: protection,
-              caseInsensitive: caseInsensitive, synchronizable: common.synchronizable?.filter ?? .notSynchronizable)
+        Query(
+            itemClass, try parsedAttributes(groups, in: itemClass, command: command), protection: protection,
+            caseInsensitive: caseInsensitive, synchronizable: common.synchronizable?.filter ?? .notSynchronizable)
     }
 }
 

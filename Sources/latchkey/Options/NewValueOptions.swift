@@ -19,7 +19,9 @@ extension AttributeOptions where Form == NewValueForm {
     func attributes(for c: ItemClass, command: String) throws -> [String: AttributeValue] {
         var attributes = try parsedAttributes(groups, prefix: "set-", in: c, command: command)
         if let sync = common.synchronizable {
-            guard let value = sync.storedValue else { throw UsageError("--set-synchronizable takes yes or no", command: command) }
+            guard let value = sync.storedValue else {
+                throw UsageError("--set-synchronizable takes yes or no", command: command)
+            }
             attributes["sync"] = value
         }
         return attributes

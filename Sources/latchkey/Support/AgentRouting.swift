@@ -6,6 +6,7 @@ extension GlobalSettings {
     /// (KeychainEnvironment.open); one the user named in LATCHKEY_AGENT_SOCK is given up with
     /// this warning, which says why, and the command opens the file itself.
     static func agentUnusable(_ error: KeychainError) {
-        Output.note("warning: not using the agent of LATCHKEY_AGENT_SOCK: \(error.message); opening the keychain file directly")
+        Output.note(
+            "warning: not using the agent of LATCHKEY_AGENT_SOCK: \(error.message); opening the keychain file directly")
     }
 }

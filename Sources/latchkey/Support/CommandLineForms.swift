@@ -5,8 +5,10 @@ import ArgumentParser
 /// `help-all` become ArgumentParser's `--help` with every option shown.
 enum CommandLineForms {
     /// The options of `GlobalOptions`, which may come before the subcommand.
-    static let globalOptions: Set<String> = ["keychain", "device", "passcode-file", "passcode-command", "new-passcode-file",
-                                             "app-id", "entitlements"]
+    static let globalOptions: Set<String> = [
+        "keychain", "device", "passcode-file", "passcode-command", "new-passcode-file",
+        "app-id", "entitlements"
+    ]
 
     /// Whether help, the man page and the completion scripts show every option. `--help`
     /// leaves out the per-class attribute options (today's `update` has some 90 of them), so
@@ -44,7 +46,8 @@ enum CommandLineForms {
             showsEverything = true
         }
         if arguments.first == "generate-manual" || arguments.contains("--generate-completion-script")
-            || arguments.contains("--experimental-dump-help") {
+            || arguments.contains("--experimental-dump-help")
+        {
             showsEverything = true
         }
 
@@ -58,7 +61,9 @@ enum CommandLineForms {
                 i += 1
             } else {
                 guard i + 1 < arguments.count else {
-                    throw UsageError("--\(name) needs a value, and a command after it: latchkey --\(name) VALUE COMMAND …", command: "")
+                    throw UsageError(
+                        "--\(name) needs a value, and a command after it: latchkey --\(name) VALUE COMMAND …",
+                        command: "")
                 }
                 moved.append("--\(name)=\(arguments[i + 1])")
                 i += 2
@@ -69,8 +74,9 @@ enum CommandLineForms {
             return arguments
         }
         guard i < arguments.count, !arguments[i].hasPrefix("-") else {
-            throw UsageError("global options before the command need a command after them: latchkey \(moved.joined(separator: " ")) COMMAND …",
-                             command: "")
+            throw UsageError(
+                "global options before the command need a command after them: latchkey \(moved.joined(separator: " ")) COMMAND …",
+                command: "")
         }
         command = arguments[i]
         return [arguments[i]] + moved + arguments[(i + 1)...]

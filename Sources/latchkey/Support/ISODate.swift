@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// ISO 8601 dates ↔ CFAbsoluteTime (seconds since 2001-01-01 UTC), as the keychain keeps them.
@@ -75,7 +75,7 @@ enum ISODate {
             month = m + 3 - 12 * floorDiv(m, 10)
             year = d - 4800 + floorDiv(m, 10)
         }
-        if year <= 0 { year = 1 - year }   // era year: 0 is 1 BC
+        if year <= 0 { year = 1 - year }  // era year: 0 is 1 BC
         func pad(_ v: Int64, _ width: Int) -> String {
             let digits = String(v)
             return String(repeating: "0", count: max(0, width - digits.count)) + digits

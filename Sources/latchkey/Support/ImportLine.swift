@@ -26,7 +26,9 @@ enum ImportLine {
         keys.reserveCapacity(8)
         values.reserveCapacity(8)
         guard members(bytes, &keys, &values) else { return nil }
-        func text(_ r: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: bytes[r]), as: UTF8.self) }
+        func text(_ r: Range<Int>) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: bytes[r]), as: UTF8.self)
+        }
         func equals(_ r: Range<Int>, _ s: StaticString) -> Bool {
             r.count == s.utf8CodeUnitCount && (0..<r.count).allSatisfy { bytes[r.lowerBound + $0] == s.utf8Start[$0] }
         }
@@ -122,7 +124,9 @@ enum ImportLine {
     /// Reads `{ "key": "value", … }` (JSON whitespace anywhere between tokens, a comma before
     /// the `}` allowed, as `JSONParser` allows it) where every key and value is a string of
     /// bytes 0x20–0x7F other than `"` and `\`, and no key repeats. False for anything else.
-    static func members(_ bytes: UnsafeBufferPointer<UInt8>, _ keys: inout [Range<Int>], _ values: inout [Range<Int>]) -> Bool {
+    static func members(_ bytes: UnsafeBufferPointer<UInt8>, _ keys: inout [Range<Int>], _ values: inout [Range<Int>])
+        -> Bool
+    {
         let n = bytes.count
         var at = 0
         func space() {
@@ -156,7 +160,8 @@ enum ImportLine {
             space()
             guard let value = string() else { return false }
             let repeated = keys.contains { other in
-                other.count == key.count && (0..<key.count).allSatisfy { bytes[other.lowerBound + $0] == bytes[key.lowerBound + $0] }
+                other.count == key.count
+                    && (0..<key.count).allSatisfy { bytes[other.lowerBound + $0] == bytes[key.lowerBound + $0] }
             }
             guard !repeated else { return false }
             keys.append(key)
@@ -182,7 +187,9 @@ enum ImportLine {
         let count = r.count
         guard count > 0, count % 4 == 0 else { return nil }
         var padding = 0
-        if bytes[r.upperBound - 1] == UInt8(ascii: "=") { padding = bytes[r.upperBound - 2] == UInt8(ascii: "=") ? 2 : 1 }
+        if bytes[r.upperBound - 1] == UInt8(ascii: "=") {
+            padding = bytes[r.upperBound - 2] == UInt8(ascii: "=") ? 2 : 1
+        }
         let outCount = count / 4 * 3 - padding
         var failed = false
         let out = [UInt8](unsafeUninitializedCapacity: outCount) { buffer, written in

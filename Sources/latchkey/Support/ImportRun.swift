@@ -53,8 +53,11 @@ struct ImportRun {
         /// Records a digest that is not in the table yet.
         mutating func insert(_ digest: KeyDigest, line: Int) {
             if (count + 1) * 4 > slots.count * 3 { grow() }
-            place(Entry(high: digest.high, low: UInt32(truncatingIfNeeded: digest.low >> 32), line: max(1, Int32(clamping: line))),
-                  index: Int(truncatingIfNeeded: digest.high))
+            place(
+                Entry(
+                    high: digest.high, low: UInt32(truncatingIfNeeded: digest.low >> 32),
+                    line: max(1, Int32(clamping: line))),
+                index: Int(truncatingIfNeeded: digest.high))
             count += 1
         }
 
@@ -101,7 +104,10 @@ struct ImportRun {
     mutating func check(_ item: NewItem) throws {
         current = item
         if let policy, let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
-            throw KeychainError(.noAccessForItem, "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))")
+            throw KeychainError(
+                .noAccessForItem,
+                "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))"
+            )
         }
         currentDigest = ImportCommand.uniqueKey(item).map(KeyDigest.init)
         if let digest = currentDigest, let first = seen.line(of: digest) {
@@ -131,7 +137,8 @@ struct ImportRun {
             // Through the agent, the keychain's errors come for a whole transaction.
             message = "lines \(firstLineNotLanded(landed))-\(line) (one transaction through the agent): " + message
         } else if error.status == .duplicateItem, inItem, let item = current {
-            message = ImportRun.inKeychain(item, keychain)
+            message =
+                ImportRun.inKeychain(item, keychain)
                 ? "line \(line): an item with the same unique key is already in the keychain"
                 : "line \(line) has the same unique key as an earlier line"
         } else if inItem, !message.hasPrefix("line ") {
@@ -141,10 +148,12 @@ struct ImportRun {
             message += "; nothing was imported"
         } else {
             let firstLeft = firstLineNotLanded(landed)
-            let resume = file == "-"
+            let resume =
+                file == "-"
                 ? "feed the input again from line \(firstLeft) on"
                 : "run 'tail -n +\(firstLeft) \(file) | latchkey import -'"
-            message += "; the \(landed) item(s) before line \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
+            message +=
+                "; the \(landed) item(s) before line \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
         }
         return KeychainError(error.status, message, underlying: error.underlying, remedy: error.remedy)
     }
@@ -159,20 +168,27 @@ struct ImportRun {
     /// Whether a password item with the unique key of `item` is in the keychain (found by its
     /// whole unique key, through the index).
     static func inKeychain(_ item: NewItem, _ keychain: Keychain?) -> Bool {
-        guard let keychain, item.itemClass == .genericPassword || item.itemClass == .internetPassword else { return false }
+        guard let keychain, item.itemClass == .genericPassword || item.itemClass == .internetPassword else {
+            return false
+        }
         var attributes: [String: AttributeValue] = [:]
         for (name, kind) in UniqueKey.attributes(for: item.itemClass) where name != "sync" {
-            attributes[name] = item.attributes[name] ?? {
-                switch kind {
-                case .bytes: return .data([])
-                case .integer: return .integer(0)
-                case .date: return .date(0)
-                }
-            }()
+            attributes[name] =
+                item.attributes[name]
+                ?? {
+                    switch kind {
+                    case .bytes: return .data([])
+                    case .integer: return .integer(0)
+                    case .date: return .date(0)
+                    }
+                }()
         }
-        if item.attributes["agrp"] == nil, let group = keychain.caller?.defaultAccessGroup { attributes["agrp"] = .string(group) }
+        if item.attributes["agrp"] == nil, let group = keychain.caller?.defaultAccessGroup {
+            attributes["agrp"] = .string(group)
+        }
         let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
-        let found = try? keychain.find(Query(item.itemClass, attributes, synchronizable: sync), limit: 1, includeData: false)
+        let found = try? keychain.find(
+            Query(item.itemClass, attributes, synchronizable: sync), limit: 1, includeData: false)
         return found?.isEmpty == false
     }
 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -58,7 +58,8 @@ enum InputFile {
             if n < 0 {
                 let reason = String(cString: strerror(errno))
                 if zeroing { Crypto.cleanse(&out) }
-                throw KeychainError(.io, "cannot read the \(named): \(reason); check that it is a readable file or pipe")
+                throw KeychainError(
+                    .io, "cannot read the \(named): \(reason); check that it is a readable file or pipe")
             }
             if n == 0 { return out }
             if zeroing, out.count + n > out.capacity {

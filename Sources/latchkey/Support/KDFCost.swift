@@ -3,13 +3,16 @@ import LatchkeyFormat
 /// The scrypt cost options (`--kdf-log-n`) of the commands that set a passcode or a backup
 /// password, and the warning for a cost below the default.
 enum KDFCost {
-    static let help = "scrypt cost of the new passcode or password as log2(N), 10 to 22 (default \(KDFParameters.defaultLogN): 128 MiB and about 0.5 s per guess); a lower cost makes offline guessing cheaper and prints a warning."
+    static let help =
+        "scrypt cost of the new passcode or password as log2(N), 10 to 22 (default \(KDFParameters.defaultLogN): 128 MiB and about 0.5 s per guess); a lower cost makes offline guessing cheaper and prints a warning."
 
     /// Warns on stderr when a passcode or password is being protected with less than the default
     /// scrypt cost (spec/SECURITY.md §3).
     static func warnIfWeak(_ logN: UInt8, _ what: String) {
         guard logN < KDFParameters.defaultLogN else { return }
         let factor = 1 << Int(KDFParameters.defaultLogN - logN)
-        Output.note("warning: the \(what) is protected with scrypt N=2^\(logN), \(factor)× cheaper to guess offline than the default N=2^\(KDFParameters.defaultLogN)")
+        Output.note(
+            "warning: the \(what) is protected with scrypt N=2^\(logN), \(factor)× cheaper to guess offline than the default N=2^\(KDFParameters.defaultLogN)"
+        )
     }
 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Latchkey
 
@@ -81,7 +81,8 @@ final class LineReader {
             if n < 0 {
                 if errno == EINTR { continue }
                 let reason = String(cString: strerror(errno))
-                throw KeychainError(.io, "cannot read the \(named): \(reason); check that it is a readable file or pipe")
+                throw KeychainError(
+                    .io, "cannot read the \(named): \(reason); check that it is a readable file or pipe")
             }
             if n == 0 { atEOF = true } else { end += n }
         }

@@ -1,8 +1,8 @@
 import ArgumentParser
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// The man page, latchkey(1), written in roff from the command definitions themselves: the
@@ -79,7 +79,9 @@ enum Manual {
         // attributes) are written once, after the commands.
         var usage: [String: Set<String>] = [:]
         for command in commands {
-            for argument in command.arguments ?? [] { if let t = argument.sectionTitle { usage[t, default: []].insert(command.commandName) } }
+            for argument in command.arguments ?? [] {
+                if let t = argument.sectionTitle { usage[t, default: []].insert(command.commandName) }
+            }
         }
         let shared = Set(usage.filter { $0.value.count > 1 }.keys)
         var sharedSections: [(title: String, arguments: [Argument])] = []
@@ -94,10 +96,12 @@ enum Manual {
             for argument in command.arguments ?? [] where argument.shouldDisplay && argument.kind != "positional" {
                 if argument.names?.contains(where: { $0.name == "help" || $0.name == "version" }) == true { continue }
                 if let title = argument.sectionTitle, shared.contains(title) {
-                    let index = sharedSections.firstIndex { $0.title == title } ?? {
-                        sharedSections.append((title, []))
-                        return sharedSections.count - 1
-                    }()
+                    let index =
+                        sharedSections.firstIndex { $0.title == title }
+                        ?? {
+                            sharedSections.append((title, []))
+                            return sharedSections.count - 1
+                        }()
                     if !sharedSections[index].arguments.contains(where: { $0.displayName == argument.displayName }) {
                         sharedSections[index].arguments.append(argument)
                     }
@@ -116,14 +120,18 @@ enum Manual {
             }
         }
         out.append(".SH ITEM AND QUERY OPTIONS")
-        out.append("add, find, update and delete select or describe items with these options; an option of another class than --class is a usage error.")
+        out.append(
+            "add, find, update and delete select or describe items with these options; an option of another class than --class is a usage error."
+        )
         for (title, arguments) in sharedSections where title != "Global options" {
             out.append(".SS \"" + escape(title) + "\"")
             for argument in arguments { out += option(argument) }
         }
         out.append(".SH GLOBAL OPTIONS")
         out.append("Every command takes these; each has an environment variable, so scripts need no flags.")
-        for argument in sharedSections.first(where: { $0.title == "Global options" })?.arguments ?? [] { out += option(argument) }
+        for argument in sharedSections.first(where: { $0.title == "Global options" })?.arguments ?? [] {
+            out += option(argument)
+        }
 
         out.append(".SH ENVIRONMENT")
         for (name, meaning) in environment {
@@ -132,9 +140,13 @@ enum Manual {
             out.append(escape(meaning))
         }
         out.append(".PP")
-        out.append(escape("Every argument, and every variable read as a path or a name (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, the _FILE variables, LATCHKEY_ENTITLEMENTS, LATCHKEY_APP_ID, LATCHKEY_AGENT_SOCK, XDG_DATA_HOME, and HOME and XDG_RUNTIME_DIR where they are used), must be UTF-8 text: anything else is refused with errSecParam (exit 2), since it would be read as another value. An attribute that can hold bytes takes them in hex through its -hex option (--account-hex, --set-account-hex, ...)."))
+        out.append(
+            escape(
+                "Every argument, and every variable read as a path or a name (LATCHKEY_KEYCHAIN, LATCHKEY_DEVICE, the _FILE variables, LATCHKEY_ENTITLEMENTS, LATCHKEY_APP_ID, LATCHKEY_AGENT_SOCK, XDG_DATA_HOME, and HOME and XDG_RUNTIME_DIR where they are used), must be UTF-8 text: anything else is refused with errSecParam (exit 2), since it would be read as another value. An attribute that can hold bytes takes them in hex through its -hex option (--account-hex, --set-account-hex, ...)."
+            ))
         out.append(".SH EXIT STATUS")
-        out.append("Errors go to stderr as \\fBlatchkey: \\fIwhat happened and what to do\\fR (\\fIerrSecName number\\fR).")
+        out.append(
+            "Errors go to stderr as \\fBlatchkey: \\fIwhat happened and what to do\\fR (\\fIerrSecName number\\fR).")
         for (code, meaning) in exitStatus {
             out.append(".TP")
             out.append(".B \(code)")
@@ -155,18 +167,42 @@ enum Manual {
     static let environment: [(String, String)] = [
         ("LATCHKEY_KEYCHAIN", "The keychain file (--keychain)."),
         ("LATCHKEY_DEVICE", "The device secret file (--device)."),
-        ("LATCHKEY_PASSCODE", "The passcode itself (or --passcode-file); without it the passcode is asked on the terminal, or the keychain stays locked."),
-        ("LATCHKEY_PASSCODE_FILE", "A file or pipe holding the passcode (as --passcode-file); not together with LATCHKEY_PASSCODE."),
-        ("LATCHKEY_PASSCODE_COMMAND", "A command whose stdout is the passcode, run by /bin/sh -c (as --passcode-command); one of LATCHKEY_PASSCODE, LATCHKEY_PASSCODE_FILE and this at a time."),
+        (
+            "LATCHKEY_PASSCODE",
+            "The passcode itself (or --passcode-file); without it the passcode is asked on the terminal, or the keychain stays locked."
+        ),
+        (
+            "LATCHKEY_PASSCODE_FILE",
+            "A file or pipe holding the passcode (as --passcode-file); not together with LATCHKEY_PASSCODE."
+        ),
+        (
+            "LATCHKEY_PASSCODE_COMMAND",
+            "A command whose stdout is the passcode, run by /bin/sh -c (as --passcode-command); one of LATCHKEY_PASSCODE, LATCHKEY_PASSCODE_FILE and this at a time."
+        ),
         ("LATCHKEY_NEW_PASSCODE", "The new passcode for passwd (or --new-passcode-file)."),
-        ("LATCHKEY_NEW_PASSCODE_FILE", "A file or pipe holding the new passcode for passwd (as --new-passcode-file); not together with LATCHKEY_NEW_PASSCODE."),
+        (
+            "LATCHKEY_NEW_PASSCODE_FILE",
+            "A file or pipe holding the new passcode for passwd (as --new-passcode-file); not together with LATCHKEY_NEW_PASSCODE."
+        ),
         ("LATCHKEY_BACKUP_PASSWORD", "The backup password for backup and restore (or --password-file)."),
-        ("LATCHKEY_BACKUP_PASSWORD_FILE", "A file or pipe holding the backup password (as --password-file); not together with LATCHKEY_BACKUP_PASSWORD."),
-        ("LATCHKEY_BACKUP_PASSWORD_COMMAND", "A command whose stdout is the backup password, run by /bin/sh -c (as --password-command); one of the three backup password variables at a time."),
-        ("LATCHKEY_ENTITLEMENTS", "An Entitlements.plist: the caller's application-identifier, keychain-access-groups and application groups (--entitlements)."),
-        ("LATCHKEY_APP_ID", "The caller's application-identifier when no plist gives one (--app-id; default latchkey.cli)."),
+        (
+            "LATCHKEY_BACKUP_PASSWORD_FILE",
+            "A file or pipe holding the backup password (as --password-file); not together with LATCHKEY_BACKUP_PASSWORD."
+        ),
+        (
+            "LATCHKEY_BACKUP_PASSWORD_COMMAND",
+            "A command whose stdout is the backup password, run by /bin/sh -c (as --password-command); one of the three backup password variables at a time."
+        ),
+        (
+            "LATCHKEY_ENTITLEMENTS",
+            "An Entitlements.plist: the caller's application-identifier, keychain-access-groups and application groups (--entitlements)."
+        ),
+        (
+            "LATCHKEY_APP_ID",
+            "The caller's application-identifier when no plist gives one (--app-id; default latchkey.cli)."
+        ),
         ("XDG_DATA_HOME", "Where the default keychain and device secret live."),
-        ("NO_COLOR", "When set and not empty, no colour or bold is written."),
+        ("NO_COLOR", "When set and not empty, no colour or bold is written.")
     ]
 
     static let exitStatus: [(String, String)] = [
@@ -177,12 +213,15 @@ enum Manual {
         ("4", "errSecAuthFailed, errSecInteractionNotAllowed, errSecNotAvailable: locked, wrong passcode or password."),
         ("5", "errSecDecode: a damaged or tampered keychain or archive, or an unknown format version."),
         ("6", "errSecNoAccessForItem, errSecMissingEntitlement: access groups."),
-        ("7", "Any other failure (I/O, permissions of the device secret, ...)."),
+        ("7", "Any other failure (I/O, permissions of the device secret, ...).")
     ]
 
     static func positionals(_ command: Command) -> String {
         (command.arguments ?? []).filter { $0.kind == "positional" && $0.shouldDisplay }
-            .map { " " + ($0.isOptional ? "[" : "") + escape(($0.valueName ?? "arg").uppercased()) + ($0.isOptional ? "]" : "") }
+            .map {
+                " " + ($0.isOptional ? "[" : "") + escape(($0.valueName ?? "arg").uppercased())
+                    + ($0.isOptional ? "]" : "")
+            }
             .joined()
     }
 

@@ -1,14 +1,14 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import Latchkey
 import LatchkeyFormat
@@ -23,9 +23,13 @@ enum Output {
     /// One diagnostic line on stderr, prefixed with `latchkey: `. Messages can quote attribute
     /// values and file contents: control characters in them are shown as escapes
     /// (`TerminalText.sanitized`).
-    static func note(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array("latchkey: \(TerminalText.sanitized(text))\n".utf8)) }
+    static func note(_ text: String) {
+        Terminal.writeAll(STDERR_FILENO, Array("latchkey: \(TerminalText.sanitized(text))\n".utf8))
+    }
     /// One plain line on stderr (sizes, counts), sanitized as `note` is.
-    static func status(_ text: String) { Terminal.writeAll(STDERR_FILENO, Array((TerminalText.sanitized(text) + "\n").utf8)) }
+    static func status(_ text: String) {
+        Terminal.writeAll(STDERR_FILENO, Array((TerminalText.sanitized(text) + "\n").utf8))
+    }
     /// Progress and counts: only when stderr is a terminal, so scripts see nothing.
     static func progress(_ text: String) { if Terminal.stderrIsTerminal { status(text) } }
 
@@ -168,7 +172,7 @@ struct JSONText {
         let x = Array(a.utf8), y = Array(b.utf8)
         func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
         func folded(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5A ? c + 0x20 : c }
-        var tie: Bool?   // the forced ordering's answer, from the first difference that compared equal
+        var tie: Bool?  // the forced ordering's answer, from the first difference that compared equal
         var i = 0, j = 0
         while i < x.count && j < y.count {
             if isDigit(x[i]) && isDigit(y[j]) {
@@ -184,7 +188,7 @@ struct JSONText {
             }
             let fa = folded(x[i]), fb = folded(y[j])
             if fa != fb { return fa < fb }
-            if tie == nil && x[i] != y[j] { tie = x[i] > y[j] }   // lower case (the larger byte) first
+            if tie == nil && x[i] != y[j] { tie = x[i] > y[j] }  // lower case (the larger byte) first
             i += 1; j += 1
         }
         if (x.count - i) != (y.count - j) { return (x.count - i) < (y.count - j) }
@@ -288,7 +292,8 @@ struct Style: Sendable {
 
     static let plain = Style(enabled: false)
     /// Styling for stdout.
-    static let stdout = Style(enabled: Style.allowed(isTerminal: Terminal.stdoutIsTerminal, environment: ProcessInfo.processInfo.environment))
+    static let stdout = Style(
+        enabled: Style.allowed(isTerminal: Terminal.stdoutIsTerminal, environment: ProcessInfo.processInfo.environment))
 
     static func allowed(isTerminal: Bool, environment: [String: String]) -> Bool {
         guard isTerminal else { return false }

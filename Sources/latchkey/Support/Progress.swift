@@ -1,17 +1,17 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Dispatch
 import Latchkey
 import LatchkeyCrypto
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A progress bar on stderr for long commands (import, compact, backup, restore):
@@ -51,7 +51,10 @@ final class Progress: @unchecked Sendable {
     ///   - total: the count at 100%, or nil for a spinner.
     ///   - enabled: default: stderr is a terminal and TERM is not `dumb`.
     ///   - delay: seconds before the first drawing.
-    init(_ label: String, total: Int? = nil, unit: Unit = .items, enabled: Bool = Progress.stderrCanShow, delay: Double = 0.4) {
+    init(
+        _ label: String, total: Int? = nil, unit: Unit = .items, enabled: Bool = Progress.stderrCanShow,
+        delay: Double = 0.4
+    ) {
         self.label = label
         self.total = total
         self.unit = unit
@@ -155,9 +158,10 @@ final class Progress: @unchecked Sendable {
         guard t - start >= delay, force || t - lastDraw >= 0.1 else { return }
         lastDraw = t
         spin += 1
-        let line = Progress.render(label: label, completed: counting ? completed : nil, total: total, unit: unit,
-                                   elapsed: t - phaseStart, width: Terminal.columns(STDERR_FILENO) ?? 80,
-                                   unicode: Progress.unicode, spin: spin)
+        let line = Progress.render(
+            label: label, completed: counting ? completed : nil, total: total, unit: unit,
+            elapsed: t - phaseStart, width: Terminal.columns(STDERR_FILENO) ?? 80,
+            unicode: Progress.unicode, spin: spin)
         // Marked before it is written: a signal that arrives right after the write must find
         // the mark and erase the line.
         Progress.lineOnScreen.store(1)
@@ -170,19 +174,26 @@ final class Progress: @unchecked Sendable {
     /// Whether the locale can show block characters.
     static let unicode: Bool = {
         let env = ProcessInfo.processInfo.environment
-        let locale = env["LC_ALL"].flatMap { $0.isEmpty ? nil : $0 } ?? env["LC_CTYPE"].flatMap { $0.isEmpty ? nil : $0 } ?? env["LANG"] ?? ""
+        let locale =
+            env["LC_ALL"].flatMap { $0.isEmpty ? nil : $0 } ?? env["LC_CTYPE"].flatMap { $0.isEmpty ? nil : $0 } ?? env[
+                "LANG"] ?? ""
         return locale.uppercased().contains("UTF-8") || locale.uppercased().contains("UTF8")
     }()
 
     /// One line of progress, at most `width` columns:
     /// `label  [####------]  4,500/10,000 items  1,500/s  0:03`; with no total
     /// `label  ⠋ 4,500 items  1,500/s  0:03`; with no count (nil) `label  ⠋  0:03`.
-    static func render(label: String, completed: Int?, total: Int?, unit: Unit, elapsed: Double, width: Int,
-                       unicode: Bool = false, spin: Int = 0) -> String {
+    static func render(
+        label: String, completed: Int?, total: Int?, unit: Unit, elapsed: Double, width: Int,
+        unicode: Bool = false, spin: Int = 0
+    ) -> String {
         var tail = ""
         if let completed {
-            if let total { tail += "  \(amount(completed, unit, withUnit: false))/\(amount(total, unit, withUnit: true))" }
-            else { tail += "  " + amount(completed, unit, withUnit: true) }
+            if let total {
+                tail += "  \(amount(completed, unit, withUnit: false))/\(amount(total, unit, withUnit: true))"
+            } else {
+                tail += "  " + amount(completed, unit, withUnit: true)
+            }
             if elapsed >= 0.5 {
                 let rate = Double(completed) / elapsed
                 tail += "  " + (unit == .bytes ? amount(Int(rate), unit, withUnit: true) : grouped(Int(rate))) + "/s"
@@ -201,7 +212,9 @@ final class Progress: @unchecked Sendable {
         guard barWidth >= 10 else { return clip(head + percent(completed, total) + tail, width) }
         let fraction = total > 0 ? min(1, Double(completed) / Double(total)) : 1
         let full = Int(fraction * Double(barWidth))
-        let bar = String(repeating: unicode ? "█" : "#", count: full) + String(repeating: unicode ? "░" : "-", count: barWidth - full)
+        let bar =
+            String(repeating: unicode ? "█" : "#", count: full)
+            + String(repeating: unicode ? "░" : "-", count: barWidth - full)
         return clip(head + "[" + bar + "]" + tail, width)
     }
 

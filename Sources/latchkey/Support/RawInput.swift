@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Latchkey
 
@@ -22,21 +22,23 @@ enum RawInput {
     /// used (see `checkEnvironment`).
     static let textVariables = [
         "LATCHKEY_KEYCHAIN", "LATCHKEY_DEVICE", "LATCHKEY_ENTITLEMENTS", "LATCHKEY_APP_ID", "LATCHKEY_AGENT_SOCK",
-        "LATCHKEY_PASSCODE_FILE", "LATCHKEY_NEW_PASSCODE_FILE", "LATCHKEY_BACKUP_PASSWORD_FILE", "XDG_DATA_HOME",
+        "LATCHKEY_PASSCODE_FILE", "LATCHKEY_NEW_PASSCODE_FILE", "LATCHKEY_BACKUP_PASSWORD_FILE", "XDG_DATA_HOME"
     ]
 
     /// The arguments after the program name, as bytes.
     static func arguments() -> [[UInt8]] {
         (1..<Int(CommandLine.argc)).map { i in
             guard let p = CommandLine.unsafeArgv[i] else { return [] }
-            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p)))
+            return Array(
+                UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p)))
         }
     }
 
     /// The value of `name` as bytes; nil when unset or empty.
     static func environment(_ name: String) -> [UInt8]? {
         guard let p = getenv(name) else { return nil }
-        let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p)))
+        let bytes = Array(
+            UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p)))
         return bytes.isEmpty ? nil : bytes
     }
 
@@ -56,25 +58,34 @@ enum RawInput {
     ///   position), the hex form when the option has one, and never the value.
     static func checkArguments(_ arguments: [[UInt8]]) throws {
         for (index, argument) in arguments.enumerated() where !isUTF8(argument) {
-            let command = arguments.first.flatMap { String(validating: $0, as: UTF8.self) }.flatMap { $0.hasPrefix("-") ? nil : $0 } ?? ""
+            let command =
+                arguments.first.flatMap { String(validating: $0, as: UTF8.self) }.flatMap {
+                    $0.hasPrefix("-") ? nil : $0
+                } ?? ""
             let dash = UInt8(ascii: "-"), equals = UInt8(ascii: "=")
             var option: String?
-            if argument.starts(with: [dash, dash]), let eq = argument.firstIndex(of: equals), isUTF8(Array(argument[..<eq])) {
-                option = String(decoding: argument[..<eq], as: UTF8.self)   // --account=VALUE
+            if argument.starts(with: [dash, dash]), let eq = argument.firstIndex(of: equals),
+                isUTF8(Array(argument[..<eq]))
+            {
+                option = String(decoding: argument[..<eq], as: UTF8.self)  // --account=VALUE
             } else if index > 0, arguments[index - 1].first == dash, !arguments[index - 1].contains(equals),
-                      isUTF8(arguments[index - 1]), !argument.starts(with: [dash]) {
-                option = String(decoding: arguments[index - 1], as: UTF8.self)   // --account VALUE
+                isUTF8(arguments[index - 1]), !argument.starts(with: [dash])
+            {
+                option = String(decoding: arguments[index - 1], as: UTF8.self)  // --account VALUE
             }
             var message: String
             if let option {
                 message = "the value of \(option) is not valid UTF-8 text, and Latchkey takes only UTF-8 arguments"
                 if let hex = hexForm(of: option) {
-                    message += "; give its exact bytes in hex with \(hex) (for example \(hex) 6a6f73e9 for \"josé\" in Latin-1)"
+                    message +=
+                        "; give its exact bytes in hex with \(hex) (for example \(hex) 6a6f73e9 for \"josé\" in Latin-1)"
                 } else {
-                    message += "; give it as UTF-8 (a path with such bytes: name it through a symbolic link whose name is UTF-8)"
+                    message +=
+                        "; give it as UTF-8 (a path with such bytes: name it through a symbolic link whose name is UTF-8)"
                 }
             } else {
-                message = "argument \(index + 1) is not valid UTF-8 text, and Latchkey takes only UTF-8 arguments; give it as UTF-8"
+                message =
+                    "argument \(index + 1) is not valid UTF-8 text, and Latchkey takes only UTF-8 arguments; give it as UTF-8"
             }
             throw UsageError(message + "; nothing was done", command: index == 0 ? "" : command, status: .param)
         }
@@ -103,8 +114,9 @@ enum RawInput {
         if environment("LATCHKEY_AGENT_SOCK") == nil { names.append("XDG_RUNTIME_DIR") }
         for name in names {
             if let value = environment(name), !isUTF8(value) {
-                throw UsageError("the environment variable \(name) is not valid UTF-8 text, and Latchkey reads it as a path or a name; set it to UTF-8 text (a path with such bytes: name it through a symbolic link whose name is UTF-8); nothing was done",
-                                 command: "", status: .param)
+                throw UsageError(
+                    "the environment variable \(name) is not valid UTF-8 text, and Latchkey reads it as a path or a name; set it to UTF-8 text (a path with such bytes: name it through a symbolic link whose name is UTF-8); nothing was done",
+                    command: "", status: .param)
             }
         }
     }

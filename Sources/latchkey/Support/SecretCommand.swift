@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Latchkey
 import LatchkeyCrypto
@@ -30,7 +30,9 @@ enum SecretCommand {
     static func output(_ command: String, what: String, source: String) throws -> [UInt8] {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
-            throw KeychainError(.io, "cannot run the \(what) command (\(source)): cannot create a pipe: \(String(cString: strerror(errno)))")
+            throw KeychainError(
+                .io,
+                "cannot run the \(what) command (\(source)): cannot create a pipe: \(String(cString: strerror(errno)))")
         }
         let readEnd = fds[0], writeEnd = fds[1]
         // Neither end may reach the command (the write end: its dup2 as stdout only) or another child.
@@ -49,7 +51,8 @@ enum SecretCommand {
         let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, &argv, environ)
         close(writeEnd)
         guard spawned == 0 else {
-            throw KeychainError(.io, "cannot run the \(what) command (\(source)): /bin/sh: \(String(cString: strerror(spawned)))")
+            throw KeychainError(
+                .io, "cannot run the \(what) command (\(source)): /bin/sh: \(String(cString: strerror(spawned)))")
         }
 
         var bytes: [UInt8]
@@ -64,14 +67,18 @@ enum SecretCommand {
         guard exited, code == 0 else {
             Crypto.cleanse(&bytes)
             let how = exited ? "exited with status \(code)" : "was killed by signal \(signal)"
-            throw KeychainError(.io, "the \(what) command (\(source)) \(how), so there is no \(what); run it by hand to see why (its output is never shown)")
+            throw KeychainError(
+                .io,
+                "the \(what) command (\(source)) \(how), so there is no \(what); run it by hand to see why (its output is never shown)"
+            )
         }
         if bytes.last == UInt8(ascii: "\n") {
             bytes.removeLast()
             if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
         }
         guard !bytes.isEmpty else {
-            throw KeychainError(.param, "the \(what) command (\(source)) printed nothing on stdout; it must print the \(what)")
+            throw KeychainError(
+                .param, "the \(what) command (\(source)) printed nothing on stdout; it must print the \(what)")
         }
         return bytes
     }

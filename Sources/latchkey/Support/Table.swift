@@ -55,7 +55,8 @@ struct Table {
             if let width {
                 let gaps = 2 * (widths.count - 1)
                 while widths.reduce(0, +) + gaps > width - 1,
-                      let widest = widths.indices.max(by: { widths[$0] < widths[$1] }), widths[widest] > 8 {
+                    let widest = widths.indices.max(by: { widths[$0] < widths[$1] }), widths[widest] > 8
+                {
                     widths[widest] -= 1
                 }
             }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 import Latchkey
 
@@ -122,9 +122,9 @@ enum Terminal {
     static func disableCoreDumps() {
         var limit = rlimit(rlim_cur: 0, rlim_max: 0)
         #if canImport(Glibc)
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &limit)
         #else
-        _ = setrlimit(RLIMIT_CORE, &limit)
+            _ = setrlimit(RLIMIT_CORE, &limit)
         #endif
     }
 }

@@ -48,7 +48,9 @@ enum TerminalText {
     /// is checked byte by byte, the rest scalar by scalar.
     static func isPlain(_ s: String, allowing: Set<UInt32> = []) -> Bool {
         var s = s
-        let ascii = s.withUTF8 { bytes in bytes.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || allowing.contains(UInt32($0)) } }
+        let ascii = s.withUTF8 { bytes in
+            bytes.allSatisfy { ($0 >= 0x20 && $0 < 0x7F) || allowing.contains(UInt32($0)) }
+        }
         if ascii { return true }
         return s.unicodeScalars.allSatisfy { !isUnsafe($0.value) || allowing.contains($0.value) }
     }

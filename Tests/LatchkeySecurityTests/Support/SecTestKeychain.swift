@@ -19,28 +19,34 @@ final class SecTestKeychain: @unchecked Sendable {
     ///   - passcode: the keychain's passcode; nil makes a keychain without one.
     ///   - unlocked: whether the configuration knows the passcode (else the keychain stays locked).
     ///   - create: false leaves the keychain absent (for the creation rules).
-    init(passcode: String? = testPasscode, unlocked: Bool = true, caller: CallerIdentity? = CallerIdentity(applicationIdentifier: appID),
-         create: Bool = true) throws {
+    init(
+        passcode: String? = testPasscode, unlocked: Bool = true,
+        caller: CallerIdentity? = CallerIdentity(applicationIdentifier: appID),
+        create: Bool = true
+    ) throws {
         directory = FileManager.default.temporaryDirectory.path + "/latchkey-sec-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         let source: LatchkeySecurityConfiguration.PasscodeSource
         if let passcode {
             source = unlocked ? .passcode(Array(passcode.utf8)) : .none
         } else {
             source = .noPasscode
         }
-        config = LatchkeySecurityConfiguration(keychainPath: directory + "/login.keychain",
-                                               devicePath: directory + "/device.secret",
-                                               caller: caller ?? CallerIdentity(applicationIdentifier: nil),
-                                               passcodeSource: source)
+        config = LatchkeySecurityConfiguration(
+            keychainPath: directory + "/login.keychain",
+            devicePath: directory + "/device.secret",
+            caller: caller ?? CallerIdentity(applicationIdentifier: nil),
+            passcodeSource: source)
         config.kdfLogN = 10
         // Many tests fail on purpose; the stderr line of a first failure is checked in
         // FirstFailureTests and would be noise here.
         config.explainsFirstFailure = false
         if caller == nil { config.caller = nil }
         if create {
-            _ = try Keychain.create(path: keychainPath, devicePath: devicePath, passcode: passcode.map { Array($0.utf8) }, kdfLogN: 10)
+            _ = try Keychain.create(
+                path: keychainPath, devicePath: devicePath, passcode: passcode.map { Array($0.utf8) }, kdfLogN: 10)
         }
     }
 
@@ -51,8 +57,9 @@ final class SecTestKeychain: @unchecked Sendable {
 
     /// The same keychain seen by another caller (another app on the same device).
     func app(_ caller: CallerIdentity) -> LatchkeySecurityConfiguration {
-        let other = LatchkeySecurityConfiguration(keychainPath: keychainPath, devicePath: devicePath, caller: caller,
-                                                  passcodeSource: .passcode(Array(testPasscode.utf8)))
+        let other = LatchkeySecurityConfiguration(
+            keychainPath: keychainPath, devicePath: devicePath, caller: caller,
+            passcodeSource: .passcode(Array(testPasscode.utf8)))
         other.kdfLogN = 10
         other.explainsFirstFailure = false
         return other
@@ -67,17 +74,23 @@ func add(_ attributes: Dict) -> OSStatus { SecItemAdd(attributes as CFDictionary
 
 func addReturning(_ attributes: Dict) -> (OSStatus, AnyObject?) {
     var result: AnyObject?
-    let status = withUnsafeMutablePointer(to: &result) { SecItemAdd(attributes as CFDictionary, UnsafeMutablePointer($0)) }
+    let status = withUnsafeMutablePointer(to: &result) {
+        SecItemAdd(attributes as CFDictionary, UnsafeMutablePointer($0))
+    }
     return (status, result)
 }
 
 func copy(_ query: Dict) -> (OSStatus, AnyObject?) {
     var result: AnyObject?
-    let status = withUnsafeMutablePointer(to: &result) { SecItemCopyMatching(query as CFDictionary, UnsafeMutablePointer($0)) }
+    let status = withUnsafeMutablePointer(to: &result) {
+        SecItemCopyMatching(query as CFDictionary, UnsafeMutablePointer($0))
+    }
     return (status, result)
 }
 
-func update(_ query: Dict, _ attributes: Dict) -> OSStatus { SecItemUpdate(query as CFDictionary, attributes as CFDictionary) }
+func update(_ query: Dict, _ attributes: Dict) -> OSStatus {
+    SecItemUpdate(query as CFDictionary, attributes as CFDictionary)
+}
 
 func delete(_ query: Dict) -> OSStatus { SecItemDelete(query as CFDictionary) }
 

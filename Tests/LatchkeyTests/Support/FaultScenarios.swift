@@ -12,15 +12,22 @@ struct PreparedKeychain {
     static func make() throws -> PreparedKeychain {
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "Mail"]), data: bytes("a-secret"))
-        try kc.add(.genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b-secret"),
-                   protection: .afterFirstUnlock)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "carol", "svce": "mail"]), data: bytes("c-secret"),
-                   protection: .alwaysThisDeviceOnly)
-        try kc.add(.internetPassword, attributes: ["acct": .string("dave"), "srvr": .string("example.com"), "port": .integer(443)],
-                   data: bytes("d-secret"), protection: .always)
-        try kc.add(.genericPassword, attributes: attrs(["acct": "erin", "svce": "vpn"]), data: bytes("e-secret"),
-                   protection: .whenPasscodeSetThisDeviceOnly)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "alice", "svce": "mail", "labl": "Mail"]),
+            data: bytes("a-secret"))
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "bob", "svce": "mail"]), data: bytes("b-secret"),
+            protection: .afterFirstUnlock)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "carol", "svce": "mail"]), data: bytes("c-secret"),
+            protection: .alwaysThisDeviceOnly)
+        try kc.add(
+            .internetPassword,
+            attributes: ["acct": .string("dave"), "srvr": .string("example.com"), "port": .integer(443)],
+            data: bytes("d-secret"), protection: .always)
+        try kc.add(
+            .genericPassword, attributes: attrs(["acct": "erin", "svce": "vpn"]), data: bytes("e-secret"),
+            protection: .whenPasscodeSetThisDeviceOnly)
         try kc.add(.genericPassword, attributes: attrs(["acct": "temp", "svce": "vpn"]), data: bytes("gone soon"))
         try kc.update(Query(.genericPassword, attrs(["acct": "alice"])), attributes: attrs(["labl": "Mail account"]))
         try kc.delete(Query(.genericPassword, attrs(["acct": "temp"])))
@@ -52,17 +59,21 @@ struct FaultScenario: CustomStringConvertible, Sendable {
         try kc.add(.genericPassword, attributes: attrs(["acct": "frank", "svce": "mail"]), data: bytes("f-secret"))
     }
     /// One transaction of three put records.
-    static let updateSeveral = FaultScenario(name: "update of three items", changesItems: true, changesPasscode: false) { kc in
-        let n = try kc.update(Query(.genericPassword, attrs(["svce": "mail"])), attributes: attrs(["labl": "rotated"]),
-                              data: bytes("rotated-secret"))
+    static let updateSeveral = FaultScenario(name: "update of three items", changesItems: true, changesPasscode: false)
+    { kc in
+        let n = try kc.update(
+            Query(.genericPassword, attrs(["svce": "mail"])), attributes: attrs(["labl": "rotated"]),
+            data: bytes("rotated-secret"))
         precondition(n == 3)
     }
     /// One transaction of three delete records.
-    static let deleteSeveral = FaultScenario(name: "delete of three items", changesItems: true, changesPasscode: false) { kc in
+    static let deleteSeveral = FaultScenario(name: "delete of three items", changesItems: true, changesPasscode: false)
+    { kc in
         let n = try kc.delete(Query(.genericPassword, attrs(["svce": "mail"])))
         precondition(n == 3)
     }
-    static let changePasscode = FaultScenario(name: "changePasscode", changesItems: false, changesPasscode: true) { kc in
+    static let changePasscode = FaultScenario(name: "changePasscode", changesItems: false, changesPasscode: true) {
+        kc in
         try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
     }
     static let compact = FaultScenario(name: "compact", changesItems: false, changesPasscode: false) { kc in
@@ -89,8 +100,9 @@ func shape(_ snapshot: Snapshot, knownRefs: Set<[UInt8]>) -> [ItemShape: Int] {
         var a = item.attributes
         a["cdat"] = nil
         a["mdat"] = nil
-        let s = ItemShape(itemClass: item.itemClass, attributes: a, data: item.data, protection: item.protection,
-                          persistentRef: knownRefs.contains(item.persistentRef) ? item.persistentRef : nil)
+        let s = ItemShape(
+            itemClass: item.itemClass, attributes: a, data: item.data, protection: item.protection,
+            persistentRef: knownRefs.contains(item.persistentRef) ? item.persistentRef : nil)
         out[s, default: 0] += 1
     }
     return out

@@ -39,13 +39,15 @@ func makeDisk() throws -> MemoryFileSystem {
 }
 
 func createKeychain(on fs: FileSystem, passcode: [UInt8]? = TestEnv.passcode) throws -> Keychain {
-    try Keychain.create(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: passcode,
-                        kdfLogN: TestEnv.logN, fs: fs)
+    try Keychain.create(
+        path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, passcode: passcode,
+        kdfLogN: TestEnv.logN, fs: fs)
 }
 
 /// Opens the keychain as a new process would: a new `Keychain` instance, locked.
 func openKeychain(on fs: FileSystem, acceptRollback: Bool = false) throws -> Keychain {
-    try Keychain.open(path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, acceptRollback: acceptRollback, fs: fs)
+    try Keychain.open(
+        path: TestEnv.keychainPath, devicePath: TestEnv.devicePath, acceptRollback: acceptRollback, fs: fs)
 }
 
 extension MemoryFileSystem {
@@ -81,18 +83,26 @@ func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
 /// Runs `body` and checks that it throws a `KeychainError` with `status`.
 @discardableResult
-func expectKeychainError(_ status: KeychainStatus, _ comment: Comment? = nil,
-                         sourceLocation: SourceLocation = #_sourceLocation,
-                         _ body: () throws -> Void) -> KeychainError? {
+func expectKeychainError(
+    _ status: KeychainStatus, _ comment: Comment? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> Void
+) -> KeychainError? {
     do {
         try body()
-        Issue.record("expected \(status.name), but the call succeeded. \(comment.map { "\($0)" } ?? "")", sourceLocation: sourceLocation)
+        Issue.record(
+            "expected \(status.name), but the call succeeded. \(comment.map { "\($0)" } ?? "")",
+            sourceLocation: sourceLocation)
         return nil
     } catch let e as KeychainError {
-        #expect(e.status == status, "expected \(status.name), got \(e). \(comment.map { "\($0)" } ?? "")", sourceLocation: sourceLocation)
+        #expect(
+            e.status == status, "expected \(status.name), got \(e). \(comment.map { "\($0)" } ?? "")",
+            sourceLocation: sourceLocation)
         return e
     } catch {
-        Issue.record("expected KeychainError \(status.name), got \(error). \(comment.map { "\($0)" } ?? "")", sourceLocation: sourceLocation)
+        Issue.record(
+            "expected KeychainError \(status.name), got \(error). \(comment.map { "\($0)" } ?? "")",
+            sourceLocation: sourceLocation)
         return nil
     }
 }
@@ -104,8 +114,9 @@ struct TemporaryDirectory {
     init() throws {
         let base = FileManager.default.temporaryDirectory.path
         path = base + "/latchkey-tests-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: path) }

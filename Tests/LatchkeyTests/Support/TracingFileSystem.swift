@@ -51,7 +51,9 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
     func status(_ fd: Int32) throws -> FileStatus? { try disk.status(fd) }
     func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
     func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
-    func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] { try disk.read(fd, offset: offset, count: count) }
+    func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
+        try disk.read(fd, offset: offset, count: count)
+    }
 
     func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws {
         try traced("write", path(fd)) { try disk.write(fd, offset: offset, bytes) }
@@ -76,7 +78,9 @@ final class TracingFileSystem: FileSystem, @unchecked Sendable {
         try traced("mkdir", path) { try disk.createDirectory(path, mode: mode) }
     }
     func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
-        let fd = try traced("create", path) { try disk.openNoFollow(path, writable: writable, create: create, mode: mode) }
+        let fd = try traced("create", path) {
+            try disk.openNoFollow(path, writable: writable, create: create, mode: mode)
+        }
         paths[fd] = path
         return fd
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Foundation
 import Testing
@@ -28,10 +28,12 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     var description: String { name }
 
-    init(_ name: String, start: @escaping @Sendable () throws -> MemoryFileSystem = { Prepared.shared.disk.clone() },
-         setup: (@Sendable (MemoryFileSystem) throws -> Keychain)? = WriteOperation.openUnlocked,
-         writesKeychain: Bool = true, alwaysFails: KeychainStatus? = nil,
-         run: @escaping @Sendable (MemoryFileSystem, Keychain?) throws -> Keychain?) {
+    init(
+        _ name: String, start: @escaping @Sendable () throws -> MemoryFileSystem = { Prepared.shared.disk.clone() },
+        setup: (@Sendable (MemoryFileSystem) throws -> Keychain)? = WriteOperation.openUnlocked,
+        writesKeychain: Bool = true, alwaysFails: KeychainStatus? = nil,
+        run: @escaping @Sendable (MemoryFileSystem, Keychain?) throws -> Keychain?
+    ) {
         self.name = name
         self.start = start
         self.setup = setup
@@ -63,9 +65,12 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     /// Twenty items in one transaction, as `latchkey import` writes them.
     static let addMany = WriteOperation("add of 20 items in one transaction") { _, kc in
-        try kc!.add(contentsOf: (0..<20).map {
-            NewItem(.genericPassword, attributes: attrs(["acct": "import-\($0)", "svce": "batch"]), data: bytes("batch-secret-\($0)"))
-        })
+        try kc!.add(
+            contentsOf: (0..<20).map {
+                NewItem(
+                    .genericPassword, attributes: attrs(["acct": "import-\($0)", "svce": "batch"]),
+                    data: bytes("batch-secret-\($0)"))
+            })
         return kc
     }
 
@@ -75,12 +80,16 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     static let streaming = WriteOperation("streaming transaction of 1 MiB") { _, kc in
         try kc!.localStore!.withStreamingTransaction { tx in
             for (i, size) in [StreamingTransaction.batchSize, 100, 100].enumerated() {
-                let plaintext = ItemPlaintext(itemClass: .genericPassword,
-                                              attributes: ["acct": .string("stream-\(i)"), "cdat": .date(1000), "mdat": .date(1000),
-                                                           "sync": .integer(0)],
-                                              data: [UInt8](repeating: UInt8(0x41 + i), count: size))
-                try tx.put(uuid: [0x57, 0x54, UInt8(i)] + [UInt8](repeating: 0, count: 13), plaintext: plaintext,
-                           protection: .afterFirstUnlock, flags: 0)
+                let plaintext = ItemPlaintext(
+                    itemClass: .genericPassword,
+                    attributes: [
+                        "acct": .string("stream-\(i)"), "cdat": .date(1000), "mdat": .date(1000),
+                        "sync": .integer(0)
+                    ],
+                    data: [UInt8](repeating: UInt8(0x41 + i), count: size))
+                try tx.put(
+                    uuid: [0x57, 0x54, UInt8(i)] + [UInt8](repeating: 0, count: 13), plaintext: plaintext,
+                    protection: .afterFirstUnlock, flags: 0)
             }
         }
         return kc
@@ -89,9 +98,12 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// `restore --merge` of a backup that adds one item and replaces another with a newer
     /// version (LatchkeyBackup, one streaming transaction).
     static let restore = WriteOperation("restore of a backup into the keychain") { _, kc in
-        let backup = try VerifiedBackup.verify(try BackupSource.file(MergeBackup.path), device: nil, password: { nil },
-                                               target: .existing(kc!))
-        precondition(backup.plan.restored == 1 && backup.plan.replaced == 1, "the backup should add one item and replace another")
+        let backup = try VerifiedBackup.verify(
+            try BackupSource.file(MergeBackup.path), device: nil, password: { nil },
+            target: .existing(kc!))
+        precondition(
+            backup.plan.restored == 1 && backup.plan.replaced == 1, "the backup should add one item and replace another"
+        )
         _ = try backup.restore()
         return kc
     }
@@ -99,11 +111,14 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// An add right after a compaction by the same process: the compaction was acknowledged,
     /// so its new file must be the keychain for good (its rename durable) before the add lands
     /// in it.
-    static let addAfterCompact = WriteOperation("add after a compaction", setup: { disk in
-        let kc = try WriteOperation.openUnlocked(disk)
-        try kc.compact()
-        return kc
-    }) { _, kc in
+    static let addAfterCompact = WriteOperation(
+        "add after a compaction",
+        setup: { disk in
+            let kc = try WriteOperation.openUnlocked(disk)
+            try kc.compact()
+            return kc
+        }
+    ) { _, kc in
         try FaultScenario.add.operation(kc!)
         return kc
     }
@@ -111,14 +126,19 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// An add on a disk where a power cut left the device state far behind the file (it is
     /// not fsync'd on each commit, spec §9.3): recovery judges torn tails against it, and must
     /// neither cut an acknowledged commit nor call the file rolled back.
-    static let addWithStateBehind = WriteOperation("add with the device state behind after a power cut", start: {
-        let disk = Prepared.shared.disk.clone()
-        let kc = try WriteOperation.openUnlocked(disk)
-        for i in 0..<3 {
-            try kc.add(.genericPassword, attributes: attrs(["acct": "behind-\(i)", "svce": "behind"]), data: bytes("b\(i)"))
+    static let addWithStateBehind = WriteOperation(
+        "add with the device state behind after a power cut",
+        start: {
+            let disk = Prepared.shared.disk.clone()
+            let kc = try WriteOperation.openUnlocked(disk)
+            for i in 0..<3 {
+                try kc.add(
+                    .genericPassword, attributes: attrs(["acct": "behind-\(i)", "svce": "behind"]), data: bytes("b\(i)")
+                )
+            }
+            return disk.rebooted(.loseUnsynced)
         }
-        return disk.rebooted(.loseUnsynced)
-    }) { _, kc in
+    ) { _, kc in
         try FaultScenario.add.operation(kc!)
         return kc
     }
@@ -129,26 +149,33 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     /// `latchkey init` on a new machine: the directories, the device secret and the keychain
     /// are all made, and must all be durable once it returns (issue 14 defect 6).
-    static let createWithDevice = WriteOperation("create with a new device secret and directories",
-                                                 start: { MemoryFileSystem() }, setup: nil) { disk, _ in
+    static let createWithDevice = WriteOperation(
+        "create with a new device secret and directories",
+        start: { MemoryFileSystem() }, setup: nil
+    ) { disk, _ in
         try createKeychain(on: disk)
     }
 
     /// The first open of a keychain on this device records its device state (spec §9).
-    static let firstOpen = WriteOperation("first open (records the device state)", start: {
-        let disk = Prepared.shared.disk.clone()
-        for name in disk.list(TestEnv.stateDirectory) { try disk.remove(TestEnv.stateDirectory + "/" + name) }
-        try disk.syncDirectory(TestEnv.stateDirectory)
-        return disk
-    }, setup: nil, writesKeychain: false) { disk, _ in
+    static let firstOpen = WriteOperation(
+        "first open (records the device state)",
+        start: {
+            let disk = Prepared.shared.disk.clone()
+            for name in disk.list(TestEnv.stateDirectory) { try disk.remove(TestEnv.stateDirectory + "/" + name) }
+            try disk.syncDirectory(TestEnv.stateDirectory)
+            return disk
+        }, setup: nil, writesKeychain: false
+    ) { disk, _ in
         let kc = try openKeychain(on: disk)
         try kc.unlock(passcode: TestEnv.passcode)
         return kc
     }
 
     /// A wrong passcode is counted in the device state (PasscodeThrottle).
-    static let wrongPasscode = WriteOperation("wrong passcode (counts the attempt)", writesKeychain: false,
-                                              alwaysFails: .authFailed) { _, kc in
+    static let wrongPasscode = WriteOperation(
+        "wrong passcode (counts the attempt)", writesKeychain: false,
+        alwaysFails: .authFailed
+    ) { _, kc in
         try kc!.unlock(passcode: TestEnv.wrongPasscode)
         return kc
     }
@@ -177,15 +204,19 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// An update of three items that makes the writer replace the index: the cut may land in
     /// the log's append, the log fsync before the index, the index's temporary file, its fsync
     /// or its rename; the next process must find the items of the old index or of the new.
-    static let updateWithIndex = WriteOperation("update that rewrites the index", start: { try indexedDisk() },
-                                                setup: openIndexing) { _, kc in
+    static let updateWithIndex = WriteOperation(
+        "update that rewrites the index", start: { try indexedDisk() },
+        setup: openIndexing
+    ) { _, kc in
         try FaultScenario.updateSeveral.operation(kc!)
         return kc
     }
 
     /// A compaction of a keychain with an index: the old index no longer matches the new file.
-    static let compactWithIndex = WriteOperation("compaction of an indexed keychain", start: { try indexedDisk() },
-                                                 setup: openIndexing) { _, kc in
+    static let compactWithIndex = WriteOperation(
+        "compaction of an indexed keychain", start: { try indexedDisk() },
+        setup: openIndexing
+    ) { _, kc in
         try kc!.compact()
         return kc
     }
@@ -198,9 +229,12 @@ struct WriteOperation: CustomStringConvertible, Sendable {
             let disk = Prepared.shared.disk.clone()
             let kc = try! WriteOperation.openUnlocked(disk)
             kc.localStore!.indexTailLimit = 0
-            try! kc.add(contentsOf: (0..<600).map {
-                NewItem(.genericPassword, attributes: attrs(["acct": "bulk-\($0)", "svce": "bulk"]), data: bytes("bulk-\($0)"))
-            })
+            try! kc.add(
+                contentsOf: (0..<600).map {
+                    NewItem(
+                        .genericPassword, attributes: attrs(["acct": "bulk-\($0)", "svce": "bulk"]),
+                        data: bytes("bulk-\($0)"))
+                })
             precondition(disk.contents(TestEnv.keychainPath + ".index") != nil, "no index was written")
             try! disk.syncDirectory("/keychains")
             return disk
@@ -219,12 +253,16 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     /// `import` into a keychain with an index: a streaming transaction that checks each
     /// line's unique key through the index's pages (0.4.3), not a table read into memory.
-    static let importWithIndex = WriteOperation("import into an indexed keychain", start: { try indexedDisk() },
-                                                setup: openOnIndex) { _, kc in
+    static let importWithIndex = WriteOperation(
+        "import into an indexed keychain", start: { try indexedDisk() },
+        setup: openOnIndex
+    ) { _, kc in
         try kc!.importItems { importer in
             for i in 0..<20 {
-                try importer.add(NewItem(.genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
-                                         data: bytes("imported-secret-\(i)")))
+                try importer.add(
+                    NewItem(
+                        .genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
+                        data: bytes("imported-secret-\(i)")))
             }
         }
         return kc
@@ -235,16 +273,20 @@ struct WriteOperation: CustomStringConvertible, Sendable {
     /// goes on from the log (the state rebuilt up to where it began, its own lines put back):
     /// every fault and power cut inside that fallback must leave the keychain before or after.
     static func importWithIndexFailing(after spoilAt: Int) -> WriteOperation {
-        WriteOperation("import into an indexed keychain whose index fails after \(spoilAt) lines",
-                       start: { LargeIndexed.disk.clone() }, setup: openOnIndex) { disk, kc in
+        WriteOperation(
+            "import into an indexed keychain whose index fails after \(spoilAt) lines",
+            start: { LargeIndexed.disk.clone() }, setup: openOnIndex
+        ) { disk, kc in
             try kc!.importItems { importer in
                 for i in 0..<20 {
                     // (Unless a fault before made the import give the index up already.)
                     if i == spoilAt, disk.contents(TestEnv.keychainPath + ".index") != nil {
                         try StreamingIndexTests.spoilIndexPages(disk)
                     }
-                    try importer.add(NewItem(.genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
-                                             data: bytes("imported-secret-\(i)")))
+                    try importer.add(
+                        NewItem(
+                            .genericPassword, attributes: attrs(["acct": "imported-\(i)", "svce": "import"]),
+                            data: bytes("imported-secret-\(i)")))
                 }
             }
             return kc
@@ -253,8 +295,10 @@ struct WriteOperation: CustomStringConvertible, Sendable {
 
     /// `restore --merge` into a keychain with an index: the merge looks each archived item up
     /// through the index (0.4.3), adds one item and replaces another.
-    static let restoreWithIndex = WriteOperation("restore of a backup into an indexed keychain", start: { try indexedDisk() },
-                                                 setup: openOnIndex) { disk, kc in
+    static let restoreWithIndex = WriteOperation(
+        "restore of a backup into an indexed keychain", start: { try indexedDisk() },
+        setup: openOnIndex
+    ) { disk, kc in
         try restore.run(disk, kc)
     }
 
@@ -262,7 +306,7 @@ struct WriteOperation: CustomStringConvertible, Sendable {
         WriteOperation(.add), WriteOperation(.updateSeveral), WriteOperation(.deleteSeveral), addMany, streaming,
         WriteOperation(.changePasscode), WriteOperation(.compact), addAfterCompact, create, createWithDevice, restore,
         firstOpen, wrongPasscode, updateWithIndex, compactWithIndex, importWithIndex, importWithIndexFailing(after: 5),
-        restoreWithIndex, addWithStateBehind,
+        restoreWithIndex, addWithStateBehind
     ]
 }
 
@@ -275,14 +319,15 @@ enum MergeBackup {
         let disk = WriteOperation.Prepared.shared.disk.clone()
         let kc = try! openKeychain(on: disk)
         try! kc.unlock(passcode: TestEnv.passcode)
-        Thread.sleep(forTimeInterval: 0.01)   // a modification date later than the prepared one
-        try! kc.update(Query(.genericPassword, attrs(["acct": "bob"])), attributes: attrs(["labl": "from the backup"]),
-                       data: bytes("b-secret, restored"))
+        Thread.sleep(forTimeInterval: 0.01)  // a modification date later than the prepared one
+        try! kc.update(
+            Query(.genericPassword, attrs(["acct": "bob"])), attributes: attrs(["labl": "from the backup"]),
+            data: bytes("b-secret, restored"))
         try! kc.add(.genericPassword, attributes: attrs(["acct": "grace", "svce": "backup"]), data: bytes("g-secret"))
         let fd = open(FileManager.default.temporaryDirectory.path, 0o20000000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o600)
         precondition(fd >= 0, "no O_TMPFILE in the temporary directory (errno \(errno))")
         try! BackupArchive.write(kc, to: fd, options: BackupOptions(password: nil, kdfLogN: TestEnv.logN))
-        return "/proc/self/fd/\(fd)"   // kept open for the life of the test process
+        return "/proc/self/fd/\(fd)"  // kept open for the life of the test process
     }()
 }
 
@@ -337,7 +382,8 @@ enum Observed: Equatable, CustomStringConvertible {
 /// The persistent references of the items on `disk` (read on a copy).
 func persistentRefs(_ disk: MemoryFileSystem) -> Set<[UInt8]> {
     guard disk.contents(TestEnv.keychainPath) != nil, let kc = try? openKeychain(on: disk.clone()),
-          (try? kc.unlock(passcode: TestEnv.passcode)) != nil, let items = try? kc.snapshot() else { return [] }
+        (try? kc.unlock(passcode: TestEnv.passcode)) != nil, let items = try? kc.snapshot()
+    else { return [] }
     return Set(items.keys)
 }
 

@@ -1,5 +1,5 @@
 import Foundation
-import LatchkeySecurity // as Apple-platform code writes `import Security`
+import LatchkeySecurity  // as Apple-platform code writes `import Security`
 
 // A keychain wrapper of the kind people bring from Apple platforms (KeychainAccess,
 // SimpleKeychain, keychain-swift): it declares types named `Keychain`, `KeychainError`,
@@ -39,9 +39,11 @@ public struct Query {
     }
 
     var dictionary: [String: Any] {
-        [kSecClass as String: itemClass.secClass,
-         (itemClass == .genericPassword ? kSecAttrService : kSecAttrServer) as String: service,
-         kSecAttrAccount as String: account]
+        [
+            kSecClass as String: itemClass.secClass,
+            (itemClass == .genericPassword ? kSecAttrService : kSecAttrServer) as String: service,
+            kSecAttrAccount as String: account
+        ]
     }
 }
 
@@ -59,7 +61,8 @@ public final class Keychain {
 
     public func set(_ value: String, key: String) throws {
         let data = Data(value.utf8)
-        var status = SecItemUpdate(query(key).dictionary as CFDictionary, [kSecValueData as String: data] as CFDictionary)
+        var status = SecItemUpdate(
+            query(key).dictionary as CFDictionary, [kSecValueData as String: data] as CFDictionary)
         if status == errSecItemNotFound {
             var add = query(key).dictionary
             add[kSecValueData as String] = data
