@@ -22,7 +22,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check
+.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -62,6 +62,13 @@ format:
 format-check:
 	@$(SWIFT) format lint --strict --recursive --parallel $(FORMAT_PATHS) || \
 	  { echo "make format-check: the files above are not laid out as .swift-format says; run 'make format'"; exit 1; }
+
+## generate: make again the sources and docs made from AttributeSchema (AttributeKey's
+## constants, the kSecAttr attribute keys, docs/CLI.md's attribute table): their tests write
+## what they would otherwise compare. Run it after changing a row; commit what it changes.
+generate: deps
+	$(SWIFT) build --build-tests
+	$(TEST_ENV) LATCHKEY_GENERATE=1 $(SWIFT) test --skip-build --filter 'GeneratedSourcesTests|AttributeTableTests'
 
 ## c-warnings: the C sources with -Wall -Wextra -Werror. Such flags live here, not in
 ## Package.swift: SwiftPM refuses unsafeFlags in a package used as a dependency by version.

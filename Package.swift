@@ -73,7 +73,9 @@ let package = Package(
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
-        .testTarget(name: "LatchkeySecurityTests", dependencies: ["LatchkeySecurity", "Latchkey", "LatchkeyAgent"]),
+        .testTarget(
+            name: "LatchkeySecurityTests",
+            dependencies: ["LatchkeySecurity", "Latchkey", "LatchkeyAgent", "LatchkeyFormat", "LatchkeyTestSupport"]),
         .testTarget(name: "SeedSampleTests", dependencies: ["LatchkeySecurity", "Latchkey"]),
         // A keychain wrapper declaring Keychain, KeychainError, ItemClass, KeychainAccess and
         // Query, and its tests importing it beside LatchkeySecurity (issue 18 §1, item 1).

@@ -3,22 +3,14 @@ import Latchkey
 
 // Every `kSec…` constant of Apple's Security framework that SecItem uses, with Apple's values
 // from `OSX/sec/Security/SecItemConstants.c` (apple-oss-distributions/Security). They are kept
-// in this one file. The attribute keys of stored attributes take their codes from Latchkey's
-// `AttributeSchema` (`schemaCode`), which has a row for each; SecItemConstantsTests check that
-// every row has its constant here and every such constant its row.
+// in this one file, except the attribute keys of the attributes Latchkey stores: those are
+// made from Latchkey's `AttributeSchema`, a row each, in SecItemConstants+Attributes.swift
+// (`make generate`; GeneratedSourcesTests check it).
 //
 // Each is a `CFString` (an `NSString`), so `kSecClass as String`, `dict[kSecAttrAccount as String]`
 // and `kSecAttrAccessibleWhenUnlocked` as a dictionary value work as on Apple platforms.
 // `NSString` is not `Sendable` in swift-corelibs-foundation; these immutable constants are
 // safe to share, hence `nonisolated(unsafe)`.
-
-/// The code of the attribute whose Apple constant is `constant`, from `AttributeSchema`.
-private func schemaCode(_ constant: String) -> CFString {
-    guard let row = AttributeSchema.definition(constant: constant) else {
-        preconditionFailure("AttributeSchema has no row for \(constant)")
-    }
-    return NSString(string: row.code)
-}
 
 // MARK: Class key and values (kSecClass)
 
@@ -35,140 +27,13 @@ nonisolated(unsafe) public let kSecClassKey: CFString = "keys"
 /// Identity: a certificate and its private key (not stored itself; SecItem calls with it return errSecUnimplemented until certificate support lands). Value `"idnt"`.
 nonisolated(unsafe) public let kSecClassIdentity: CFString = "idnt"
 
-// MARK: Attribute keys: common to every class
+// MARK: Attribute keys that are not stored attributes
 
-/// When the item can be used: one of the `kSecAttrAccessible…` values (default `ak`, certificates `dk`).
-nonisolated(unsafe) public let kSecAttrAccessible: CFString = schemaCode("kSecAttrAccessible")
 /// A `SecAccessControl` (protection plus constraints such as user presence). Its protection must equal kSecAttrAccessible when both are given. Value `"accc"`.
 nonisolated(unsafe) public let kSecAttrAccessControl: CFString = "accc"
-/// The keychain access group of the item (default: the caller's first group).
-nonisolated(unsafe) public let kSecAttrAccessGroup: CFString = schemaCode("kSecAttrAccessGroup")
-/// Creation date (CFDate), set by the keychain; a value given by the caller is replaced.
-nonisolated(unsafe) public let kSecAttrCreationDate: CFString = schemaCode("kSecAttrCreationDate")
-/// Modification date (CFDate), set by the keychain on add and every update.
-nonisolated(unsafe) public let kSecAttrModificationDate: CFString = schemaCode("kSecAttrModificationDate")
-/// User-visible description (string).
-nonisolated(unsafe) public let kSecAttrDescription: CFString = schemaCode("kSecAttrDescription")
-/// User-editable comment (string).
-nonisolated(unsafe) public let kSecAttrComment: CFString = schemaCode("kSecAttrComment")
-/// Creator four-char code (number).
-nonisolated(unsafe) public let kSecAttrCreator: CFString = schemaCode("kSecAttrCreator")
-/// Item type four-char code (number).
-nonisolated(unsafe) public let kSecAttrType: CFString = schemaCode("kSecAttrType")
-/// User-visible label (string).
-nonisolated(unsafe) public let kSecAttrLabel: CFString = schemaCode("kSecAttrLabel")
-/// Whether the item is invisible in UIs (boolean, stored as a number).
-nonisolated(unsafe) public let kSecAttrIsInvisible: CFString = schemaCode("kSecAttrIsInvisible")
-/// Whether the item is a negative entry without a valid password (boolean, stored as a number).
-nonisolated(unsafe) public let kSecAttrIsNegative: CFString = schemaCode("kSecAttrIsNegative")
-/// Whether the item is synchronizable (boolean, or kSecAttrSynchronizableAny in a query). Stored and filtered as on iOS; nothing is synchronised.
-nonisolated(unsafe) public let kSecAttrSynchronizable: CFString = schemaCode("kSecAttrSynchronizable")
-/// Sync view hint (string; part of the schema's unique key, normally empty).
-nonisolated(unsafe) public let kSecAttrSyncViewHint: CFString = schemaCode("kSecAttrSyncViewHint")
-/// Token identifier (string) of token items.
-nonisolated(unsafe) public let kSecAttrTokenID: CFString = schemaCode("kSecAttrTokenID")
 
-// MARK: Attribute keys: passwords
+// MARK: Private or legacy attribute keys Apple also declares
 
-/// Account name (string or data). Part of the unique key of passwords.
-nonisolated(unsafe) public let kSecAttrAccount: CFString = schemaCode("kSecAttrAccount")
-/// Service name (generic passwords; string or data). Part of the unique key.
-nonisolated(unsafe) public let kSecAttrService: CFString = schemaCode("kSecAttrService")
-/// User-defined data (generic passwords). Not part of the unique key.
-nonisolated(unsafe) public let kSecAttrGeneric: CFString = schemaCode("kSecAttrGeneric")
-/// Internet security domain (internet passwords).
-nonisolated(unsafe) public let kSecAttrSecurityDomain: CFString = schemaCode("kSecAttrSecurityDomain")
-/// Server domain name or IP address (internet passwords).
-nonisolated(unsafe) public let kSecAttrServer: CFString = schemaCode("kSecAttrServer")
-/// Protocol: one of the `kSecAttrProtocol…` values (internet passwords).
-nonisolated(unsafe) public let kSecAttrProtocol: CFString = schemaCode("kSecAttrProtocol")
-/// Authentication scheme: one of the `kSecAttrAuthenticationType…` values (internet passwords).
-nonisolated(unsafe) public let kSecAttrAuthenticationType: CFString = schemaCode("kSecAttrAuthenticationType")
-/// Port number (internet passwords).
-nonisolated(unsafe) public let kSecAttrPort: CFString = schemaCode("kSecAttrPort")
-/// Path, usually of a URL (internet passwords).
-nonisolated(unsafe) public let kSecAttrPath: CFString = schemaCode("kSecAttrPath")
-
-// MARK: Attribute keys: certificates
-
-/// X.500 subject name of the certificate (data).
-nonisolated(unsafe) public let kSecAttrSubject: CFString = schemaCode("kSecAttrSubject")
-/// X.500 issuer name of the certificate (data). Part of the unique key.
-nonisolated(unsafe) public let kSecAttrIssuer: CFString = schemaCode("kSecAttrIssuer")
-/// Serial number of the certificate (data). Part of the unique key.
-nonisolated(unsafe) public let kSecAttrSerialNumber: CFString = schemaCode("kSecAttrSerialNumber")
-/// Subject key identifier of the certificate (data).
-nonisolated(unsafe) public let kSecAttrSubjectKeyID: CFString = schemaCode("kSecAttrSubjectKeyID")
-/// Hash of the certificate's public key (data); joins to a key's kSecAttrApplicationLabel.
-nonisolated(unsafe) public let kSecAttrPublicKeyHash: CFString = schemaCode("kSecAttrPublicKeyHash")
-/// Certificate type (number). Part of the unique key.
-nonisolated(unsafe) public let kSecAttrCertificateType: CFString = schemaCode("kSecAttrCertificateType")
-/// Certificate encoding (number; 3 = DER).
-nonisolated(unsafe) public let kSecAttrCertificateEncoding: CFString = schemaCode("kSecAttrCertificateEncoding")
-
-// MARK: Attribute keys: keys
-
-/// Key class: one of the `kSecAttrKeyClass…` values.
-nonisolated(unsafe) public let kSecAttrKeyClass: CFString = schemaCode("kSecAttrKeyClass")
-/// Application label (data; the public key hash for asymmetric keys).
-nonisolated(unsafe) public let kSecAttrApplicationLabel: CFString = schemaCode("kSecAttrApplicationLabel")
-/// Whether the key is stored permanently (boolean).
-nonisolated(unsafe) public let kSecAttrIsPermanent: CFString = schemaCode("kSecAttrIsPermanent")
-/// Whether the key is sensitive (boolean).
-nonisolated(unsafe) public let kSecAttrIsSensitive: CFString = schemaCode("kSecAttrIsSensitive")
-/// Whether the key can be extracted (boolean).
-nonisolated(unsafe) public let kSecAttrIsExtractable: CFString = schemaCode("kSecAttrIsExtractable")
-/// Private application tag (data or string).
-nonisolated(unsafe) public let kSecAttrApplicationTag: CFString = schemaCode("kSecAttrApplicationTag")
-/// Key algorithm: one of the `kSecAttrKeyType…` values.
-nonisolated(unsafe) public let kSecAttrKeyType: CFString = schemaCode("kSecAttrKeyType")
-/// Number of bits in the key (number).
-nonisolated(unsafe) public let kSecAttrKeySizeInBits: CFString = schemaCode("kSecAttrKeySizeInBits")
-/// Effective number of bits in the key (number).
-nonisolated(unsafe) public let kSecAttrEffectiveKeySize: CFString = schemaCode("kSecAttrEffectiveKeySize")
-/// Whether the key can encrypt (boolean).
-nonisolated(unsafe) public let kSecAttrCanEncrypt: CFString = schemaCode("kSecAttrCanEncrypt")
-/// Whether the key can decrypt (boolean).
-nonisolated(unsafe) public let kSecAttrCanDecrypt: CFString = schemaCode("kSecAttrCanDecrypt")
-/// Whether the key can derive other keys (boolean).
-nonisolated(unsafe) public let kSecAttrCanDerive: CFString = schemaCode("kSecAttrCanDerive")
-/// Whether the key can sign (boolean).
-nonisolated(unsafe) public let kSecAttrCanSign: CFString = schemaCode("kSecAttrCanSign")
-/// Whether the key can verify signatures (boolean).
-nonisolated(unsafe) public let kSecAttrCanVerify: CFString = schemaCode("kSecAttrCanVerify")
-/// Whether the key can wrap other keys (boolean).
-nonisolated(unsafe) public let kSecAttrCanWrap: CFString = schemaCode("kSecAttrCanWrap")
-/// Whether the key can unwrap other keys (boolean).
-nonisolated(unsafe) public let kSecAttrCanUnwrap: CFString = schemaCode("kSecAttrCanUnwrap")
-/// Key creator (number; same code as kSecAttrCreator).
-nonisolated(unsafe) public let kSecAttrKeyCreator: CFString = schemaCode("kSecAttrKeyCreator")
-/// Start of the key's validity (date).
-nonisolated(unsafe) public let kSecAttrStartDate: CFString = schemaCode("kSecAttrStartDate")
-/// End of the key's validity (date).
-nonisolated(unsafe) public let kSecAttrEndDate: CFString = schemaCode("kSecAttrEndDate")
-
-// MARK: Attribute keys: private or legacy codes Apple also declares
-
-/// Alias (private on iOS; an e-mail address for certificates).
-nonisolated(unsafe) public let kSecAttrAlias: CFString = schemaCode("kSecAttrAlias")
-/// Whether the key is private (private attribute).
-nonisolated(unsafe) public let kSecAttrIsPrivate: CFString = schemaCode("kSecAttrIsPrivate")
-/// Whether the key is modifiable (private attribute).
-nonisolated(unsafe) public let kSecAttrIsModifiable: CFString = schemaCode("kSecAttrIsModifiable")
-/// Whether the key was always sensitive (private attribute).
-nonisolated(unsafe) public let kSecAttrWasAlwaysSensitive: CFString = schemaCode("kSecAttrWasAlwaysSensitive")
-/// Whether the key was never extractable (private attribute).
-nonisolated(unsafe) public let kSecAttrWasNeverExtractable: CFString = schemaCode("kSecAttrWasNeverExtractable")
-/// Whether the key can sign with recovery (private attribute).
-nonisolated(unsafe) public let kSecAttrCanSignRecover: CFString = schemaCode("kSecAttrCanSignRecover")
-/// Whether the key can verify with recovery (private attribute).
-nonisolated(unsafe) public let kSecAttrCanVerifyRecover: CFString = schemaCode("kSecAttrCanVerifyRecover")
-/// Protected-data attribute (private attribute of passwords).
-nonisolated(unsafe) public let kSecAttrProtected: CFString = schemaCode("kSecAttrProtected")
-/// Script code (private attribute of passwords).
-nonisolated(unsafe) public let kSecAttrScriptCode: CFString = schemaCode("kSecAttrScriptCode")
-/// Has custom icon (private attribute of passwords).
-nonisolated(unsafe) public let kSecAttrHasCustomIcon: CFString = schemaCode("kSecAttrHasCustomIcon")
 /// Tombstone marker of deleted synchronizable items (private; not an attribute Latchkey accepts). Value `"tomb"`.
 nonisolated(unsafe) public let kSecAttrTombstone: CFString = "tomb"
 /// Multi-user view (private; not an attribute Latchkey accepts). Value `"musr"`.

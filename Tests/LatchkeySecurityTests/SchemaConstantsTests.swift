@@ -3,19 +3,24 @@ import Latchkey
 import LatchkeySecurity
 import Testing
 
-/// The `kSecAttr…` constants of stored attributes take their codes from `AttributeSchema`:
+/// The `kSecAttr…` constants of stored attributes have the codes of `AttributeSchema`:
 /// each row has its constant, and each such constant its row.
 @Suite struct SchemaConstantsTests {
     @Test func everyRowHasItsConstant_andEveryConstantItsRow() throws {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-            .appendingPathComponent("Sources/LatchkeySecurity/SecItemConstants.swift").path
-        let source = try String(contentsOfFile: path, encoding: .utf8)
-        let pattern = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = schemaCode\("(\w+)"\)"#)
-        let declared = pattern.matches(in: source, range: NSRange(source.startIndex..., in: source)).map { m in
-            (String(source[Range(m.range(at: 1), in: source)!]), String(source[Range(m.range(at: 2), in: source)!]))
+            .appendingPathComponent("Sources/LatchkeySecurity")
+        let made = try String(
+            contentsOfFile: folder.appendingPathComponent("SecItemConstants+Attributes.swift").path, encoding: .utf8)
+        let pattern = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = "(\w+)"\n"#)
+        let declared = pattern.matches(in: made, range: NSRange(made.startIndex..., in: made)).map { m in
+            (String(made[Range(m.range(at: 1), in: made)!]), String(made[Range(m.range(at: 2), in: made)!]))
         }
-        for (name, argument) in declared { #expect(name == argument, "\(name) reads the row of \(argument)") }
+        for (name, code) in declared {
+            #expect(AttributeSchema.definition(constant: name)?.code == code, "\(name) is \(code)")
+        }
+        let source = try String(
+            contentsOfFile: folder.appendingPathComponent("SecItemConstants.swift").path, encoding: .utf8)
         let rows = Set(AttributeSchema.all.flatMap { [$0.constant] + $0.otherConstants })
         #expect(Set(declared.map(\.0)) == rows, "\(rows.symmetricDifference(declared.map(\.0)).sorted())")
         #expect(declared.count == rows.count)
@@ -26,7 +31,7 @@ import Testing
             #expect(
                 AttributeSchema.all.allSatisfy { $0.code != code } || code.utf8.count != 4
                     || Self.valueConstant(source, m),
-                "\(source[Range(m.range(at: 1), in: source)!]) = \(code) is a stored attribute: read it from AttributeSchema"
+                "\(source[Range(m.range(at: 1), in: source)!]) = \(code) is a stored attribute: declare it by a row of AttributeSchema and make generate"
             )
         }
         #expect(

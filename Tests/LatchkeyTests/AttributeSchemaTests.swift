@@ -59,12 +59,14 @@ import Testing
     /// (read from the source: Swift cannot list a type's static members).
     @Test func attributeKeyConstants_areTheNamedRows() throws {
         let source = try String(
-            contentsOfFile: Self.sourcePath("Sources/Latchkey/Items/AttributeKey.swift"), encoding: .utf8)
+            contentsOfFile: Self.sourcePath("Sources/Latchkey/Items/AttributeKey+Schema.swift"), encoding: .utf8)
         let pattern = try NSRegularExpression(
-            pattern: #"public static let `?(\w+)`? = AttributeKey\(schema: "(\w+)"\)"#)
+            pattern: #"public static let `?(\w+)`? = AttributeKey\("(\w+)"\)"#)
         let matches = pattern.matches(in: source, range: NSRange(source.startIndex..., in: source))
         let declared = matches.map { m in (Self.group(m, 1, source), Self.group(m, 2, source)) }
-        for (property, name) in declared { #expect(property == name, "AttributeKey.\(property) reads row \(name)") }
+        for (property, code) in declared {
+            #expect(AttributeSchema.definition(named: property)?.code == code, "AttributeKey.\(property) is \(code)")
+        }
         #expect(Set(declared.map(\.0)) == Set(AttributeSchema.all.compactMap(\.name)))
         #expect(declared.count == AttributeSchema.all.compactMap(\.name).count)
         // The values are the rows' codes.

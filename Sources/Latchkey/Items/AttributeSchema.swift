@@ -55,12 +55,14 @@ package struct AttributeDefinition: Sendable {
     package let notation: Notation
     /// One line for people: what the value is.
     package let help: String
+    /// More for the API documentation of the attribute's constants, when `help` is not enough.
+    package let note: String?
 
     init(
         _ code: String, _ name: String?, _ constant: String, _ kind: ItemSchema.Kind, _ classes: Set<ItemClass>,
         also otherConstants: [String] = [], unique uniqueIn: Set<ItemClass> = [],
         indexed indexedIn: Set<ItemClass> = [],
-        derived: Bool = false, flag: String?, _ notation: Notation? = nil, help: String
+        derived: Bool = false, flag: String?, _ notation: Notation? = nil, help: String, note: String? = nil
     ) {
         self.code = code
         self.name = name
@@ -73,6 +75,7 @@ package struct AttributeDefinition: Sendable {
         self.isDerived = derived
         self.flag = flag
         self.help = help
+        self.note = note
         switch (notation, kind) {
         case (let given?, _): self.notation = given
         case (nil, .data): self.notation = .hex
@@ -95,7 +98,8 @@ package enum AttributeSchema {
             help: "Modification date, set by the keychain on every change"),
         .init(
             "pdmn", "accessible", "kSecAttrAccessible", .access, .every, flag: nil,
-            help: "Protection class: ak, ck, dk, aku, cku, dku, akpu"),
+            help: "Protection class: ak, ck, dk, aku, cku, dku, akpu",
+            note: "An add sets it from its protection (default ak; certificates dk); results report it."),
         .init(
             "sync", "synchronizable", "kSecAttrSynchronizable", .number, .every, unique: .every, flag: nil,
             help: "Synchronizable: 0 or 1; queries match 0 unless they ask otherwise"),
@@ -117,7 +121,8 @@ package enum AttributeSchema {
             help: "Account name"),
         .init(
             "desc", "itemDescription", "kSecAttrDescription", .blob, .passwords, flag: "description",
-            help: "Description: the kind of item"),
+            help: "Description: the kind of item",
+            note: "`AttributeKey.itemDescription`, because `description` is the key's own text."),
         .init("icmt", "comment", "kSecAttrComment", .blob, .passwords, flag: "comment", help: "Comment"),
         .init(
             "crtr", "creator", "kSecAttrCreator", .number, .passwords.union([.key]), also: ["kSecAttrKeyCreator"],
@@ -198,12 +203,14 @@ package enum AttributeSchema {
         .init(
             "pkhh", "publicKeyHash", "kSecAttrPublicKeyHash", .data, [.certificate], indexed: [.certificate],
             derived: true,
-            flag: "public-key-hash", help: "SHA-1 of the public key in hex"),
+            flag: "public-key-hash", help: "SHA-1 of the public key in hex",
+            note: "It joins a certificate to its private key's kSecAttrApplicationLabel."),
 
         // Keys.
         .init(
             "kcls", "keyClass", "kSecAttrKeyClass", .number, [.key], unique: [.key], flag: "key-class", .keyClass,
-            help: "Key class: public, private or symmetric"),
+            help: "Key class: public, private or symmetric",
+            note: "Stored as Apple's numbers: 0 public, 1 private, 2 symmetric."),
         .init(
             "klbl", "applicationLabel", "kSecAttrApplicationLabel", .data, [.key], unique: [.key], indexed: [.key],
             flag: "application-label", help: "Application label in hex (for asymmetric keys, SHA-1 of the public key)"),
@@ -213,7 +220,8 @@ package enum AttributeSchema {
             help: "Application tag, e.g. com.example.keys.signing"),
         .init(
             "type", "keyType", "kSecAttrKeyType", .number, [.key], unique: [.key], flag: "key-type", .keyType,
-            help: "Key type: rsa, dsa, ec, ed25519, x25519 or a number"),
+            help: "Key type: rsa, dsa, ec, ed25519, x25519 or a number",
+            note: "Stored as Apple's numbers: 42 RSA, 43 DSA, 73 EC, 105 Ed25519, 106 X25519."),
         .init(
             "bsiz", "keySizeInBits", "kSecAttrKeySizeInBits", .number, [.key], unique: [.key], flag: "key-size-in-bits",
             help: "Key size in bits"),
