@@ -491,6 +491,31 @@ done:
     return ok;
 }
 
+// The part of a GCM decryption after the key and IV are set: the AAD, the ciphertext, the
+// tag, the final check. On failure `pt` is cleansed (it may hold unauthenticated plaintext)
+// and the OpenSSL error queue cleared. The lengths were checked by the caller.
+static int gcm_open_rest(EVP_CIPHER_CTX *ctx, const uint8_t *aad, size_t aad_len,
+                         const uint8_t *ct, size_t ct_len,
+                         const uint8_t *tag, size_t tag_len, uint8_t *pt) {
+    int len = 0;
+    uint8_t tagcopy[16];
+    memcpy(tagcopy, tag, tag_len);
+    if (aad_len && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto fail;
+    if (ct_len && EVP_DecryptUpdate(ctx, pt, &len, ct, (int)ct_len) != 1) goto fail;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tagcopy, tag_len),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1) goto fail;
+    uint8_t sink[16];
+    if (EVP_DecryptFinal_ex(ctx, ct_len ? pt + len : sink, &len) != 1) goto fail;
+    return 1;
+fail:
+    if (ct_len) OPENSSL_cleanse(pt, ct_len);
+    ERR_clear_error();
+    return 0;
+}
+
 int lk_aes_gcm_open(const uint8_t *key, size_t key_len,
                     const uint8_t *iv, size_t iv_len,
                     const uint8_t *aad, size_t aad_len,
@@ -500,25 +525,8 @@ int lk_aes_gcm_open(const uint8_t *key, size_t key_len,
     if (tag_len < 12 || tag_len > 16 || ct_len > INT_MAX || aad_len > INT_MAX) return 0;
     EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
     if (ctx == NULL) return 0;
-    int ok = 0, len = 0;
-    uint8_t tagcopy[16];
-    memcpy(tagcopy, tag, tag_len);
-    if (!gcm_init(ctx, 0, key, key_len, iv, iv_len)) goto done;
-    if (aad_len && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto done;
-    if (ct_len && EVP_DecryptUpdate(ctx, pt, &len, ct, (int)ct_len) != 1) goto done;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tagcopy, tag_len),
-        OSSL_PARAM_construct_end(),
-    };
-    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1) goto done;
-    uint8_t sink[16];
-    if (EVP_DecryptFinal_ex(ctx, ct_len ? pt + len : sink, &len) != 1) {
-        if (ct_len) OPENSSL_cleanse(pt, ct_len);
-        ERR_clear_error();
-        goto done;
-    }
-    ok = 1;
-done:
+    int ok = gcm_init(ctx, 0, key, key_len, iv, iv_len)
+        && gcm_open_rest(ctx, aad, aad_len, ct, ct_len, tag, tag_len, pt);
     EVP_CIPHER_CTX_free(ctx);
     return ok;
 }
@@ -542,27 +550,15 @@ int lk_aes_gcm_open_ctx(void *handle, const uint8_t *key, size_t key_len,
     int idx = key_index(key_len);
     if (ctx == NULL || idx < 0 || cipher_gcm[idx] == NULL || iv_len != 12 || tag_len < 12 || tag_len > 16
         || ct_len > INT_MAX || aad_len > INT_MAX) return 0;
-    int len = 0;
-    uint8_t tagcopy[16];
-    memcpy(tagcopy, tag, tag_len);
     // The cipher is set once per context; each message then sets only key and IV, which
     // resets the GCM state (no allocation, no parameter lookup by name).
     const EVP_CIPHER *cipher = EVP_CIPHER_CTX_get0_cipher(ctx) == cipher_gcm[idx] ? NULL : cipher_gcm[idx];
-    if (EVP_CipherInit_ex2(ctx, cipher, key, iv, 0, NULL) != 1) goto fail;
-    if (aad_len && EVP_DecryptUpdate(ctx, NULL, &len, aad, (int)aad_len) != 1) goto fail;
-    if (ct_len && EVP_DecryptUpdate(ctx, pt, &len, ct, (int)ct_len) != 1) goto fail;
-    OSSL_PARAM params[] = {
-        OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tagcopy, tag_len),
-        OSSL_PARAM_construct_end(),
-    };
-    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1) goto fail;
-    uint8_t sink[16];
-    if (EVP_DecryptFinal_ex(ctx, ct_len ? pt + len : sink, &len) != 1) goto fail;
-    return 1;
-fail:
-    if (ct_len) OPENSSL_cleanse(pt, ct_len);
-    ERR_clear_error();
-    return 0;
+    if (EVP_CipherInit_ex2(ctx, cipher, key, iv, 0, NULL) != 1) {
+        if (ct_len) OPENSSL_cleanse(pt, ct_len);
+        ERR_clear_error();
+        return 0;
+    }
+    return gcm_open_rest(ctx, aad, aad_len, ct, ct_len, tag, tag_len, pt);
 }
 
 int lk_memcmp_ct(const void *a, const void *b, size_t len) {

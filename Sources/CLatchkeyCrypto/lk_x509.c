@@ -135,16 +135,23 @@ void lk_x509_info_free(lk_x509_info *info) {
     buf_free(&info->common_name);
 }
 
-int lk_x509_parse(const uint8_t *der, size_t len, lk_x509_info *out, char *err, size_t err_len) {
-    memset(out, 0, sizeof(*out));
-    if (der == NULL || len == 0) {
-        set_err(err, err_len, "the certificate data is empty");
+// Whether `len` bytes of `what` data can be handed to OpenSSL's DER decoders (a long length);
+// if not, says why in `err`.
+static int check_input(const uint8_t *data, size_t len, const char *what, char *err, size_t err_len) {
+    if (data == NULL || len == 0) {
+        set_err(err, err_len, "the %s data is empty", what);
         return 0;
     }
     if (len > LONG_MAX) {
-        set_err(err, err_len, "the certificate data is too large");
+        set_err(err, err_len, "the %s data is too large", what);
         return 0;
     }
+    return 1;
+}
+
+int lk_x509_parse(const uint8_t *der, size_t len, lk_x509_info *out, char *err, size_t err_len) {
+    memset(out, 0, sizeof(*out));
+    if (!check_input(der, len, "certificate", err, err_len)) return 0;
     ERR_clear_error();
     const unsigned char *p = der;
     X509 *x = d2i_X509(NULL, &p, (long)len);
@@ -356,14 +363,7 @@ static int private_external(EVP_PKEY *pkey, int alg, int bits, const lk_buf *pub
 
 int lk_key_parse(const uint8_t *data, size_t len, lk_key_info *out, char *err, size_t err_len) {
     memset(out, 0, sizeof(*out));
-    if (data == NULL || len == 0) {
-        set_err(err, err_len, "the key data is empty");
-        return 0;
-    }
-    if (len > LONG_MAX) {
-        set_err(err, err_len, "the key data is too large");
-        return 0;
-    }
+    if (!check_input(data, len, "key", err, err_len)) return 0;
     ERR_clear_error();
     const uint8_t *end = data + len;
     EVP_PKEY *pkey = NULL;

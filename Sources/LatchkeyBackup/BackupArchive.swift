@@ -121,13 +121,8 @@ public enum BackupArchive {
             try? fs.remove(temp)
             throw error
         }
-        do {
-            try fs.syncDirectory(directoryOf(path))
-        } catch let f as IOFailure {
-            throw KeychainError(
-                .io,
-                "the backup is complete at \(path) and its bytes are on disk, but syncing its directory failed (\(errnoDescription(f.errno))): after a power cut the file may be missing. Run 'sync', check that \(path) is there, or run the backup again",
-                underlying: f.description)
+        try syncDirectory(of: path, fs: fs) { reason in
+            "the backup is complete at \(path) and its bytes are on disk, but syncing its directory failed (\(reason)): after a power cut the file may be missing. Run 'sync', check that \(path) is there, or run the backup again"
         }
         return summary
     }
@@ -203,6 +198,17 @@ public enum BackupArchive {
         } catch let f as IOFailure {
             throw KeychainError(
                 .io, "could not \(what): \(errnoDescription(f.errno))\(nextStep(f.errno))", underlying: f.description)
+        }
+    }
+
+    /// Syncs the directory of `path`, a complete file just renamed into place. A failure is
+    /// errSecIO with the message `completeBut` makes from the errno's description: the file is
+    /// there, but its name may not survive a power cut.
+    static func syncDirectory(of path: String, fs: FileSystem, completeBut: (_ reason: String) -> String) throws {
+        do {
+            try fs.syncDirectory(directoryOf(path))
+        } catch let f as IOFailure {
+            throw KeychainError(.io, completeBut(errnoDescription(f.errno)), underlying: f.description)
         }
     }
 

@@ -4,12 +4,7 @@ extension Crypto {
     /// SHA-1 (20 bytes). Used only where Apple's keychain defines a value as a SHA-1
     /// (kSecAttrPublicKeyHash, kSecAttrApplicationLabel); never for integrity.
     public static func sha1(_ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 20)
-        let ok = data.withUnsafeBufferPointer { d in
-            out.withUnsafeMutableBufferPointer { lk_sha1(d.baseAddress, d.count, $0.baseAddress) }
-        }
-        precondition(ok == 1, "SHA-1 failed inside OpenSSL")
-        return out
+        digest(data, size: 20, "SHA-1", lk_sha1)
     }
 }
 
@@ -37,9 +32,21 @@ private func copy(_ b: lk_buf) -> [UInt8] {
     return Array(UnsafeBufferPointer(start: p, count: b.len))
 }
 
-private func reason(_ buf: [CChar]) -> String {
-    let bytes = buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-    return String(decoding: bytes, as: UTF8.self)
+/// Runs one of the C parsers (`lk_x509_parse`, `lk_key_parse`) over `bytes`; what it fills
+/// `info` with is the caller's to free.
+/// - Throws: `CryptoError.invalidArgument` for `operation`, with the reason the parser gives.
+private func parse<Info>(
+    _ bytes: [UInt8], into info: inout Info, operation: String,
+    _ parser: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<Info>?, UnsafeMutablePointer<CChar>?, Int) -> Int32
+) throws {
+    var err = [CChar](repeating: 0, count: 256)
+    let ok = bytes.withUnsafeBufferPointer { d in
+        err.withUnsafeMutableBufferPointer { parser(d.baseAddress, d.count, &info, $0.baseAddress, $0.count) }
+    }
+    guard ok == 1 else {
+        let reason = err.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        throw CryptoError.invalidArgument(operation: operation, reason: String(decoding: reason, as: UTF8.self))
+    }
 }
 
 /// The values Latchkey derives from a DER X.509 certificate (OpenSSL's decoder; no signature or
@@ -83,13 +90,7 @@ public struct CertificateInfo: Sendable, Equatable {
     ///   trailing bytes, …).
     public init(der: [UInt8]) throws {
         var info = lk_x509_info()
-        var err = [CChar](repeating: 0, count: 256)
-        let ok = der.withUnsafeBufferPointer { d in
-            err.withUnsafeMutableBufferPointer { lk_x509_parse(d.baseAddress, d.count, &info, $0.baseAddress, 256) }
-        }
-        guard ok == 1 else {
-            throw CryptoError.invalidArgument(operation: "X.509 certificate", reason: reason(err))
-        }
+        try parse(der, into: &info, operation: "X.509 certificate", lk_x509_parse)
         defer { lk_x509_info_free(&info) }
         self.der = der
         version = Int(info.version)
@@ -146,13 +147,7 @@ public struct KeyInfo: Sendable, Equatable {
     /// - Throws: `CryptoError.invalidArgument` when the data is none of these.
     public init(data: [UInt8]) throws {
         var info = lk_key_info()
-        var err = [CChar](repeating: 0, count: 256)
-        let ok = data.withUnsafeBufferPointer { d in
-            err.withUnsafeMutableBufferPointer { lk_key_parse(d.baseAddress, d.count, &info, $0.baseAddress, 256) }
-        }
-        guard ok == 1 else {
-            throw CryptoError.invalidArgument(operation: "asymmetric key", reason: reason(err))
-        }
+        try parse(data, into: &info, operation: "asymmetric key", lk_key_parse)
         defer { lk_key_info_free(&info) }
         switch Int(info.form) {
         case Int(LK_KEYFORM_PUBLIC_SPKI): form = .subjectPublicKeyInfo

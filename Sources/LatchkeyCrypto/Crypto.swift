@@ -30,11 +30,21 @@ public enum Crypto {
 
     /// SHA-256.
     public static func sha256(_ data: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
+        digest(data, size: 32, "SHA-256", lk_sha256)
+    }
+
+    /// The `size`-byte digest of `data` by one of the C hash functions (`lk_sha1`, `lk_sha256`),
+    /// which fail only when OpenSSL itself is broken.
+    @inline(__always)
+    static func digest(
+        _ data: [UInt8], size: Int, _ name: String,
+        _ hash: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) -> Int32
+    ) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: size)
         let ok = data.withUnsafeBufferPointer { d in
-            out.withUnsafeMutableBufferPointer { lk_sha256(d.baseAddress, d.count, $0.baseAddress) }
+            out.withUnsafeMutableBufferPointer { hash(d.baseAddress, d.count, $0.baseAddress) }
         }
-        precondition(ok == 1, "SHA-256 failed inside OpenSSL")
+        precondition(ok == 1, "\(name) failed inside OpenSSL")
         return out
     }
 

@@ -240,19 +240,9 @@ private struct IndexedAttributes: Sendable {
         precondition(list.count <= 32, "a presence bit per indexed attribute")
     }
 
-    static let genericPassword = IndexedAttributes(.genericPassword)
-    static let internetPassword = IndexedAttributes(.internetPassword)
-    static let certificate = IndexedAttributes(.certificate)
-    static let key = IndexedAttributes(.key)
+    private static let all = PerItemClass(IndexedAttributes.init)
 
-    static func of(_ c: ItemClass) -> IndexedAttributes {
-        switch c {
-        case .genericPassword: return genericPassword
-        case .internetPassword: return internetPassword
-        case .certificate: return certificate
-        case .key: return key
-        }
-    }
+    static func of(_ c: ItemClass) -> IndexedAttributes { all[c] }
 }
 
 extension FileKeys {
@@ -323,17 +313,7 @@ private struct UniqueKeyNames: Sendable {
         kinds = UniqueKey.attributes(for: c).map(\.kind)
     }
 
-    static let genericPassword = UniqueKeyNames(.genericPassword)
-    static let internetPassword = UniqueKeyNames(.internetPassword)
-    static let certificate = UniqueKeyNames(.certificate)
-    static let key = UniqueKeyNames(.key)
+    private static let all = PerItemClass(UniqueKeyNames.init)
 
-    static func of(_ c: ItemClass) -> UniqueKeyNames {
-        switch c {
-        case .genericPassword: return genericPassword
-        case .internetPassword: return internetPassword
-        case .certificate: return certificate
-        case .key: return key
-        }
-    }
+    static func of(_ c: ItemClass) -> UniqueKeyNames { all[c] }
 }

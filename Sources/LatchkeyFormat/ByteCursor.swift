@@ -110,6 +110,28 @@ public struct ByteReader: Sendable {
         }
     }
 
+    /// Consumes the preamble of a file or entry: its 8-byte magic, then its u16 major and minor
+    /// versions (the fields "`field` magic", "`field` major version" and "`field` minor version").
+    /// - Parameters:
+    ///   - file: what the magic names ("Latchkey " + `file` in the error);
+    ///   - family: what the version names, when not `file`.
+    /// - Returns: the minor version.
+    /// - Throws: `FormatError.badMagic` for another magic, `unsupportedVersion` for a major
+    ///   version other than `major`: a foreign or newer file is refused before anything else is read.
+    package mutating func readPreamble(
+        magic: [UInt8], major expected: UInt16, field: String, file: String, family: String? = nil
+    ) throws -> UInt16 {
+        guard try readSlice(count: 8, "\(field) magic").elementsEqual(magic) else {
+            throw FormatError.badMagic(what: "Latchkey \(file)")
+        }
+        let major = try readInteger(as: UInt16.self, "\(field) major version")
+        let minor = try readInteger(as: UInt16.self, "\(field) minor version")
+        guard major == expected else {
+            throw FormatError.unsupportedVersion(what: family ?? file, major: major, minor: minor)
+        }
+        return minor
+    }
+
     /// Fails unless every byte was consumed.
     public func expectEnd(_ what: String) throws {
         guard remaining == 0 else {

@@ -49,14 +49,8 @@ public struct DeviceState: Equatable, Sendable {
 
     public static func decode(_ bytes: [UInt8], macKey: SecretKey) throws -> DeviceState {
         var r = ByteReader(bytes)
-        guard try r.readBytes(count: 8, "device state magic") == FormatConstants.stateMagic else {
-            throw FormatError.badMagic(what: "Latchkey device state file")
-        }
-        let major = try r.readInteger(as: UInt16.self, "device state major version")
-        let minor = try r.readInteger(as: UInt16.self, "device state minor version")
-        guard major == 1 else {
-            throw FormatError.unsupportedVersion(what: "device state file", major: major, minor: minor)
-        }
+        _ = try r.readPreamble(
+            magic: FormatConstants.stateMagic, major: 1, field: "device state", file: "device state file")
         guard bytes.count == FormatConstants.stateFileSize else {
             throw FormatError.truncated(field: "device state file")
         }

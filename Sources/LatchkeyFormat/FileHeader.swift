@@ -53,13 +53,8 @@ public struct FileHeader: Equatable, Sendable {
     /// anything else is read.
     public static func peekLength(_ prefix: [UInt8]) throws -> Int {
         var r = ByteReader(prefix)
-        let magic = try r.readBytes(count: 8, "header magic")
-        guard magic == FormatConstants.fileMagic else { throw FormatError.badMagic(what: "Latchkey keychain file") }
-        let major = try r.readInteger(as: UInt16.self, "header major version")
-        let minor = try r.readInteger(as: UInt16.self, "header minor version")
-        guard major == FormatConstants.fileMajor else {
-            throw FormatError.unsupportedVersion(what: "keychain file", major: major, minor: minor)
-        }
+        _ = try r.readPreamble(
+            magic: FormatConstants.fileMagic, major: FormatConstants.fileMajor, field: "header", file: "keychain file")
         let length = Int(try r.readInteger(as: UInt32.self, "header length"))
         guard
             length >= FormatConstants.headerFixedSize + FormatConstants.keybagFixedSize + FormatConstants.headerMACSize,

@@ -112,6 +112,32 @@ public enum ItemClass: String, CaseIterable, Sendable, Codable {
     public var code: [UInt8] { Array(rawValue.utf8) }
 }
 
+/// A value for each item class, made once: a lookup is a switch, with no hashing of the class
+/// (tables that a bulk import consults for every item and attribute).
+package struct PerItemClass<Value: Sendable>: Sendable {
+    @usableFromInline let genericPassword: Value
+    @usableFromInline let internetPassword: Value
+    @usableFromInline let certificate: Value
+    @usableFromInline let key: Value
+
+    package init(_ make: (ItemClass) -> Value) {
+        genericPassword = make(.genericPassword)
+        internetPassword = make(.internetPassword)
+        certificate = make(.certificate)
+        key = make(.key)
+    }
+
+    @inlinable
+    package subscript(_ c: ItemClass) -> Value {
+        switch c {
+        case .genericPassword: return genericPassword
+        case .internetPassword: return internetPassword
+        case .certificate: return certificate
+        case .key: return key
+        }
+    }
+}
+
 /// Protection classes (kSecAttrAccessible) with Apple's AKS class numbers (reference §3.1).
 public enum ProtectionClass: UInt8, CaseIterable, Sendable, Comparable {
     case whenUnlocked = 6  // ak

@@ -99,14 +99,11 @@ public struct IndexHeader: Equatable, Sendable {
     public static func decode(_ page: [UInt8], macKey: SecretKey) throws -> IndexHeader {
         guard page.count == FormatConstants.indexPageSize else { throw FormatError.truncated(field: "index header") }
         var r = ByteReader(page)
-        guard try r.readBytes(count: 8, "index magic") == FormatConstants.indexMagic else {
-            throw FormatError.badMagic(what: "Latchkey index file")
-        }
-        let major = try r.readInteger(as: UInt16.self, "index major version")
-        let minor = try r.readInteger(as: UInt16.self, "index minor version")
+        let minor = try r.readPreamble(
+            magic: FormatConstants.indexMagic, major: FormatConstants.indexMajor, field: "index", file: "index file")
         // A cache: a reader uses only the exact version it writes, and rebuilds any other.
-        guard major == FormatConstants.indexMajor, minor == FormatConstants.indexMinor else {
-            throw FormatError.unsupportedVersion(what: "index file", major: major, minor: minor)
+        guard minor == FormatConstants.indexMinor else {
+            throw FormatError.unsupportedVersion(what: "index file", major: FormatConstants.indexMajor, minor: minor)
         }
         guard IndexPage.verify(page, page: 0, headerMAC: [], macKey: macKey) else {
             throw FormatError.checksumMismatch(what: "index header")

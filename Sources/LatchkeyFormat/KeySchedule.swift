@@ -34,16 +34,11 @@ public struct DeviceSecret: Sendable {
     public static func decodeFile(_ bytes: [UInt8]) throws -> DeviceSecret {
         var r = ByteReader(bytes)
         // Shorter than the magic: not a device secret file at all (spec §2.3, §1.4).
-        guard bytes.count >= FormatConstants.deviceMagic.count,
-            try r.readBytes(count: 8, "device secret magic") == FormatConstants.deviceMagic
-        else {
+        guard bytes.count >= FormatConstants.deviceMagic.count else {
             throw FormatError.badMagic(what: "Latchkey device secret file")
         }
-        let major = try r.readInteger(as: UInt16.self, "device secret major version")
-        let minor = try r.readInteger(as: UInt16.self, "device secret minor version")
-        guard major == 1 else {
-            throw FormatError.unsupportedVersion(what: "device secret file", major: major, minor: minor)
-        }
+        _ = try r.readPreamble(
+            magic: FormatConstants.deviceMagic, major: 1, field: "device secret", file: "device secret file")
         guard bytes.count == FormatConstants.deviceFileSize else {
             throw FormatError.truncated(field: "device secret file")
         }

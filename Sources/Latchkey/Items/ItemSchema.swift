@@ -24,12 +24,9 @@ public enum ItemSchema {
         case access
     }
 
-    // One table per class, chosen by a switch: a dictionary keyed by class hashed the class's
-    // name on every lookup (a bulk import looks up each attribute of each item).
-    private static let genericPasswordTable = table(of: .genericPassword)
-    private static let internetPasswordTable = table(of: .internetPassword)
-    private static let certificateTable = table(of: .certificate)
-    private static let keyTable = table(of: .key)
+    // One table per class, chosen by a switch: a dictionary keyed by class would hash the
+    // class's name on every lookup (a bulk import looks up each attribute of each item).
+    private static let tables = PerItemClass { table(of: $0) }
 
     /// The rows of `AttributeSchema` that class `c` has, by code.
     private static func table(of c: ItemClass) -> [String: Kind] {
@@ -39,14 +36,7 @@ public enum ItemSchema {
     }
 
     /// The attributes of `c` and their kinds.
-    public static func attributes(of c: ItemClass) -> [String: Kind] {
-        switch c {
-        case .genericPassword: return genericPasswordTable
-        case .internetPassword: return internetPasswordTable
-        case .certificate: return certificateTable
-        case .key: return keyTable
-        }
-    }
+    public static func attributes(of c: ItemClass) -> [String: Kind] { tables[c] }
 
     /// The kind of attribute `code` in class `c`, or nil when the class has no such attribute
     /// (errSecNoSuchAttr, −25303).

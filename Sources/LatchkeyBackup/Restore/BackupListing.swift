@@ -29,15 +29,8 @@ extension VerifiedBackup {
         progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil,
         _ body: (BackupListedItem) throws -> Void
     ) throws {
-        let pass = ArchivePass(source: source, progress: progress)
-        let result = try pass.run(
-            unlock: { _, digest in
-                guard digest == unlocked.keybagDigest else {
-                    throw KeychainError(
-                        .decode, "\(source.name) changed while it was being read; its listing is incomplete")
-                }
-                return unlocked
-            },
+        try reread(
+            progress: progress, changed: "\(source.name) changed while it was being read; its listing is incomplete",
             item: { item in
                 var attributes = item.plaintext
                 attributes?.data = []
@@ -48,8 +41,5 @@ extension VerifiedBackup {
                         attributes: attributes,
                         unreadable: attributes == nil ? .thisDeviceOnlyFromAnotherDevice : nil))
             })
-        guard result.entries == entries else {
-            throw KeychainError(.decode, "\(source.name) changed while it was being read; its listing is incomplete")
-        }
     }
 }

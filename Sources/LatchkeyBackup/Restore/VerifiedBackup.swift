@@ -255,13 +255,8 @@ public final class VerifiedBackup {
             throw error
         }
         // The keychain is in place; its bytes were fsynced before the rename.
-        do {
-            try fs.syncDirectory(directoryOf(path))
-        } catch let f as IOFailure {
-            throw KeychainError(
-                .io,
-                "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(Self.errnoDescription(f.errno))), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then",
-                underlying: f.description)
+        try BackupArchive.syncDirectory(of: path, fs: fs) { reason in
+            "the restore is complete: \(path) holds every restored item and its bytes are on disk, but syncing its directory failed (\(reason)), so after a power cut the file may be missing. Run 'sync' and check that \(path) is there; keep the backup until then"
         }
         return report
     }
@@ -291,16 +286,9 @@ public final class VerifiedBackup {
         report.keychain = store.path
         report.clearCounts()
         let hasPasscode = store.hasPasscode
-        let pass = ArchivePass(source: source, progress: progress)
         try store.withStreamingTransaction { tx in
-            let result = try pass.run(
-                unlock: { _, digest in
-                    guard digest == unlocked.keybagDigest else {
-                        throw KeychainError(
-                            .decode, "\(source.name) changed while it was being restored; nothing was restored")
-                    }
-                    return unlocked
-                },
+            try reread(
+                progress: progress, changed: "\(source.name) changed while it was being restored; nothing was restored",
                 item: { item in
                     // A new keychain holds nothing to conflict with (and `put` still refuses a
                     // duplicate), so only a merge looks items up.
@@ -324,11 +312,27 @@ public final class VerifiedBackup {
                     }
                     Self.count(decision, item, into: &report)
                 })
-            guard result.entries == entries else {
-                throw KeychainError(.decode, "\(source.name) changed while it was being restored; nothing was restored")
-            }
         }
         return report
+    }
+
+    /// Reads the archive a second time under the keys the first pass unlocked and calls `item`
+    /// for each item, with the same checks as `verify`.
+    /// - Throws: errSecDecode with the message `changed` when the archive is no longer the one
+    ///   verified (another keybag, or an entry that differs from the first pass: then `item`
+    ///   may have seen some items, each authenticated under this backup's keys); what `item`
+    ///   throws.
+    func reread(
+        progress: ((_ done: Int64, _ total: Int64) -> Void)?, changed: String, item: (PassItem) throws -> Void
+    ) throws {
+        let pass = ArchivePass(source: source, progress: progress)
+        let result = try pass.run(
+            unlock: { _, digest in
+                guard digest == unlocked.keybagDigest else { throw KeychainError(.decode, changed) }
+                return unlocked
+            },
+            item: item)
+        guard result.entries == entries else { throw KeychainError(.decode, changed) }
     }
 
     /// Every class that an item to restore needs must be unlocked before anything is written.

@@ -40,14 +40,8 @@ package struct BackupCommon: Equatable, Sendable {
 
     /// Reads bytes 0..<104: magic, then the major version before anything else (§10).
     static func decode(magic: [UInt8], what: String, _ r: inout ByteReader) throws -> BackupCommon {
-        guard try r.readBytes(count: 8, "\(what) magic") == magic else {
-            throw FormatError.badMagic(what: "Latchkey backup \(what)")
-        }
-        let major = try r.readInteger(as: UInt16.self, "\(what) major version")
-        let minor = try r.readInteger(as: UInt16.self, "\(what) minor version")
-        guard major == BackupConstants.major else {
-            throw FormatError.unsupportedVersion(what: "backup", major: major, minor: minor)
-        }
+        let minor = try r.readPreamble(
+            magic: magic, major: BackupConstants.major, field: what, file: "backup \(what)", family: "backup")
         let rawMode = try r.readInteger(as: UInt8.self, "\(what) mode")
         guard let mode = BackupMode(rawValue: rawMode) else {
             throw FormatError.invalidField(field: "\(what) mode", reason: "unknown mode \(rawMode)")
@@ -66,7 +60,6 @@ package struct BackupCommon: Equatable, Sendable {
         var c = BackupCommon(
             mode: mode, backupUUID: backupUUID, sourceDeviceUUID: device, keychainUUID: keychain,
             createdAt: created, kdf: kdf)
-        c.major = major
         c.minor = minor
         return c
     }
