@@ -249,7 +249,8 @@ import LatchkeyTestSupport
     @Test func pageOfAnotherGeneration_isRefused() throws {
         let (disk, writer) = try Self.indexedKeychain(300)
         let first = try #require(disk.contents(Self.indexPath))
-        try writer.localStore!.write { _ in try writer.localStore!.writeIndex() }  // the same log indexed again
+        // The same log indexed again.
+        try writer.localStore!.write { tx in try writer.localStore!.writeIndex(holding: tx.lock) }
         let second = try #require(disk.contents(Self.indexPath))
         #expect(first.count == second.count && first != second)
         #expect(first[4096..<8096] == second[4096..<8096], "the same entries")

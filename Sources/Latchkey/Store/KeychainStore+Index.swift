@@ -65,10 +65,10 @@ extension KeychainStore {
         try? materializeItems()
     }
 
-    /// After a write, with the write lock held: writes a new index when the records after the
+    /// After a write, under the write lock: writes a new index when the records after the
     /// newest valid one pass `indexTailLimit` bytes, or when the one in use failed. Best
     /// effort: a failure leaves the old index (or none), which readers check anyway.
-    func maybeWriteIndex() {
+    func maybeWriteIndex(holding lock: ExclusiveLock) {
         guard readOnlyReason == nil, !needsReopen else { return }
         let covered = max(indexedEnd, UInt64(headerSize))
         let limit = tailLimit
@@ -84,9 +84,9 @@ extension KeychainStore {
             return
         }
         do {
-            try writeIndex()
+            try writeIndex(holding: lock)
         } catch is IndexBase.Unusable {
-            if (try? rebuildWithoutIndex()) != nil { try? writeIndex() }
+            if (try? rebuildWithoutIndex()) != nil { try? writeIndex(holding: lock) }
         } catch {}
     }
 
@@ -109,11 +109,11 @@ extension KeychainStore {
     }
 
     /// Writes the index of the log as it is in memory (its committed end) to a temporary file
-    /// (0600, never following a symlink), fsyncs it and renames it over the index path. Call
-    /// with the write lock held: every record up to the end is then one a writer committed,
+    /// (0600, never following a symlink), fsyncs it and renames it over the index path. Under
+    /// the write lock, every record up to the end is one a writer committed,
     /// and the log is fsynced first so that the index never names a record a power cut could
     /// still take away. Cost: O(items) sequential I/O; memory: the changes since the old index.
-    func writeIndex() throws {
+    func writeIndex(holding lock: ExclusiveLock) throws {
         // Every rule the records after the old index left for later, and an exact item count.
         try log.items.checkAll()
         try fs.sync(fd)
@@ -132,7 +132,7 @@ extension KeychainStore {
             recordCount: records, ancillaryCount: min(UInt64(log.skippedAncillary), records),
             generation: try Crypto.randomBytes(16), attributeCount: UInt64(attributes.count),
             unhashedCount: UInt64(attributes.unhashed.count))
-        removeAbandonedIndexWrites()
+        removeAbandonedIndexWrites(holding: lock)
         let temp = indexPath + "-" + hexString(try Crypto.randomBytes(4))
         let tfd = try fs.openNoFollow(temp, writable: true, create: true, mode: 0o600)
         do {
@@ -268,9 +268,9 @@ extension KeychainStore {
         return plan
     }
 
-    /// Removes the temporary files of index writes that died before their rename. Call with
-    /// the write lock held (a live index write holds it from its temporary file to the rename).
-    func removeAbandonedIndexWrites() {
+    /// Removes the temporary files of index writes that died before their rename: under the
+    /// write lock none is live (an index write holds it from its temporary file to the rename).
+    func removeAbandonedIndexWrites(holding _: ExclusiveLock) {
         let directory = directoryOf(path)
         let prefix = lastPathComponent(indexPath) + "-"
         for name in fs.list(directory) where isTemporaryName(name, prefix: prefix) {

@@ -11,7 +11,7 @@ extension WriteTransaction {
         guard !store.leftoversRemoved else { return }
         store.leftoversRemoved = true
         removeAbandonedCompactions()
-        store.removeAbandonedIndexWrites()
+        store.removeAbandonedIndexWrites(holding: lock)
         KeychainStore.removeAbandonedCreations(besides: store.path, fs: store.fs) { candidate in
             guard
                 case .success = IndexBase.load(

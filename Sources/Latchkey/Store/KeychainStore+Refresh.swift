@@ -9,17 +9,17 @@ extension KeychainStore {
     func catchUp(mayTruncate: Bool) throws {
         let found = try scanMapped()
         guard found.tornAt != nil, mayTruncate else { return }
-        try io({ try fs.lock(fd) }, "lock the keychain")
-        defer { fs.unlock(fd) }
-        // Another writer may have been mid-append: look again now that nobody can be.
-        try cutTornTail(try scanMapped())
+        try lockExclusively(followingThePath: false) { lock in
+            // Another writer may have been mid-append: look again now that nobody can be.
+            try cutTornTail(try scanMapped(), holding: lock)
+        }
     }
 
-    /// Cuts off the torn tail a scan found; call holding the exclusive lock (spec §10.4). A
+    /// Cuts off the torn tail a scan found, under the exclusive lock (spec §10.4). A
     /// tail that holds a record failing its checksum or tag is cut only when this device has
     /// acknowledged no commit beyond the committed end: otherwise the failure is damage to
     /// an acknowledged record, which is reported and never dropped.
-    func cutTornTail(_ found: ScanEnd) throws {
+    func cutTornTail(_ found: ScanEnd, holding _: ExclusiveLock) throws {
         guard let torn = found.tornAt else { return }
         if let failure = found.failure, let acknowledged = try acknowledgedBeyond(log.lastSequence) {
             throw damagedTail(failure, acknowledged: acknowledged, last: log.lastSequence)

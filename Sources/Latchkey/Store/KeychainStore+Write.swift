@@ -25,28 +25,21 @@ extension KeychainStore {
         if let readOnlyReason {
             throw KeychainError(.readOnly, "the keychain \(path) can be read but not changed: \(readOnlyReason)")
         }
-        while true {
-            try io({ try fs.lock(fd) }, "lock the keychain")
-            let now = try io({ try fs.identity(path: path) }, "lock the keychain")
-            if now == identity { break }
-            fs.unlock(fd)
-            try reopen()
-            directoryUnsynced = true
+        return try lockExclusively(followingThePath: true) { lock in
+            let tx = WriteTransaction(store: self, lock: lock)
+            defer { tx.close() }
+            tx.removeLeftoversOnce()
+            try cutTornTail(try scanMapped(), holding: lock)
+            if directoryUnsynced {
+                // Another process (or a failed directory fsync of ours) put this file at the path;
+                // an append to it is durable only once that name is (spec §11.4).
+                try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
+                directoryUnsynced = false
+            }
+            let result = try body(tx)
+            maybeWriteIndex(holding: lock)
+            return result
         }
-        defer { fs.unlock(fd) }
-        let tx = WriteTransaction(store: self)
-        defer { tx.close() }
-        tx.removeLeftoversOnce()
-        try cutTornTail(try scanMapped())
-        if directoryUnsynced {
-            // Another process (or a failed directory fsync of ours) put this file at the path;
-            // an append to it is durable only once that name is (spec §11.4).
-            try io({ try fs.syncDirectory(directoryOf(path)) }, "sync the keychain's directory")
-            directoryUnsynced = false
-        }
-        let result = try body(tx)
-        maybeWriteIndex()
-        return result
     }
 
     /// The error for a transaction whose write or fsync failed after its closing record was
@@ -96,9 +89,14 @@ extension KeychainStore {
 /// fsync; a streaming one writes as it goes and closes with one fsync.
 final class WriteTransaction {
     let store: KeychainStore
+    /// The keychain's exclusive lock, held for as long as the transaction is open.
+    let lock: ExclusiveLock
     private var isOpen = true
 
-    fileprivate init(store: KeychainStore) { self.store = store }
+    fileprivate init(store: KeychainStore, lock: ExclusiveLock) {
+        self.store = store
+        self.lock = lock
+    }
 
     fileprivate func close() { isOpen = false }
 
