@@ -51,20 +51,14 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
         case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .add)
         }
     } catch {
-        return fail(SecFailure.from(error), config)
+        return config.record(error)
     }
     let outcome = config.perform { kc in
         try kc.add(
             request.itemClass, attributes: request.attributes, data: request.data ?? [],
             protection: request.protection, requiresUserPresence: request.requiresUserPresence)
     }
-    switch outcome {
-    case .success(let item):
-        result?.pointee = SecItemResult.object(for: item, returns: request.returns)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
-    }
+    return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns) }
 }
 
 /// Finds items, as Apple's `SecItemCopyMatching`.
@@ -109,7 +103,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .copyMatching)
         }
     } catch {
-        return fail(SecFailure.from(error), config)
+        return config.record(error)
     }
     let limit = request.limit ?? .one
     let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
@@ -119,13 +113,7 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
         }
         return items
     }
-    switch outcome {
-    case .success(let items):
-        result?.pointee = SecItemResult.object(for: items, returns: request.returns, limit: limit)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
-    }
+    return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns, limit: limit) }
 }
 
 /// The matches of a CopyMatching request. Data (and so user presence) only when kSecReturnData
@@ -191,15 +179,11 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
             changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: c)
         }
     } catch {
-        return fail(SecFailure.from(error), config)
+        return config.record(error)
     }
-    let outcome = config.perform { kc in
+    return config.perform { kc in
         try kc.update(request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
-    }
-    switch outcome {
-    case .success: return errSecSuccess
-    case .failure(let f): return f.error.osStatus
-    }
+    }.status
 }
 
 /// Deletes every item that matches `query`, as Apple's `SecItemDelete`, in one transaction.
@@ -229,15 +213,24 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
         case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .delete)
         }
     } catch {
-        return fail(SecFailure.from(error), config)
+        return config.record(error)
     }
-    switch config.perform({ kc in try kc.delete(request.query) }) {
-    case .success: return errSecSuccess
-    case .failure(let f): return f.error.osStatus
-    }
+    return config.perform { kc in try kc.delete(request.query) }.status
 }
 
-private func fail(_ failure: SecFailure, _ config: LatchkeySecurityConfiguration) -> OSStatus {
-    config.record(failure)
-    return failure.error.osStatus
+extension Result where Failure == SecFailure {
+    /// The status of a performed call: errSecSuccess, with `result` (when the caller gave
+    /// one) receiving `object(value)`, or the failure's status.
+    func status(setting result: UnsafeMutablePointer<CFTypeRef?>?, to object: (Success) -> AnyObject?) -> OSStatus {
+        switch self {
+        case .success(let value):
+            result?.pointee = object(value)
+            return errSecSuccess
+        case .failure(let f):
+            return f.error.osStatus
+        }
+    }
+
+    /// The status of a performed call that returns no object.
+    var status: OSStatus { status(setting: nil) { _ in nil } }
 }
