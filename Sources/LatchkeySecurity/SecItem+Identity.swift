@@ -1,9 +1,19 @@
 import Foundation
 import Latchkey
 
-/// The SecItem operation an identity call stands for.
+/// The SecItem function called.
 enum SecItemOperation: Sendable {
     case add, copyMatching, update, delete
+
+    /// The rules its (first) dictionary is read by.
+    var call: SecItemCall {
+        switch self {
+        case .add: return .add
+        case .copyMatching: return .copyMatching
+        case .update: return .updateQuery
+        case .delete: return .delete
+        }
+    }
 }
 
 /// SecItem calls whose kSecClass is kSecClassIdentity (`idnt`), or whose kSecValueRef is a
@@ -39,14 +49,7 @@ func identityCall(
     let config = LatchkeySecurityConfiguration.current
     let request: SecIdentityRequest
     do {
-        let call: SecItemCall
-        switch operation {
-        case .add: call = .add
-        case .copyMatching: call = .copyMatching
-        case .update: call = .updateQuery
-        case .delete: call = .delete
-        }
-        request = try SecIdentityRequest(entries, call: call)
+        request = try SecIdentityRequest(entries, call: operation.call)
     } catch {
         return config.record(error)
     }
@@ -201,8 +204,11 @@ private func identityUpdate(
                 certEntries[key] = value  // SecItemChanges gives the status for it
                 continue
             }
-            let (inCert, inKey) = try SecIdentityRequest.classes(of: key)
-            if inCert { certEntries[key] = value } else { keyEntries[key] = value }
+            if try SecIdentityRequest.classes(of: key).certificate {
+                certEntries[key] = value
+            } else {
+                keyEntries[key] = value
+            }
         }
         let cert = try SecItemChanges(certEntries, itemClass: .certificate)
         let key = try SecItemChanges(keyEntries, itemClass: .key)

@@ -41,24 +41,14 @@ import Latchkey
 ///     errSecParam when the key does not belong to the certificate.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    result?.pointee = nil
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    do {
-        let entries = try secEntries(attributes)
-        switch try SecItemRequest.itemClass(of: entries, call: .add) {
-        case .identity: return identityCall(.add, entries, nil, result)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .add)
+    secItemCall(.add, attributes, result) { request, config in
+        let outcome = config.perform { kc in
+            try kc.add(
+                request.itemClass, attributes: request.attributes, data: request.data ?? [],
+                protection: request.protection, requiresUserPresence: request.requiresUserPresence)
         }
-    } catch {
-        return config.record(error)
+        return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns) }
     }
-    let outcome = config.perform { kc in
-        try kc.add(
-            request.itemClass, attributes: request.attributes, data: request.data ?? [],
-            protection: request.protection, requiresUserPresence: request.requiresUserPresence)
-    }
-    return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns) }
 }
 
 /// Finds items, as Apple's `SecItemCopyMatching`.
@@ -93,27 +83,17 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   errSecMissingEntitlement.
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    result?.pointee = nil
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .copyMatching) {
-        case .identity: return identityCall(.copyMatching, entries, nil, result)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .copyMatching)
+    secItemCall(.copyMatching, query, result) { request, config in
+        let limit = request.limit ?? .one
+        let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
+            let items = try find(kc, request, limit: limit)
+            guard !items.isEmpty else {
+                throw KeychainError(.itemNotFound, "no item matches the query")
+            }
+            return items
         }
-    } catch {
-        return config.record(error)
+        return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns, limit: limit) }
     }
-    let limit = request.limit ?? .one
-    let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
-        let items = try find(kc, request, limit: limit)
-        guard !items.isEmpty else {
-            throw KeychainError(.itemNotFound, "no item matches the query")
-        }
-        return items
-    }
-    return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns, limit: limit) }
 }
 
 /// The matches of a CopyMatching request. Data (and so user presence) only when kSecReturnData
@@ -167,23 +147,13 @@ private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimi
 ///   constraints in `attributesToUpdate`. Identities change both items (see `identityCall`).
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    let changes: SecItemChanges
-    do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .updateQuery) {
-        case .identity: return identityCall(.update, entries, try secEntries(attributesToUpdate), nil)
-        case .stored(let c):
-            request = try SecItemRequest(entries, itemClass: c, call: .updateQuery)
-            changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: c)
-        }
-    } catch {
-        return config.record(error)
+    secItemCall(.update, query, attributesToUpdate: attributesToUpdate) { request, config in
+        let changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: request.itemClass)
+        return config.perform { kc in
+            try kc.update(
+                request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
+        }.status
     }
-    return config.perform { kc in
-        try kc.update(request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
-    }.status
 }
 
 /// Deletes every item that matches `query`, as Apple's `SecItemDelete`, in one transaction.
@@ -204,18 +174,33 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///   an identity deletes its certificate and private key (see `identityCall`).
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
+    secItemCall(.delete, query) { request, config in
+        config.perform { kc in try kc.delete(request.query) }.status
+    }
+}
+
+/// What the four calls share: `result` cleared, the dictionary read, an identity handed to
+/// `identityCall`. `stored` makes the call for a stored class; what it throws (a malformed
+/// dictionary of SecItemUpdate's changes) becomes `lastError` and the status, as a malformed
+/// `dictionary` does.
+private func secItemCall(
+    _ operation: SecItemOperation, _ dictionary: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>? = nil,
+    attributesToUpdate: CFDictionary? = nil,
+    stored: (SecItemRequest, LatchkeySecurityConfiguration) throws -> OSStatus
+) -> OSStatus {
+    result?.pointee = nil
     let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
     do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .delete) {
-        case .identity: return identityCall(.delete, entries, nil, nil)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .delete)
+        let entries = try secEntries(dictionary)
+        switch try SecItemRequest.itemClass(of: entries, call: operation.call) {
+        case .identity:
+            return identityCall(operation, entries, try attributesToUpdate.map { try secEntries($0) }, result)
+        case .stored(let c):
+            return try stored(try SecItemRequest(entries, itemClass: c, call: operation.call), config)
         }
     } catch {
         return config.record(error)
     }
-    return config.perform { kc in try kc.delete(request.query) }.status
 }
 
 extension Result where Failure == SecFailure {
