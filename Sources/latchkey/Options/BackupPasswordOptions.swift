@@ -33,7 +33,7 @@ struct BackupPasswordOptions: ParsableArguments {
 
     /// The password given by file or environment, without prompting.
     func given() throws -> [UInt8]? {
-        try GlobalOptions.secret(
+        try GlobalSettings.secret(
             file: passwordFile, command: passwordCommand, option: "--password", environment: "LATCHKEY_BACKUP_PASSWORD",
             what: "backup password")
     }
