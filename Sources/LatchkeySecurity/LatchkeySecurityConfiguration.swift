@@ -394,9 +394,12 @@ public final class LatchkeySecurityConfiguration: @unchecked Sendable {
         FileHandle.standardError.write(Data(line.utf8))
     }
 
-    /// Records the failure of a call that did not reach the keychain (a malformed dictionary).
-    func record(_ failure: SecFailure) {
+    /// Records the failure of a call that did not reach the keychain (a malformed dictionary);
+    /// returns the status the call answers.
+    func record(_ error: Error) -> OSStatus {
+        let failure = SecFailure.from(error)
         locked { _lastError = failure.error }
+        return failure.error.osStatus
     }
 
     private func effectiveHandler() -> AuthenticationHandler? {

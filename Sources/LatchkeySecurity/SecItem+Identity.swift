@@ -1,9 +1,19 @@
 import Foundation
 import Latchkey
 
-/// The SecItem operation an identity call stands for.
+/// The SecItem function called.
 enum SecItemOperation: Sendable {
     case add, copyMatching, update, delete
+
+    /// The rules its (first) dictionary is read by.
+    var call: SecItemCall {
+        switch self {
+        case .add: return .add
+        case .copyMatching: return .copyMatching
+        case .update: return .updateQuery
+        case .delete: return .delete
+        }
+    }
 }
 
 /// SecItem calls whose kSecClass is kSecClassIdentity (`idnt`), or whose kSecValueRef is a
@@ -39,32 +49,17 @@ func identityCall(
     let config = LatchkeySecurityConfiguration.current
     let request: SecIdentityRequest
     do {
-        let call: SecItemCall
-        switch operation {
-        case .add: call = .add
-        case .copyMatching: call = .copyMatching
-        case .update: call = .updateQuery
-        case .delete: call = .delete
-        }
-        request = try SecIdentityRequest(entries, call: call)
+        request = try SecIdentityRequest(entries, call: operation.call)
     } catch {
-        return identityFailure(SecFailure.from(error), config)
+        return config.record(error)
     }
     switch operation {
     case .add: return identityAdd(request, result, config)
     case .copyMatching: return identityCopyMatching(request, result, config)
     case .update: return identityUpdate(request, attributesToUpdate ?? [:], config)
     case .delete:
-        switch config.perform({ kc in try kc.deleteIdentities(matching: request.query) }) {
-        case .success: return errSecSuccess
-        case .failure(let f): return f.error.osStatus
-        }
+        return config.perform { kc in try kc.deleteIdentities(matching: request.query) }.status
     }
-}
-
-private func identityFailure(_ failure: SecFailure, _ config: LatchkeySecurityConfiguration) -> OSStatus {
-    config.record(failure)
-    return failure.error.osStatus
 }
 
 /// An identity dictionary read as a certificate request (cert-schema attributes and every
@@ -77,6 +72,19 @@ struct SecIdentityRequest {
 
     /// Attributes that are not in the class tables but every class takes.
     static let everyClass: Set<String> = ["pdmn", "accc", "sync", "nleg"]
+
+    /// Whether the attribute `key` belongs to certificates, to keys, or to both.
+    /// - Throws: errSecNoSuchAttr for an attribute of neither.
+    static func classes(of key: String) throws -> (certificate: Bool, key: Bool) {
+        let common = everyClass.contains(key)
+        let inCert = common || ItemSchema.kind(key, in: .certificate) != nil
+        let inKey = common || ItemSchema.kind(key, in: .key) != nil
+        guard inCert || inKey else {
+            throw SecFailure.noSuchAttr(
+                "'\(key)' is an attribute of neither certificates nor keys, so not of identities")
+        }
+        return (inCert, inKey)
+    }
 
     init(_ entries: [String: SecValue], call: SecItemCall) throws {
         var certEntries: [String: SecValue] = [:]
@@ -94,13 +102,7 @@ struct SecIdentityRequest {
                 certEntries[key] = value
                 continue
             }
-            let common = SecIdentityRequest.everyClass.contains(key)
-            let inCert = common || ItemSchema.kind(key, in: .certificate) != nil
-            let inKey = common || ItemSchema.kind(key, in: .key) != nil
-            guard inCert || inKey else {
-                throw SecFailure.noSuchAttr(
-                    "'\(key)' is an attribute of neither certificates nor keys, so not of identities")
-            }
+            let (inCert, inKey) = try SecIdentityRequest.classes(of: key)
             if inCert { certEntries[key] = value }
             if inKey && (!inCert || call == .add) { keyEntries[key] = value }
         }
@@ -147,13 +149,7 @@ private func identityAdd(
             attributes: attributes, protection: request.certificate.protection,
             requiresUserPresence: request.certificate.requiresUserPresence)
     }
-    switch outcome {
-    case .success(let added):
-        result?.pointee = SecIdentityResult.object(for: added, returns: request.certificate.returns)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
-    }
+    return outcome.status(setting: result) { SecIdentityResult.object(for: $0, returns: request.certificate.returns) }
 }
 
 private func identityCopyMatching(
@@ -186,13 +182,7 @@ private func identityCopyMatching(
         }
         return found
     }
-    switch outcome {
-    case .success(let identities):
-        result?.pointee = SecIdentityResult.object(for: identities, returns: r.returns, limit: limit)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
-    }
+    return outcome.status(setting: result) { SecIdentityResult.object(for: $0, returns: r.returns, limit: limit) }
 }
 
 private func identityUpdate(
@@ -214,28 +204,22 @@ private func identityUpdate(
                 certEntries[key] = value  // SecItemChanges gives the status for it
                 continue
             }
-            let common = SecIdentityRequest.everyClass.contains(key)
-            let inCert = common || ItemSchema.kind(key, in: .certificate) != nil
-            let inKey = common || ItemSchema.kind(key, in: .key) != nil
-            guard inCert || inKey else {
-                throw SecFailure.noSuchAttr(
-                    "'\(key)' is an attribute of neither certificates nor keys, so not of identities")
+            if try SecIdentityRequest.classes(of: key).certificate {
+                certEntries[key] = value
+            } else {
+                keyEntries[key] = value
             }
-            if inCert { certEntries[key] = value } else { keyEntries[key] = value }
         }
         let cert = try SecItemChanges(certEntries, itemClass: .certificate)
         let key = try SecItemChanges(keyEntries, itemClass: .key)
         attributes = cert.attributes.merging(key.attributes) { c, _ in c }
         protection = cert.protection
     } catch {
-        return identityFailure(SecFailure.from(error), config)
+        return config.record(error)
     }
-    switch config.perform({ kc in
+    return config.perform { kc in
         try kc.updateIdentities(matching: request.query, attributes: attributes, protection: protection)
-    }) {
-    case .success: return errSecSuccess
-    case .failure(let f): return f.error.osStatus
-    }
+    }.status
 }
 
 /// Result shapes of identity queries (reference §5.4), from the private key's side.
@@ -254,36 +238,12 @@ enum SecIdentityResult {
     }
 
     static func object(for identity: Identity, returns: SecReturns) -> AnyObject? {
-        let key = identity.privateKey
-        switch (returns.data, returns.attributes, returns.ref, returns.persistentRef) {
-        case (false, false, false, false): return nil
-        case (true, false, false, false): return NSData(data: Data(key.data))
-        case (false, true, false, false): return attributes(of: identity)
-        case (false, false, false, true): return NSData(data: Data(key.persistentRef))
-        case (false, false, true, false): return SecIdentity(identity)
-        default:
-            let dict = returns.attributes ? attributes(of: identity) : NSMutableDictionary()
-            if returns.data, !key.data.isEmpty {
-                dict.setObject(NSData(data: Data(key.data)), forKey: NSString(string: "v_Data"))
-            }
-            if returns.persistentRef {
-                dict.setObject(NSData(data: Data(key.persistentRef)), forKey: NSString(string: "v_PersistentRef"))
-            }
-            if returns.ref, let ref = SecIdentity(identity) {
-                dict.setObject(ref, forKey: NSString(string: "v_Ref"))
-            }
-            return dict
-        }
+        SecItemResult.object(
+            returns: returns, data: identity.privateKey.data, persistentRef: identity.privateKey.persistentRef,
+            attributes: { attributes(of: identity) }, reference: { SecIdentity(identity) })
     }
 
     static func object(for identities: [Identity], returns: SecReturns, limit: SecMatchLimit) -> AnyObject? {
-        if limit.returnsArray {
-            let array = NSMutableArray()
-            for identity in identities {
-                if let o = object(for: identity, returns: returns) { array.add(o) }
-            }
-            return returns.isEmpty ? nil : array
-        }
-        return identities.first.flatMap { object(for: $0, returns: returns) }
+        SecItemResult.object(for: identities, returns: returns, limit: limit) { object(for: $0, returns: returns) }
     }
 }

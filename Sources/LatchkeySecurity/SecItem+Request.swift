@@ -179,13 +179,8 @@ extension SecItemRequest {
             hasAttributeFilter = true
             accessControl = ac
         case "pdmn":
-            guard case .string(let s) = value, let pc = SecProtection.parse(s) else {
-                throw SecFailure.param(
-                    "kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)"
-                )
-            }
+            pdmnGiven = try SecItemRequest.protectionValue(value)
             hasAttributeFilter = true
-            pdmnGiven = pc
         case "sync":
             hasAttributeFilter = true
             switch try SecItemRequest.syncValue(value) {
@@ -208,6 +203,15 @@ extension SecItemRequest {
             }
             attributes[code] = coerced
         }
+    }
+
+    /// kSecAttrAccessible: one of Apple's `pdmn` codes.
+    static func protectionValue(_ value: SecValue) throws -> ProtectionClass {
+        guard case .string(let s) = value, let pc = SecProtection.parse(s) else {
+            throw SecFailure.param(
+                "kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)")
+        }
+        return pc
     }
 
     /// kSecAttrSynchronizable: a boolean (or 0/1), or kSecAttrSynchronizableAny.
@@ -410,12 +414,7 @@ struct SecItemChanges {
                 }
                 accessControl = ac
             case "pdmn":
-                guard case .string(let s) = value, let pc = SecProtection.parse(s) else {
-                    throw SecFailure.param(
-                        "kSecAttrAccessible must be one of the kSecAttrAccessible… values (ak, ck, dk, aku, cku, dku, akpu)"
-                    )
-                }
-                pdmn = pc
+                pdmn = try SecItemRequest.protectionValue(value)
             case "sync":
                 switch try SecItemRequest.syncValue(value) {
                 case .any: continue  // silently ignored (reference §5.2)

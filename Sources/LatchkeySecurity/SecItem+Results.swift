@@ -7,27 +7,38 @@ enum SecItemResult {
     /// The per-item result for `returns`, or nil when it yields no object (nothing requested,
     /// or only kSecReturnRef for a class without reference objects).
     static func object(for item: Item, returns: SecReturns) -> AnyObject? {
+        object(
+            returns: returns, data: item.data, persistentRef: item.persistentRef,
+            attributes: { attributes(of: item) }, reference: { reference(for: item) })
+    }
+
+    /// The result for `returns` of one item or identity, from its data, persistent reference,
+    /// attribute dictionary and reference object.
+    static func object(
+        returns: SecReturns, data: [UInt8], persistentRef: [UInt8],
+        attributes: () -> NSMutableDictionary, reference: () -> AnyObject?
+    ) -> AnyObject? {
         switch (returns.data, returns.attributes, returns.ref, returns.persistentRef) {
         case (false, false, false, false):
             return nil
         case (true, false, false, false):
             // Items without data read back as empty data, as on iOS.
-            return NSData(data: Data(item.data))
+            return NSData(data: Data(data))
         case (false, true, false, false):
-            return attributes(of: item)
+            return attributes()
         case (false, false, false, true):
-            return NSData(data: Data(item.persistentRef))
+            return NSData(data: Data(persistentRef))
         case (false, false, true, false):
-            return reference(for: item)
+            return reference()
         default:
-            let dict = returns.attributes ? attributes(of: item) : NSMutableDictionary()
-            if returns.data, !item.data.isEmpty {
-                dict.setObject(NSData(data: Data(item.data)), forKey: NSString(string: "v_Data"))
+            let dict = returns.attributes ? attributes() : NSMutableDictionary()
+            if returns.data, !data.isEmpty {
+                dict.setObject(NSData(data: Data(data)), forKey: NSString(string: "v_Data"))
             }
             if returns.persistentRef {
-                dict.setObject(NSData(data: Data(item.persistentRef)), forKey: NSString(string: "v_PersistentRef"))
+                dict.setObject(NSData(data: Data(persistentRef)), forKey: NSString(string: "v_PersistentRef"))
             }
-            if returns.ref, let ref = reference(for: item) {
+            if returns.ref, let ref = reference() {
                 dict.setObject(ref, forKey: NSString(string: "v_Ref"))
             }
             return dict
@@ -36,14 +47,21 @@ enum SecItemResult {
 
     /// The result of a query: one object, or an array when the limit asks for one (§5.3).
     static func object(for items: [Item], returns: SecReturns, limit: SecMatchLimit) -> AnyObject? {
+        object(for: items, returns: returns, limit: limit) { object(for: $0, returns: returns) }
+    }
+
+    /// The result of a query of items or identities, `each` making one's object.
+    static func object<Found>(
+        for found: [Found], returns: SecReturns, limit: SecMatchLimit, each: (Found) -> AnyObject?
+    ) -> AnyObject? {
         if limit.returnsArray {
             let array = NSMutableArray()
-            for item in items {
-                if let o = object(for: item, returns: returns) { array.add(o) }
+            for one in found {
+                if let o = each(one) { array.add(o) }
             }
             return returns.isEmpty ? nil : array
         }
-        return items.first.flatMap { object(for: $0, returns: returns) }
+        return found.first.flatMap(each)
     }
 
     /// kSecReturnRef: passwords have no reference type on iOS, so no object is returned (§5.4).

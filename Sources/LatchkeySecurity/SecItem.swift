@@ -41,29 +41,13 @@ import Latchkey
 ///     errSecParam when the key does not belong to the certificate.
 @discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    result?.pointee = nil
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    do {
-        let entries = try secEntries(attributes)
-        switch try SecItemRequest.itemClass(of: entries, call: .add) {
-        case .identity: return identityCall(.add, entries, nil, result)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .add)
+    secItemCall(.add, attributes, result) { request, config in
+        let outcome = config.perform { kc in
+            try kc.add(
+                request.itemClass, attributes: request.attributes, data: request.data ?? [],
+                protection: request.protection, requiresUserPresence: request.requiresUserPresence)
         }
-    } catch {
-        return fail(SecFailure.from(error), config)
-    }
-    let outcome = config.perform { kc in
-        try kc.add(
-            request.itemClass, attributes: request.attributes, data: request.data ?? [],
-            protection: request.protection, requiresUserPresence: request.requiresUserPresence)
-    }
-    switch outcome {
-    case .success(let item):
-        result?.pointee = SecItemResult.object(for: item, returns: request.returns)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
+        return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns) }
     }
 }
 
@@ -99,32 +83,16 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 ///   errSecMissingEntitlement.
 @discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
-    result?.pointee = nil
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .copyMatching) {
-        case .identity: return identityCall(.copyMatching, entries, nil, result)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .copyMatching)
+    secItemCall(.copyMatching, query, result) { request, config in
+        let limit = request.limit ?? .one
+        let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
+            let items = try find(kc, request, limit: limit)
+            guard !items.isEmpty else {
+                throw KeychainError(.itemNotFound, "no item matches the query")
+            }
+            return items
         }
-    } catch {
-        return fail(SecFailure.from(error), config)
-    }
-    let limit = request.limit ?? .one
-    let outcome = config.perform(authenticationUI: request.authenticationUI) { kc -> [Item] in
-        let items = try find(kc, request, limit: limit)
-        guard !items.isEmpty else {
-            throw KeychainError(.itemNotFound, "no item matches the query")
-        }
-        return items
-    }
-    switch outcome {
-    case .success(let items):
-        result?.pointee = SecItemResult.object(for: items, returns: request.returns, limit: limit)
-        return errSecSuccess
-    case .failure(let f):
-        return f.error.osStatus
+        return outcome.status(setting: result) { SecItemResult.object(for: $0, returns: request.returns, limit: limit) }
     }
 }
 
@@ -179,26 +147,12 @@ private func find(_ kc: Keychain, _ request: SecItemRequest, limit: SecMatchLimi
 ///   constraints in `attributesToUpdate`. Identities change both items (see `identityCall`).
 @discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    let changes: SecItemChanges
-    do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .updateQuery) {
-        case .identity: return identityCall(.update, entries, try secEntries(attributesToUpdate), nil)
-        case .stored(let c):
-            request = try SecItemRequest(entries, itemClass: c, call: .updateQuery)
-            changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: c)
-        }
-    } catch {
-        return fail(SecFailure.from(error), config)
-    }
-    let outcome = config.perform { kc in
-        try kc.update(request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
-    }
-    switch outcome {
-    case .success: return errSecSuccess
-    case .failure(let f): return f.error.osStatus
+    secItemCall(.update, query, attributesToUpdate: attributesToUpdate) { request, config in
+        let changes = try SecItemChanges(try secEntries(attributesToUpdate), itemClass: request.itemClass)
+        return config.perform { kc in
+            try kc.update(
+                request.query, attributes: changes.attributes, data: changes.data, protection: changes.protection)
+        }.status
     }
 }
 
@@ -220,24 +174,48 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
 ///   an identity deletes its certificate and private key (see `identityCall`).
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
-    let config = LatchkeySecurityConfiguration.current
-    let request: SecItemRequest
-    do {
-        let entries = try secEntries(query)
-        switch try SecItemRequest.itemClass(of: entries, call: .delete) {
-        case .identity: return identityCall(.delete, entries, nil, nil)
-        case .stored(let c): request = try SecItemRequest(entries, itemClass: c, call: .delete)
-        }
-    } catch {
-        return fail(SecFailure.from(error), config)
-    }
-    switch config.perform({ kc in try kc.delete(request.query) }) {
-    case .success: return errSecSuccess
-    case .failure(let f): return f.error.osStatus
+    secItemCall(.delete, query) { request, config in
+        config.perform { kc in try kc.delete(request.query) }.status
     }
 }
 
-private func fail(_ failure: SecFailure, _ config: LatchkeySecurityConfiguration) -> OSStatus {
-    config.record(failure)
-    return failure.error.osStatus
+/// What the four calls share: `result` cleared, the dictionary read, an identity handed to
+/// `identityCall`. `stored` makes the call for a stored class; what it throws (a malformed
+/// dictionary of SecItemUpdate's changes) becomes `lastError` and the status, as a malformed
+/// `dictionary` does.
+private func secItemCall(
+    _ operation: SecItemOperation, _ dictionary: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>? = nil,
+    attributesToUpdate: CFDictionary? = nil,
+    stored: (SecItemRequest, LatchkeySecurityConfiguration) throws -> OSStatus
+) -> OSStatus {
+    result?.pointee = nil
+    let config = LatchkeySecurityConfiguration.current
+    do {
+        let entries = try secEntries(dictionary)
+        switch try SecItemRequest.itemClass(of: entries, call: operation.call) {
+        case .identity:
+            return identityCall(operation, entries, try attributesToUpdate.map { try secEntries($0) }, result)
+        case .stored(let c):
+            return try stored(try SecItemRequest(entries, itemClass: c, call: operation.call), config)
+        }
+    } catch {
+        return config.record(error)
+    }
+}
+
+extension Result where Failure == SecFailure {
+    /// The status of a performed call: errSecSuccess, with `result` (when the caller gave
+    /// one) receiving `object(value)`, or the failure's status.
+    func status(setting result: UnsafeMutablePointer<CFTypeRef?>?, to object: (Success) -> AnyObject?) -> OSStatus {
+        switch self {
+        case .success(let value):
+            result?.pointee = object(value)
+            return errSecSuccess
+        case .failure(let f):
+            return f.error.osStatus
+        }
+    }
+
+    /// The status of a performed call that returns no object.
+    var status: OSStatus { status(setting: nil) { _ in nil } }
 }

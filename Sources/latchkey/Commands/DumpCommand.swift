@@ -6,11 +6,6 @@
     import Darwin
 #endif
 import ArgumentParser
-#if canImport(FoundationEssentials)
-    import FoundationEssentials
-#else
-    import Foundation
-#endif
 import Latchkey
 import LatchkeyFormat
 

@@ -33,7 +33,7 @@ struct InitCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
-        guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }
+        try KDFCost.validate(kdfLogN)
         if noPasscode { try InitCommand.refusePasscode(global) }
     }
 

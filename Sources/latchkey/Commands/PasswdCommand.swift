@@ -36,7 +36,7 @@ struct PasswdCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
-        guard (10...22).contains(kdfLogN) else { throw ValidationError("--kdf-log-n must be between 10 and 22") }
+        try KDFCost.validate(kdfLogN)
         if remove, global.newPasscodeFile != nil {
             throw ValidationError("--remove and --new-passcode-file contradict each other; give one")
         }

@@ -76,9 +76,7 @@ struct RestoreCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
-        guard (10...22).contains(keychainKDFLogN) else {
-            throw ValidationError("--keychain-kdf-log-n must be between 10 and 22")
-        }
+        try KDFCost.validate(keychainKDFLogN, option: "--keychain-kdf-log-n")
         if merge, replace { throw ValidationError("--merge and --replace contradict each other; give one") }
         if noPasscode, merge || replace {
             throw ValidationError(

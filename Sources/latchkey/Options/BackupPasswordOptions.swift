@@ -1,5 +1,4 @@
 import ArgumentParser
-import Latchkey
 
 /// `--password-file`, `--password-command`, LATCHKEY_BACKUP_PASSWORD_FILE,
 /// LATCHKEY_BACKUP_PASSWORD_COMMAND or LATCHKEY_BACKUP_PASSWORD (docs/CLI.md):
@@ -29,12 +28,12 @@ struct BackupPasswordOptions: ParsableArguments {
     var kdfLogN: UInt8?
 
     func validate() throws {
-        if let n = kdfLogN, !(10...22).contains(n) { throw ValidationError("--kdf-log-n must be between 10 and 22") }
+        if let n = kdfLogN { try KDFCost.validate(n) }
     }
 
     /// The password given by file or environment, without prompting.
     func given() throws -> [UInt8]? {
-        try GlobalOptions.secret(
+        try GlobalSettings.secret(
             file: passwordFile, command: passwordCommand, option: "--password", environment: "LATCHKEY_BACKUP_PASSWORD",
             what: "backup password")
     }
@@ -42,31 +41,14 @@ struct BackupPasswordOptions: ParsableArguments {
     /// For a new backup: given, or asked twice on the terminal; nil when neither is possible.
     /// - Throws: errSecParam when the two entries differ or the password is empty.
     func newPassword() throws -> [UInt8]? {
-        if let p = try given() {
-            guard !p.isEmpty else {
-                throw KeychainError(
-                    .param, "the backup password is empty; choose a non-empty password, or use --no-password")
-            }
-            return p
-        }
-        guard Terminal.stdinIsTerminal, let first = try Terminal.readSecret(prompt: "Backup password: ") else {
-            return nil
-        }
-        let second = try Terminal.readSecret(prompt: "Repeat it: ")
-        guard first == second else {
-            throw KeychainError(.param, "the two backup passwords differ; nothing was written")
-        }
-        guard !first.isEmpty else {
-            throw KeychainError(
-                .param, "the backup password is empty; choose a non-empty password, or use --no-password")
-        }
-        return first
+        try Terminal.newSecret(
+            given: try given(), prompt: "Backup password: ",
+            mismatch: "the two backup passwords differ; nothing was written",
+            empty: "the backup password is empty; choose a non-empty password, or use --no-password")
     }
 
     /// For a restore: given, or asked once on the terminal; nil when neither is possible.
     func existingPassword(for source: String) throws -> [UInt8]? {
-        if let p = try given() { return p }
-        guard Terminal.stdinIsTerminal else { return nil }
-        return try Terminal.readSecret(prompt: "Backup password for \(source): ")
+        try Terminal.secret(given: try given(), prompt: "Backup password for \(source): ")
     }
 }

@@ -100,12 +100,6 @@ struct GlobalOptions: ParsableArguments {
 
     static func environment(_ name: String) -> String? { GlobalSettings.environment(name) }
 
-    static func secret(file: String?, command: String?, option: String, environment name: String, what: String) throws
-        -> [UInt8]?
-    {
-        try GlobalSettings.secret(file: file, command: command, option: option, environment: name, what: what)
-    }
-
     var keychainPath: String { settings.keychainPath }
     var devicePath: String { settings.devicePath }
     func givenPasscode() throws -> [UInt8]? { try settings.givenPasscode() }

@@ -155,25 +155,15 @@ struct GlobalSettings {
 
     /// The passcode from its source, or asked on the terminal when stdin is one; nil otherwise.
     func passcodeOrPrompt(_ prompt: String) throws -> [UInt8]? {
-        if let given = try givenPasscode() { return given }
-        guard Terminal.stdinIsTerminal else { return nil }
-        return try Terminal.readSecret(prompt: prompt)
+        try Terminal.secret(given: try givenPasscode(), prompt: prompt)
     }
 
     /// A new passcode from its source, or asked twice on the terminal; nil when neither.
     /// - Throws: errSecParam when the two entries differ or the passcode is empty.
     func newPasscodeOrPrompt(given: [UInt8]?, prompt: String) throws -> [UInt8]? {
-        var passcode = given
-        if passcode == nil, Terminal.stdinIsTerminal {
-            guard let first = try Terminal.readSecret(prompt: prompt) else { return nil }
-            let second = try Terminal.readSecret(prompt: "Repeat it: ")
-            guard first == second else { throw KeychainError(.param, "the two passcodes differ; nothing was changed") }
-            passcode = first
-        }
-        if let p = passcode, p.isEmpty {
-            throw KeychainError(.param, "the passcode is empty; choose a non-empty passcode")
-        }
-        return passcode
+        try Terminal.newSecret(
+            given: given, prompt: prompt, mismatch: "the two passcodes differ; nothing was changed",
+            empty: "the passcode is empty; choose a non-empty passcode")
     }
 
     // MARK: Opening

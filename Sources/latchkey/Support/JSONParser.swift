@@ -67,6 +67,18 @@ struct JSONParser {
         skipSpace()
     }
 
+    /// After a member or an element: a comma, skipped with the space after it, or the closing
+    /// bracket, left for the caller's loop.
+    private mutating func separator(closing: UInt8) throws {
+        skipSpace()
+        if try peek() == UInt8(ascii: ",") {
+            at += 1
+            skipSpace()
+        } else if try peek() != closing {
+            throw Invalid()
+        }
+    }
+
     private mutating func object() throws -> JSONValue {
         try enter()
         defer { depth -= 1 }
@@ -80,13 +92,7 @@ struct JSONParser {
             skipSpace()
             let v = try value()
             if members[key] == nil { members[key] = v }
-            skipSpace()
-            if try peek() == UInt8(ascii: ",") {
-                at += 1
-                skipSpace()
-            } else if try peek() != UInt8(ascii: "}") {
-                throw Invalid()
-            }
+            try separator(closing: UInt8(ascii: "}"))
         }
         at += 1
         return .object(members)
@@ -98,13 +104,7 @@ struct JSONParser {
         var elements: [JSONValue] = []
         while try peek() != UInt8(ascii: "]") {
             elements.append(try value())
-            skipSpace()
-            if try peek() == UInt8(ascii: ",") {
-                at += 1
-                skipSpace()
-            } else if try peek() != UInt8(ascii: "]") {
-                throw Invalid()
-            }
+            try separator(closing: UInt8(ascii: "]"))
         }
         at += 1
         return .array(elements)

@@ -46,6 +46,29 @@ enum Terminal {
         return 80
     }
 
+    /// `given`, or else the secret asked once when stdin is a terminal; nil when neither.
+    static func secret(given: [UInt8]?, prompt: String) throws -> [UInt8]? {
+        if let given { return given }
+        guard stdinIsTerminal else { return nil }
+        return try readSecret(prompt: prompt)
+    }
+
+    /// A new passcode or password: `given`, or else asked twice when stdin is a terminal; nil
+    /// when neither.
+    /// - Throws: errSecParam with `mismatch` when the two entries differ, with `empty` when the
+    ///   secret is empty.
+    static func newSecret(given: [UInt8]?, prompt: String, mismatch: String, empty: String) throws -> [UInt8]? {
+        var secret = given
+        if secret == nil, stdinIsTerminal {
+            guard let first = try readSecret(prompt: prompt) else { return nil }
+            let second = try readSecret(prompt: "Repeat it: ")
+            guard first == second else { throw KeychainError(.param, mismatch) }
+            secret = first
+        }
+        if let s = secret, s.isEmpty { throw KeychainError(.param, empty) }
+        return secret
+    }
+
     /// Asks for a secret on `/dev/tty` with echo off. Returns nil when there is no terminal.
     /// - Throws: errSecUserCanceled when the input ends before a line (Ctrl-D).
     static func readSecret(prompt: String) throws -> [UInt8]? {
