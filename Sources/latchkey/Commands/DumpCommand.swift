@@ -198,8 +198,8 @@ struct DumpCommand: ParsableCommand {
     }
 
     /// `2026-01-31T12:34:56.789Z` → `2026-01-31 12:34`: the first 16 characters, T as a space.
-    /// (Foundation's replacingOccurrences was 8 % of a 10,000-item dump; ISO dates are ASCII,
-    /// anything else takes the general path.)
+    /// (Foundation's replacingOccurrences is a visible part of a large dump's time; ISO dates
+    /// are ASCII, anything else takes the general path.)
     static func minutes(_ iso: String) -> String {
         let head = iso.utf8.prefix(16)
         guard head.allSatisfy({ $0 < 0x80 }) else {

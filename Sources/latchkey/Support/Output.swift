@@ -53,7 +53,7 @@ enum ItemJSON {
     /// The items as `Output.json` would print the object of each (an array when `asArray`),
     /// pretty-printed with sorted keys, but written directly: JSONSerialization's
     /// `.sortedKeys` compares keys through a new CFLocale per comparison, which with the `Any`
-    /// casts made `dump --json` take 3.8 s at 10,000 items. Keys are ranked once with the same
+    /// casts makes a large `dump --json` take seconds. Keys are ranked once with the same
     /// Foundation comparison (`JSONText.keyOrder`); `ItemJSONTests` compare the bytes with
     /// what JSONSerialization writes for the same objects.
     /// One item as one line of JSON Lines: `text`'s object with the layout's line breaks and
