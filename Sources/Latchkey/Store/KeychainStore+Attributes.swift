@@ -6,8 +6,10 @@ import LatchkeyFormat
 /// (Query/QueryPlanner.swift).
 extension KeychainStore {
     /// The attribute hashes of the live items, as one consistent view: only inside
-    /// `withAttributeHashes`, under the store lock.
-    struct AttributeHashView: ~Copyable {
+    /// `withAttributeHashes`, under the store lock, which is why nothing else can make one.
+    /// (It is not `~Copyable`: Swift 6.3's optimizer crashes specializing the generic closure
+    /// that borrows one, in release builds.)
+    struct AttributeHashView {
         fileprivate let store: KeychainStore
 
         /// The number of live items.
@@ -31,7 +33,7 @@ extension KeychainStore {
 
     /// Runs `body` with the attribute hashes of the live items, under the store lock. Nil when
     /// `body` says so, or when the index and the log both fail (the next call reports it).
-    func withAttributeHashes<T>(_ body: (borrowing AttributeHashView) throws -> T?) -> T? {
+    func withAttributeHashes<T>(_ body: (AttributeHashView) throws -> T?) -> T? {
         withStoreLock {
             do {
                 return try withIndexFallback { () throws -> T? in try body(AttributeHashView(store: self)) }
