@@ -4,8 +4,10 @@ import ArgumentParser
 /// global options given before the subcommand move after its name, and `--help-all` /
 /// `help-all` become ArgumentParser's `--help` with every option shown.
 enum CommandLineForms {
-    /// The options of `GlobalOptions`, which may come before the subcommand.
-    static let globalOptions: Set<String> = [
+    /// The options of `GlobalOptions`, which may come before the subcommand. An array: a
+    /// `Set` would be made at run time with a look-up of `String: Hashable` in the binary's
+    /// conformance tables, paid by every command before anything else (`latchkey --version`).
+    static let globalOptions: [String] = [
         "keychain", "device", "passcode-file", "passcode-command", "new-passcode-file",
         "app-id", "entitlements"
     ]
