@@ -100,8 +100,11 @@ public enum WrapKind: UInt8, Sendable {
 /// One wrapped class key, as a keychain's keybag (spec §4.2) and a backup's keybag
 /// (spec/BACKUP.md §3.2) both hold it: u8 protection class, u8 wrap kind, the wrapped key.
 /// `Wrap` is the set of wrap kinds the bag allows.
-public struct WrappedClassKey<Wrap>: Equatable, Sendable
-where Wrap: RawRepresentable & Equatable & Sendable, Wrap.RawValue == UInt8 {
+///
+/// The type itself puts no requirement on `Wrap`; its extensions do. A generic type with
+/// requirements has them checked by the runtime when its metadata is first made, a search of
+/// the binary's conformance records that every command opening a keychain would pay.
+public struct WrappedClassKey<Wrap> {
     public var protectionClass: ProtectionClass
     public var wrap: Wrap
     /// RFC 3394 wrap of the 32-byte class key: 40 bytes.
@@ -112,7 +115,12 @@ where Wrap: RawRepresentable & Equatable & Sendable, Wrap.RawValue == UInt8 {
         self.wrap = wrap
         self.wrappedKey = wrappedKey
     }
+}
 
+extension WrappedClassKey: Equatable where Wrap: Equatable {}
+extension WrappedClassKey: Sendable where Wrap: Sendable {}
+
+extension WrappedClassKey where Wrap: RawRepresentable, Wrap.RawValue == UInt8 {
     public func encode(into w: inout ByteWriter) {
         w.writeInteger(protectionClass.rawValue, as: UInt8.self)
         w.writeInteger(wrap.rawValue, as: UInt8.self)
@@ -152,6 +160,7 @@ public struct Keybag: Equatable, Sendable {
         let count = Int(try r.readInteger(as: UInt8.self, "keybag entry count"))
         try r.readReserved(count: 1, "keybag reserved")
         var entries: [KeybagEntry] = []
+        entries.reserveCapacity(count)
         for _ in 0..<count {
             let rawClass = try r.readInteger(as: UInt8.self, "keybag entry class")
             guard let pc = ProtectionClass(rawValue: rawClass) else {
