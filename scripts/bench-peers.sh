@@ -299,7 +299,7 @@ if [ -n "$BASE" ]; then
     MODES="agent agentbase pass direct directbase"
     env -u LATCHKEY_PASSCODE LATCHKEY_AGENT_SOCK="$W/run/base-agent.sock" "$BASE" agent --daemon >/dev/null
     for N in $SIZES; do
-        cp -a "$W/lk$N" "$W/lkb$N"; counter "lkbadd$N" 0; counter "lkbdel$N" "$((N / 2 + 1))"
+        cp -a "$W/lk$N" "$W/lkb$N"; counter "lkbadd$N" 0; counter "lkbdel$N" 0
     done
 fi
 lk_op() { # mode op N → the command
