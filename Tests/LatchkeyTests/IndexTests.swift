@@ -550,14 +550,18 @@ import LatchkeyTestSupport
 }
 
 /// Forwards to a disk and counts the bytes read from each path.
-final class CountingFileSystem: FileSystem, @unchecked Sendable {
+final class CountingFileSystem: ForwardingFileSystem, @unchecked Sendable {
     let disk: MemoryFileSystem
+    var inner: FileSystem { disk }
     private(set) var bytesRead: [String: Int] = [:]
     private var paths: [Int32: String] = [:]
 
     init(_ disk: MemoryFileSystem) { self.disk = disk }
 
-    private func named(_ fd: Int32, _ path: String) -> Int32 { paths[fd] = path; return fd }
+    private func named(_ fd: Int32, _ path: String) -> Int32 {
+        paths[fd] = path
+        return fd
+    }
 
     func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
         named(try disk.open(path, create: create, exclusive: exclusive, mode: mode), path)
@@ -566,32 +570,9 @@ final class CountingFileSystem: FileSystem, @unchecked Sendable {
     func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
         named(try disk.openNoFollow(path, writable: writable, create: create, mode: mode), path)
     }
-    func close(_ fd: Int32) { disk.close(fd) }
     func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
         let bytes = try disk.read(fd, offset: offset, count: count)
         bytesRead[paths[fd] ?? "?", default: 0] += bytes.count
         return bytes
     }
-    func size(_ fd: Int32) throws -> UInt64 { try disk.size(fd) }
-    func status(_ fd: Int32) throws -> FileStatus? { try disk.status(fd) }
-    func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
-    func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
-    func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws { try disk.write(fd, offset: offset, bytes) }
-    func sync(_ fd: Int32) throws { try disk.sync(fd) }
-    func truncate(_ fd: Int32, to size: UInt64) throws { try disk.truncate(fd, to: size) }
-    func rename(_ from: String, _ to: String) throws { try disk.rename(from, to) }
-    func renameNoReplace(_ from: String, _ to: String) throws { try disk.renameNoReplace(from, to) }
-    func link(_ from: String, _ to: String) throws { try disk.link(from, to) }
-    func syncDirectory(_ path: String) throws { try disk.syncDirectory(path) }
-    func lock(_ fd: Int32) throws { try disk.lock(fd) }
-    func unlock(_ fd: Int32) { disk.unlock(fd) }
-    func remove(_ path: String) throws { try disk.remove(path) }
-    func removeDirectory(_ path: String) throws { try disk.removeDirectory(path) }
-    func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-    func createDirectory(_ path: String, mode: UInt32) throws -> Bool { try disk.createDirectory(path, mode: mode) }
-    func list(_ directory: String) -> [String] { disk.list(directory) }
-    func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
-    func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
-    func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
-    var userID: UInt32 { disk.userID }
 }

@@ -12,8 +12,9 @@ import LatchkeyTestSupport
     /// first opened for reading (that is, after the opening store has scanned the file); then
     /// `hooks` one per read of the state, and `indexHooks` one per read of the index: each
     /// stands for another process that commits while this one is paused there.
-    final class HookedFileSystem: FileSystem, @unchecked Sendable {
+    final class HookedFileSystem: ForwardingFileSystem, @unchecked Sendable {
         let disk: MemoryFileSystem
+        var inner: FileSystem { disk }
         var hook: (() throws -> Void)?
         /// Run one per read of the device state, after `hook`.
         var hooks: [() throws -> Void] = []
@@ -29,19 +30,6 @@ import LatchkeyTestSupport
         var hookError: Error?
         init(_ disk: MemoryFileSystem) { self.disk = disk }
 
-        func openReadOnly(_ path: String) throws -> Int32 { try disk.openReadOnly(path) }
-        func open(_ path: String, create: Bool, exclusive: Bool, mode: UInt32) throws -> Int32 {
-            try disk.open(path, create: create, exclusive: exclusive, mode: mode)
-        }
-        func close(_ fd: Int32) { disk.close(fd) }
-        func size(_ fd: Int32) throws -> UInt64 { try disk.size(fd) }
-        func status(_ fd: Int32) throws -> FileStatus? { try disk.status(fd) }
-        func identity(_ fd: Int32) throws -> FileIdentity { try disk.identity(fd) }
-        func identity(path: String) throws -> FileIdentity? { try disk.identity(path: path) }
-        func read(_ fd: Int32, offset: UInt64, count: Int) throws -> [UInt8] {
-            try disk.read(fd, offset: offset, count: count)
-        }
-        func write(_ fd: Int32, offset: UInt64, _ bytes: [UInt8]) throws { try disk.write(fd, offset: offset, bytes) }
         func sync(_ fd: Int32) throws {
             if fails("fsync") { throw IOFailure("fsync", "fd \(fd)", EIO) }
             try disk.sync(fd)
@@ -50,16 +38,6 @@ import LatchkeyTestSupport
             if fails("ftruncate") { throw IOFailure("ftruncate", "fd \(fd)", EIO) }
             try disk.truncate(fd, to: size)
         }
-        func rename(_ from: String, _ to: String) throws { try disk.rename(from, to) }
-        func renameNoReplace(_ from: String, _ to: String) throws { try disk.renameNoReplace(from, to) }
-        func link(_ from: String, _ to: String) throws { try disk.link(from, to) }
-        func removeDirectory(_ path: String) throws { try disk.removeDirectory(path) }
-        func syncDirectory(_ path: String) throws { try disk.syncDirectory(path) }
-        func lock(_ fd: Int32) throws { try disk.lock(fd) }
-        func unlock(_ fd: Int32) { disk.unlock(fd) }
-        func remove(_ path: String) throws { try disk.remove(path) }
-        func permissions(_ path: String) throws -> UInt32? { try disk.permissions(path) }
-        func createDirectory(_ path: String, mode: UInt32) throws -> Bool { try disk.createDirectory(path, mode: mode) }
         /// The device state is read through here (never following a symlink).
         func openNoFollow(_ path: String, writable: Bool, create: Bool, mode: UInt32) throws -> Int32 {
             if path.contains(".state/"), !writable, let h = hook ?? (hooks.isEmpty ? nil : hooks.removeFirst()) {
@@ -71,11 +49,6 @@ import LatchkeyTestSupport
             }
             return try disk.openNoFollow(path, writable: writable, create: create, mode: mode)
         }
-        func ownership(path: String) throws -> FileOwnership? { try disk.ownership(path: path) }
-        func ownership(_ fd: Int32) throws -> FileOwnership { try disk.ownership(fd) }
-        func resolvedPath(_ path: String) throws -> String { try disk.resolvedPath(path) }
-        var userID: UInt32 { disk.userID }
-        func list(_ directory: String) -> [String] { disk.list(directory) }
     }
 
     func prepared() throws -> (MemoryFileSystem, Keychain) {
