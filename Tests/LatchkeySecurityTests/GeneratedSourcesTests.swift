@@ -103,22 +103,17 @@ enum AttributeSources {
     /// The classes of a row as words: "Every class", "Generic and internet passwords", "Keys".
     static func classes(_ set: Set<ItemClass>) -> String {
         if set.count == ItemClass.allCases.count { return "Every class" }
-        let words: [String] = ItemClass.allCases.filter(set.contains).map {
-            switch $0 {
-            case .genericPassword: "generic passwords"
-            case .internetPassword: "internet passwords"
-            case .certificate: "certificates"
-            case .key: "keys"
-            }
+        var words: [String] = []
+        if set.isSuperset(of: [.genericPassword, .internetPassword]) {
+            words.append("generic and internet passwords")
+        } else if set.contains(.genericPassword) {
+            words.append("generic passwords")
+        } else if set.contains(.internetPassword) {
+            words.append("internet passwords")
         }
-        var text = words.count == 1 ? words[0] : words.dropLast().joined(separator: ", ") + " and " + words.last!
-        if words.starts(with: ["generic passwords", "internet passwords"]) {
-            text = text.replacingOccurrences(
-                of: "generic passwords, internet passwords", with: "generic and internet passwords"
-            )
-            .replacingOccurrences(
-                of: "generic passwords and internet passwords", with: "generic and internet passwords")
-        }
+        if set.contains(.certificate) { words.append("certificates") }
+        if set.contains(.key) { words.append("keys") }
+        let text = words.count == 1 ? words[0] : words.dropLast().joined(separator: ", ") + " and " + words.last!
         return text.prefix(1).uppercased() + text.dropFirst()
     }
 

@@ -1,15 +1,14 @@
 import Foundation
 import Latchkey
 import LatchkeySecurity
+import LatchkeyTestSupport
 import Testing
 
 /// The `kSecAttr…` constants of stored attributes have the codes of `AttributeSchema`:
 /// each row has its constant, and each such constant its row.
 @Suite struct SchemaConstantsTests {
     @Test func everyRowHasItsConstant_andEveryConstantItsRow() throws {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-            .appendingPathComponent("Sources/LatchkeySecurity")
+        let folder = GeneratedFile.packageRoot(of: #filePath).appendingPathComponent("Sources/LatchkeySecurity")
         let made = try String(
             contentsOfFile: folder.appendingPathComponent("SecItemConstants+Attributes.swift").path, encoding: .utf8)
         let pattern = try NSRegularExpression(pattern: #"public let (kSecAttr\w+): CFString = "(\w+)"\n"#)
@@ -17,7 +16,9 @@ import Testing
             (String(made[Range(m.range(at: 1), in: made)!]), String(made[Range(m.range(at: 2), in: made)!]))
         }
         for (name, code) in declared {
-            #expect(AttributeSchema.definition(constant: name)?.code == code, "\(name) is \(code)")
+            #expect(
+                AttributeSchema.all.first { $0.constant == name || $0.otherConstants.contains(name) }?.code == code,
+                "\(name) is \(code)")
         }
         let source = try String(
             contentsOfFile: folder.appendingPathComponent("SecItemConstants.swift").path, encoding: .utf8)

@@ -65,7 +65,8 @@ import Testing
         let matches = pattern.matches(in: source, range: NSRange(source.startIndex..., in: source))
         let declared = matches.map { m in (Self.group(m, 1, source), Self.group(m, 2, source)) }
         for (property, code) in declared {
-            #expect(AttributeSchema.definition(named: property)?.code == code, "AttributeKey.\(property) is \(code)")
+            #expect(
+                AttributeSchema.all.first { $0.name == property }?.code == code, "AttributeKey.\(property) is \(code)")
         }
         #expect(Set(declared.map(\.0)) == Set(AttributeSchema.all.compactMap(\.name)))
         #expect(declared.count == AttributeSchema.all.compactMap(\.name).count)

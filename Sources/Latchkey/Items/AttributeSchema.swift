@@ -280,17 +280,6 @@ package enum AttributeSchema {
             "vyrc", nil, "kSecAttrCanVerifyRecover", .number, [.key], flag: "can-verify-recover", .boolean,
             help: "Usable to verify with recovery")
     ]
-
-    /// The row whose `AttributeKey` constant is `name`.
-    package static func definition(named name: String) -> AttributeDefinition? {
-        all.first { $0.name == name }
-    }
-
-    /// The row of Apple's constant `constant` (`kSecAttrAccount`, or another constant of the
-    /// same attribute such as `kSecAttrKeyCreator`).
-    package static func definition(constant: String) -> AttributeDefinition? {
-        all.first { $0.constant == constant || $0.otherConstants.contains(constant) }
-    }
 }
 
 extension Set where Element == ItemClass {
