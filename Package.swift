@@ -35,6 +35,8 @@ let package = Package(
         .target(name: "LatchkeyFormat", dependencies: ["LatchkeyCrypto"]),
         .target(name: "Latchkey", dependencies: ["LatchkeyFormat", "LatchkeyCrypto"]),
         .target(name: "LatchkeyBackup", dependencies: ["Latchkey", "CArchive"]),
+        // Sync between the owner's machines over git (spec/SYNC.md), over the library's seam.
+        .target(name: "LatchkeySync", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
         // MemoryFileSystem (durability model, fault and power-cut injection) for the tests and
         // fuzzers; no product exposes it and no library links it.
         .target(name: "LatchkeyTestSupport", dependencies: ["Latchkey"]),
@@ -45,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "latchkey",
             dependencies: [
-                "Latchkey", "LatchkeyAgent", "LatchkeyBackup",
+                "Latchkey", "LatchkeyAgent", "LatchkeyBackup", "LatchkeySync",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ],
             plugins: ["LatchkeyBuildInfo"]
@@ -72,6 +74,7 @@ let package = Package(
             name: "ConformanceTests",
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
+        .testTarget(name: "LatchkeySyncTests", dependencies: ["LatchkeySync", "Latchkey", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(
             name: "LatchkeySecurityTests",

@@ -481,7 +481,7 @@ public enum Crypto {
         buffer.withUnsafeMutableBytes { lk_cleanse($0.baseAddress, $0.count) }
     }
 
-    private static func failure(_ op: String) -> CryptoError {
+    static func failure(_ op: String) -> CryptoError {
         var buf = [CChar](repeating: 0, count: 256)
         let n = buf.withUnsafeMutableBufferPointer { lk_last_error($0.baseAddress, 256) }
         let detail =

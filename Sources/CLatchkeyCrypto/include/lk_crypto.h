@@ -18,6 +18,17 @@
 extern "C" {
 #endif
 
+/// Ed25519 (RFC 8032) with raw keys: the public key of a 32-byte private seed; a 64-byte
+/// signature of `msg`; and its check (1 valid, 0 not).
+int lk_ed25519_public(const uint8_t seed[32], uint8_t public_key[32]);
+int lk_ed25519_sign(const uint8_t seed[32], const uint8_t *msg, size_t msg_len, uint8_t signature[64]);
+int lk_ed25519_verify(const uint8_t public_key[32], const uint8_t *msg, size_t msg_len, const uint8_t signature[64]);
+
+/// X25519 (RFC 7748): the public key of a 32-byte private key; the shared secret with a peer's
+/// public key (0 when the result is all zero: a low-order peer key).
+int lk_x25519_public(const uint8_t private_key[32], uint8_t public_key[32]);
+int lk_x25519(const uint8_t private_key[32], const uint8_t peer_public[32], uint8_t shared[32]);
+
 /// Fills `out` with `len` bytes from OpenSSL's CSPRNG (RAND_bytes, seeded by the OS).
 int lk_random(uint8_t *out, size_t len);
 

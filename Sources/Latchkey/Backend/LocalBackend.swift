@@ -87,6 +87,7 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
                 .notAvailable, "user presence needs a keychain with a passcode, and this keychain has none",
                 remedy: .setPasscode)
         }
+        try ItemRules.checkSynchronizable(attrs, protection: pc, userPresence: item.requiresUserPresence)
         let plaintext = ItemPlaintext(itemClass: item.itemClass, attributes: attrs, data: item.data)
         let flags = item.requiresUserPresence ? ItemPutPayload.userPresenceFlag : 0
         return (try ID16.random(), plaintext, pc, flags)
@@ -169,7 +170,10 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
                 p.attributes["mdat"] = .date(t)
                 if let d = data { p.data = d }
                 try DerivedAttributes.rederivingAttributes(&p)
-                return .put(id: m.id, plaintext: p, protection: protection ?? m.slot.protection, flags: m.slot.flags)
+                let pc = protection ?? m.slot.protection
+                try ItemRules.checkSynchronizable(
+                    p.attributes, protection: pc, userPresence: m.slot.flags & ItemPutPayload.userPresenceFlag != 0)
+                return .put(id: m.id, plaintext: p, protection: pc, flags: m.slot.flags)
             }
             try tx.commit(mutations)
             return found.count

@@ -20,6 +20,25 @@ package enum ItemRules {
 
     /// Refuses, before anything is sent or written, an item whose given attributes and data are
     /// already over the size limit of spec §6.4 (the engine checks the final item again).
+    /// Apple's rule for synchronizable items (reference §5.11): they can be neither
+    /// ThisDeviceOnly nor guarded by user presence, since they are meant to leave this machine.
+    /// - Throws: errSecParam, naming what to change.
+    static func checkSynchronizable(
+        _ attributes: [String: AttributeValue], protection: ProtectionClass, userPresence: Bool
+    ) throws {
+        guard attributes["sync"] == .integer(1) else { return }
+        if protection.isThisDeviceOnly {
+            throw KeychainError(
+                .param,
+                "a synchronizable item cannot have a ThisDeviceOnly protection class (\(protection.code)); use \(ProtectionClass(rawValue: min(protection.rawValue - 3, 8))?.code ?? "ak"), or make it not synchronizable"
+            )
+        }
+        if userPresence {
+            throw KeychainError(
+                .param, "a synchronizable item cannot require user presence; drop one or the other")
+        }
+    }
+
     static func checkSize(_ p: ItemPlaintext) throws {
         let size = p.encodedSize
         if size > FormatConstants.maxItemPlaintextSize {

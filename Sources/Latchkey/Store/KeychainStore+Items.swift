@@ -12,6 +12,10 @@ package struct StoredItem: Sendable {
     let slot: ItemSlot
     package var protection: ProtectionClass { slot.protection }
     package var flags: UInt8 { slot.flags }
+    /// The sequence number of the item's newest put: above a keychain's `lastSequence` of an
+    /// earlier moment exactly when the item was written since (a compaction writes every put
+    /// again, with numbers above the old file's; spec/FORMAT.md §6.5).
+    package var sequence: UInt64 { slot.sequence }
 }
 
 extension KeychainStore {
@@ -23,6 +27,11 @@ extension KeychainStore {
             out.append(StoredItem(uuid: id.bytes, slot: s))
         }
         return out
+    }
+
+    /// The live item with this UUID, if any.
+    package func liveItem(uuid: [UInt8]) throws -> StoredItem? {
+        try withStoreLock { try slot(id: ID16(uuid)).map { StoredItem(uuid: uuid, slot: $0) } }
     }
 
     /// Every live item, in file order (a snapshot: later changes are not seen).

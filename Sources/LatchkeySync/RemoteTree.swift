@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+import LatchkeyFormat
+
+/// The files of a fetched remote (spec/SYNC.md §2), read defensively: only regular files
+/// (never through a symlink a hostile remote could plant), each at most `maxFileSize`, and
+/// only the names the layout allows.
+package struct RemoteTree {
+    package let root: String
+    package static let maxFileSize = 64 << 20
+
+    package init(root: String) { self.root = root }
+
+    package static func deviceDirectory(_ device: SyncID) -> String { "devices/" + hexString(device) }
+    package static func statementPath(_ author: SyncID, epoch: UInt32) -> String {
+        deviceDirectory(author) + "/circle/" + String(format: "%08u", epoch)
+    }
+    package static func envelopePath(_ author: SyncID, epoch: UInt32) -> String {
+        deviceDirectory(author) + "/keys/" + String(format: "%08u", epoch)
+    }
+    package static func applicationPath(_ device: SyncID) -> String { deviceDirectory(device) + "/application" }
+    package static func segmentPath(_ device: SyncID, _ number: UInt64) -> String {
+        deviceDirectory(device) + "/seg/" + String(format: "%012llu", number)
+    }
+
+    /// The devices that have a directory.
+    package func devices() -> [SyncID] {
+        list("devices").compactMap { name in
+            guard name.count == 32, let id = bytesFromHex(name), id.count == 16 else { return nil }
+            return id
+        }
+    }
+
+    /// The numbered files in `devices/<device>/<kind>`, by number.
+    package func numbered(_ device: SyncID, _ kind: String) -> [UInt64: String] {
+        let dir = Self.deviceDirectory(device) + "/" + kind
+        var out: [UInt64: String] = [:]
+        for name in list(dir) where !name.isEmpty && name.allSatisfy(\.isNumber) && name.count <= 20 {
+            if let n = UInt64(name), n > 0 { out[n] = dir + "/" + name }
+        }
+        return out
+    }
+
+    /// The bytes of a regular file, or nil when it is absent, not a regular file, or too big.
+    package func contents(_ path: String) -> [UInt8]? {
+        let full = root + "/" + path
+        let fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= Self.maxFileSize else { return nil }
+        var out = [UInt8](repeating: 0, count: Int(st.st_size))
+        var done = 0
+        while done < out.count {
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            done += n
+        }
+        return out
+    }
+
+    private func list(_ path: String) -> [String] {
+        var st = stat()
+        guard lstat(root + "/" + path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return [] }
+        return (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + path)) ?? []
+    }
+}

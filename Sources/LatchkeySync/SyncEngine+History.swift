@@ -1,0 +1,86 @@
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// One version of a synced item, as `history` lists it.
+package struct HistoryEntry: Sendable {
+    package var syncID: SyncID
+    package var version: ItemVersion
+    /// The item as that version had it (nil for a delete, or while its class is locked here).
+    package var plaintext: ItemPlaintext?
+    /// The machine that wrote it.
+    package var machine: String
+    /// Whether it is the item's current state.
+    package var current: Bool
+}
+
+extension SyncEngine {
+    /// Every version of the synced items whose id is in `ids` (all when nil) that the applied
+    /// segments hold (spec/SYNC.md §8.6), newest first per item. The losing side of every
+    /// conflict is among them: nothing a machine synced is lost.
+    package func history(_ ids: Set<SyncID>? = nil) throws -> [HistoryEntry] {
+        try locked {
+            let state = try load()
+            let tree = RemoteTree(root: clonePath)
+            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+            keyCache = [:]
+            var names: [SyncID: String] = [:]
+            for s in circle.statements { for m in s.members { names[m.device] = m.name } }
+            var out: [HistoryEntry] = []
+            var chains = state.applied
+            chains[state.device] = AppliedChain(number: state.own.number, hash: state.own.hash)
+            for (device, applied) in chains where applied.number > 0 {
+                for n in 1...applied.number {
+                    let bytes = device == state.device ? (state.outbox[n] ?? tree.contents(RemoteTree.segmentPath(device, n)))
+                        : tree.contents(RemoteTree.segmentPath(device, n))
+                    guard let bytes, let seg = try? Segment.decode(bytes) else { continue }
+                    let keys = try? keys(epoch: seg.epoch, circle: circle, tree: tree)
+                    for i in seg.entries.indices where ids?.contains(seg.entries[i].syncID) ?? true {
+                        let id = seg.entries[i].syncID
+                        var v = ItemVersion(
+                            hlc: seg.entries[i].hlc, device: device, number: n, index: UInt32(i), kind: seg.entries[i].kind,
+                            protection: seg.entries[i].protection)
+                        var p: ItemPlaintext?
+                        if let keys, let opened = try? open(seg, i, keys) {
+                            v = opened.0
+                            p = opened.1
+                        }
+                        let item = state.items[id]
+                        let current = item.map { $0.isLive ? $0.winner?.hlc == v.hlc && $0.winner?.device == v.device : $0.deleted?.hlc == v.hlc && $0.deleted?.device == v.device } ?? false
+                        out.append(
+                            HistoryEntry(
+                                syncID: id, version: v, plaintext: p, machine: names[device] ?? hexString(device.prefix(4)),
+                                current: current))
+                    }
+                }
+            }
+            return out.sorted {
+                $0.syncID != $1.syncID ? $0.syncID.lexicographicallyPrecedes($1.syncID) : $0.version.beats($1.version)
+            }
+        }
+    }
+
+    /// Puts an earlier version back (§8.6): as an update of the item when it is live here, as
+    /// a new item when it was deleted (a deleted item's id never comes back). The next sync
+    /// sends it.
+    /// - Returns: whether it was added as a new item.
+    @discardableResult
+    package func restore(_ entry: HistoryEntry) throws -> Bool {
+        guard let p = entry.plaintext else {
+            throw KeychainError(.param, "that version is a delete, or its class is locked here; nothing to restore")
+        }
+        let state = try locked { try load() }
+        var attributes = p.attributes
+        for k in ["cdat", "mdat", "pdmn"] { attributes[k] = nil }
+        let pc = ProtectionClass(rawValue: entry.version.protection) ?? .whenUnlocked
+        if let item = state.items[entry.syncID], item.isLive, try store.liveItem(uuid: entry.syncID) != nil {
+            let ref = Array(p.itemClass.rawValue.utf8) + entry.syncID
+            _ = try keychain.update(
+                Query(p.itemClass, synchronizable: .any, persistentRef: ref), attributes: attributes, data: p.data,
+                protection: pc)
+            return false
+        }
+        _ = try keychain.add(p.itemClass, attributes: attributes, data: p.data, protection: pc)
+        return true
+    }
+}

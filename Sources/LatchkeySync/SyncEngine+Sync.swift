@@ -1,0 +1,250 @@
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// A decrypted remote or local version waiting to be written into the keychain.
+struct Fresh {
+    var version: ItemVersion
+    var plaintext: ItemPlaintext
+}
+
+extension SyncEngine {
+    /// Fetches, merges, applies and pushes (spec/SYNC.md §8–§9). A push refused because
+    /// another machine pushed first is fetched, merged and retried.
+    /// - Throws: when the remote was rolled back or rewritten (nothing applied or pushed),
+    ///   when this machine is not (or no longer) a member, and transport and keychain errors;
+    ///   the error is also kept for `status`.
+    @discardableResult
+    package func sync() throws -> SyncReport {
+        try locked {
+            var state = try load()
+            do {
+                let report = try syncLocked(&state)
+                state.lastSync = now()
+                state.lastError = ""
+                state.warnings = report.warnings
+                try save(state)
+                return report
+            } catch {
+                // The failure is kept for `status`, over the last state that was saved.
+                if var saved = try? load() {
+                    saved.lastError = "\(error)"
+                    try? save(saved)
+                }
+                throw error
+            }
+        }
+    }
+
+    private func syncLocked(_ state: inout SyncState) throws -> SyncReport {
+        var report = SyncReport()
+        let t = transport(state.remote)
+        var attempt = 0
+        while true {
+            keyCache = [:]
+            guard try t.fetch() else {
+                throw KeychainError(.itemNotFound, "the remote \(state.remote) holds no circle (was it emptied?); nothing was changed")
+            }
+            try checkpoint("fetched")
+            let tree = RemoteTree(root: t.directory)
+            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+            if let saw = state.appliedAt {
+                guard circle.head.member(state.device) != nil else { try requireMember(circle, state); break }
+                guard circle.hashes.contains(saw) else {
+                    throw KeychainError(.authFailed, "the circle that approved this machine is not the one it saw when it applied")
+                }
+                state.appliedAt = nil
+            }
+            try requireMember(circle, state)
+            state.chain = circle.hashes
+            var fresh: [SyncID: Fresh] = [:]
+            try checkOwn(tree, &state)
+            // This keychain's changes are read against the state of the last sync, before the
+            // remote's new versions are merged: an edit descends from what the keychain held.
+            var local = try scanLocal(&state, &fresh, &report)
+            try ingest(tree, circle, &state, &fresh, &report)
+            try checkpoint("ingested")
+            try stage(local, from: 0, &state)
+            try resolveConflicts(&state, &fresh, local: &local, &report)
+            try writeSegment(local, circle, tree, &state)
+            report.sentPuts += local.filter { $0.plaintext != nil }.count
+            report.sentDeletes += local.filter { $0.plaintext == nil }.count
+            try checkpoint("segment written")
+            try apply(&state, &fresh, tree, circle, &report)
+            try checkpoint("applied")
+            try save(state)
+            try checkpoint("saved")
+            let unpushed = state.outbox.sorted { $0.key < $1.key }
+            if unpushed.isEmpty { break }
+            do {
+                try t.publish(
+                    unpushed.map { (RemoteTree.segmentPath(state.device, $0.key), $0.value) },
+                    message: "latchkey: segment \(unpushed.last!.key)")
+                state.pushed = unpushed.last!.key
+                state.outbox = [:]
+                break
+            } catch TransportError.behind where attempt < maxRetries {
+                attempt += 1
+                report.retries += 1
+            }
+        }
+        return report
+    }
+
+    // MARK: Own segments on the remote
+
+    /// The remote must hold every segment this machine pushed, as it wrote it, and none it
+    /// did not write; segments in the outbox that the remote now holds count as pushed (§9.3).
+    private func checkOwn(_ tree: RemoteTree, _ state: inout SyncState) throws {
+        let mine = tree.numbered(state.device, "seg")
+        let top = mine.keys.max() ?? 0
+        if top > state.own.number {
+            throw KeychainError(
+                .authFailed,
+                "the remote holds a segment signed in this machine's name that this machine did not write (number \(top)); nothing was applied or pushed"
+            )
+        }
+        if top < state.pushed {
+            throw KeychainError(
+                .authFailed,
+                "the remote lost this machine's segments \(top + 1)…\(state.pushed), which it had accepted: it was rolled back or rewritten; nothing was applied or pushed"
+            )
+        }
+        for (n, bytes) in state.outbox.sorted(by: { $0.key < $1.key }) where n <= top {
+            guard tree.contents(mine[n]!) == bytes else {
+                throw KeychainError(
+                    .authFailed, "the remote holds a different segment \(n) for this machine; nothing was applied or pushed")
+            }
+            state.outbox[n] = nil
+            state.pushed = n
+        }
+    }
+
+    // MARK: Remote segments
+
+    private func ingest(
+        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh],
+        _ report: inout SyncReport
+    ) throws {
+        var tops: [SyncID: UInt64] = [:]
+        for d in tree.devices() { tops[d] = tree.numbered(d, "seg").keys.max() ?? 0 }
+        for d in tree.devices() where d != state.device {
+            let files = tree.numbered(d, "seg")
+            var applied = state.applied[d] ?? AppliedChain(number: 0, hash: [UInt8](repeating: 0, count: 32))
+            if applied.number > 0 {
+                guard let path = files[applied.number], let b = tree.contents(path), Crypto.sha256(b) == applied.hash else {
+                    throw KeychainError(
+                        .authFailed,
+                        "the remote no longer holds segment \(applied.number) of machine \(hexString(d).prefix(8)) as this machine applied it: it was rolled back or rewritten; nothing was applied or pushed"
+                    )
+                }
+            }
+            guard let member = circle.head.member(d) else {
+                if (files.keys.max() ?? 0) > applied.number {
+                    report.warnings.append(
+                        "ignored \((files.keys.max() ?? 0) - applied.number) segment(s) from \(hexString(d).prefix(8)), which is not in the circle")
+                }
+                continue
+            }
+            var n = applied.number + 1
+            while let path = files[n] {
+                guard let bytes = tree.contents(path) else { break }
+                do {
+                    let seg = try Segment.decode(bytes)
+                    guard seg.circle == state.circle, seg.device == d, seg.number == n, seg.previous == applied.hash
+                    else { throw SyncFormatError("its number or chain does not follow segment \(applied.number)") }
+                    guard seg.epoch >= 1, seg.epoch <= circle.epoch, circle.statement(seg.epoch)?.member(d) != nil else {
+                        throw SyncFormatError("its epoch \(seg.epoch) is not one in which the machine was a member")
+                    }
+                    guard Crypto.ed25519Verify(publicKey: member.signingKey, message: seg.signedBytes, signature: seg.signature)
+                    else { throw SyncFormatError("its signature does not verify") }
+                    for s in seg.seen where s.device != d && (tops[s.device] ?? 0) < s.number {
+                        report.warnings.append(
+                            "\(member.name) had applied \(s.number) segment(s) of \(hexString(s.device).prefix(8)), and the remote offers \(tops[s.device] ?? 0): the remote is withholding changes"
+                        )
+                    }
+                    let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
+                    var versions: [(ItemVersion, ItemPlaintext?)] = []
+                    for i in seg.entries.indices {
+                        versions.append(try open(seg, i, keys))
+                    }
+                    for (i, (v, p)) in versions.enumerated() {
+                        state.observe(v.hlc)
+                        if v.kind == .put, p == nil {
+                            state.pending.insert(PendingEntry(device: d, number: n, index: UInt32(i)))
+                        }
+                        merge(v, p, seg.entries[i].syncID, &state, &fresh)
+                    }
+                    applied = AppliedChain(number: n, hash: Crypto.sha256(bytes))
+                    state.applied[d] = applied
+                } catch {
+                    report.warnings.append("refused segment \(n) of \(member.name): \(error)")
+                    break
+                }
+                n += 1
+            }
+        }
+        try retryPending(tree, circle, &state, &fresh)
+    }
+
+    /// Decrypts entry `i` (nil plaintext: its class is locked here).
+    func open(_ seg: Segment, _ i: Int, _ keys: EpochKeys) throws -> (ItemVersion, ItemPlaintext?) {
+        let e = seg.entries[i]
+        var v = ItemVersion(
+            hlc: e.hlc, device: seg.device, number: seg.number, index: UInt32(i), kind: e.kind, protection: e.protection)
+        let c: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
+        guard let classKey = keys.keys[c] else { return (v, nil) }
+        var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number).copyBytes()
+        defer { Crypto.cleanse(&key) }
+        let plain: [UInt8]
+        do {
+            plain = try Crypto.aesGCMOpen(
+                key: key, nonce: e.nonce, aad: seg.aad(i), ciphertext: Array(e.sealed.dropLast(16)),
+                tag: Array(e.sealed.suffix(16)))
+        } catch {
+            throw SyncFormatError("entry \(i) does not decrypt")
+        }
+        guard e.kind == .put else { return (v, nil) }
+        let p = try ItemPlaintext.decode(plain)
+        guard p.attributes["sync"] == .integer(1) else { throw SyncFormatError("entry \(i) is not a synchronizable item") }
+        v.content = Self.contentDigest(p)
+        v.unique = try uniqueDigest(p)
+        return (v, p)
+    }
+
+    static func contentDigest(_ p: ItemPlaintext) -> [UInt8] { Array(Crypto.sha256(p.encode()).prefix(16)) }
+
+    func uniqueDigest(_ p: ItemPlaintext) throws -> [UInt8] {
+        let u = UniqueKey(itemClass: p.itemClass, attributes: p.attributes)
+        let me = try requireIdentity()
+        let k = try Crypto.hkdfSHA256(ikm: me.signingSeed, salt: Array("LKsync unique".utf8), info: me.device, count: 32)
+        return Array(Crypto.hmacSHA256(key: k, parts: [u.encoded]).prefix(16))
+    }
+
+    private func merge(
+        _ v: ItemVersion, _ p: ItemPlaintext?, _ id: SyncID, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh]
+    ) {
+        var item = state.items[id] ?? SyncedItem()
+        item.merge(v)
+        if v.kind == .put, let p, item.winner == v { fresh[id] = Fresh(version: v, plaintext: p) }
+        state.items[id] = item
+    }
+
+    /// Entries left undecrypted while their class was locked: decrypted now if it is not.
+    private func retryPending(
+        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh]
+    ) throws {
+        guard !state.pending.isEmpty else { return }
+        var bySegment: [String: [PendingEntry]] = [:]
+        for p in state.pending { bySegment[RemoteTree.segmentPath(p.device, p.number), default: []].append(p) }
+        for (path, entries) in bySegment {
+            guard let b = tree.contents(path), let seg = try? Segment.decode(b) else { continue }
+            let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
+            for p in entries where Int(p.index) < seg.entries.count {
+                guard case let (v, plain?) = try open(seg, Int(p.index), keys) else { continue }
+                state.pending.remove(p)
+                merge(v, plain, seg.entries[Int(p.index)].syncID, &state, &fresh)
+            }
+        }
+    }
+}

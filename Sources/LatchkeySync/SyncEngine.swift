@@ -1,0 +1,516 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// What one `sync` did.
+package struct SyncReport: Equatable, Sendable {
+    /// Local changes sent: puts and deletes.
+    package var sentPuts = 0
+    package var sentDeletes = 0
+    /// Remote changes written into this keychain: puts and deletes.
+    package var receivedPuts = 0
+    package var receivedDeletes = 0
+    /// Items whose newest version waits for its class to be unlocked here.
+    package var waiting = 0
+    /// Items that lost to another with the same unique key (kept in history).
+    package var conflicts = 0
+    /// Items restored here (a backup) that another machine had deleted: removed again.
+    package var resurrectionsRemoved = 0
+    /// Pushes retried because another machine pushed first.
+    package var retries = 0
+    /// What the remote did that was refused or looks withheld.
+    package var warnings: [String] = []
+}
+
+/// Sync of a keychain's synchronizable items with the other machines of its circle (spec/SYNC.md).
+///
+/// Over the library's seam: it reads the keychain's live items (`liveItemSnapshot`), writes
+/// remote changes in one streaming transaction, and keeps its own state beside the keychain
+/// in `<keychain>.sync/`. Nothing here is in the keychain's Store.
+package final class SyncEngine {
+    package let keychain: Keychain
+    let store: KeychainStore
+    package let directory: String
+    package var now: () -> Double = { Date().timeIntervalSince1970 }
+    /// Extra environment for git (tests).
+    package var gitEnvironment: [String: String] = [:]
+    /// How many times a push refused because another machine pushed first is retried.
+    package var maxRetries = 8
+    /// Called between the steps of a sync (fault tests stop a sync there).
+    package var checkpoint: (String) throws -> Void = { _ in }
+
+    private var identity: SyncIdentity?
+    var keyCache: [UInt32: EpochKeys] = [:]
+
+    /// - Throws: errSecParam when the keychain was opened through the agent (sync needs the
+    ///   file: run it where the keychain is opened directly).
+    package init(keychain: Keychain) throws {
+        guard let store = keychain.localStore else {
+            throw KeychainError(.param, "sync needs the keychain file opened by this process, not through the agent")
+        }
+        self.keychain = keychain
+        self.store = store
+        self.directory = Self.directory(for: store.path)
+    }
+
+    package static func directory(for keychainPath: String) -> String { keychainPath + ".sync" }
+    var statePath: String { directory + "/state" }
+    var clonePath: String { directory + "/remote" }
+
+    /// Whether this keychain is in a circle (or has applied to join one).
+    package var isConfigured: Bool { access(statePath, F_OK) == 0 }
+
+    func transport(_ url: String) -> GitTransport {
+        let t = GitTransport(url: url, directory: clonePath)
+        t.environment = gitEnvironment
+        return t
+    }
+
+    // MARK: Set-up
+
+    /// Founds a circle on an empty remote with this machine as its first member. Returns the
+    /// recovery key (shown once; spec/SYNC.md §3.2).
+    package func initialize(remote: String, name: String) throws -> String {
+        return try locked {
+            guard !isConfigured else {
+                throw KeychainError(.duplicateItem, "this keychain already syncs; see 'latchkey sync status'")
+            }
+            let t = transport(remote)
+            if try t.fetch(), !RemoteTree(root: t.directory).devices().isEmpty {
+                throw KeychainError(
+                    .duplicateItem,
+                    "the remote \(remote) already holds a Latchkey circle; to add this machine to it run 'latchkey sync join --remote \(remote)'"
+                )
+            }
+            let (me, member) = try SyncIdentity.generate(name: name)
+            var recoverySecret = try Crypto.randomBytes(32)
+            defer { Crypto.cleanse(&recoverySecret) }
+            let recovery = try SyncIdentity.recovery(SecretKey(copying: recoverySecret))
+            let circleID = try Crypto.randomBytes(16)
+            var s = CircleStatement(
+                circle: circleID, epoch: 1, previous: [UInt8](repeating: 0, count: 32), author: me.device,
+                action: .founded, subject: me.device, members: [member, try recovery.member(role: .recovery)])
+            s.signature = try me.sign(s.signedBytes)
+            let keys = try EpochKeys.generate()
+            let envelope = try keys.envelope(
+                circle: circleID, epoch: 1, statement: s.hash, author: me, members: s.members, previous: nil)
+            try me.store(in: keychain)
+            identity = me
+            let state = SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash])
+            try save(state)
+            try t.publish(
+                [
+                    ("LATCHKEY-SYNC", Array(Self.readme.utf8)),
+                    (RemoteTree.statementPath(me.device, epoch: 1), s.bytes),
+                    (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes),
+                ], message: "latchkey: circle founded by \(name)")
+            return Self.formatRecoveryKey(recoverySecret)
+        }
+    }
+
+    static let readme = """
+        This repository holds a Latchkey sync circle: items encrypted end to end, signed by the
+        machines that wrote them (spec/SYNC.md of Latchkey). Do not edit it by hand; every
+        machine refuses what it cannot verify.
+
+        """
+
+    /// Asks to join the circle on `remote`: publishes this machine's keys and returns the code
+    /// to compare with the one `latchkey sync approve` shows on a member.
+    package func join(remote: String, name: String) throws -> String {
+        try locked {
+            guard !isConfigured else {
+                throw KeychainError(.duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
+            }
+            let t = transport(remote)
+            guard try t.fetch() else { throw KeychainError(.itemNotFound, "the remote \(remote) holds no circle yet; found one with 'latchkey sync init'") }
+            let circle = try Circle.verify(RemoteTree(root: t.directory), circle: nil, pinned: [])
+            let (me, member) = try SyncIdentity.generate(name: name)
+            var app = Application(circle: circle.head.circle, sawHead: circle.head.hash, member: member)
+            app.signature = try me.sign(app.signedBytes)
+            try me.store(in: keychain)
+            identity = me
+            var state = SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes)
+            state.appliedAt = circle.head.hash
+            try save(state)
+            try t.publish([(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
+            return app.code
+        }
+    }
+
+    /// Joins with the recovery key: no other member needed (§5.3).
+    package func join(remote: String, name: String, recoveryKey: String) throws {
+        try locked {
+            guard !isConfigured else {
+                throw KeychainError(.duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
+            }
+            guard var secret = Self.parseRecoveryKey(recoveryKey) else {
+                throw KeychainError(.param, "that is not a Latchkey recovery key (52 characters of A–Z and 2–7, dashes allowed)")
+            }
+            defer { Crypto.cleanse(&secret) }
+            let recovery = try SyncIdentity.recovery(SecretKey(copying: secret))
+            let t = transport(remote)
+            guard try t.fetch() else { throw KeychainError(.itemNotFound, "the remote \(remote) holds no circle") }
+            let tree = RemoteTree(root: t.directory)
+            let circle = try Circle.verify(tree, circle: nil, pinned: [])
+            let recoveryMember = try recovery.member(role: .recovery)
+            guard circle.statements[0].member(recovery.device) == recoveryMember else {
+                throw KeychainError(.authFailed, "this recovery key does not belong to the circle on \(remote)")
+            }
+            identity = recovery
+            let oldKeys = try keys(epoch: circle.epoch, circle: circle, tree: tree)
+            let (me, member) = try SyncIdentity.generate(name: name)
+            let written = try advance(
+                circle, action: .recovered, subject: member.device, members: circle.head.members + [member],
+                author: recovery, previousKeys: oldKeys)
+            try me.store(in: keychain)
+            identity = me
+            keyCache = [:]
+            let state = SyncState(
+                remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash])
+            try save(state)
+            try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
+        }
+        _ = try sync()
+    }
+
+    /// The pending applications, with their codes.
+    package func applications() throws -> [(application: Application, code: String)] {
+        try locked {
+            var state = try load()
+            let t = transport(state.remote)
+            try t.fetch()
+            let tree = RemoteTree(root: t.directory)
+            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+            state.chain = circle.hashes
+            return Self.applications(tree, circle).map { ($0, $0.code) }
+        }
+    }
+
+    static func applications(_ tree: RemoteTree, _ circle: Circle) -> [Application] {
+        tree.devices().compactMap { d in
+            guard circle.head.member(d) == nil, let b = tree.contents(RemoteTree.applicationPath(d)),
+                let a = try? Application.decode(b), a.member.device == d, a.circle == circle.head.circle
+            else { return nil }
+            return a
+        }
+    }
+
+    /// Adds the machine whose application shows `code` (§5.2).
+    package func approve(code: String) throws -> Member {
+        try locked {
+            var state = try load()
+            let me = try requireIdentity()
+            let t = transport(state.remote)
+            var attempt = 0
+            while true {
+                try t.fetch()
+                let tree = RemoteTree(root: t.directory)
+                let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+                try requireMember(circle, state)
+                let wanted = code.uppercased().filter { $0.isLetter || $0.isNumber }
+                let apps = Self.applications(tree, circle)
+                guard let app = apps.first(where: { $0.code.filter { $0 != "-" } == wanted }) else {
+                    throw KeychainError(
+                        .itemNotFound,
+                        apps.isEmpty
+                            ? "no machine has asked to join; run 'latchkey sync join --remote URL' on it first"
+                            : "no application shows the code \(code); compare the code on the new machine again (pending: \(apps.count))"
+                    )
+                }
+                guard circle.hashes.contains(app.sawHead) else {
+                    throw KeychainError(
+                        .authFailed,
+                        "the machine asking to join saw a circle that is not this one (the remote may have shown it another); it was not added"
+                    )
+                }
+                let written = try advance(
+                    circle, action: .approved, subject: app.member.device, members: circle.head.members + [app.member],
+                    author: me, previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree))
+                do {
+                    try t.publish(written.files, message: "latchkey: \(app.member.name) approved")
+                    state.chain = circle.hashes + [written.hash]
+                    try save(state)
+                    return app.member
+                } catch TransportError.behind where attempt < maxRetries {
+                    attempt += 1
+                }
+            }
+        }
+    }
+
+    /// Removes a machine (by name or id prefix): a new epoch with new keys that it never gets (§5.4).
+    package func remove(_ who: String) throws -> Member {
+        try locked {
+            var state = try load()
+            let me = try requireIdentity()
+            let t = transport(state.remote)
+            var attempt = 0
+            while true {
+                try t.fetch()
+                let tree = RemoteTree(root: t.directory)
+                let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+                try requireMember(circle, state)
+                let machines = circle.head.members.filter { $0.role == .machine }
+                let matches = machines.filter { $0.name == who || hexString($0.device).hasPrefix(who.lowercased()) }
+                guard matches.count == 1, let gone = matches.first else {
+                    throw KeychainError(
+                        matches.isEmpty ? .itemNotFound : .param,
+                        matches.isEmpty
+                            ? "no machine of the circle is named \(who); 'latchkey sync devices' lists them"
+                            : "\(matches.count) machines match \(who); give more of the id")
+                }
+                guard gone.device != me.device else {
+                    throw KeychainError(.param, "a machine cannot remove itself; remove it from another member")
+                }
+                let written = try advance(
+                    circle, action: .removed, subject: gone.device,
+                    members: circle.head.members.filter { $0.device != gone.device }, author: me,
+                    previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree))
+                do {
+                    try t.publish(written.files, message: "latchkey: \(gone.name) removed")
+                    state.chain = circle.hashes + [written.hash]
+                    try save(state)
+                    return gone
+                } catch TransportError.behind where attempt < maxRetries {
+                    attempt += 1
+                }
+            }
+        }
+    }
+
+    /// A new epoch: its statement and key envelope, signed by `author`.
+    private func advance(
+        _ circle: Circle, action: CircleStatement.Action, subject: SyncID, members: [Member], author: SyncIdentity,
+        previousKeys: EpochKeys
+    ) throws -> (hash: [UInt8], files: [(String, [UInt8])]) {
+        var s = CircleStatement(
+            circle: circle.head.circle, epoch: circle.epoch + 1, previous: circle.head.hash, author: author.device,
+            action: action, subject: subject, members: members)
+        s.signature = try author.sign(s.signedBytes)
+        let envelope = try EpochKeys.generate().envelope(
+            circle: s.circle, epoch: s.epoch, statement: s.hash, author: author, members: members,
+            previous: previousKeys)
+        return (
+            s.hash,
+            [
+                (RemoteTree.statementPath(author.device, epoch: s.epoch), s.bytes),
+                (RemoteTree.envelopePath(author.device, epoch: s.epoch), envelope.bytes),
+            ]
+        )
+    }
+
+    /// The members of the circle as this machine verified it.
+    package func members() throws -> (members: [Member], epoch: UInt32, pending: [(Application, String)]) {
+        try locked {
+            let state = try load()
+            let t = transport(state.remote)
+            try t.fetch()
+            let tree = RemoteTree(root: t.directory)
+            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+            return (circle.head.members, circle.epoch, Self.applications(tree, circle).map { ($0, $0.code) })
+        }
+    }
+
+    /// The sync state as last saved (status); nil when this keychain does not sync.
+    package func status() throws -> SyncState? {
+        guard isConfigured else { return nil }
+        return try locked { try load() }
+    }
+
+    // MARK: Keys
+
+    /// The class keys of `epoch` that this machine holds (§6.3).
+    func keys(epoch e: UInt32, circle: Circle, tree: RemoteTree) throws -> EpochKeys {
+        if let k = keyCache[e] { return k }
+        let me = try requireIdentity()
+        guard let st = circle.statement(e) else { throw SyncFormatError("no statement for epoch \(e)") }
+        let env = try envelope(e, circle: circle, tree: tree)
+        let k: EpochKeys
+        if st.member(me.device) != nil {
+            k = try EpochKeys.open(env, as: me)
+        } else if e < circle.epoch {
+            let next = try keys(epoch: e + 1, circle: circle, tree: tree)
+            k = try next.previous(in: try envelope(e + 1, circle: circle, tree: tree))
+        } else {
+            throw SyncFormatError("this machine is not a member of the circle's newest epoch")
+        }
+        keyCache[e] = k
+        return k
+    }
+
+    func envelope(_ e: UInt32, circle: Circle, tree: RemoteTree) throws -> KeyEnvelope {
+        let st = circle.statement(e)!
+        let signer = (circle.statement(e - 1) ?? st).member(st.author)
+        guard let b = tree.contents(RemoteTree.envelopePath(st.author, epoch: e)), let env = try? KeyEnvelope.decode(b),
+            env.circle == st.circle, env.epoch == e, env.statement == st.hash, env.author == st.author, let signer,
+            Crypto.ed25519Verify(publicKey: signer.signingKey, message: env.signedBytes, signature: env.signature)
+        else {
+            throw SyncFormatError("the key envelope of epoch \(e) is missing or does not verify")
+        }
+        return env
+    }
+
+    // MARK: State
+
+    func requireIdentity() throws -> SyncIdentity {
+        if let identity { return identity }
+        guard let i = try SyncIdentity.load(from: keychain) else {
+            throw KeychainError(
+                .itemNotFound,
+                "this keychain holds no sync identity (its ThisDeviceOnly item was deleted?); leave the circle on another member with 'latchkey sync remove' and join again"
+            )
+        }
+        identity = i
+        return i
+    }
+
+    func requireMember(_ circle: Circle, _ state: SyncState) throws {
+        guard circle.head.member(state.device) != nil else {
+            if state.appliedAt != nil {
+                throw KeychainError(
+                    .interactionNotAllowed,
+                    "this machine has asked to join and is not approved yet; run 'latchkey sync approve CODE' on a member")
+            }
+            throw KeychainError(
+                .authFailed, "this machine was removed from the circle (epoch \(circle.epoch)); it receives nothing more")
+        }
+    }
+
+    private func stateKey() throws -> SecretKey {
+        let me = try requireIdentity()
+        return try Crypto.hkdfSHA256(
+            ikm: me.signingSeed, salt: Array("LKsync state".utf8), info: me.device, count: 32)
+    }
+
+    func load() throws -> SyncState {
+        let fd = Glibc.open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw KeychainError(.itemNotFound, "this keychain does not sync; start with 'latchkey sync init' or 'latchkey sync join'")
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw KeychainError(.io, "cannot read \(statePath): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += buf[0..<n]
+        }
+        guard bytes.count >= 8 + 12 + 16, Array(bytes[0..<8]) == SyncState.magic else {
+            throw KeychainError(.decode, "the sync state \(statePath) is damaged")
+        }
+        let key = try stateKey().copyBytes()
+        do {
+            let plain = try Crypto.aesGCMOpen(
+                key: key, nonce: Array(bytes[8..<20]), aad: SyncState.magic, ciphertext: Array(bytes[20..<(bytes.count - 16)]),
+                tag: Array(bytes.suffix(16)))
+            return try SyncState.decode(plain)
+        } catch {
+            throw KeychainError(.decode, "the sync state \(statePath) is damaged or not this machine's")
+        }
+    }
+
+    /// Writes the state beside the old one and renames it into place, with fsyncs (a crash
+    /// leaves the old state or the new one).
+    func save(_ state: SyncState) throws {
+        try makeDirectory()
+        let nonce = try Crypto.randomBytes(12)
+        var key = try stateKey().copyBytes()
+        defer { Crypto.cleanse(&key) }
+        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: SyncState.magic, plaintext: state.encode())
+        let bytes = SyncState.magic + nonce + sealed.ciphertext + sealed.tag
+        let temp = statePath + ".new"
+        unlink(temp)
+        let fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
+        var ok = bytes.withUnsafeBytes { b in
+            var done = 0
+            while done < b.count {
+                let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
+                if n < 0, errno == EINTR { continue }
+                if n <= 0 { return false }
+                done += n
+            }
+            return true
+        }
+        ok = ok && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(temp, statePath) == 0 else {
+            unlink(temp)
+            throw KeychainError(.io, "cannot write the sync state \(statePath): \(String(cString: strerror(errno)))")
+        }
+        let dfd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 {
+            fsync(dfd)
+            close(dfd)
+        }
+    }
+
+    func makeDirectory() throws {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST {
+            throw KeychainError(.io, "cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        var st = stat()
+        guard lstat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
+            throw KeychainError(.io, "\(directory) is not a directory of this user; refusing to keep sync state there")
+        }
+    }
+
+    /// Runs `body` holding `<keychain>.sync/lock`: one sync at a time per keychain.
+    func locked<T>(_ body: () throws -> T) throws -> T {
+        try makeDirectory()
+        let fd = Glibc.open(directory + "/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeychainError(.io, "cannot open \(directory)/lock: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw KeychainError(.io, "cannot lock \(directory)/lock") }
+        }
+        return try body()
+    }
+
+    // MARK: Recovery key text
+
+    static let base32 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+    static func formatRecoveryKey(_ bytes: [UInt8]) -> String {
+        var bits = 0
+        var value = 0
+        var out = ""
+        for b in bytes {
+            value = value << 8 | Int(b)
+            bits += 8
+            while bits >= 5 {
+                out.append(base32[(value >> (bits - 5)) & 31])
+                bits -= 5
+            }
+        }
+        if bits > 0 { out.append(base32[(value << (5 - bits)) & 31]) }
+        return stride(from: 0, to: out.count, by: 4).map {
+            String(out.dropFirst($0).prefix(4))
+        }.joined(separator: "-")
+    }
+
+    static func parseRecoveryKey(_ text: String) -> [UInt8]? {
+        let chars = text.uppercased().filter { $0 != "-" && !$0.isWhitespace }
+        guard chars.count == 52 else { return nil }
+        var bits = 0
+        var value = 0
+        var out: [UInt8] = []
+        for c in chars {
+            guard let v = base32.firstIndex(of: c) else { return nil }
+            value = (value << 5 | v) & 0xFFFF
+            bits += 5
+            if bits >= 8 {
+                out.append(UInt8((value >> (bits - 8)) & 0xFF))
+                bits -= 8
+            }
+        }
+        return out.count == 32 ? out : nil
+    }
+}

@@ -1,0 +1,411 @@
+import LatchkeyCrypto
+import LatchkeyFormat
+
+// The files a machine writes into the remote (spec/SYNC.md §4–§7): circle statements, join
+// applications, key envelopes and segments. Each is written once, by one machine, under its
+// own directory, and signed by it; each layout is read and written here only.
+
+/// A 16-byte identifier (circle, device, sync id).
+package typealias SyncID = [UInt8]
+
+/// The version of every file of spec/SYNC.md.
+package enum SyncVersion {
+    package static let major: UInt16 = 1
+    package static let minor: UInt16 = 0
+}
+
+/// Protection classes that can sync: the migratory ones (ak, ck, dk).
+package enum SyncClass: UInt8, CaseIterable, Sendable, Comparable {
+    case whenUnlocked = 6, afterFirstUnlock = 7, always = 8
+
+    package init?(_ pc: ProtectionClass) { self.init(rawValue: pc.rawValue) }
+    package var protection: ProtectionClass { ProtectionClass(rawValue: rawValue)! }
+    /// The ThisDeviceOnly class that holds this machine's private key for the class.
+    package var localProtection: ProtectionClass { ProtectionClass(rawValue: rawValue + 3)! }
+    package static func < (a: SyncClass, b: SyncClass) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Why a remote file was refused: every case is a reason to apply nothing from it.
+package struct SyncFormatError: Error, CustomStringConvertible, Equatable {
+    package let description: String
+    package init(_ d: String) { description = d }
+}
+
+extension ByteReader {
+    mutating func readFilePreamble(_ magic: [UInt8], _ what: String) throws {
+        guard try readBytes(count: 8, "\(what) magic") == magic else { throw SyncFormatError("\(what): wrong magic") }
+        let major: UInt16 = try readInteger("\(what) major version")
+        _ = try readInteger(as: UInt16.self, "\(what) minor version")
+        guard major == SyncVersion.major else { throw SyncFormatError("\(what): unsupported major version \(major)") }
+    }
+}
+
+extension ByteWriter {
+    mutating func writeFilePreamble(_ magic: [UInt8]) {
+        writeBytes(magic)
+        writeInteger(SyncVersion.major)
+        writeInteger(SyncVersion.minor)
+    }
+}
+
+/// Splits signed bytes into the signed part and the 64-byte signature.
+func splitSignature(_ bytes: [UInt8], _ what: String) throws -> (body: [UInt8], signature: [UInt8]) {
+    guard bytes.count > 64 else { throw SyncFormatError("\(what): too short") }
+    return (Array(bytes[..<(bytes.count - 64)]), Array(bytes[(bytes.count - 64)...]))
+}
+
+// MARK: Members
+
+/// A machine (or the recovery key) in the circle: its identity's public keys.
+package struct Member: Equatable, Sendable {
+    package enum Role: UInt8, Sendable { case machine = 0, recovery = 1 }
+    package var device: SyncID
+    package var signingKey: [UInt8]
+    /// One X25519 key per syncing class, in `SyncClass` order (ak, ck, dk).
+    package var exchangeKeys: [[UInt8]]
+    package var role: Role
+    package var name: String
+
+    package static let maxNameBytes = 64
+
+    func write(into w: inout ByteWriter) {
+        w.writeBytes(device)
+        w.writeBytes(signingKey)
+        for k in exchangeKeys { w.writeBytes(k) }
+        w.writeInteger(role.rawValue)
+        let n = Array(name.utf8.prefix(Member.maxNameBytes))
+        w.writeInteger(UInt8(n.count))
+        w.writeBytes(n)
+    }
+
+    static func read(_ r: inout ByteReader) throws -> Member {
+        let device = try r.readBytes(count: 16, "member device")
+        let sign = try r.readBytes(count: 32, "member signing key")
+        var kex: [[UInt8]] = []
+        for _ in SyncClass.allCases { kex.append(try r.readBytes(count: 32, "member exchange key")) }
+        guard let role = Role(rawValue: try r.readInteger(as: UInt8.self, "member role")) else {
+            throw SyncFormatError("member: unknown role")
+        }
+        let n = Int(try r.readInteger(as: UInt8.self, "member name length"))
+        guard n <= maxNameBytes else { throw SyncFormatError("member: name too long") }
+        let name = String(decoding: try r.readBytes(count: n, "member name"), as: UTF8.self)
+        return Member(device: device, signingKey: sign, exchangeKeys: kex, role: role, name: name)
+    }
+}
+
+// MARK: Circle statements (§4)
+
+/// One epoch of the circle: who is in it, who said so, signed by a member of the epoch before.
+package struct CircleStatement: Equatable, Sendable {
+    package enum Action: UInt8, Sendable { case founded = 1, approved = 2, removed = 3, recovered = 4 }
+    static let magic = Array("LKsyncCS".utf8)
+
+    package var circle: SyncID
+    package var epoch: UInt32
+    package var previous: [UInt8]
+    package var author: SyncID
+    package var action: Action
+    package var subject: SyncID
+    package var members: [Member]
+    package var signature: [UInt8] = []
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 256)
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeInteger(epoch)
+        w.writeBytes(previous)
+        w.writeBytes(author)
+        w.writeInteger(action.rawValue)
+        w.writeBytes(subject)
+        w.writeInteger(UInt16(members.count))
+        for m in members.sorted(by: { $0.device.lexicographicallyPrecedes($1.device) }) { m.write(into: &w) }
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+    package var hash: [UInt8] { Crypto.sha256(bytes) }
+    package func member(_ id: SyncID) -> Member? { members.first { $0.device == id } }
+
+    package static func decode(_ bytes: [UInt8]) throws -> CircleStatement {
+        let (body, sig) = try splitSignature(bytes, "circle statement")
+        var r = ByteReader(body)
+        try r.readFilePreamble(magic, "circle statement")
+        let circle = try r.readBytes(count: 16, "circle id")
+        let epoch: UInt32 = try r.readInteger("epoch")
+        let prev = try r.readBytes(count: 32, "previous statement")
+        let author = try r.readBytes(count: 16, "author")
+        guard let action = Action(rawValue: try r.readInteger(as: UInt8.self, "action")) else {
+            throw SyncFormatError("circle statement: unknown action")
+        }
+        let subject = try r.readBytes(count: 16, "subject")
+        let count = Int(try r.readInteger(as: UInt16.self, "member count"))
+        var members: [Member] = []
+        for _ in 0..<count { members.append(try Member.read(&r)) }
+        try r.expectEnd("circle statement")
+        guard zip(members, members.dropFirst()).allSatisfy({ $0.device.lexicographicallyPrecedes($1.device) }) else {
+            throw SyncFormatError("circle statement: members not in order, or one twice")
+        }
+        let s = CircleStatement(
+            circle: circle, epoch: epoch, previous: prev, author: author, action: action, subject: subject,
+            members: members, signature: sig)
+        guard s.signedBytes == body else { throw SyncFormatError("circle statement: not in canonical form") }
+        return s
+    }
+}
+
+// MARK: Join applications (§5)
+
+/// What a new machine publishes to ask to join: its keys and the circle it saw.
+package struct Application: Equatable, Sendable {
+    static let magic = Array("LKsyncAP".utf8)
+    package var circle: SyncID
+    package var sawHead: [UInt8]
+    package var member: Member
+    package var signature: [UInt8] = []
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 200)
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeBytes(sawHead)
+        member.write(into: &w)
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+
+    /// The code both machines show; the user compares them (§5.2): 60 bits of a hash of the
+    /// joiner's keys and the circle it saw, as 12 base-32 characters in groups of four.
+    package var code: String {
+        var input = Array("LKsync code".utf8)
+        input += circle + sawHead + member.device + member.signingKey
+        for k in member.exchangeKeys { input += k }
+        let h = Crypto.sha256(input)
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        var bits: UInt64 = 0
+        for b in h.prefix(8) { bits = bits << 8 | UInt64(b) }
+        var out = ""
+        for i in 0..<12 {
+            if i > 0, i % 4 == 0 { out += "-" }
+            out.append(alphabet[Int((bits >> UInt64(59 - 5 * i)) & 31)])
+        }
+        return out
+    }
+
+    package static func decode(_ bytes: [UInt8]) throws -> Application {
+        let (body, sig) = try splitSignature(bytes, "application")
+        var r = ByteReader(body)
+        try r.readFilePreamble(magic, "application")
+        let a = Application(
+            circle: try r.readBytes(count: 16, "circle id"), sawHead: try r.readBytes(count: 32, "head"),
+            member: try Member.read(&r), signature: sig)
+        try r.expectEnd("application")
+        guard Crypto.ed25519Verify(publicKey: a.member.signingKey, message: body, signature: sig) else {
+            throw SyncFormatError("application: bad signature")
+        }
+        return a
+    }
+}
+
+// MARK: Key envelopes (§6)
+
+/// The epoch's class keys, wrapped to each member's exchange key of the same class.
+package struct KeyEnvelope: Equatable, Sendable {
+    static let magic = Array("LKsyncKE".utf8)
+    package struct Entry: Equatable, Sendable {
+        package var member: SyncID
+        /// AES key wrap of the 32-byte class key, one per class in `SyncClass` order.
+        package var wrapped: [[UInt8]]
+    }
+    package var circle: SyncID
+    package var epoch: UInt32
+    package var statement: [UInt8]
+    package var author: SyncID
+    /// One ephemeral X25519 public key per class.
+    package var ephemeral: [[UInt8]]
+    package var entries: [Entry]
+    package var signature: [UInt8] = []
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 512)
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeInteger(epoch)
+        w.writeBytes(statement)
+        w.writeBytes(author)
+        for e in ephemeral { w.writeBytes(e) }
+        w.writeInteger(UInt16(entries.count))
+        for e in entries {
+            w.writeBytes(e.member)
+            for k in e.wrapped { w.writeBytes(k) }
+        }
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+
+    package static func decode(_ bytes: [UInt8]) throws -> KeyEnvelope {
+        let (body, sig) = try splitSignature(bytes, "key envelope")
+        var r = ByteReader(body)
+        try r.readFilePreamble(magic, "key envelope")
+        let circle = try r.readBytes(count: 16, "circle id")
+        let epoch: UInt32 = try r.readInteger("epoch")
+        let statement = try r.readBytes(count: 32, "statement")
+        let author = try r.readBytes(count: 16, "author")
+        var eph: [[UInt8]] = []
+        for _ in SyncClass.allCases { eph.append(try r.readBytes(count: 32, "ephemeral key")) }
+        let n = Int(try r.readInteger(as: UInt16.self, "entry count"))
+        var entries: [Entry] = []
+        for _ in 0..<n {
+            let m = try r.readBytes(count: 16, "entry member")
+            var w: [[UInt8]] = []
+            for _ in SyncClass.allCases { w.append(try r.readBytes(count: 40, "wrapped key")) }
+            entries.append(Entry(member: m, wrapped: w))
+        }
+        try r.expectEnd("key envelope")
+        return KeyEnvelope(
+            circle: circle, epoch: epoch, statement: statement, author: author, ephemeral: eph, entries: entries,
+            signature: sig)
+    }
+
+    /// The key-encryption key for `member`'s class-`c` key (§6.2).
+    static func kek(shared: SecretKey, statement: [UInt8], member: SyncID, _ c: SyncClass) throws -> SecretKey {
+        try Crypto.hkdfSHA256(
+            ikm: shared, salt: statement, info: Array("LKsync kek".utf8) + member + [c.rawValue], count: 32)
+    }
+}
+
+// MARK: Segments (§7)
+
+/// One change to one item, as a machine wrote it.
+package struct SegmentEntry: Equatable, Sendable {
+    package enum Kind: UInt8, Sendable { case put = 1, delete = 2 }
+    package var syncID: SyncID
+    package var hlc: UInt64
+    package var kind: Kind
+    /// The item's class (6–8) for a put; 0 for a delete.
+    package var protection: UInt8
+    package var nonce: [UInt8]
+    /// AES-256-GCM ciphertext of the item plaintext (FORMAT §8) with its 16-byte tag; for a
+    /// delete, the tag of an empty plaintext.
+    package var sealed: [UInt8]
+
+    /// The clear fields the AAD and the merge read.
+    func writeClear(into w: inout ByteWriter) {
+        w.writeBytes(syncID)
+        w.writeInteger(hlc)
+        w.writeInteger(kind.rawValue)
+        w.writeInteger(protection)
+        w.writeZeros(2)
+    }
+}
+
+/// A machine's numbered, hash-chained, signed batch of changes.
+package struct Segment: Equatable, Sendable {
+    static let magic = Array("LKsyncSG".utf8)
+    package struct Seen: Equatable, Sendable {
+        package var device: SyncID
+        package var number: UInt64
+        package var hash: [UInt8]
+    }
+    package var circle: SyncID
+    package var device: SyncID
+    package var number: UInt64
+    package var previous: [UInt8]
+    package var epoch: UInt32
+    package var seen: [Seen]
+    package var entries: [SegmentEntry]
+    package var signature: [UInt8] = []
+
+    package static let maxEntries = 1 << 20
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 128 + entries.reduce(0) { $0 + 48 + $1.sealed.count })
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeBytes(device)
+        w.writeInteger(number)
+        w.writeBytes(previous)
+        w.writeInteger(epoch)
+        w.writeInteger(UInt16(seen.count))
+        for s in seen {
+            w.writeBytes(s.device)
+            w.writeInteger(s.number)
+            w.writeBytes(s.hash)
+        }
+        w.writeInteger(UInt32(entries.count))
+        for e in entries {
+            e.writeClear(into: &w)
+            w.writeBytes(e.nonce)
+            w.writeInteger(UInt32(e.sealed.count))
+            w.writeBytes(e.sealed)
+        }
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+
+    package static func decode(_ bytes: [UInt8]) throws -> Segment {
+        let (body, sig) = try splitSignature(bytes, "segment")
+        var r = ByteReader(body)
+        try r.readFilePreamble(magic, "segment")
+        let circle = try r.readBytes(count: 16, "circle id")
+        let device = try r.readBytes(count: 16, "device")
+        let number: UInt64 = try r.readInteger("number")
+        let prev = try r.readBytes(count: 32, "previous segment")
+        let epoch: UInt32 = try r.readInteger("epoch")
+        let seenCount = Int(try r.readInteger(as: UInt16.self, "seen count"))
+        var seen: [Seen] = []
+        for _ in 0..<seenCount {
+            seen.append(
+                Seen(
+                    device: try r.readBytes(count: 16, "seen device"), number: try r.readInteger("seen number"),
+                    hash: try r.readBytes(count: 32, "seen hash")))
+        }
+        let count = Int(try r.readInteger(as: UInt32.self, "entry count"))
+        guard count <= maxEntries, count * 52 <= r.remaining else { throw SyncFormatError("segment: entry count too large") }
+        var entries: [SegmentEntry] = []
+        entries.reserveCapacity(count)
+        for _ in 0..<count {
+            let id = try r.readBytes(count: 16, "sync id")
+            let hlc: UInt64 = try r.readInteger("hlc")
+            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger(as: UInt8.self, "kind")) else {
+                throw SyncFormatError("segment: unknown entry kind")
+            }
+            let pc: UInt8 = try r.readInteger("protection")
+            try r.readReserved(count: 2, "entry reserved")
+            guard kind == .put ? SyncClass(rawValue: pc) != nil : pc == 0 else {
+                throw SyncFormatError("segment: an entry's protection class is not one that syncs")
+            }
+            let nonce = try r.readBytes(count: 12, "nonce")
+            let n = Int(try r.readInteger(as: UInt32.self, "sealed length"))
+            guard n >= 16, n <= r.remaining else { throw SyncFormatError("segment: bad sealed length") }
+            guard kind == .put || n == 16 else { throw SyncFormatError("segment: a delete carries data") }
+            entries.append(
+                SegmentEntry(
+                    syncID: id, hlc: hlc, kind: kind, protection: pc, nonce: nonce,
+                    sealed: try r.readBytes(count: n, "sealed")))
+        }
+        try r.expectEnd("segment")
+        return Segment(
+            circle: circle, device: device, number: number, previous: prev, epoch: epoch, seen: seen,
+            entries: entries, signature: sig)
+    }
+
+    /// The AAD of entry `index` (§7.3).
+    func aad(_ index: Int) -> [UInt8] {
+        var w = ByteWriter(capacity: 80)
+        w.writeBytes(Array("LKsyncEN".utf8))
+        w.writeBytes(circle)
+        w.writeBytes(device)
+        w.writeInteger(number)
+        w.writeInteger(epoch)
+        w.writeInteger(UInt32(index))
+        entries[index].writeClear(into: &w)
+        return w.bytes
+    }
+
+    /// The key entries of this segment are sealed with, from the epoch's class key (§7.3).
+    static func entryKey(_ classKey: SecretKey, circle: SyncID, device: SyncID, number: UInt64) throws -> SecretKey {
+        var info = Array("LKsync segment".utf8) + device
+        withUnsafeBytes(of: number.bigEndian) { info += $0 }
+        return try Crypto.hkdfSHA256(ikm: classKey, salt: circle, info: info, count: 32)
+    }
+}

@@ -1,0 +1,194 @@
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// A machine's syncing identity (spec/SYNC.md §3): an Ed25519 signing key and one X25519 key
+/// per syncing class. The private halves live in this machine's keychain as ThisDeviceOnly
+/// items (never synced, never restorable elsewhere): the signing key and the `dk` exchange key
+/// in a `dku` item, the `ck` one in a `cku` item, the `ak` one in an `aku` item, so that a
+/// class locked on this machine keeps the sync keys of that class locked too.
+package struct SyncIdentity: @unchecked Sendable {
+    package let device: SyncID
+    package let signingSeed: SecretKey
+    /// Present for the classes whose item could be read (unlocked).
+    package var exchange: [SyncClass: SecretKey]
+    package let name: String
+
+    package var signingKey: [UInt8] { (try? Crypto.ed25519PublicKey(signingSeed)) ?? [] }
+
+    /// A new identity.
+    package static func generate(name: String) throws -> (SyncIdentity, Member) {
+        var ex: [SyncClass: SecretKey] = [:]
+        for c in SyncClass.allCases { ex[c] = try SecretKey.random() }
+        let id = SyncIdentity(device: try Crypto.randomBytes(16), signingSeed: try SecretKey.random(), exchange: ex, name: name)
+        return (id, try id.member(role: .machine))
+    }
+
+    /// The recovery key's identity (§3.2): every key derived from the 32-byte recovery secret.
+    package static func recovery(_ secret: SecretKey) throws -> SyncIdentity {
+        func derive(_ label: String) throws -> SecretKey {
+            try Crypto.hkdfSHA256(ikm: secret, salt: Array("LKsync recovery".utf8), info: Array(label.utf8), count: 32)
+        }
+        var ex: [SyncClass: SecretKey] = [:]
+        for c in SyncClass.allCases { ex[c] = try derive("exchange \(c.rawValue)") }
+        let device = Array(try derive("device").copyBytes().prefix(16))
+        return SyncIdentity(device: device, signingSeed: try derive("signing"), exchange: ex, name: "recovery key")
+    }
+
+    package func member(role: Member.Role) throws -> Member {
+        Member(
+            device: device, signingKey: try Crypto.ed25519PublicKey(signingSeed),
+            exchangeKeys: try SyncClass.allCases.map { try Crypto.x25519PublicKey(exchange[$0]!) }, role: role,
+            name: name)
+    }
+
+    package func sign(_ bytes: [UInt8]) throws -> [UInt8] { try Crypto.ed25519Sign(signingSeed, bytes) }
+
+    // MARK: In the keychain
+
+    static let service = "latchkey-sync"
+    static let group = "latchkey.sync"
+
+    private static func account(_ pc: ProtectionClass) -> String { "identity-\(pc.code)" }
+
+    /// Stores the private keys in `keychain` (one item per class; §3.1).
+    package func store(in keychain: Keychain) throws {
+        for c in SyncClass.allCases {
+            var data = exchange[c]!.copyBytes()
+            defer { Crypto.cleanse(&data) }
+            if c == .always { data = device + signingSeed.copyBytes() + Array(name.utf8.prefix(Member.maxNameBytes)) + [0] + data }
+            _ = try keychain.add(
+                .genericPassword,
+                attributes: [
+                    "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
+                    "agrp": .string(Self.group), "labl": .string("Latchkey sync identity (this machine only)"),
+                ], data: data, protection: c.localProtection)
+        }
+    }
+
+    /// The identity stored in `keychain`, with the exchange keys of the classes that are
+    /// unlocked; nil when this machine has none.
+    package static func load(from keychain: Keychain) throws -> SyncIdentity? {
+        func item(_ pc: ProtectionClass) throws -> [UInt8]? {
+            do {
+                return try keychain.find(
+                    Query(
+                        .genericPassword,
+                        ["svce": .string(service), "acct": .string(account(pc)), "agrp": .string(group)]),
+                    limit: 1, includeData: true
+                ).first?.data
+            } catch let e as KeychainError where e.status == .interactionNotAllowed {
+                return nil
+            }
+        }
+        guard var main = try item(SyncClass.always.localProtection) else { return nil }
+        defer { Crypto.cleanse(&main) }
+        guard main.count >= 16 + 32 + 1 + 32, let zero = main[48...].firstIndex(of: 0), main.count == zero + 33 else {
+            throw KeychainError(.decode, "the sync identity item of this keychain is damaged")
+        }
+        var ex: [SyncClass: SecretKey] = [.always: SecretKey(copying: main[(zero + 1)...])]
+        for c in [SyncClass.whenUnlocked, .afterFirstUnlock] {
+            if var d = try item(c.localProtection) {
+                ex[c] = SecretKey(consuming: &d)
+            }
+        }
+        return SyncIdentity(
+            device: Array(main[0..<16]), signingSeed: SecretKey(copying: main[16..<48]), exchange: ex,
+            name: String(decoding: main[48..<zero], as: UTF8.self))
+    }
+
+    /// Removes this machine's identity from `keychain` (after it left the circle).
+    package static func remove(from keychain: Keychain) throws {
+        for c in SyncClass.allCases {
+            _ = try? keychain.delete(
+                Query(
+                    .genericPassword,
+                    ["svce": .string(service), "acct": .string(account(c.localProtection)), "agrp": .string(group)]))
+        }
+    }
+}
+
+/// The class keys of one epoch (§6): 32 random bytes per syncing class.
+package struct EpochKeys: @unchecked Sendable {
+    package var keys: [SyncClass: SecretKey]
+
+    package static func generate() throws -> EpochKeys {
+        var k: [SyncClass: SecretKey] = [:]
+        for c in SyncClass.allCases { k[c] = try SecretKey.random() }
+        return EpochKeys(keys: k)
+    }
+
+    /// The envelope that gives these keys to `members`, and the previous epoch's keys (wrapped
+    /// under these) to whoever holds these.
+    package func envelope(
+        circle: SyncID, epoch: UInt32, statement: [UInt8], author: SyncIdentity, members: [Member],
+        previous: EpochKeys?
+    ) throws -> KeyEnvelope {
+        var ephemeral: [SyncClass: SecretKey] = [:]
+        for c in SyncClass.allCases { ephemeral[c] = try SecretKey.random() }
+        var entries: [KeyEnvelope.Entry] = []
+        for m in members.sorted(by: { $0.device.lexicographicallyPrecedes($1.device) }) {
+            var wrapped: [[UInt8]] = []
+            for (i, c) in SyncClass.allCases.enumerated() {
+                let shared = try Crypto.x25519(ephemeral[c]!, peerPublic: m.exchangeKeys[i])
+                let kek = try KeyEnvelope.kek(shared: shared, statement: statement, member: m.device, c)
+                wrapped.append(try Crypto.wrap(keys[c]!, with: kek))
+            }
+            entries.append(KeyEnvelope.Entry(member: m.device, wrapped: wrapped))
+        }
+        if let previous {
+            // The chain back (§6.3): an entry for the all-zero member holds the previous
+            // epoch's keys wrapped under this epoch's.
+            entries.append(
+                KeyEnvelope.Entry(
+                    member: KeyEnvelope.chainMember,
+                    wrapped: try SyncClass.allCases.map { try Crypto.wrap(previous.keys[$0]!, with: keys[$0]!) }))
+        }
+        var e = KeyEnvelope(
+            circle: circle, epoch: epoch, statement: statement, author: author.device,
+            ephemeral: try SyncClass.allCases.map { try Crypto.x25519PublicKey(ephemeral[$0]!) }, entries: entries)
+        e.signature = try author.sign(e.signedBytes)
+        return e
+    }
+
+    /// This identity's keys from `envelope` (the classes it can unwrap).
+    package static func open(_ envelope: KeyEnvelope, as identity: SyncIdentity) throws -> EpochKeys {
+        guard let entry = envelope.entries.first(where: { $0.member == identity.device }) else {
+            throw SyncFormatError("the key envelope of epoch \(envelope.epoch) holds no keys for this machine")
+        }
+        var keys: [SyncClass: SecretKey] = [:]
+        for (i, c) in SyncClass.allCases.enumerated() {
+            guard let mine = identity.exchange[c] else { continue }
+            do {
+                let shared = try Crypto.x25519(mine, peerPublic: envelope.ephemeral[i])
+                let kek = try KeyEnvelope.kek(shared: shared, statement: envelope.statement, member: identity.device, c)
+                keys[c] = try Crypto.unwrap(entry.wrapped[i], with: kek)
+            } catch {
+                throw SyncFormatError("the key envelope of epoch \(envelope.epoch) does not open with this machine's keys")
+            }
+        }
+        return EpochKeys(keys: keys)
+    }
+
+    /// The previous epoch's keys, from the chain entry of `envelope`, for the classes held.
+    package func previous(in envelope: KeyEnvelope) throws -> EpochKeys {
+        guard let entry = envelope.entries.first(where: { $0.member == KeyEnvelope.chainMember }) else {
+            throw SyncFormatError("the key envelope of epoch \(envelope.epoch) has no chain to the epoch before")
+        }
+        var out: [SyncClass: SecretKey] = [:]
+        for (i, c) in SyncClass.allCases.enumerated() {
+            guard let k = keys[c] else { continue }
+            do {
+                out[c] = try Crypto.unwrap(entry.wrapped[i], with: k)
+            } catch {
+                throw SyncFormatError("the key envelope of epoch \(envelope.epoch) has a chain entry that does not open")
+            }
+        }
+        return EpochKeys(keys: out)
+    }
+}
+
+extension KeyEnvelope {
+    /// The member id of the chain entry (§6.3).
+    package static let chainMember = [UInt8](repeating: 0, count: 16)
+}

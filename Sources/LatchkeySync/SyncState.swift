@@ -1,0 +1,247 @@
+import Latchkey
+import LatchkeyCrypto
+import LatchkeyFormat
+
+/// One version of an item as the merge sees it (spec/SYNC.md §8): its clear fields, and once
+/// decrypted, digests of its content and unique key.
+package struct ItemVersion: Equatable, Sendable {
+    package var hlc: UInt64
+    package var device: SyncID
+    /// Where it is: the segment's number (of `device`) and the entry's index.
+    package var number: UInt64
+    package var index: UInt32
+    package var kind: SegmentEntry.Kind
+    package var protection: UInt8
+    /// First 16 bytes of SHA-256 of the item plaintext; nil until decrypted.
+    package var content: [UInt8]?
+    /// First 16 bytes of HMAC(state key, unique key); nil until decrypted.
+    package var unique: [UInt8]?
+
+    /// The merge order: later hybrid clock first, then the larger device id (§8.1).
+    package func beats(_ o: ItemVersion) -> Bool {
+        hlc != o.hlc ? hlc > o.hlc : o.device.lexicographicallyPrecedes(device)
+    }
+}
+
+/// What this machine knows of one synced item.
+package struct SyncedItem: Equatable, Sendable {
+    /// The newest put by the merge order (nil: only deletes seen).
+    package var winner: ItemVersion?
+    /// Some machine deleted it: a deleted item never comes back (§8.2).
+    package var deleted: ItemVersion?
+    /// Lost to another item with the same unique key (§8.3).
+    package var shadowedBy: SyncID?
+    /// The content digest of what this keychain holds under the item's UUID, as of the last
+    /// sync (nil: it holds nothing).
+    package var materialized: [UInt8]?
+
+    /// Whether the merged state says the item exists.
+    package var isLive: Bool { deleted == nil && shadowedBy == nil && winner != nil }
+
+    /// Adds a version; true when it changed the outcome.
+    @discardableResult
+    package mutating func merge(_ v: ItemVersion) -> Bool {
+        switch v.kind {
+        case .delete:
+            if let d = deleted, !v.beats(d) { return false }
+            let changed = deleted == nil
+            deleted = v
+            return changed
+        case .put:
+            if let w = winner, !v.beats(w) {
+                if w.hlc == v.hlc, w.device == v.device, w.content == nil, v.content != nil { winner = v }
+                return false
+            }
+            winner = v
+            return true
+        }
+    }
+}
+
+/// A remote machine's segments as this machine applied them.
+package struct AppliedChain: Equatable, Sendable {
+    package var number: UInt64
+    package var hash: [UInt8]
+}
+
+/// An entry not yet decrypted because its class is locked here (§8.4).
+package struct PendingEntry: Equatable, Sendable, Hashable {
+    package var device: SyncID
+    package var number: UInt64
+    package var index: UInt32
+}
+
+/// This machine's sync state (§9): what it pinned of the circle, applied of each machine,
+/// wrote itself, and knows of each item. Kept in `<keychain>.sync/state`, sealed with a key
+/// derived from the identity.
+package struct SyncState: Equatable, Sendable {
+    package var remote: String
+    package var circle: SyncID
+    package var device: SyncID
+    /// The statement hash of every epoch, from 1 (index 0) to the head.
+    package var chain: [[UInt8]]
+    /// The head a joiner saw when it applied (until it is in the circle).
+    package var appliedAt: [UInt8]? = nil
+    package var applied: [SyncID: AppliedChain] = [:]
+    /// This machine's own segments: the last one written, and the last one known pushed.
+    package var own = AppliedChain(number: 0, hash: [UInt8](repeating: 0, count: 32))
+    package var pushed: UInt64 = 0
+    /// Own segments written but not yet seen on the remote, by number.
+    package var outbox: [UInt64: [UInt8]] = [:]
+    package var hlc: UInt64 = 0
+    /// The keychain as of the last sync: its file UUID and the sequence number reached.
+    package var keychainFile: [UInt8] = []
+    package var keychainSequence: UInt64 = 0
+    package var items: [SyncID: SyncedItem] = [:]
+    package var pending: Set<PendingEntry> = []
+    /// When the last sync ended, and how (empty: success).
+    package var lastSync: Double = 0
+    package var lastError: String = ""
+    package var warnings: [String] = []
+
+    package var epoch: UInt32 { UInt32(chain.count) }
+
+    /// The next hybrid-clock value (§8.1): above every value seen and the wall clock.
+    package mutating func tick(now: Double) -> UInt64 {
+        let physical = UInt64(max(0, now * 1000)) << 16
+        hlc = max(hlc + 1, physical)
+        return hlc
+    }
+
+    /// Moves the clock past a value seen in a remote segment.
+    package mutating func observe(_ remote: UInt64) { hlc = max(hlc, remote) }
+
+    // MARK: Encoding
+
+    static let magic = Array("LKsyncST".utf8)
+
+    package func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: 256 + items.count * 96)
+        w.writeInteger(UInt16(1))
+        func bytes(_ b: [UInt8]) {
+            w.writeInteger(UInt32(b.count))
+            w.writeBytes(b)
+        }
+        func optional(_ b: [UInt8]?) {
+            w.writeInteger(UInt8(b == nil ? 0 : 1))
+            if let b { bytes(b) }
+        }
+        func version(_ v: ItemVersion?) {
+            w.writeInteger(UInt8(v == nil ? 0 : 1))
+            guard let v else { return }
+            w.writeInteger(v.hlc)
+            w.writeBytes(v.device)
+            w.writeInteger(v.number)
+            w.writeInteger(v.index)
+            w.writeInteger(v.kind.rawValue)
+            w.writeInteger(v.protection)
+            optional(v.content)
+            optional(v.unique)
+        }
+        bytes(Array(remote.utf8))
+        w.writeBytes(circle)
+        w.writeBytes(device)
+        w.writeInteger(UInt32(chain.count))
+        for h in chain { w.writeBytes(h) }
+        optional(appliedAt)
+        w.writeInteger(UInt32(applied.count))
+        for (d, a) in applied.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            w.writeBytes(d)
+            w.writeInteger(a.number)
+            w.writeBytes(a.hash)
+        }
+        w.writeInteger(own.number)
+        w.writeBytes(own.hash)
+        w.writeInteger(pushed)
+        w.writeInteger(UInt32(outbox.count))
+        for (n, b) in outbox.sorted(by: { $0.key < $1.key }) {
+            w.writeInteger(n)
+            bytes(b)
+        }
+        w.writeInteger(hlc)
+        bytes(keychainFile)
+        w.writeInteger(keychainSequence)
+        w.writeInteger(UInt32(items.count))
+        for (id, i) in items.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            w.writeBytes(id)
+            version(i.winner)
+            version(i.deleted)
+            optional(i.shadowedBy)
+            optional(i.materialized)
+        }
+        w.writeInteger(UInt32(pending.count))
+        for p in pending.sorted(by: {
+            $0.device != $1.device
+                ? $0.device.lexicographicallyPrecedes($1.device) : ($0.number, $0.index) < ($1.number, $1.index)
+        }) {
+            w.writeBytes(p.device)
+            w.writeInteger(p.number)
+            w.writeInteger(p.index)
+        }
+        w.writeInteger(lastSync.bitPattern)
+        bytes(Array(lastError.utf8))
+        w.writeInteger(UInt32(warnings.count))
+        for s in warnings { bytes(Array(s.utf8)) }
+        return w.bytes
+    }
+
+    package static func decode(_ input: [UInt8]) throws -> SyncState {
+        var r = ByteReader(input)
+        guard try r.readInteger(as: UInt16.self, "state version") == 1 else { throw SyncFormatError("state: unknown version") }
+        func bytes() throws -> [UInt8] {
+            let n = Int(try r.readInteger(as: UInt32.self, "length"))
+            return try r.readBytes(count: n, "bytes")
+        }
+        func optional() throws -> [UInt8]? { try r.readInteger(as: UInt8.self, "flag") == 0 ? nil : try bytes() }
+        func version() throws -> ItemVersion? {
+            guard try r.readInteger(as: UInt8.self, "flag") != 0 else { return nil }
+            let hlc: UInt64 = try r.readInteger("hlc")
+            let device = try r.readBytes(count: 16, "device")
+            let number: UInt64 = try r.readInteger("number")
+            let index: UInt32 = try r.readInteger("index")
+            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger("kind")) else { throw SyncFormatError("state: kind") }
+            return ItemVersion(
+                hlc: hlc, device: device, number: number, index: index, kind: kind, protection: try r.readInteger("protection"), content: try optional(),
+                unique: try optional())
+        }
+        let remote = String(decoding: try bytes(), as: UTF8.self)
+        var s = SyncState(
+            remote: remote, circle: try r.readBytes(count: 16, "circle"), device: try r.readBytes(count: 16, "device"),
+            chain: [])
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "chain")) { s.chain.append(try r.readBytes(count: 32, "hash")) }
+        s.appliedAt = try optional()
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "applied")) {
+            let d = try r.readBytes(count: 16, "device")
+            s.applied[d] = AppliedChain(number: try r.readInteger("number"), hash: try r.readBytes(count: 32, "hash"))
+        }
+        s.own = AppliedChain(number: try r.readInteger("own"), hash: try r.readBytes(count: 32, "own hash"))
+        s.pushed = try r.readInteger("pushed")
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "outbox")) {
+            let n: UInt64 = try r.readInteger("number")
+            s.outbox[n] = try bytes()
+        }
+        s.hlc = try r.readInteger("hlc")
+        s.keychainFile = try bytes()
+        s.keychainSequence = try r.readInteger("sequence")
+        let n = Int(try r.readInteger(as: UInt32.self, "items"))
+        s.items.reserveCapacity(n)
+        for _ in 0..<n {
+            let id = try r.readBytes(count: 16, "id")
+            s.items[id] = SyncedItem(
+                winner: try version(), deleted: try version(), shadowedBy: try optional(), materialized: try optional())
+        }
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "pending")) {
+            s.pending.insert(
+                PendingEntry(
+                    device: try r.readBytes(count: 16, "device"), number: try r.readInteger("number"),
+                    index: try r.readInteger("index")))
+        }
+        s.lastSync = Double(bitPattern: try r.readInteger("last sync"))
+        s.lastError = String(decoding: try bytes(), as: UTF8.self)
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "warnings")) {
+            s.warnings.append(String(decoding: try bytes(), as: UTF8.self))
+        }
+        try r.expectEnd("state")
+        return s
+    }
+}

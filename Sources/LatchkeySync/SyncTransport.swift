@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+import Foundation
+import Latchkey
+
+/// Where the circle's files are shared (spec/SYNC.md §2): a directory tree in which each
+/// machine writes only under `devices/<its id>/`. `fetch` brings the remote's files into
+/// `directory`; `publish` adds files and makes them the remote's, failing with `.behind`
+/// when another machine published first (then fetch, merge and publish again).
+package protocol SyncTransport: AnyObject {
+    /// The local copy of the remote's files, as of the last `fetch`.
+    var directory: String { get }
+    /// Brings the remote's current files; false when the remote holds nothing yet.
+    @discardableResult func fetch() throws -> Bool
+    /// Writes `files` (paths relative to `directory`) and publishes them.
+    func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws
+}
+
+/// Why a sync transport failed.
+package enum TransportError: Error, CustomStringConvertible {
+    /// Another machine published since the last fetch.
+    case behind
+    case failed(String)
+
+    package var description: String {
+        switch self {
+        case .behind: return "the remote moved on since it was fetched"
+        case .failed(let s): return s
+        }
+    }
+}
+
+/// The git transport: a clone in `directory`, one commit per publish, pushed to the branch
+/// `latchkey` of `url`. Any URL git accepts (ssh, https, file), with git's own credentials.
+/// The clone is only a cache: every fetch resets it to the remote's branch, so a crash at any
+/// step leaves nothing a later run has to repair (what this machine has not yet pushed is in
+/// the sync state's outbox, not only in the clone).
+package final class GitTransport: SyncTransport {
+    package let url: String
+    package let directory: String
+    package static let branch = "latchkey"
+    /// Extra environment for git (tests point GIT_CONFIG_GLOBAL at an empty file).
+    package var environment: [String: String] = [:]
+
+    package init(url: String, directory: String) {
+        self.url = url
+        self.directory = directory
+    }
+
+    /// The path of the git executable, or a clear error.
+    package static func gitPath() throws -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":") {
+            let p = "\(dir)/git"
+            if access(p, X_OK) == 0 { return p }
+        }
+        throw KeychainError(
+            .notAvailable,
+            "sync needs git, and no git is on PATH; install it (Debian: sudo apt install git) and try again")
+    }
+
+    /// Runs git; returns (status, stdout, stderr).
+    @discardableResult
+    func git(_ args: [String], in dir: String? = nil, allowFailure: Bool = false) throws -> (Int32, String, String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try Self.gitPath())
+        // No hooks, no user templates, no prompts for a terminal that a daemon lacks.
+        p.arguments =
+            [
+                "-c", "core.hooksPath=/dev/null", "-c", "user.name=latchkey", "-c", "user.email=latchkey@localhost",
+                "-c", "commit.gpgSign=false", "-c", "core.symlinks=false", "-c", "init.defaultBranch=\(Self.branch)",
+            ] + (dir.map { ["-C", $0] } ?? []) + args
+        var env = ProcessInfo.processInfo.environment
+        env["GIT_TERMINAL_PROMPT"] = env["GIT_TERMINAL_PROMPT"] ?? "0"
+        env["LC_ALL"] = "C"
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        // Read both pipes to the end before waiting, so a chatty git cannot block on a full pipe.
+        let errBox = DataBox()
+        let group = DispatchGroup()
+        group.enter()
+        let errHandle = err.fileHandleForReading
+        DispatchQueue.global().async {
+            errBox.set(errHandle.readDataToEndOfFile())
+            group.leave()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        let errData = errBox.get()
+        p.waitUntilExit()
+        let result = (
+            p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
+        )
+        if result.0 != 0, !allowFailure {
+            let detail = result.2.split(separator: "\n").suffix(3).joined(separator: "; ")
+            throw TransportError.failed("git \(args.first ?? "") failed (exit \(result.0)): \(detail)")
+        }
+        return result
+    }
+
+    package func fetch() throws -> Bool {
+        if access(directory + "/.git", F_OK) != 0 {
+            _ = try? FileManager.default.removeItem(atPath: directory)
+            try git(["init", "-q", directory])
+            try git(["remote", "add", "origin", url], in: directory)
+        }
+        // A kill during an earlier git command can leave its lock behind; the sync lock
+        // (held by the caller) says no other git runs here.
+        for lock in ["index.lock", "HEAD.lock", "refs/heads/\(Self.branch).lock", "shallow.lock"] {
+            unlink(directory + "/.git/" + lock)
+        }
+        let (status, _, err) = try git(
+            ["fetch", "-q", "--no-tags", "origin", "+refs/heads/\(Self.branch):refs/remotes/origin/\(Self.branch)"],
+            in: directory, allowFailure: true)
+        if status != 0 {
+            if err.contains("couldn't find remote ref") { return false }
+            let detail = err.split(separator: "\n").suffix(3).joined(separator: "; ")
+            throw TransportError.failed("git fetch from \(url) failed: \(detail)")
+        }
+        try git(["checkout", "-q", "-B", Self.branch, "refs/remotes/origin/\(Self.branch)"], in: directory)
+        try git(["reset", "-q", "--hard", "refs/remotes/origin/\(Self.branch)"], in: directory)
+        try git(["clean", "-q", "-fdx"], in: directory)
+        return true
+    }
+
+    package func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws {
+        for f in files {
+            let full = directory + "/" + f.path
+            try FileManager.default.createDirectory(
+                atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(f.bytes).write(to: URL(fileURLWithPath: full))
+        }
+        try git(["add", "-A", "--"] + files.map(\.path), in: directory)
+        try git(["commit", "-q", "--allow-empty", "-m", message], in: directory)
+        let (status, _, err) = try git(
+            ["push", "-q", "origin", "HEAD:refs/heads/\(Self.branch)"], in: directory, allowFailure: true)
+        if status != 0 {
+            if err.contains("rejected") || err.contains("fetch first") || err.contains("non-fast-forward") {
+                throw TransportError.behind
+            }
+            let detail = err.split(separator: "\n").suffix(3).joined(separator: "; ")
+            throw TransportError.failed("git push to \(url) failed: \(detail)")
+        }
+        try git(["update-ref", "refs/remotes/origin/\(Self.branch)", "HEAD"], in: directory)
+    }
+}
+
+/// Stderr of git, read on another thread.
+private final class DataBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
+    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
+}
