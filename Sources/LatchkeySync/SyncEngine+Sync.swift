@@ -64,6 +64,12 @@ extension SyncEngine {
             var local = try scanLocal(&state, &fresh, &report)
             try ingest(tree, circle, &state, &fresh, &report)
             try checkpoint("ingested")
+            // A put found here that equals the merged winner is a remote version this keychain
+            // already holds (applied by a sync that stopped before it saved its state).
+            local.removeAll { c in
+                guard let p = c.plaintext, let w = state.items[c.id]?.winner else { return false }
+                return w.content == Self.contentDigest(p)
+            }
             try stage(local, from: 0, &state)
             try resolveConflicts(&state, &fresh, local: &local, &report)
             try writeSegment(local, circle, tree, &state)

@@ -256,7 +256,8 @@ package final class SyncEngine {
                 let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
                 try requireMember(circle, state)
                 let machines = circle.head.members.filter { $0.role == .machine }
-                let matches = machines.filter { $0.name == who || hexString($0.device).hasPrefix(who.lowercased()) }
+                let named = machines.filter { $0.name == who }
+                let matches = named.isEmpty ? machines.filter { hexString($0.device).hasPrefix(who.lowercased()) } : named
                 guard matches.count == 1, let gone = matches.first else {
                     throw KeychainError(
                         matches.isEmpty ? .itemNotFound : .param,
