@@ -2,7 +2,7 @@
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=

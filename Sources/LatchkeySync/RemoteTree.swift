@@ -1,7 +1,6 @@
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 import LatchkeyFormat
 
 /// The files of a fetched remote (spec/SYNC.md §2), read defensively: only regular files
@@ -15,14 +14,14 @@ package struct RemoteTree {
 
     package static func deviceDirectory(_ device: SyncID) -> String { "devices/" + hexString(device) }
     package static func statementPath(_ author: SyncID, epoch: UInt32) -> String {
-        deviceDirectory(author) + "/circle/" + String(format: "%08u", epoch)
+        deviceDirectory(author) + "/circle/" + TreeFiles.padded(UInt64(epoch), 8)
     }
     package static func envelopePath(_ author: SyncID, epoch: UInt32) -> String {
-        deviceDirectory(author) + "/keys/" + String(format: "%08u", epoch)
+        deviceDirectory(author) + "/keys/" + TreeFiles.padded(UInt64(epoch), 8)
     }
     package static func applicationPath(_ device: SyncID) -> String { deviceDirectory(device) + "/application" }
     package static func segmentPath(_ device: SyncID, _ number: UInt64) -> String {
-        deviceDirectory(device) + "/seg/" + String(format: "%012llu", number)
+        deviceDirectory(device) + "/seg/" + TreeFiles.padded(number, 12)
     }
 
     /// The devices that have a directory.
@@ -65,6 +64,6 @@ package struct RemoteTree {
     private func list(_ path: String) -> [String] {
         var st = stat()
         guard lstat(root + "/" + path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return [] }
-        return (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + path)) ?? []
+        return TreeFiles.list(root + "/" + path)
     }
 }

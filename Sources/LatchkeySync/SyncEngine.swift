@@ -1,7 +1,11 @@
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat

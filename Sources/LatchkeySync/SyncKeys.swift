@@ -46,8 +46,8 @@ package struct SyncIdentity: @unchecked Sendable {
 
     // MARK: In the keychain
 
+    /// In the caller's default access group (the CLI's is `latchkey.cli`).
     static let service = "latchkey-sync"
-    static let group = "latchkey.sync"
 
     private static func account(_ pc: ProtectionClass) -> String { "identity-\(pc.code)" }
 
@@ -61,7 +61,7 @@ package struct SyncIdentity: @unchecked Sendable {
                 .genericPassword,
                 attributes: [
                     "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
-                    "agrp": .string(Self.group), "labl": .string("Latchkey sync identity (this machine only)"),
+                    "labl": .string("Latchkey sync identity (this machine only)"),
                 ], data: data, protection: c.localProtection)
         }
     }
@@ -74,7 +74,7 @@ package struct SyncIdentity: @unchecked Sendable {
                 return try keychain.find(
                     Query(
                         .genericPassword,
-                        ["svce": .string(service), "acct": .string(account(pc)), "agrp": .string(group)]),
+                        ["svce": .string(service), "acct": .string(account(pc))]),
                     limit: 1, includeData: true
                 ).first?.data
             } catch let e as KeychainError where e.status == .interactionNotAllowed {
@@ -103,7 +103,7 @@ package struct SyncIdentity: @unchecked Sendable {
             _ = try? keychain.delete(
                 Query(
                     .genericPassword,
-                    ["svce": .string(service), "acct": .string(account(c.localProtection)), "agrp": .string(group)]))
+                    ["svce": .string(service), "acct": .string(account(c.localProtection))]))
         }
     }
 }

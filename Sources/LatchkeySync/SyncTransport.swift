@@ -1,7 +1,6 @@
 #if canImport(Glibc)
     import Glibc
 #endif
-import Foundation
 import Latchkey
 
 /// Where the circle's files are shared (spec/SYNC.md §2): a directory tree in which each
@@ -50,7 +49,7 @@ package final class GitTransport: SyncTransport {
 
     /// The path of the git executable, or a clear error.
     package static func gitPath() throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let path = Subprocess.currentEnvironment()["PATH"] ?? "/usr/bin:/bin"
         for dir in path.split(separator: ":") {
             let p = "\(dir)/git"
             if access(p, X_OK) == 0 { return p }
@@ -63,41 +62,18 @@ package final class GitTransport: SyncTransport {
     /// Runs git; returns (status, stdout, stderr).
     @discardableResult
     func git(_ args: [String], in dir: String? = nil, allowFailure: Bool = false) throws -> (Int32, String, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: try Self.gitPath())
-        // No hooks, no user templates, no prompts for a terminal that a daemon lacks.
-        p.arguments =
+        // No hooks, no symlinks checked out, no signing, no prompts for a terminal a daemon lacks.
+        let arguments =
             [
                 "-c", "core.hooksPath=/dev/null", "-c", "user.name=latchkey", "-c", "user.email=latchkey@localhost",
                 "-c", "commit.gpgSign=false", "-c", "core.symlinks=false", "-c", "init.defaultBranch=\(Self.branch)",
             ] + (dir.map { ["-C", $0] } ?? []) + args
-        var env = ProcessInfo.processInfo.environment
+        var env = Subprocess.currentEnvironment()
         env["GIT_TERMINAL_PROMPT"] = env["GIT_TERMINAL_PROMPT"] ?? "0"
         env["LC_ALL"] = "C"
         for (k, v) in environment { env[k] = v }
-        p.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        // Read both pipes to the end before waiting, so a chatty git cannot block on a full pipe.
-        let errBox = DataBox()
-        let group = DispatchGroup()
-        group.enter()
-        let errHandle = err.fileHandleForReading
-        DispatchQueue.global().async {
-            errBox.set(errHandle.readDataToEndOfFile())
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        let errData = errBox.get()
-        p.waitUntilExit()
-        let result = (
-            p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
-        )
+        let r = try Subprocess.run(try Self.gitPath(), arguments, environment: env)
+        let result = (r.status, String(decoding: r.stdout, as: UTF8.self), String(decoding: r.stderr, as: UTF8.self))
         if result.0 != 0, !allowFailure {
             let detail = result.2.split(separator: "\n").suffix(3).joined(separator: "; ")
             throw TransportError.failed("git \(args.first ?? "") failed (exit \(result.0)): \(detail)")
@@ -107,7 +83,7 @@ package final class GitTransport: SyncTransport {
 
     package func fetch() throws -> Bool {
         if access(directory + "/.git", F_OK) != 0 {
-            _ = try? FileManager.default.removeItem(atPath: directory)
+            TreeFiles.removeTree(directory)
             try git(["init", "-q", directory])
             try git(["remote", "add", "origin", url], in: directory)
         }
@@ -124,19 +100,14 @@ package final class GitTransport: SyncTransport {
             let detail = err.split(separator: "\n").suffix(3).joined(separator: "; ")
             throw TransportError.failed("git fetch from \(url) failed: \(detail)")
         }
-        try git(["checkout", "-q", "-B", Self.branch, "refs/remotes/origin/\(Self.branch)"], in: directory)
+        try git(["checkout", "-q", "-f", "-B", Self.branch, "refs/remotes/origin/\(Self.branch)"], in: directory)
         try git(["reset", "-q", "--hard", "refs/remotes/origin/\(Self.branch)"], in: directory)
         try git(["clean", "-q", "-fdx"], in: directory)
         return true
     }
 
     package func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws {
-        for f in files {
-            let full = directory + "/" + f.path
-            try FileManager.default.createDirectory(
-                atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try Data(f.bytes).write(to: URL(fileURLWithPath: full))
-        }
+        for f in files { try TreeFiles.write(root: directory, relative: f.path, f.bytes) }
         try git(["add", "-A", "--"] + files.map(\.path), in: directory)
         try git(["commit", "-q", "--allow-empty", "-m", message], in: directory)
         let (status, _, err) = try git(
@@ -150,12 +121,4 @@ package final class GitTransport: SyncTransport {
         }
         try git(["update-ref", "refs/remotes/origin/\(Self.branch)", "HEAD"], in: directory)
     }
-}
-
-/// Stderr of git, read on another thread.
-private final class DataBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
-    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
 }

@@ -47,7 +47,8 @@ struct LatchkeyCommand: ParsableCommand {
             DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self,
             RestoreCommand.self,
             BackupVerifyCommand.self, BackupListCommand.self, GenerateManualCommand.self,
-            AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self
+            AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self, SyncCommand.self,
+            HistoryCommand.self
         ]
     )
 

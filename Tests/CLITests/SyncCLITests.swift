@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+
+/// `latchkey sync` end to end: three machines (each its own HOME, device secret and keychain,
+/// the passcode in the environment) and a bare repository served by `git daemon` on
+/// localhost, as a user would set it up.
+@Suite(.serialized) struct SyncCLITests {
+    final class Daemon {
+        let process = Process()
+        let port: Int
+        let base: URL
+
+        init(base: URL) throws {
+            self.base = base
+            port = Int.random(in: 20_000..<60_000)
+            // git-daemon itself, not `git daemon`: git would run it as a child that outlives a
+            // terminated parent.
+            let execPath = Pipe()
+            let find = Process()
+            find.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            find.arguments = ["git", "--exec-path"]
+            find.standardOutput = execPath
+            try find.run()
+            let dir = String(decoding: execPath.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            find.waitUntilExit()
+            process.executableURL = URL(fileURLWithPath: dir + "/git-daemon")
+            process.arguments = [
+                "--reuseaddr", "--listen=127.0.0.1", "--port=\(port)", "--export-all",
+                "--enable=receive-pack", "--base-path=\(base.path)", base.path,
+            ]
+            process.standardError = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // Until it accepts connections.
+            for _ in 0..<100 {
+                let probe = Process()
+                probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                probe.arguments = ["git", "ls-remote", "git://127.0.0.1:\(port)/remote.git"]
+                probe.standardError = FileHandle.nullDevice
+                probe.standardOutput = FileHandle.nullDevice
+                try probe.run()
+                probe.waitUntilExit()
+                if probe.terminationStatus == 0 { return }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            throw CLITestError("git daemon did not start")
+        }
+
+        deinit {
+            // Foundation's waitUntilExit can wait forever from a test's thread here; the
+            // daemon is killed outright and its forks exit with it (--reuseaddr lets a later
+            // run take a port).
+            kill(process.processIdentifier, SIGKILL)
+        }
+    }
+
+    static let gitEnv: [String: String?] = ["GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"]
+
+    func machine() throws -> CLISandbox {
+        let m = try CLISandbox()
+        for (k, v) in Self.gitEnv { m.environment[k] = v }
+        try m.run(["init", "--kdf-log-n", CLISandbox.kdfLogN]).expectSuccess()
+        return m
+    }
+
+    @Test func threeMachinesOverGitDaemon() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("lk-daemon-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let bare = base.appendingPathComponent("remote.git").path
+        let initBare = Process()
+        initBare.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        initBare.arguments = ["git", "init", "-q", "--bare", bare]
+        try initBare.run()
+        initBare.waitUntilExit()
+        let daemon = try Daemon(base: base)
+        let url = "git://127.0.0.1:\(daemon.port)/remote.git"
+        let (a, b, c) = (try machine(), try machine(), try machine())
+
+        try a.run(["add", "--service", "mail", "--account", "alice", "--synchronizable", "yes"], stdin: Array("s3cret".utf8))
+            .expectSuccess()
+        try a.run(["add", "--service", "local", "--account", "only-here"], stdin: Array("not-synced".utf8)).expectSuccess()
+        let founded = try a.run(["sync", "init", "--remote", url, "--name", "a"])
+        try founded.expectSuccess()
+        let recovery = founded.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(recovery.count == 64)  // 52 base-32 characters in groups of 4
+        #expect(!founded.stderr.contains(recovery))
+
+        let join = try b.run(["sync", "join", "--remote", url, "--name", "b"])
+        try join.expectSuccess()
+        let code = join.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        // A wrong code adds nobody (exit 1: no application shows it).
+        #expect(try a.run(["sync", "approve", "ZZZZ-ZZZZ-ZZZZ"]).status == 1)
+        try a.run(["sync", "approve", code]).expectSuccess()
+        try b.run(["sync"]).expectSuccess()
+        let found = try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"])
+        try found.expectSuccess()
+        #expect(found.out == "s3cret")
+        #expect(try b.run(["find", "--service", "local", "--account", "only-here"]).status == 1)
+
+        // c joins with the recovery key, no member involved.
+        let keyFile = c.directory.appendingPathComponent("recovery.txt")
+        try Data(recovery.utf8).write(to: keyFile)
+        try c.run(["sync", "join", "--remote", url, "--name", "c", "--recovery-key-file", keyFile.path]).expectSuccess()
+        #expect(try c.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
+
+        // A delete on c reaches a and b.
+        try c.run(["delete", "--service", "mail", "--account", "alice", "--synchronizable", "yes", "--yes"]).expectSuccess()
+        try c.run(["sync"]).expectSuccess()
+        try a.run(["sync"]).expectSuccess()
+        #expect(try a.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).status == 1)
+        // The history keeps the deleted version; restoring it brings it back everywhere.
+        let history = try a.run(["history", "--service", "mail", "--account", "alice"])
+        try history.expectSuccess()
+        #expect(history.out.contains("deleted"))
+        #expect(!history.out.contains("s3cret"))
+        let n = try #require(history.out.split(separator: "\n").first { $0.contains("\tchanged") }?.split(separator: "\t").first)
+        try a.run(["history", "--service", "mail", "--account", "alice", "--restore", String(n)]).expectSuccess()
+        try a.run(["sync"]).expectSuccess()
+        try b.run(["sync"]).expectSuccess()
+        #expect(try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
+
+        let devices = try a.run(["sync", "devices", "--json"])
+        try devices.expectSuccess()
+        #expect(devices.out.contains("\"name\" : \"c\""))
+        try a.run(["sync", "remove", "c"]).expectSuccess()
+        let removed = try c.run(["sync"])
+        #expect(removed.status != 0)
+        #expect(removed.stderr.contains("removed"))
+        let status = try c.run(["sync", "status"])
+        #expect(status.out.contains("failed"))
+    }
+
+    @Test func aClearErrorWithoutGit() throws {
+        let m = try machine()
+        let r = try m.run(["sync", "init", "--remote", "file:///nowhere"], env: ["PATH": "/nonexistent"])
+        #expect(r.status != 0)
+        #expect(r.stderr.contains("needs git"))
+    }
+}
+
+extension CLIResult {
+    /// Fails with the command's stderr when it did not exit 0.
+    func expectSuccess(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        if status != 0 { Issue.record("exit \(status): \(stderr)", sourceLocation: sourceLocation) }
+        guard status == 0 else { throw CLITestError("command failed: \(stderr)") }
+    }
+}
