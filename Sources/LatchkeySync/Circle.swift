@@ -9,6 +9,22 @@ package struct Circle: Sendable {
     package var head: CircleStatement { statements.last! }
     package var epoch: UInt32 { head.epoch }
     package var hashes: [[UInt8]] { statements.map(\.hash) }
+    /// For a machine removed from the circle: its member record, how many of its segments
+    /// the circle keeps, and the epoch that removed it (§4.4); nil for any other machine.
+    package func removal(of device: SyncID) -> (member: Member, kept: UInt64, epoch: UInt32)? {
+        guard head.member(device) == nil,
+            let s = statements.last(where: { $0.action == .removed && $0.subject == device }),
+            let before = statement(s.epoch - 1)?.member(device)
+        else { return nil }
+        return (before, s.subjectSegments, s.epoch)
+    }
+
+    /// The member record of a machine in any epoch (its keys never change).
+    package func anyMember(_ device: SyncID) -> Member? {
+        for s in statements.reversed() { if let m = s.member(device) { return m } }
+        return nil
+    }
+
     package func statement(_ epoch: UInt32) -> CircleStatement? {
         epoch >= 1 && Int(epoch) <= statements.count ? statements[Int(epoch) - 1] : nil
     }

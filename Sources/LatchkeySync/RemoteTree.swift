@@ -27,7 +27,8 @@ package struct RemoteTree {
     /// The devices that have a directory.
     package func devices() -> [SyncID] {
         list("devices").compactMap { name in
-            guard name.count == 32, let id = bytesFromHex(name), id.count == 16 else { return nil }
+            // Exactly the form writers use (lower-case hex), so that no machine is listed twice.
+            guard name.count == 32, let id = bytesFromHex(name), id.count == 16, hexString(id) == name else { return nil }
             return id
         }
     }
@@ -36,7 +37,9 @@ package struct RemoteTree {
     package func numbered(_ device: SyncID, _ kind: String) -> [UInt64: String] {
         let dir = Self.deviceDirectory(device) + "/" + kind
         var out: [UInt64: String] = [:]
-        for name in list(dir) where !name.isEmpty && name.allSatisfy(\.isNumber) && name.count <= 20 {
+        // Exactly the zero-padded names writers use: `1` and `000000000001` are not two files.
+        let width = kind == "seg" ? 12 : 8
+        for name in list(dir) where name.utf8.count == width && name.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
             if let n = UInt64(name), n > 0 { out[n] = dir + "/" + name }
         }
         return out

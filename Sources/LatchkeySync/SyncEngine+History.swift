@@ -31,9 +31,7 @@ extension SyncEngine {
             chains[state.device] = AppliedChain(number: state.own.number, hash: state.own.hash)
             for (device, applied) in chains where applied.number > 0 {
                 for n in 1...applied.number {
-                    let bytes = device == state.device ? (state.outbox[n] ?? tree.contents(RemoteTree.segmentPath(device, n)))
-                        : tree.contents(RemoteTree.segmentPath(device, n))
-                    guard let bytes, let seg = try? Segment.decode(bytes) else { continue }
+                    guard let seg = try? verifiedSegment(device, n, tree, circle, outbox: state.outbox) else { continue }
                     let keys = try? keys(epoch: seg.epoch, circle: circle, tree: tree)
                     for i in seg.entries.indices where ids?.contains(seg.entries[i].syncID) ?? true {
                         let id = seg.entries[i].syncID

@@ -74,8 +74,9 @@ extension SyncEngine {
                 continue
             }
             // The edit's time is its mdat; it descends from the version this keychain held.
-            var hlc = Self.physical(p.attributes["mdat"])
-            if let w = known?.winner, known?.materialized == w.content { hlc = max(hlc, w.hlc + 1) }
+            // Never later than now: a date far ahead (FORMAT §8.2 allows any) must not win forever.
+            var hlc = min(Self.physical(p.attributes["mdat"]), SyncState.physical(unixSeconds: now()))
+            if let w = known?.winner, known?.materialized == w.content, w.hlc < .max { hlc = max(hlc, w.hlc + 1) }
             if hlc == 0 { hlc = state.tick(now: now()) }
             state.observe(hlc)
             changes.append(LocalChange(id: item.uuid, plaintext: p, protection: c.protection, hlc: hlc))
@@ -101,8 +102,7 @@ extension SyncEngine {
     /// The hybrid-clock value of a date attribute: milliseconds since 1970 in the high 48 bits.
     static func physical(_ v: AttributeValue?) -> UInt64 {
         guard case .date(let t)? = v else { return 0 }
-        let unix = t + 978_307_200
-        return unix > 0 ? UInt64(unix * 1000) << 16 : 0
+        return SyncState.physical(unixSeconds: t + 978_307_200)
     }
 
     // MARK: Unique keys (§8.3)
@@ -125,7 +125,13 @@ extension SyncEngine {
             if let u = i.winner?.unique, wanted.contains(u) { groups[u, default: []].append(id) }
         }
         for (_, ids) in groups where ids.count > 1 {
-            let keep = ids.max { !state.items[$0]!.winner!.beats(state.items[$1]!.winner!) }!
+            // The newest winner; on a tie of clock and machine (two items one machine wrote in
+            // the same tick), the larger sync id.
+            let keep = ids.max { a, b in
+                let (va, vb) = (state.items[a]!.winner!, state.items[b]!.winner!)
+                if va.hlc == vb.hlc && va.device == vb.device { return a.lexicographicallyPrecedes(b) }
+                return vb.beats(va)
+            }!
             for id in ids where id != keep {
                 state.items[id]!.shadowedBy = keep
                 report.conflicts += 1
@@ -137,10 +143,12 @@ extension SyncEngine {
 
     /// Merges this machine's changes, as the versions its next segment will hold, into the state.
     func stage(_ changes: [LocalChange], from start: Int, _ state: inout SyncState) throws {
+        let places = Self.places(changes)
         for i in start..<changes.count {
             let c = changes[i]
             var v = ItemVersion(
-                hlc: c.hlc, device: state.device, number: state.own.number + 1, index: UInt32(i),
+                hlc: c.hlc, device: state.device, number: state.own.number + 1 + places[i].segment,
+                index: UInt32(places[i].index),
                 kind: c.plaintext == nil ? .delete : .put,
                 protection: c.plaintext == nil ? 0 : c.protection.rawValue)
             if let p = c.plaintext {
@@ -153,13 +161,50 @@ extension SyncEngine {
         }
     }
 
-    // MARK: Writing this machine's segment (§7)
+    // MARK: Writing this machine's segments (§7)
+
+    /// At most this many entries, and about this many bytes, go into one segment (§7.4): a
+    /// large first sync is split, and every segment stays far below what a reader accepts.
+    static let segmentEntries = 4096
+    static let segmentBytes = 32 << 20
+
+    /// Where each change goes: the segment (0 = the next one) and its index there.
+    static func places(_ changes: [LocalChange]) -> [(segment: UInt64, index: Int)] {
+        var out: [(UInt64, Int)] = []
+        var segment: UInt64 = 0
+        var index = 0
+        var bytes = 0
+        for c in changes {
+            let size = 64 + (c.plaintext?.encodedSize ?? 0)
+            if index > 0, index >= segmentEntries || bytes + size > segmentBytes {
+                segment += 1
+                index = 0
+                bytes = 0
+            }
+            out.append((segment, index))
+            index += 1
+            bytes += size
+        }
+        return out
+    }
 
     func writeSegment(_ changes: [LocalChange], _ circle: Circle, _ tree: RemoteTree, _ state: inout SyncState)
         throws
     {
         guard !changes.isEmpty else { return }
-        let me = try requireIdentity()
+        let places = Self.places(changes)
+        var start = 0
+        while start < changes.count {
+            var end = start
+            while end < changes.count, places[end].segment == places[start].segment { end += 1 }
+            try writeOneSegment(Array(changes[start..<end]), circle, tree, &state)
+            start = end
+        }
+    }
+
+    private func writeOneSegment(
+        _ changes: [LocalChange], _ circle: Circle, _ tree: RemoteTree, _ state: inout SyncState
+    ) throws {
         let keys = try keys(epoch: circle.epoch, circle: circle, tree: tree)
         var seg = Segment(
             circle: state.circle, device: state.device, number: state.own.number + 1, previous: state.own.hash,
@@ -167,27 +212,74 @@ extension SyncEngine {
             seen: state.applied.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
                 Segment.Seen(device: $0.key, number: $0.value.number, hash: $0.value.hash)
             }, entries: [])
-        for (i, c) in changes.enumerated() {
+        for c in changes {
             let kind: SegmentEntry.Kind = c.plaintext == nil ? .delete : .put
-            let sc: SyncClass = kind == .delete ? .always : SyncClass(c.protection)!
-            guard let classKey = keys.keys[sc] else {
-                throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
-            }
-            let entry = SegmentEntry(
-                syncID: c.id, hlc: c.hlc, kind: kind, protection: kind == .delete ? 0 : sc.rawValue,
-                nonce: try Crypto.randomBytes(12), sealed: [])
-            seg.entries.append(entry)
-            var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number)
-                .copyBytes()
-            defer { Crypto.cleanse(&key) }
-            let sealed = try Crypto.aesGCMSeal(
-                key: key, nonce: entry.nonce, aad: seg.aad(i), plaintext: c.plaintext?.encode() ?? [])
-            seg.entries[i].sealed = sealed.ciphertext + sealed.tag
+            seg.entries.append(
+                SegmentEntry(
+                    syncID: c.id, hlc: c.hlc, kind: kind,
+                    protection: kind == .delete ? 0 : SyncClass(c.protection)!.rawValue,
+                    nonce: try Crypto.randomBytes(12), sealed: []))
         }
-        seg.signature = try me.sign(seg.signedBytes)
+        try seal(&seg, plaintexts: changes.map { $0.plaintext?.encode() ?? [] }, keys)
         let bytes = seg.bytes
         state.outbox[seg.number] = bytes
         state.own = AppliedChain(number: seg.number, hash: Crypto.sha256(bytes))
+    }
+
+    /// Seals every entry of `seg` under `keys` (the keys of `seg.epoch`) and signs it.
+    func seal(_ seg: inout Segment, plaintexts: [[UInt8]], _ keys: EpochKeys) throws {
+        let me = try requireIdentity()
+        for i in seg.entries.indices {
+            let e = seg.entries[i]
+            let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
+            guard let classKey = keys.keys[sc] else {
+                throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+            }
+            var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number)
+                .copyBytes()
+            defer { Crypto.cleanse(&key) }
+            let sealed = try Crypto.aesGCMSeal(key: key, nonce: e.nonce, aad: seg.aad(i), plaintext: plaintexts[i])
+            seg.entries[i].sealed = sealed.ciphertext + sealed.tag
+        }
+        seg.signature = try me.sign(seg.signedBytes)
+    }
+
+    /// Seals the segments not yet pushed again under the newest epoch, when the circle moved
+    /// on (a machine was removed) before they reached the remote: the removed machine must not
+    /// read them (§7.4). Their entries and numbers stay; their hashes change.
+    func resealOutbox(_ circle: Circle, _ tree: RemoteTree, _ state: inout SyncState) throws {
+        let unpushed = state.outbox.sorted { $0.key < $1.key }
+        guard let first = unpushed.first, unpushed.contains(where: { (try? Segment.decode($0.value))?.epoch != circle.epoch })
+        else { return }
+        var previous = (try Segment.decode(first.value)).previous
+        let newKeys = try keys(epoch: circle.epoch, circle: circle, tree: tree)
+        for (n, bytes) in unpushed {
+            var seg = try Segment.decode(bytes)
+            let oldKeys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
+            var plaintexts: [[UInt8]] = []
+            for i in seg.entries.indices {
+                let e = seg.entries[i]
+                let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
+                guard let k = oldKeys.keys[sc] else {
+                    throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+                }
+                var key = try Segment.entryKey(k, circle: seg.circle, device: seg.device, number: seg.number).copyBytes()
+                defer { Crypto.cleanse(&key) }
+                plaintexts.append(
+                    try Crypto.aesGCMOpen(
+                        key: key, nonce: e.nonce, aad: seg.aad(i), ciphertext: Array(e.sealed.dropLast(16)),
+                        tag: Array(e.sealed.suffix(16))))
+                seg.entries[i].nonce = try Crypto.randomBytes(12)
+            }
+            seg.epoch = circle.epoch
+            seg.previous = previous
+            try seal(&seg, plaintexts: plaintexts, newKeys)
+            for i in plaintexts.indices { Crypto.cleanse(&plaintexts[i]) }
+            let resealed = seg.bytes
+            state.outbox[n] = resealed
+            previous = Crypto.sha256(resealed)
+            state.own = AppliedChain(number: n, hash: previous)
+        }
     }
 
     // MARK: Applying the merge to this keychain (§8.5)
@@ -239,6 +331,17 @@ extension SyncEngine {
                 } else {
                     plaintext = try reload(w, id, tree, circle, outbox: state.outbox)
                 }
+                if let local = try store.liveItem(uuid: id), item.materialized == nil {
+                    // Something here holds this id and is not a synced copy of it: never overwritten.
+                    guard store.canWrite(local.protection) else {
+                        report.waiting += 1
+                        continue
+                    }
+                    if try SyncClass(local.protection) == nil || store.read(local).attributes["sync"] != .integer(1) {
+                        warnings.append("an item here has the id of a synced item and does not sync; it was left as it is")
+                        continue
+                    }
+                }
                 let unique = UniqueKey(itemClass: plaintext.itemClass, attributes: plaintext.attributes)
                 var blocked = false
                 for other in try tx.conflicts(uuid: id, uniqueKey: unique) where other.uuid != id {
@@ -263,17 +366,40 @@ extension SyncEngine {
         report.warnings += warnings
     }
 
-    /// The plaintext of a version, read again from its segment in the fetched remote.
+    /// The plaintext of a version, read again from its segment (verified again) and checked
+    /// against the digest the merge recorded.
     func reload(_ v: ItemVersion, _ id: SyncID, _ tree: RemoteTree, _ circle: Circle, outbox: [UInt64: [UInt8]])
         throws -> ItemPlaintext
     {
-        let own = v.device == (try requireIdentity()).device ? outbox[v.number] : nil
-        guard let b = own ?? tree.contents(RemoteTree.segmentPath(v.device, v.number)), let seg = try? Segment.decode(b),
-            Int(v.index) < seg.entries.count, seg.entries[Int(v.index)].syncID == id
-        else { throw KeychainError(.decode, "a synced version is missing from the remote") }
-        guard case let (_, p?) = try open(seg, Int(v.index), try keys(epoch: seg.epoch, circle: circle, tree: tree)) else {
+        let seg = try verifiedSegment(v.device, v.number, tree, circle, outbox: outbox)
+        guard Int(v.index) < seg.entries.count, seg.entries[Int(v.index)].syncID == id else {
+            throw KeychainError(.decode, "a synced version is missing from the remote")
+        }
+        guard case let (opened, p?) = try open(seg, Int(v.index), try keys(epoch: seg.epoch, circle: circle, tree: tree))
+        else {
             throw KeychainError(.interactionNotAllowed, "the sync key of this item's class is locked here")
         }
+        guard opened.content == v.content else {
+            throw KeychainError(.decode, "a synced version read again from the remote differs from the one merged")
+        }
         return p
+    }
+
+    /// A segment read again after it was applied: from the outbox for this machine's own, else
+    /// from the remote, with its fields and signature checked as when it was applied (§7.2).
+    func verifiedSegment(
+        _ device: SyncID, _ number: UInt64, _ tree: RemoteTree, _ circle: Circle, outbox: [UInt64: [UInt8]]
+    ) throws -> Segment {
+        let own = device == (try requireIdentity()).device ? outbox[number] : nil
+        guard let bytes = own ?? tree.contents(RemoteTree.segmentPath(device, number)) else {
+            throw KeychainError(.decode, "segment \(number) of \(hexString(device.prefix(4))) is missing from the remote")
+        }
+        guard let seg = try? Segment.decode(bytes), seg.device == device, seg.number == number,
+            seg.circle == circle.head.circle, let member = circle.anyMember(device),
+            Crypto.ed25519Verify(publicKey: member.signingKey, message: seg.signedBytes, signature: seg.signature)
+        else {
+            throw KeychainError(.decode, "segment \(number) of \(hexString(device.prefix(4))) no longer verifies")
+        }
+        return seg
     }
 }

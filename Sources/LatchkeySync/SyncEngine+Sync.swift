@@ -59,6 +59,7 @@ extension SyncEngine {
             state.chain = circle.hashes
             var fresh: [SyncID: Fresh] = [:]
             try checkOwn(tree, &state)
+            try resealOutbox(circle, tree, &state)
             // This keychain's changes are read against the state of the last sync, before the
             // remote's new versions are merged: an edit descends from what the keychain held.
             var local = try scanLocal(&state, &fresh, &report)
@@ -117,7 +118,7 @@ extension SyncEngine {
             )
         }
         for (n, bytes) in state.outbox.sorted(by: { $0.key < $1.key }) where n <= top {
-            guard tree.contents(mine[n]!) == bytes else {
+            guard let path = mine[n], tree.contents(path) == bytes else {
                 throw KeychainError(
                     .authFailed, "the remote holds a different segment \(n) for this machine; nothing was applied or pushed")
             }
@@ -133,7 +134,14 @@ extension SyncEngine {
         _ report: inout SyncReport
     ) throws {
         var tops: [SyncID: UInt64] = [:]
-        for d in tree.devices() { tops[d] = tree.numbered(d, "seg").keys.max() ?? 0 }
+        let devices = tree.devices()
+        for d in devices { tops[d] = tree.numbered(d, "seg").keys.max() ?? 0 }
+        for (d, a) in state.applied where a.number > 0 && !devices.contains(d) {
+            throw KeychainError(
+                .authFailed,
+                "the remote no longer holds the segments of machine \(hexString(d).prefix(8)) that this machine applied: it was rolled back or rewritten; nothing was applied or pushed"
+            )
+        }
         for d in tree.devices() where d != state.device {
             let files = tree.numbered(d, "seg")
             var applied = state.applied[d] ?? AppliedChain(number: 0, hash: [UInt8](repeating: 0, count: 32))
@@ -145,29 +153,47 @@ extension SyncEngine {
                     )
                 }
             }
-            guard let member = circle.head.member(d) else {
-                if (files.keys.max() ?? 0) > applied.number {
-                    report.warnings.append(
-                        "ignored \((files.keys.max() ?? 0) - applied.number) segment(s) from \(hexString(d).prefix(8)), which is not in the circle")
-                }
-                continue
+            // A member's segments, or those a removed machine wrote before the circle removed it.
+            let member: Member
+            var limit = UInt64.max
+            var epochLimit = circle.epoch
+            if let m = circle.head.member(d) {
+                member = m
+            } else if let r = circle.removal(of: d) {
+                (member, limit, epochLimit) = (r.member, r.kept, r.epoch - 1)
+            } else {
+                member = Member(device: d, signingKey: [], exchangeKeys: [], role: .machine, name: "")
+                limit = 0
+            }
+            let top = files.keys.max() ?? 0
+            if top > max(applied.number, min(limit, top)) {
+                report.warnings.append(
+                    "ignored \(top - max(applied.number, min(limit, top))) segment(s) from \(hexString(d).prefix(8)), which is not (or no longer) in the circle")
             }
             var n = applied.number + 1
-            while let path = files[n] {
+            while n <= limit, let path = files[n] {
                 guard let bytes = tree.contents(path) else { break }
                 do {
                     let seg = try Segment.decode(bytes)
                     guard seg.circle == state.circle, seg.device == d, seg.number == n, seg.previous == applied.hash
                     else { throw SyncFormatError("its number or chain does not follow segment \(applied.number)") }
-                    guard seg.epoch >= 1, seg.epoch <= circle.epoch, circle.statement(seg.epoch)?.member(d) != nil else {
+                    guard seg.epoch >= 1, seg.epoch <= epochLimit, circle.statement(seg.epoch)?.member(d) != nil else {
                         throw SyncFormatError("its epoch \(seg.epoch) is not one in which the machine was a member")
                     }
                     guard Crypto.ed25519Verify(publicKey: member.signingKey, message: seg.signedBytes, signature: seg.signature)
                     else { throw SyncFormatError("its signature does not verify") }
-                    for s in seg.seen where s.device != d && (tops[s.device] ?? 0) < s.number {
-                        report.warnings.append(
-                            "\(member.name) had applied \(s.number) segment(s) of \(hexString(s.device).prefix(8)), and the remote offers \(tops[s.device] ?? 0): the remote is withholding changes"
-                        )
+                    for s in seg.seen where s.device != d && s.number > 0 {
+                        if (tops[s.device] ?? 0) < s.number {
+                            report.warnings.append(
+                                "\(member.name) had applied \(s.number) segment(s) of \(hexString(s.device).prefix(8)), and the remote offers \(tops[s.device] ?? 0): the remote is withholding changes"
+                            )
+                        } else if let p = tree.numbered(s.device, "seg")[s.number], let b = tree.contents(p),
+                            Crypto.sha256(b) != s.hash
+                        {
+                            report.warnings.append(
+                                "\(member.name) applied another segment \(s.number) of \(hexString(s.device).prefix(8)) than the remote holds now: the remote shows machines different histories"
+                            )
+                        }
                     }
                     let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
                     var versions: [(ItemVersion, ItemPlaintext?)] = []
@@ -190,7 +216,7 @@ extension SyncEngine {
                 n += 1
             }
         }
-        try retryPending(tree, circle, &state, &fresh)
+        try retryPending(tree, circle, &state, &fresh, &report)
     }
 
     /// Decrypts entry `i` (nil plaintext: its class is locked here).
@@ -236,20 +262,32 @@ extension SyncEngine {
         state.items[id] = item
     }
 
-    /// Entries left undecrypted while their class was locked: decrypted now if it is not.
+    /// Entries left undecrypted while their class was locked: decrypted now if it is not. A
+    /// segment that no longer verifies leaves its entries pending, with a warning.
     private func retryPending(
-        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh]
+        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh],
+        _ report: inout SyncReport
     ) throws {
         guard !state.pending.isEmpty else { return }
-        var bySegment: [String: [PendingEntry]] = [:]
-        for p in state.pending { bySegment[RemoteTree.segmentPath(p.device, p.number), default: []].append(p) }
-        for (path, entries) in bySegment {
-            guard let b = tree.contents(path), let seg = try? Segment.decode(b) else { continue }
-            let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
-            for p in entries where Int(p.index) < seg.entries.count {
-                guard case let (v, plain?) = try open(seg, Int(p.index), keys) else { continue }
-                state.pending.remove(p)
-                merge(v, plain, seg.entries[Int(p.index)].syncID, &state, &fresh)
+        var bySegment: [[UInt8]: [PendingEntry]] = [:]
+        for p in state.pending {
+            var key = p.device
+            withUnsafeBytes(of: p.number.bigEndian) { key += $0 }
+            bySegment[key, default: []].append(p)
+        }
+        for (_, entries) in bySegment {
+            let first = entries[0]
+            do {
+                let seg = try verifiedSegment(first.device, first.number, tree, circle, outbox: [:])
+                let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
+                for p in entries where Int(p.index) < seg.entries.count {
+                    guard case let (v, plain?) = try open(seg, Int(p.index), keys) else { continue }
+                    state.pending.remove(p)
+                    merge(v, plain, seg.entries[Int(p.index)].syncID, &state, &fresh)
+                }
+            } catch {
+                report.warnings.append(
+                    "changes of a locked class in segment \(first.number) of \(hexString(first.device.prefix(4))) cannot be read: \(error)")
             }
         }
     }

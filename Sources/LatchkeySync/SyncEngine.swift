@@ -104,14 +104,15 @@ package final class SyncEngine {
                 circle: circleID, epoch: 1, statement: s.hash, author: me, members: s.members, previous: nil)
             try me.store(in: keychain)
             identity = me
-            let state = SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash])
-            try save(state)
-            try t.publish(
-                [
-                    ("LATCHKEY-SYNC", Array(Self.readme.utf8)),
-                    (RemoteTree.statementPath(me.device, epoch: 1), s.bytes),
-                    (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes),
-                ], message: "latchkey: circle founded by \(name)")
+            try publishingFirst(me) {
+                try t.publish(
+                    [
+                        ("LATCHKEY-SYNC", Array(Self.readme.utf8)),
+                        (RemoteTree.statementPath(me.device, epoch: 1), s.bytes),
+                        (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes),
+                    ], message: "latchkey: circle founded by \(name)")
+            }
+            try save(SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash]))
             return Self.formatRecoveryKey(recoverySecret)
         }
     }
@@ -138,10 +139,12 @@ package final class SyncEngine {
             app.signature = try me.sign(app.signedBytes)
             try me.store(in: keychain)
             identity = me
+            try publishingFirst(me) {
+                try t.publish([(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
+            }
             var state = SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes)
             state.appliedAt = circle.head.hash
             try save(state)
-            try t.publish([(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
             return app.code
         }
     }
@@ -174,10 +177,11 @@ package final class SyncEngine {
             try me.store(in: keychain)
             identity = me
             keyCache = [:]
-            let state = SyncState(
-                remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash])
-            try save(state)
-            try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
+            try publishingFirst(me) {
+                try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
+            }
+            try save(
+                SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash]))
         }
         _ = try sync()
     }
@@ -197,7 +201,7 @@ package final class SyncEngine {
 
     static func applications(_ tree: RemoteTree, _ circle: Circle) -> [Application] {
         tree.devices().compactMap { d in
-            guard circle.head.member(d) == nil, let b = tree.contents(RemoteTree.applicationPath(d)),
+            guard circle.anyMember(d) == nil, let b = tree.contents(RemoteTree.applicationPath(d)),
                 let a = try? Application.decode(b), a.member.device == d, a.circle == circle.head.circle
             else { return nil }
             return a
@@ -225,6 +229,9 @@ package final class SyncEngine {
                             ? "no machine has asked to join; run 'latchkey sync join --remote URL' on it first"
                             : "no application shows the code \(code); compare the code on the new machine again (pending: \(apps.count))"
                     )
+                }
+                guard app.member.role == .machine else {
+                    throw KeychainError(.param, "that application is not a machine's; it was not added")
                 }
                 guard circle.hashes.contains(app.sawHead) else {
                     throw KeychainError(
@@ -275,7 +282,8 @@ package final class SyncEngine {
                 let written = try advance(
                     circle, action: .removed, subject: gone.device,
                     members: circle.head.members.filter { $0.device != gone.device }, author: me,
-                    previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree))
+                    previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree),
+                    subjectSegments: state.applied[gone.device]?.number ?? 0)
                 do {
                     try t.publish(written.files, message: "latchkey: \(gone.name) removed")
                     state.chain = circle.hashes + [written.hash]
@@ -288,15 +296,33 @@ package final class SyncEngine {
         }
     }
 
+    /// Runs `publish`; when it fails, the identity just stored is taken out again, so that a
+    /// machine is never left configured for a circle that does not know it.
+    private func publishingFirst(_ me: SyncIdentity, _ publish: () throws -> Void) throws {
+        do {
+            try publish()
+        } catch {
+            try? SyncIdentity.remove(from: keychain)
+            identity = nil
+            if case TransportError.behind = error {
+                throw KeychainError(.io, "another machine changed the remote at the same moment; run the command again")
+            }
+            throw error
+        }
+    }
+
     /// A new epoch: its statement and key envelope, signed by `author`.
     private func advance(
         _ circle: Circle, action: CircleStatement.Action, subject: SyncID, members: [Member], author: SyncIdentity,
-        previousKeys: EpochKeys
+        previousKeys: EpochKeys, subjectSegments: UInt64 = 0
     ) throws -> (hash: [UInt8], files: [(String, [UInt8])]) {
         var s = CircleStatement(
             circle: circle.head.circle, epoch: circle.epoch + 1, previous: circle.head.hash, author: author.device,
-            action: action, subject: subject, members: members)
+            action: action, subject: subject, subjectSegments: subjectSegments, members: members)
         s.signature = try author.sign(s.signedBytes)
+        guard Circle.follows(s, circle.head) else {
+            throw KeychainError(.param, "the circle change would not verify (is the machine already a member?); nothing was changed")
+        }
         let envelope = try EpochKeys.generate().envelope(
             circle: s.circle, epoch: s.epoch, statement: s.hash, author: author, members: members,
             previous: previousKeys)
@@ -465,10 +491,16 @@ package final class SyncEngine {
         guard lstat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
             throw KeychainError(.io, "\(directory) is not a directory of this user; refusing to keep sync state there")
         }
+        if st.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 {
+            throw KeychainError(.io, "\(directory) is open to other users and cannot be made private; fix its mode (chmod 700)")
+        }
     }
 
     /// Runs `body` holding `<keychain>.sync/lock`: one sync at a time per keychain.
     func locked<T>(_ body: () throws -> T) throws -> T {
+        // The identity is read again for each operation: the classes unlocked may have changed.
+        identity = nil
+        keyCache = [:]
         try makeDirectory()
         let fd = Glibc.open(directory + "/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot open \(directory)/lock: \(String(cString: strerror(errno)))") }

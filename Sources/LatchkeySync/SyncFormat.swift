@@ -32,19 +32,22 @@ package struct SyncFormatError: Error, CustomStringConvertible, Equatable {
 }
 
 extension ByteReader {
-    mutating func readFilePreamble(_ magic: [UInt8], _ what: String) throws {
+    /// Reads magic and version; returns the minor version.
+    @discardableResult
+    mutating func readFilePreamble(_ magic: [UInt8], _ what: String) throws -> UInt16 {
         guard try readBytes(count: 8, "\(what) magic") == magic else { throw SyncFormatError("\(what): wrong magic") }
         let major: UInt16 = try readInteger("\(what) major version")
-        _ = try readInteger(as: UInt16.self, "\(what) minor version")
+        let minor: UInt16 = try readInteger("\(what) minor version")
         guard major == SyncVersion.major else { throw SyncFormatError("\(what): unsupported major version \(major)") }
+        return minor
     }
 }
 
 extension ByteWriter {
-    mutating func writeFilePreamble(_ magic: [UInt8]) {
+    mutating func writeFilePreamble(_ magic: [UInt8], minor: UInt16 = SyncVersion.minor) {
         writeBytes(magic)
         writeInteger(SyncVersion.major)
-        writeInteger(SyncVersion.minor)
+        writeInteger(minor)
     }
 }
 
@@ -68,12 +71,26 @@ package struct Member: Equatable, Sendable {
 
     package static let maxNameBytes = 64
 
+    /// A machine name as the circle holds it: at most 64 bytes of UTF-8, cut at a character.
+    /// - Throws: `SyncFormatError` for an empty name or one with control characters.
+    package static func checkedName(_ name: String) throws -> String {
+        guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw SyncFormatError("a machine name must be non-empty text without control characters")
+        }
+        var out = ""
+        for c in name {
+            if out.utf8.count + String(c).utf8.count > maxNameBytes { break }
+            out.append(c)
+        }
+        return out
+    }
+
     func write(into w: inout ByteWriter) {
         w.writeBytes(device)
         w.writeBytes(signingKey)
         for k in exchangeKeys { w.writeBytes(k) }
         w.writeInteger(role.rawValue)
-        let n = Array(name.utf8.prefix(Member.maxNameBytes))
+        let n = Array(name.utf8)
         w.writeInteger(UInt8(n.count))
         w.writeBytes(n)
     }
@@ -88,7 +105,10 @@ package struct Member: Equatable, Sendable {
         }
         let n = Int(try r.readInteger(as: UInt8.self, "member name length"))
         guard n <= maxNameBytes else { throw SyncFormatError("member: name too long") }
-        let name = String(decoding: try r.readBytes(count: n, "member name"), as: UTF8.self)
+        let raw = try r.readBytes(count: n, "member name")
+        guard let name = String(validating: raw, as: UTF8.self), (try? checkedName(name)) == name else {
+            throw SyncFormatError("member: the name is not valid text")
+        }
         return Member(device: device, signingKey: sign, exchangeKeys: kex, role: role, name: name)
     }
 }
@@ -106,18 +126,24 @@ package struct CircleStatement: Equatable, Sendable {
     package var author: SyncID
     package var action: Action
     package var subject: SyncID
+    /// For a removal: how many of the removed machine's segments the circle keeps (those the
+    /// remover had applied); 0 otherwise (§4.1).
+    package var subjectSegments: UInt64 = 0
     package var members: [Member]
     package var signature: [UInt8] = []
+    /// The minor version it was written with (its bytes are signed as they are).
+    package var minor: UInt16 = SyncVersion.minor
 
     package var signedBytes: [UInt8] {
         var w = ByteWriter(capacity: 256)
-        w.writeFilePreamble(Self.magic)
+        w.writeFilePreamble(Self.magic, minor: minor)
         w.writeBytes(circle)
         w.writeInteger(epoch)
         w.writeBytes(previous)
         w.writeBytes(author)
         w.writeInteger(action.rawValue)
         w.writeBytes(subject)
+        w.writeInteger(subjectSegments)
         w.writeInteger(UInt16(members.count))
         for m in members.sorted(by: { $0.device.lexicographicallyPrecedes($1.device) }) { m.write(into: &w) }
         return w.bytes
@@ -129,7 +155,7 @@ package struct CircleStatement: Equatable, Sendable {
     package static func decode(_ bytes: [UInt8]) throws -> CircleStatement {
         let (body, sig) = try splitSignature(bytes, "circle statement")
         var r = ByteReader(body)
-        try r.readFilePreamble(magic, "circle statement")
+        let minor = try r.readFilePreamble(magic, "circle statement")
         let circle = try r.readBytes(count: 16, "circle id")
         let epoch: UInt32 = try r.readInteger("epoch")
         let prev = try r.readBytes(count: 32, "previous statement")
@@ -138,6 +164,10 @@ package struct CircleStatement: Equatable, Sendable {
             throw SyncFormatError("circle statement: unknown action")
         }
         let subject = try r.readBytes(count: 16, "subject")
+        let subjectSegments: UInt64 = try r.readInteger("subject segments")
+        guard action == .removed || subjectSegments == 0 else {
+            throw SyncFormatError("circle statement: segments kept for a machine not removed")
+        }
         let count = Int(try r.readInteger(as: UInt16.self, "member count"))
         var members: [Member] = []
         for _ in 0..<count { members.append(try Member.read(&r)) }
@@ -147,7 +177,7 @@ package struct CircleStatement: Equatable, Sendable {
         }
         let s = CircleStatement(
             circle: circle, epoch: epoch, previous: prev, author: author, action: action, subject: subject,
-            members: members, signature: sig)
+            subjectSegments: subjectSegments, members: members, signature: sig, minor: minor)
         guard s.signedBytes == body else { throw SyncFormatError("circle statement: not in canonical form") }
         return s
     }

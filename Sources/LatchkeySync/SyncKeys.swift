@@ -17,7 +17,13 @@ package struct SyncIdentity: @unchecked Sendable {
     package var signingKey: [UInt8] { (try? Crypto.ed25519PublicKey(signingSeed)) ?? [] }
 
     /// A new identity.
-    package static func generate(name: String) throws -> (SyncIdentity, Member) {
+    package static func generate(name given: String) throws -> (SyncIdentity, Member) {
+        let name: String
+        do {
+            name = try Member.checkedName(given)
+        } catch {
+            throw KeychainError(.param, "\(error)")
+        }
         var ex: [SyncClass: SecretKey] = [:]
         for c in SyncClass.allCases { ex[c] = try SecretKey.random() }
         let id = SyncIdentity(device: try Crypto.randomBytes(16), signingSeed: try SecretKey.random(), exchange: ex, name: name)
@@ -56,7 +62,7 @@ package struct SyncIdentity: @unchecked Sendable {
         for c in SyncClass.allCases {
             var data = exchange[c]!.copyBytes()
             defer { Crypto.cleanse(&data) }
-            if c == .always { data = device + signingSeed.copyBytes() + Array(name.utf8.prefix(Member.maxNameBytes)) + [0] + data }
+            if c == .always { data = device + signingSeed.copyBytes() + Array(name.utf8) + [0] + data }
             _ = try keychain.add(
                 .genericPassword,
                 attributes: [
@@ -72,9 +78,9 @@ package struct SyncIdentity: @unchecked Sendable {
         func item(_ pc: ProtectionClass) throws -> [UInt8]? {
             do {
                 return try keychain.find(
-                    Query(
-                        .genericPassword,
-                        ["svce": .string(service), "acct": .string(account(pc))]),
+                    // The class named, so that a locked class of the other identity items is
+                    // not a candidate that fails the whole query.
+                    Query(.genericPassword, ["svce": .string(service), "acct": .string(account(pc))], protection: pc),
                     limit: 1, includeData: true
                 ).first?.data
             } catch let e as KeychainError where e.status == .interactionNotAllowed {

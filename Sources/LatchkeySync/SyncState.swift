@@ -103,9 +103,15 @@ package struct SyncState: Equatable, Sendable {
 
     /// The next hybrid-clock value (§8.1): above every value seen and the wall clock.
     package mutating func tick(now: Double) -> UInt64 {
-        let physical = UInt64(max(0, now * 1000)) << 16
-        hlc = max(hlc + 1, physical)
+        hlc = max(hlc == .max ? .max : hlc + 1, Self.physical(unixSeconds: now))
         return hlc
+    }
+
+    /// The clock value of a time: milliseconds since 1970 in the high 48 bits (0 for a time
+    /// before 1970, not a number, or past the 48 bits, which no clock of this millennium reaches).
+    package static func physical(unixSeconds t: Double) -> UInt64 {
+        guard t.isFinite, t > 0, t * 1000 < Double(1 << 48) else { return 0 }
+        return UInt64(t * 1000) << 16
     }
 
     /// Moves the clock past a value seen in a remote segment.

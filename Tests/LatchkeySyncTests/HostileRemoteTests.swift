@@ -93,7 +93,7 @@ import Testing
         try Data(seg.bytes).write(to: URL(fileURLWithPath: evil + "/" + RemoteTree.segmentPath(mallory.device, 1)))
         try lab.hostilePush(evil)
         let r = try m[1].engine.sync()
-        #expect(r.warnings.contains { $0.contains("not in the circle") })
+        #expect(r.warnings.contains { $0.contains("no longer) in the circle") })
         let (members, epoch, _) = try m[1].engine.members()
         #expect(!members.contains { $0.name == "mallory" })
         #expect(epoch == circle.epoch)

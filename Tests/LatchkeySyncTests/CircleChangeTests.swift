@@ -1,0 +1,63 @@
+import Foundation
+import Latchkey
+import LatchkeyFormat
+import Testing
+
+@testable import LatchkeySync
+
+/// Removals and large syncs (spec/SYNC.md §4.4, §7.4).
+@Suite(.serialized) struct CircleChangeTests {
+    @Test func aSegmentWaitingToBePushedIsSealedAgainAfterARemoval() throws {
+        struct Stop: Error {}
+        let lab = try SyncLab()
+        let m = try lab.circle(["a", "b", "c"])
+        try m[1].put("late", "written-before-the-removal-was-seen")
+        m[1].engine.checkpoint = { if $0 == "saved" { throw Stop() } }
+        #expect(throws: Stop.self) { try m[1].engine.sync() }
+        m[1].engine.checkpoint = { _ in }
+        let oldEpoch = try #require(try m[1].engine.status()).epoch
+        _ = try m[0].engine.remove("c")
+        try m[1].engine.sync()
+        let state = try #require(try m[1].engine.status())
+        let tree = RemoteTree(root: m[1].dir + "/login.keychain.sync/remote")
+        let seg = try Segment.decode(try #require(tree.contents(RemoteTree.segmentPath(state.device, 1))))
+        #expect(seg.epoch == oldEpoch + 1)
+        try m[0].engine.sync()
+        #expect(try m[0].synced() == ["late": "written-before-the-removal-was-seen"])
+    }
+
+    @Test func whatARemovedMachineWroteBeforeItsRemovalReachesLaterMachines() throws {
+        let lab = try SyncLab()
+        let m = try lab.circle(["a", "b", "c"])
+        try m[2].put("from-c", "kept")
+        try m[2].engine.sync()
+        try m[0].engine.sync()
+        _ = try m[0].engine.remove("c")
+        // c goes on writing (it has not seen its removal): nobody takes it.
+        try m[2].put("after", "refused")
+        #expect(throws: KeychainError.self) { try m[2].engine.sync() }
+        let d = try lab.machine("d")
+        _ = try m[0].engine.approve(code: try d.engine.join(remote: lab.remote, name: "d"))
+        try d.engine.sync()
+        #expect(try d.synced() == ["from-c": "kept"])
+    }
+
+    @Test func aLargeFirstSyncIsSplitIntoSegments() throws {
+        let lab = try SyncLab()
+        let m = try lab.circle(["a", "b"])
+        let count = SyncEngine.segmentEntries + 50
+        try m[0].keychain.add(
+            contentsOf: (0..<count).map {
+                NewItem(
+                    .genericPassword,
+                    attributes: ["svce": .string("web"), "acct": .string("u\($0)"), "sync": .integer(1)],
+                    data: Array("s\($0)".utf8), protection: .afterFirstUnlock)
+            })
+        let r = try m[0].engine.sync()
+        #expect(r.sentPuts == count)
+        let state = try #require(try m[0].engine.status())
+        #expect(state.own.number == 2)
+        try m[1].engine.sync()
+        #expect(try m[1].synced().count == count)
+    }
+}
