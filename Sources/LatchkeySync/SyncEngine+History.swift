@@ -21,7 +21,7 @@ extension SyncEngine {
     package func history(_ ids: Set<SyncID>? = nil) throws -> [HistoryEntry] {
         try locked {
             let state = try load()
-            let tree = RemoteTree(root: clonePath)
+            let tree = RemoteTree(root: transport(state.remote).directory)
             let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
             keyCache = [:]
             var names: [SyncID: String] = [:]

@@ -68,7 +68,9 @@ package final class SyncEngine {
     /// Whether this keychain is in a circle (or has applied to join one).
     package var isConfigured: Bool { access(statePath, F_OK) == 0 }
 
-    func transport(_ url: String) -> GitTransport {
+    /// The transport of a remote: `dir:/path` a shared folder, anything else a git URL.
+    func transport(_ url: String) -> any SyncTransport {
+        if url.hasPrefix("dir:") { return FolderTransport(directory: String(url.dropFirst(4))) }
         let t = GitTransport(url: url, directory: clonePath)
         t.environment = gitEnvironment
         return t

@@ -122,3 +122,37 @@ package final class GitTransport: SyncTransport {
         try git(["update-ref", "refs/remotes/origin/\(Self.branch)", "HEAD"], in: directory)
     }
 }
+
+/// A shared folder as the remote (spec/SYNC.md §2.3): a directory that a file-sync tool
+/// (Syncthing, NFS, a USB stick) carries between machines, named `dir:/path`. Each machine
+/// writes only files of its own directory, each once, by rename, so no two machines ever write
+/// the same file and the folder's tool never sees a conflict. `fetch` reads it in place.
+package final class FolderTransport: SyncTransport {
+    package let directory: String
+
+    package init(directory: String) { self.directory = directory }
+
+    package func fetch() throws -> Bool {
+        var st = stat()
+        guard lstat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw TransportError.failed("the shared folder \(directory) is not there (not mounted, or not synced yet?)")
+        }
+        return access(directory + "/LATCHKEY-SYNC", F_OK) == 0 || !TreeFiles.list(directory + "/devices").isEmpty
+    }
+
+    package func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws {
+        for f in files {
+            // Beside it first, then renamed: a tool carrying the folder never sees half a file.
+            let temp = f.path + ".partial"
+            try TreeFiles.write(root: directory, relative: temp, f.bytes)
+            let fd = open(directory + "/" + temp, O_RDONLY | O_CLOEXEC)
+            if fd >= 0 {
+                fsync(fd)
+                close(fd)
+            }
+            guard rename(directory + "/" + temp, directory + "/" + f.path) == 0 else {
+                throw TransportError.failed("cannot write \(f.path) in \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}

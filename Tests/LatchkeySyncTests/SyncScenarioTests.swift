@@ -180,6 +180,27 @@ import Testing
         #expect(try b.synced() == ["ak-item": "when-unlocked", "ck-item": "after-first"])
     }
 
+    @Test func aSharedFolderWorksAsTheRemote() throws {
+        let lab = try SyncLab()
+        let folder = lab.root + "/shared"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let a = try lab.machine("a")
+        let b = try lab.machine("b")
+        _ = try a.engine.initialize(remote: "dir:" + folder, name: "a")
+        _ = try a.engine.approve(code: try b.engine.join(remote: "dir:" + folder, name: "b"))
+        try a.put("alice", "over-a-folder")
+        try a.engine.sync()
+        try b.engine.sync()
+        #expect(try b.synced() == ["alice": "over-a-folder"])
+        try b.remove("alice")
+        try b.engine.sync()
+        try a.engine.sync()
+        #expect(try a.synced().isEmpty)
+        // Nothing half-written is left for the folder's tool to carry.
+        let leftovers = try FileManager.default.subpathsOfDirectory(atPath: folder).filter { $0.hasSuffix(".partial") }
+        #expect(leftovers.isEmpty)
+    }
+
     private func contains(_ hay: [UInt8], _ needle: [UInt8]) -> Bool {
         guard needle.count <= hay.count else { return false }
         let first = needle[0]

@@ -39,7 +39,6 @@ struct SyncCommand: ParsableCommand {
 
     /// The keychain opened in this process (sync needs the file), unlocked as far as it can be.
     static func engine(_ global: GlobalOptions) throws -> SyncEngine {
-        _ = try GitTransport.gitPath()
         let keychain = try global.open(unlock: .eager)
         return try SyncEngine(keychain: keychain)
     }
