@@ -57,7 +57,7 @@ let package = Package(
         .plugin(name: "LatchkeyBuildInfo", capability: .buildTool()),
         .executableTarget(
             name: "latchkey-fixtures",
-            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup"],
+            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeySync"],
             path: "tools/FixtureGenerator"
         ),
         .executableTarget(
@@ -72,7 +72,9 @@ let package = Package(
             dependencies: ["Latchkey", "LatchkeyAgent", "LatchkeyFormat", "LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(
             name: "ConformanceTests",
-            dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeyTestSupport"]),
+            dependencies: [
+                "Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeySync", "LatchkeyTestSupport"
+            ]),
         .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeySyncTests", dependencies: ["LatchkeySync", "Latchkey", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),

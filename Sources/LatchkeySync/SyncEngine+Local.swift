@@ -228,20 +228,7 @@ extension SyncEngine {
 
     /// Seals every entry of `seg` under `keys` (the keys of `seg.epoch`) and signs it.
     func seal(_ seg: inout Segment, plaintexts: [[UInt8]], _ keys: EpochKeys) throws {
-        let me = try requireIdentity()
-        for i in seg.entries.indices {
-            let e = seg.entries[i]
-            let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
-            guard let classKey = keys.keys[sc] else {
-                throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
-            }
-            var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number)
-                .copyBytes()
-            defer { Crypto.cleanse(&key) }
-            let sealed = try Crypto.aesGCMSeal(key: key, nonce: e.nonce, aad: seg.aad(i), plaintext: plaintexts[i])
-            seg.entries[i].sealed = sealed.ciphertext + sealed.tag
-        }
-        seg.signature = try me.sign(seg.signedBytes)
+        try seg.seal(plaintexts: plaintexts, keys: keys, author: try requireIdentity())
     }
 
     /// Seals the segments not yet pushed again under the newest epoch, when the circle moved

@@ -134,6 +134,22 @@ package struct CircleStatement: Equatable, Sendable {
     /// The minor version it was written with (its bytes are signed as they are).
     package var minor: UInt16 = SyncVersion.minor
 
+    package init(
+        circle: SyncID, epoch: UInt32, previous: [UInt8], author: SyncID, action: Action, subject: SyncID,
+        subjectSegments: UInt64 = 0, members: [Member], signature: [UInt8] = [], minor: UInt16 = SyncVersion.minor
+    ) {
+        self.circle = circle
+        self.epoch = epoch
+        self.previous = previous
+        self.author = author
+        self.action = action
+        self.subject = subject
+        self.subjectSegments = subjectSegments
+        self.members = members
+        self.signature = signature
+        self.minor = minor
+    }
+
     package var signedBytes: [UInt8] {
         var w = ByteWriter(capacity: 256)
         w.writeFilePreamble(Self.magic, minor: minor)
@@ -318,6 +334,15 @@ package struct SegmentEntry: Equatable, Sendable {
     /// delete, the tag of an empty plaintext.
     package var sealed: [UInt8]
 
+    package init(syncID: SyncID, hlc: UInt64, kind: Kind, protection: UInt8, nonce: [UInt8], sealed: [UInt8]) {
+        self.syncID = syncID
+        self.hlc = hlc
+        self.kind = kind
+        self.protection = protection
+        self.nonce = nonce
+        self.sealed = sealed
+    }
+
     /// The clear fields the AAD and the merge read.
     func writeClear(into w: inout ByteWriter) {
         w.writeBytes(syncID)
@@ -346,6 +371,20 @@ package struct Segment: Equatable, Sendable {
     package var signature: [UInt8] = []
 
     package static let maxEntries = 1 << 20
+
+    package init(
+        circle: SyncID, device: SyncID, number: UInt64, previous: [UInt8], epoch: UInt32, seen: [Seen],
+        entries: [SegmentEntry], signature: [UInt8] = []
+    ) {
+        self.circle = circle
+        self.device = device
+        self.number = number
+        self.previous = previous
+        self.epoch = epoch
+        self.seen = seen
+        self.entries = entries
+        self.signature = signature
+    }
 
     package var signedBytes: [UInt8] {
         var w = ByteWriter(capacity: 128 + entries.reduce(0) { $0 + 48 + $1.sealed.count })

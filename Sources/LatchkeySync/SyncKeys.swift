@@ -16,6 +16,13 @@ package struct SyncIdentity: @unchecked Sendable {
 
     package var signingKey: [UInt8] { (try? Crypto.ed25519PublicKey(signingSeed)) ?? [] }
 
+    package init(device: SyncID, signingSeed: SecretKey, exchange: [SyncClass: SecretKey], name: String) {
+        self.device = device
+        self.signingSeed = signingSeed
+        self.exchange = exchange
+        self.name = name
+    }
+
     /// A new identity.
     package static func generate(name given: String) throws -> (SyncIdentity, Member) {
         let name: String
@@ -118,9 +125,16 @@ package struct SyncIdentity: @unchecked Sendable {
 package struct EpochKeys: @unchecked Sendable {
     package var keys: [SyncClass: SecretKey]
 
-    package static func generate() throws -> EpochKeys {
+    package init(keys: [SyncClass: SecretKey]) { self.keys = keys }
+
+    /// - Parameter random: where the bytes come from (the CSPRNG; the fixture generator's
+    ///   deterministic bytes).
+    package static func generate(random: (Int) throws -> [UInt8] = Crypto.randomBytes) throws -> EpochKeys {
         var k: [SyncClass: SecretKey] = [:]
-        for c in SyncClass.allCases { k[c] = try SecretKey.random() }
+        for c in SyncClass.allCases {
+            var b = try random(32)
+            k[c] = SecretKey(consuming: &b)
+        }
         return EpochKeys(keys: k)
     }
 
@@ -128,10 +142,13 @@ package struct EpochKeys: @unchecked Sendable {
     /// under these) to whoever holds these.
     package func envelope(
         circle: SyncID, epoch: UInt32, statement: [UInt8], author: SyncIdentity, members: [Member],
-        previous: EpochKeys?
+        previous: EpochKeys?, random: (Int) throws -> [UInt8] = Crypto.randomBytes
     ) throws -> KeyEnvelope {
         var ephemeral: [SyncClass: SecretKey] = [:]
-        for c in SyncClass.allCases { ephemeral[c] = try SecretKey.random() }
+        for c in SyncClass.allCases {
+            var b = try random(32)
+            ephemeral[c] = SecretKey(consuming: &b)
+        }
         var entries: [KeyEnvelope.Entry] = []
         for m in members.sorted(by: { $0.device.lexicographicallyPrecedes($1.device) }) {
             var wrapped: [[UInt8]] = []
@@ -197,4 +214,23 @@ package struct EpochKeys: @unchecked Sendable {
 extension KeyEnvelope {
     /// The member id of the chain entry (§6.3).
     package static let chainMember = [UInt8](repeating: 0, count: 16)
+}
+
+extension Segment {
+    /// Seals every entry under `keys` (the keys of `epoch`) with the entry's nonce, and signs
+    /// the segment as `author` (§7.3).
+    package mutating func seal(plaintexts: [[UInt8]], keys: EpochKeys, author: SyncIdentity) throws {
+        for i in entries.indices {
+            let e = entries[i]
+            let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
+            guard let classKey = keys.keys[sc] else {
+                throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+            }
+            var key = try Segment.entryKey(classKey, circle: circle, device: device, number: number).copyBytes()
+            defer { Crypto.cleanse(&key) }
+            let sealed = try Crypto.aesGCMSeal(key: key, nonce: e.nonce, aad: aad(i), plaintext: plaintexts[i])
+            entries[i].sealed = sealed.ciphertext + sealed.tag
+        }
+        signature = try author.sign(signedBytes)
+    }
 }

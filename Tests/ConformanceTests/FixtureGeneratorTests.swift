@@ -83,4 +83,15 @@ import Testing
             Self.differences(fresh.files, committed) == [],
             "fixtures/keychain is stale or hand-edited; run 'make fixtures'")
     }
+
+    @Test(.enabled(if: binary != nil, "latchkey-fixtures is not built beside the tests"))
+    func committedSyncFixtures_matchAFreshGeneration() throws {
+        let root = try Self.generateRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let fresh = try Self.files(under: root.appendingPathComponent("sync"))
+        let committed = try Self.files(under: SyncFixtureTests.root)
+        #expect(!fresh.isEmpty)
+        #expect(
+            Self.differences(fresh, committed) == [], "fixtures/sync is stale or hand-edited; run 'make fixtures'")
+    }
 }

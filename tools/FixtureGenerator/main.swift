@@ -2,7 +2,7 @@
 //
 //     swift run latchkey-fixtures [ROOT]      (ROOT defaults to "fixtures")
 //
-// Deletes and rewrites ROOT/keychain/ and ROOT/backup/, and writes ROOT/manifest.json (every
+// Deletes and rewrites ROOT/keychain/, ROOT/backup/ and ROOT/sync/, and writes ROOT/manifest.json (every
 // fixture's operation and expected outcome, spec/CONFORMANCE.md); nothing else under ROOT is touched.
 // See fixtures/keychain/README.md and fixtures/backup/README.md, which this program writes too.
 import Foundation
@@ -26,6 +26,9 @@ do {
         try BackupFixtureCatalog.golden("golden_password", password: BackupFixtureCatalog.password))
     try BackupFixtureWriter.writeAll(backups, example: example, to: backupTarget)
     print("wrote \(backups.count) fixtures to \(backupTarget.path)")
+    let syncTarget = URL(fileURLWithPath: root).appendingPathComponent("sync")
+    try SyncFixtures.write(to: syncTarget)
+    print("wrote the sync fixtures to \(syncTarget.path)")
     try ManifestWriter.write(keychains: fixtures, backups: backups, to: URL(fileURLWithPath: root))
     print("wrote \(URL(fileURLWithPath: root).appendingPathComponent("manifest.json").path)")
 } catch {
