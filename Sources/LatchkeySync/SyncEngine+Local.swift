@@ -26,18 +26,33 @@ extension SyncEngine {
         guard file != state.keychainFile || sequence != state.keychainSequence else { return [] }
         let since = file == state.keychainFile ? state.keychainSequence : 0
         var changes: [LocalChange] = []
-        var live = Set<SyncID>()
         var changed: [StoredItem] = []
-        try store.liveItemSnapshot().forEach { item in
-            if item.sequence > since {
-                changed.append(item)
-                live.insert(item.uuid)
-            } else if state.items[item.uuid]?.materialized != nil {
-                live.insert(item.uuid)
+        /// The synced items no longer live here.
+        var gone: [SyncID] = []
+        if file == state.keychainFile, let feed = try store.changedItems(since: since) {
+            // The records after the index: O(changes), no page of the index read.
+            changed = feed.live
+            for id in feed.deleted where state.items[id]?.materialized != nil {
+                if try store.liveItem(uuid: id) == nil { gone.append(id) }
             }
+        } else {
+            var live = Set<SyncID>()
+            try store.liveItemSnapshot().forEach { item in
+                if item.sequence > since {
+                    changed.append(item)
+                    live.insert(item.uuid)
+                } else if state.items[item.uuid]?.materialized != nil {
+                    live.insert(item.uuid)
+                }
+            }
+            for (id, item) in state.items where item.materialized != nil && !live.contains(id) { gone.append(id) }
         }
         var skipped = false
         for item in changed {
+            // What apply itself wrote at the last sync: no need to read it again.
+            if let known = state.items[item.uuid], known.materialized != nil, known.materializedSequence == item.sequence {
+                continue
+            }
             guard let c = SyncClass(item.protection) else {
                 // Never synchronizable (ThisDeviceOnly): it may have left the sync set.
                 if let known = state.items[item.uuid], known.materialized != nil {
@@ -84,7 +99,8 @@ extension SyncEngine {
             entry.materialized = digest
             state.items[item.uuid] = entry
         }
-        for (id, item) in state.items where item.materialized != nil && !live.contains(id) {
+        for id in gone {
+            let item = state.items[id]!
             state.items[id]!.materialized = nil
             if item.isLive { changes.append(try deletion(id, &state)) }
         }
@@ -351,6 +367,12 @@ extension SyncEngine {
             }
         }
         report.warnings += warnings
+        // The sequence numbers of the puts just written: the next scan skips them unread.
+        for (id, item) in work where item.isLive {
+            if state.items[id]?.materialized == item.winner?.content, let s = try store.liveItem(uuid: id) {
+                state.items[id]!.materializedSequence = s.sequence
+            }
+        }
     }
 
     /// The plaintext of a version, read again from its segment (verified again) and checked

@@ -17,20 +17,20 @@ extension SyncEngine {
     @discardableResult
     package func sync() throws -> SyncReport {
         try locked {
+            try step("start")
             var state = try load()
+            try step("loaded")
             do {
                 let report = try syncLocked(&state)
-                state.lastSync = now()
-                state.lastError = ""
-                state.warnings = report.warnings
-                try save(state)
+                // The state itself was saved before the push (the segments pushed are found on
+                // the remote by the next sync); only the outcome is written now, to a small file.
+                try saveStatus(SyncStatus(lastSync: now(), lastError: "", warnings: report.warnings))
+                try step("status saved")
                 return report
             } catch {
-                // The failure is kept for `status`, over the last state that was saved.
-                if var saved = try? load() {
-                    saved.lastError = "\(error)"
-                    try? save(saved)
-                }
+                var status = (try? loadStatus()) ?? SyncStatus()
+                status.lastError = "\(error)"
+                try? saveStatus(status)
                 throw error
             }
         }
@@ -40,12 +40,13 @@ extension SyncEngine {
         var report = SyncReport()
         let t = transport(state.remote)
         var attempt = 0
+        var saved = state
         while true {
             keyCache = [:]
             guard try t.fetch() else {
                 throw KeychainError(.itemNotFound, "the remote \(state.remote) holds no circle (was it emptied?); nothing was changed")
             }
-            try checkpoint("fetched")
+            try step("fetched")
             let tree = RemoteTree(root: t.directory)
             let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
             if let saw = state.appliedAt {
@@ -62,9 +63,11 @@ extension SyncEngine {
             try resealOutbox(circle, tree, &state)
             // This keychain's changes are read against the state of the last sync, before the
             // remote's new versions are merged: an edit descends from what the keychain held.
+            try step("checked own")
             var local = try scanLocal(&state, &fresh, &report)
+            try step("scanned local")
             try ingest(tree, circle, &state, &fresh, &report)
-            try checkpoint("ingested")
+            try step("ingested")
             // A put found here that equals the merged winner is a remote version this keychain
             // already holds (applied by a sync that stopped before it saved its state).
             local.removeAll { c in
@@ -76,11 +79,15 @@ extension SyncEngine {
             try writeSegment(local, circle, tree, &state)
             report.sentPuts += local.filter { $0.plaintext != nil }.count
             report.sentDeletes += local.filter { $0.plaintext == nil }.count
-            try checkpoint("segment written")
+            try step("segment written")
             try apply(&state, &fresh, tree, circle, &report)
-            try checkpoint("applied")
-            try save(state)
-            try checkpoint("saved")
+            try step("applied")
+            // Nothing changed (nothing received, sent or applied): nothing to write.
+            if state != saved {
+                try save(state)
+                saved = state
+            }
+            try step("saved")
             let unpushed = state.outbox.sorted { $0.key < $1.key }
             if unpushed.isEmpty { break }
             do {
@@ -89,6 +96,8 @@ extension SyncEngine {
                     message: "latchkey: segment \(unpushed.last!.key)")
                 state.pushed = unpushed.last!.key
                 state.outbox = [:]
+                try savePushed(state.pushed)
+                try step("pushed")
                 break
             } catch TransportError.behind where attempt < maxRetries {
                 attempt += 1

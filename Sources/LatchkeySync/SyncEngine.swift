@@ -46,6 +46,20 @@ package final class SyncEngine {
     package var maxRetries = 8
     /// Called between the steps of a sync (fault tests stop a sync there).
     package var checkpoint: (String) throws -> Void = { _ in }
+    /// LATCHKEY_SYNC_TIMING=1: the time of each step of a sync on stderr (for profiling).
+    let timing = getenv("LATCHKEY_SYNC_TIMING") != nil
+    var stepStart = 0.0
+    func step(_ name: String) throws {
+        if timing {
+            let t = Date().timeIntervalSince1970
+            if stepStart > 0 {
+                let line = "sync step \(name): \(Int((t - stepStart) * 1000)) ms\n"
+                _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
+            }
+            stepStart = t
+        }
+        try checkpoint(name)
+    }
 
     private var identity: SyncIdentity?
     var keyCache: [UInt32: EpochKeys] = [:]
@@ -443,7 +457,13 @@ package final class SyncEngine {
             let plain = try Crypto.aesGCMOpen(
                 key: key, nonce: Array(bytes[8..<20]), aad: SyncState.magic, ciphertext: Array(bytes[20..<(bytes.count - 16)]),
                 tag: Array(bytes.suffix(16)))
-            return try SyncState.decode(plain)
+            var state = try SyncState.decode(plain)
+            let pushed = loadPushed()
+            if pushed > state.pushed, pushed <= state.own.number {
+                state.pushed = pushed
+                state.outbox = state.outbox.filter { $0.key > pushed }
+            }
+            return state
         } catch {
             throw KeychainError(.decode, "the sync state \(statePath) is damaged or not this machine's")
         }
@@ -457,8 +477,60 @@ package final class SyncEngine {
         var key = try stateKey().copyBytes()
         defer { Crypto.cleanse(&key) }
         let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: SyncState.magic, plaintext: state.encode())
-        let bytes = SyncState.magic + nonce + sealed.ciphertext + sealed.tag
-        let temp = statePath + ".new"
+        try writeAtomically(statePath, SyncState.magic + nonce + sealed.ciphertext + sealed.tag, what: "the sync state")
+    }
+
+    /// Records that this machine's segments up to `number` are on the remote (§9.3), in a
+    /// small sealed file beside the state, so that a push costs no rewrite of the whole state.
+    func savePushed(_ number: UInt64) throws {
+        var w = ByteWriter(capacity: 8)
+        w.writeInteger(number)
+        let nonce = try Crypto.randomBytes(12)
+        var key = try stateKey().copyBytes()
+        defer { Crypto.cleanse(&key) }
+        let aad = Array("LKsyncPu".utf8)
+        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: aad, plaintext: w.bytes)
+        try writeAtomically(directory + "/pushed", aad + nonce + sealed.ciphertext + sealed.tag, what: "the push record")
+    }
+
+    /// The number in the push record; 0 when there is none (or it does not open).
+    func loadPushed() -> UInt64 {
+        let fd = Glibc.open(directory + "/pushed", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n == 8 + 12 + 8 + 16, var key = try? stateKey().copyBytes() else { return 0 }
+        defer { Crypto.cleanse(&key) }
+        guard
+            let plain = try? Crypto.aesGCMOpen(
+                key: key, nonce: Array(buf[8..<20]), aad: Array(buf[0..<8]), ciphertext: Array(buf[20..<28]),
+                tag: Array(buf[28..<44]))
+        else { return 0 }
+        return plain.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// How the last sync ended (the CLI's `sync status`).
+    package func lastOutcome() -> SyncStatus { (try? loadStatus()) ?? SyncStatus() }
+
+    func loadStatus() throws -> SyncStatus? {
+        let fd = Glibc.open(directory + "/status", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        return n > 0 ? SyncStatus.decode(Array(buf[0..<n])) : nil
+    }
+
+    func saveStatus(_ s: SyncStatus) throws {
+        try writeAtomically(directory + "/status", s.encode(), what: "the sync status")
+    }
+
+    /// Writes `bytes` beside `path` and renames them into place, with fsyncs (a crash leaves
+    /// the old file or the new one).
+    func writeAtomically(_ path: String, _ bytes: [UInt8], what: String) throws {
+        try makeDirectory()
+        let temp = path + ".new"
         unlink(temp)
         let fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
@@ -474,9 +546,9 @@ package final class SyncEngine {
         }
         ok = ok && fsync(fd) == 0
         close(fd)
-        guard ok, rename(temp, statePath) == 0 else {
+        guard ok, rename(temp, path) == 0 else {
             unlink(temp)
-            throw KeychainError(.io, "cannot write the sync state \(statePath): \(String(cString: strerror(errno)))")
+            throw KeychainError(.io, "cannot write \(what) \(path): \(String(cString: strerror(errno)))")
         }
         let dfd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if dfd >= 0 {

@@ -34,6 +34,9 @@ package struct SyncedItem: Equatable, Sendable {
     /// The content digest of what this keychain holds under the item's UUID, as of the last
     /// sync (nil: it holds nothing).
     package var materialized: [UInt8]?
+    /// The sequence number of the put this machine's sync wrote for it (0: none), so that the
+    /// next scan of the keychain's changes skips it without decrypting it (§9.2).
+    package var materializedSequence: UInt64 = 0
 
     /// Whether the merged state says the item exists.
     package var isLive: Bool { deleted == nil && shadowedBy == nil && winner != nil }
@@ -94,10 +97,6 @@ package struct SyncState: Equatable, Sendable {
     package var keychainSequence: UInt64 = 0
     package var items: [SyncID: SyncedItem] = [:]
     package var pending: Set<PendingEntry> = []
-    /// When the last sync ended, and how (empty: success).
-    package var lastSync: Double = 0
-    package var lastError: String = ""
-    package var warnings: [String] = []
 
     package var epoch: UInt32 { UInt32(chain.count) }
 
@@ -123,7 +122,7 @@ package struct SyncState: Equatable, Sendable {
 
     package func encode() -> [UInt8] {
         var w = ByteWriter(capacity: 256 + items.count * 96)
-        w.writeInteger(UInt16(1))
+        w.writeInteger(UInt16(2))
         func bytes(_ b: [UInt8]) {
             w.writeInteger(UInt32(b.count))
             w.writeBytes(b)
@@ -168,12 +167,15 @@ package struct SyncState: Equatable, Sendable {
         bytes(keychainFile)
         w.writeInteger(keychainSequence)
         w.writeInteger(UInt32(items.count))
-        for (id, i) in items.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+        // In the dictionary's order: the state is read back into a dictionary, and sorting
+        // 100,000 ids on every save costs more than writing them.
+        for (id, i) in items {
             w.writeBytes(id)
             version(i.winner)
             version(i.deleted)
             optional(i.shadowedBy)
             optional(i.materialized)
+            w.writeInteger(i.materializedSequence)
         }
         w.writeInteger(UInt32(pending.count))
         for p in pending.sorted(by: {
@@ -184,16 +186,12 @@ package struct SyncState: Equatable, Sendable {
             w.writeInteger(p.number)
             w.writeInteger(p.index)
         }
-        w.writeInteger(lastSync.bitPattern)
-        bytes(Array(lastError.utf8))
-        w.writeInteger(UInt32(warnings.count))
-        for s in warnings { bytes(Array(s.utf8)) }
         return w.bytes
     }
 
     package static func decode(_ input: [UInt8]) throws -> SyncState {
         var r = ByteReader(input)
-        guard try r.readInteger(as: UInt16.self, "state version") == 1 else { throw SyncFormatError("state: unknown version") }
+        guard try r.readInteger(as: UInt16.self, "state version") == 2 else { throw SyncFormatError("state: unknown version") }
         func bytes() throws -> [UInt8] {
             let n = Int(try r.readInteger(as: UInt32.self, "length"))
             return try r.readBytes(count: n, "bytes")
@@ -234,7 +232,8 @@ package struct SyncState: Equatable, Sendable {
         for _ in 0..<n {
             let id = try r.readBytes(count: 16, "id")
             s.items[id] = SyncedItem(
-                winner: try version(), deleted: try version(), shadowedBy: try optional(), materialized: try optional())
+                winner: try version(), deleted: try version(), shadowedBy: try optional(), materialized: try optional(),
+                materializedSequence: try r.readInteger("materialized sequence"))
         }
         for _ in 0..<(try r.readInteger(as: UInt32.self, "pending")) {
             s.pending.insert(
@@ -242,12 +241,48 @@ package struct SyncState: Equatable, Sendable {
                     device: try r.readBytes(count: 16, "device"), number: try r.readInteger("number"),
                     index: try r.readInteger("index")))
         }
-        s.lastSync = Double(bitPattern: try r.readInteger("last sync"))
-        s.lastError = String(decoding: try bytes(), as: UTF8.self)
-        for _ in 0..<(try r.readInteger(as: UInt32.self, "warnings")) {
-            s.warnings.append(String(decoding: try bytes(), as: UTF8.self))
-        }
         try r.expectEnd("state")
         return s
+    }
+}
+
+/// How the last sync ended (`<keychain>.sync/status`, §9.1): written after every sync, small,
+/// holding no secret (times, messages that name machines and the remote).
+package struct SyncStatus: Equatable, Sendable {
+    package var lastSync: Double = 0
+    /// Empty: the last sync succeeded.
+    package var lastError: String = ""
+    package var warnings: [String] = []
+
+    package init(lastSync: Double = 0, lastError: String = "", warnings: [String] = []) {
+        self.lastSync = lastSync
+        self.lastError = lastError
+        self.warnings = warnings
+    }
+
+    func encode() -> [UInt8] {
+        var w = ByteWriter(capacity: 256)
+        w.writeBytes(Array("LKsyncSt".utf8))
+        w.writeInteger(lastSync.bitPattern)
+        for s in [lastError] + warnings {
+            let b = Array(s.utf8.prefix(4096))
+            w.writeInteger(UInt32(b.count))
+            w.writeBytes(b)
+        }
+        return w.bytes
+    }
+
+    static func decode(_ bytes: [UInt8]) -> SyncStatus? {
+        var r = ByteReader(bytes)
+        guard (try? r.readBytes(count: 8, "magic")) == Array("LKsyncSt".utf8),
+            let t = try? r.readInteger(as: UInt64.self, "time")
+        else { return nil }
+        var texts: [String] = []
+        while r.remaining > 0 {
+            guard let n = try? r.readInteger(as: UInt32.self, "length"), let b = try? r.readBytes(count: Int(n), "text")
+            else { return nil }
+            texts.append(String(decoding: b, as: UTF8.self))
+        }
+        return SyncStatus(lastSync: Double(bitPattern: t), lastError: texts.first ?? "", warnings: Array(texts.dropFirst()))
     }
 }

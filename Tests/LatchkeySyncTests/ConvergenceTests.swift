@@ -98,11 +98,11 @@ import Testing
         try FileManager.default.moveItem(atPath: lab.remote, toPath: lab.remote + ".away")
         try m[0].put("offline", "edit")
         #expect(throws: (any Error).self) { try m[0].engine.sync() }
-        #expect(try m[0].engine.status()?.lastError.isEmpty == false)
+        #expect(m[0].engine.lastOutcome().lastError.isEmpty == false)
         try FileManager.default.moveItem(atPath: lab.remote + ".away", toPath: lab.remote)
         try m[0].engine.sync()
         try m[1].engine.sync()
         #expect(try m[1].synced() == ["offline": "edit"])
-        #expect(try m[0].engine.status()?.lastError.isEmpty == true)
+        #expect(m[0].engine.lastOutcome().lastError.isEmpty == true)
     }
 }

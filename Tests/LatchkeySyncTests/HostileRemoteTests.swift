@@ -43,7 +43,7 @@ import Testing
         try lab.hostilePush(evil)
         #expect(throws: KeychainError.self) { try m[1].engine.sync() }
         #expect(try m[1].synced() == ["alice": "secret"])
-        #expect(try m[1].engine.status()?.lastError.contains("rolled back or rewritten") == true)
+        #expect(m[1].engine.lastOutcome().lastError.contains("rolled back or rewritten") == true)
     }
 
     @Test func aReplayedOrReorderedSegmentIsRefused() throws {

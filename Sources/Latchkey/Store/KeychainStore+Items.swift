@@ -34,6 +34,27 @@ extension KeychainStore {
         try withStoreLock { try slot(id: ID16(uuid)).map { StoredItem(uuid: uuid, slot: $0) } }
     }
 
+    /// The items put or deleted after sequence number `since`, from what the records after the
+    /// index changed, without reading the index's pages; nil when that is not enough to
+    /// answer (no index, or one that covers records after `since`): then list every live item
+    /// (`liveItemSnapshot`). Deleted lists the UUIDs deleted after the index (some perhaps
+    /// before `since`). For sync's change feed (spec/SYNC.md §9.2).
+    package func changedItems(since: UInt64) throws -> (live: [StoredItem], deleted: [[UInt8]])? {
+        try withStoreLock {
+            guard let base = log.items.base, base.header.lastSequence <= since else { return nil }
+            var live: [StoredItem] = []
+            var deleted: [[UInt8]] = []
+            for id in log.items.changedIDsInOrder() {
+                if let slot = log.items.change(id) ?? nil {
+                    if slot.sequence > since { live.append(StoredItem(uuid: id.bytes, slot: slot)) }
+                } else {
+                    deleted.append(id.bytes)
+                }
+            }
+            return (live, deleted)
+        }
+    }
+
     /// Every live item, in file order (a snapshot: later changes are not seen).
     package func storedItems() throws -> [StoredItem] {
         try slots().sorted { $0.1.offset < $1.1.offset }.map { StoredItem(uuid: $0.0.bytes, slot: $0.1) }

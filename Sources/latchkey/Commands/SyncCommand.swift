@@ -228,22 +228,23 @@ struct SyncStatusCommand: ParsableCommand {
     func run() throws {
         let keychain = try global.open(unlock: .eager)
         let engine = try SyncEngine(keychain: keychain)
+        let outcome = engine.lastOutcome()
         guard let s = try engine.status() else {
             Output.note("this keychain does not sync; start with 'latchkey sync init --remote URL' or 'latchkey sync join --remote URL'")
             throw ExitCode(1)
         }
-        let last = s.lastSync > 0 ? ISODate.format(s.lastSync - 978_307_200) : nil
+        let last = outcome.lastSync > 0 ? ISODate.format(outcome.lastSync - 978_307_200) : nil
         let status = Status(
-            remote: s.remote, device: hexString(s.device), epoch: s.epoch, lastSync: last, lastError: s.lastError,
-            warnings: s.warnings, items: s.items.values.filter(\.isLive).count, unpushedSegments: s.outbox.count)
+            remote: s.remote, device: hexString(s.device), epoch: s.epoch, lastSync: last, lastError: outcome.lastError,
+            warnings: outcome.warnings, items: s.items.values.filter(\.isLive).count, unpushedSegments: s.outbox.count)
         if json {
             try Output.json(encoding: status)
             return
         }
         Output.line("remote: \(s.remote)")
         Output.line("this machine: \(status.device.prefix(8)), circle epoch \(s.epoch)\(s.appliedAt != nil ? " (asked to join, not approved yet)" : "")")
-        Output.line("last sync: \(last ?? "never")\(s.lastError.isEmpty ? "" : "; the last attempt failed: \(s.lastError)")")
+        Output.line("last sync: \(last ?? "never")\(outcome.lastError.isEmpty ? "" : "; the last attempt failed: \(outcome.lastError)")")
         Output.line("synced items: \(status.items); segments not yet pushed: \(status.unpushedSegments)")
-        for w in s.warnings { Output.line("warning: \(w)") }
+        for w in outcome.warnings { Output.line("warning: \(w)") }
     }
 }
