@@ -2,6 +2,7 @@
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
+# git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
 APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
@@ -22,7 +23,7 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
 endif
 DESTDIR   ?=
 
-.PHONY: deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
+.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -52,6 +53,16 @@ test: deps c-warnings
 	  echo "$(TEST_ENV) XDG_RUNTIME_DIR=$$run $(SWIFT) test --skip-build"; \
 	  $(TEST_ENV) XDG_RUNTIME_DIR="$$run" $(SWIFT) test --skip-build
 	SWIFT=$(SWIFT) ./scripts/check-consumer.sh
+
+## bench-sync: what `latchkey sync` costs at SYNC_SIZES items (default "100 100000"), side by side
+## with `pass git push` / `pass git pull` of one change when pass is installed (docs/RESULTS.md)
+bench-sync: deps
+	./scripts/bench-sync.sh
+
+## sync-soak: the randomized convergence test with more operations (LK_SYNC_OPS, default 1000)
+sync-soak: deps
+	$(SWIFT) build --build-tests
+	LK_SYNC_OPS=$${LK_SYNC_OPS:-1000} $(SWIFT) test --skip-build --filter ConvergenceTests/randomOperationsConverge
 
 ## format: lay out the Swift sources as .swift-format says (swift-format, which ships with the
 ## Swift 6 toolchain); format-check fails on any file it would change, and CI runs it

@@ -15,12 +15,15 @@ extension Crypto {
 
     /// A 64-byte Ed25519 signature of `message`.
     public static func ed25519Sign(_ seed: SecretKey, _ message: [UInt8]) throws -> [UInt8] {
-        guard seed.count == 32 else { throw CryptoError.invalidArgument(operation: "Ed25519 sign", reason: "seed is not 32 bytes") }
+        guard seed.count == 32 else {
+            throw CryptoError.invalidArgument(operation: "Ed25519 sign", reason: "seed is not 32 bytes")
+        }
         var sig = [UInt8](repeating: 0, count: 64)
         let ok = seed.withUnsafeBytes { s in
             message.withUnsafeBufferPointer { m in
                 sig.withUnsafeMutableBufferPointer {
-                    lk_ed25519_sign(s.baseAddress!.assumingMemoryBound(to: UInt8.self), m.baseAddress, m.count, $0.baseAddress)
+                    lk_ed25519_sign(
+                        s.baseAddress!.assumingMemoryBound(to: UInt8.self), m.baseAddress, m.count, $0.baseAddress)
                 }
             }
         }
@@ -34,7 +37,9 @@ extension Crypto {
         guard publicKey.count == 32, signature.count == 64 else { return false }
         return publicKey.withUnsafeBufferPointer { p in
             message.withUnsafeBufferPointer { m in
-                signature.withUnsafeBufferPointer { lk_ed25519_verify(p.baseAddress, m.baseAddress, m.count, $0.baseAddress) }
+                signature.withUnsafeBufferPointer {
+                    lk_ed25519_verify(p.baseAddress, m.baseAddress, m.count, $0.baseAddress)
+                }
             }
         } == 1
     }

@@ -41,7 +41,9 @@ package struct Circle: Sendable {
         case .founded:
             return false
         case .approved, .recovered:
-            guard !before.contains(s.subject), let added = s.member(s.subject), added.role == .machine else { return false }
+            guard !before.contains(s.subject), let added = s.member(s.subject), added.role == .machine else {
+                return false
+            }
             if s.action == .recovered, author.role != .recovery { return false }
             return Set(after) == Set(before + [s.subject]) && prev.members.allSatisfy { s.member($0.device) == $0 }
         case .removed:

@@ -28,7 +28,9 @@ package struct RemoteTree {
     package func devices() -> [SyncID] {
         list("devices").compactMap { name in
             // Exactly the form writers use (lower-case hex), so that no machine is listed twice.
-            guard name.count == 32, let id = bytesFromHex(name), id.count == 16, hexString(id) == name else { return nil }
+            guard name.count == 32, let id = bytesFromHex(name), id.count == 16, hexString(id) == name else {
+                return nil
+            }
             return id
         }
     }

@@ -44,7 +44,9 @@ enum Subprocess {
         }
         guard spawned == 0 else { throw spawnError(path, spawned) }
         var result = Result(status: 0, stdout: [], stderr: [], exitedNormally: false)
-        var fds = [pollfd(fd: out[0], events: Int16(POLLIN), revents: 0), pollfd(fd: err[0], events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: out[0], events: Int16(POLLIN), revents: 0), pollfd(fd: err[0], events: Int16(POLLIN), revents: 0)
+        ]
         var open = 2
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while open > 0 {
@@ -119,7 +121,9 @@ enum TreeFiles {
             while done < b.count {
                 let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
                 if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw KeychainError(.io, "cannot write \(path): \(String(cString: strerror(errno)))") }
+                guard n > 0 else {
+                    throw KeychainError(.io, "cannot write \(path): \(String(cString: strerror(errno)))")
+                }
                 done += n
             }
         }

@@ -31,12 +31,15 @@ extension SyncEngine {
             chains[state.device] = AppliedChain(number: state.own.number, hash: state.own.hash)
             for (device, applied) in chains where applied.number > 0 {
                 for n in 1...applied.number {
-                    guard let seg = try? verifiedSegment(device, n, tree, circle, outbox: state.outbox) else { continue }
+                    guard let seg = try? verifiedSegment(device, n, tree, circle, outbox: state.outbox) else {
+                        continue
+                    }
                     let keys = try? keys(epoch: seg.epoch, circle: circle, tree: tree)
                     for i in seg.entries.indices where ids?.contains(seg.entries[i].syncID) ?? true {
                         let id = seg.entries[i].syncID
                         var v = ItemVersion(
-                            hlc: seg.entries[i].hlc, device: device, number: n, index: UInt32(i), kind: seg.entries[i].kind,
+                            hlc: seg.entries[i].hlc, device: device, number: n, index: UInt32(i),
+                            kind: seg.entries[i].kind,
                             protection: seg.entries[i].protection)
                         var p: ItemPlaintext?
                         if let keys, let opened = try? open(seg, i, keys) {
@@ -44,10 +47,16 @@ extension SyncEngine {
                             p = opened.1
                         }
                         let item = state.items[id]
-                        let current = item.map { $0.isLive ? $0.winner?.hlc == v.hlc && $0.winner?.device == v.device : $0.deleted?.hlc == v.hlc && $0.deleted?.device == v.device } ?? false
+                        let current =
+                            item.map {
+                                $0.isLive
+                                    ? $0.winner?.hlc == v.hlc && $0.winner?.device == v.device
+                                    : $0.deleted?.hlc == v.hlc && $0.deleted?.device == v.device
+                            } ?? false
                         out.append(
                             HistoryEntry(
-                                syncID: id, version: v, plaintext: p, machine: names[device] ?? hexString(device.prefix(4)),
+                                syncID: id, version: v, plaintext: p,
+                                machine: names[device] ?? hexString(device.prefix(4)),
                                 current: current))
                     }
                 }

@@ -50,7 +50,9 @@ extension SyncEngine {
         var skipped = false
         for item in changed {
             // What apply itself wrote at the last sync: no need to read it again.
-            if let known = state.items[item.uuid], known.materialized != nil, known.materializedSequence == item.sequence {
+            if let known = state.items[item.uuid], known.materialized != nil,
+                known.materializedSequence == item.sequence
+            {
                 continue
             }
             guard let c = SyncClass(item.protection) else {
@@ -252,7 +254,8 @@ extension SyncEngine {
     /// read them (§7.4). Their entries and numbers stay; their hashes change.
     func resealOutbox(_ circle: Circle, _ tree: RemoteTree, _ state: inout SyncState) throws {
         let unpushed = state.outbox.sorted { $0.key < $1.key }
-        guard let first = unpushed.first, unpushed.contains(where: { (try? Segment.decode($0.value))?.epoch != circle.epoch })
+        guard let first = unpushed.first,
+            unpushed.contains(where: { (try? Segment.decode($0.value))?.epoch != circle.epoch })
         else { return }
         var previous = (try Segment.decode(first.value)).previous
         let newKeys = try keys(epoch: circle.epoch, circle: circle, tree: tree)
@@ -264,9 +267,11 @@ extension SyncEngine {
                 let e = seg.entries[i]
                 let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
                 guard let k = oldKeys.keys[sc] else {
-                    throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+                    throw KeychainError(
+                        .interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
                 }
-                var key = try Segment.entryKey(k, circle: seg.circle, device: seg.device, number: seg.number).copyBytes()
+                var key = try Segment.entryKey(k, circle: seg.circle, device: seg.device, number: seg.number)
+                    .copyBytes()
                 defer { Crypto.cleanse(&key) }
                 plaintexts.append(
                     try Crypto.aesGCMOpen(
@@ -341,7 +346,8 @@ extension SyncEngine {
                         continue
                     }
                     if try SyncClass(local.protection) == nil || store.read(local).attributes["sync"] != .integer(1) {
-                        warnings.append("an item here has the id of a synced item and does not sync; it was left as it is")
+                        warnings.append(
+                            "an item here has the id of a synced item and does not sync; it was left as it is")
                         continue
                     }
                 }
@@ -361,7 +367,8 @@ extension SyncEngine {
                     warnings.append("an item could not be written: another item here has its unique key")
                     continue
                 }
-                try tx.put(uuid: id, plaintext: plaintext, protection: ProtectionClass(rawValue: w.protection)!, flags: 0)
+                try tx.put(
+                    uuid: id, plaintext: plaintext, protection: ProtectionClass(rawValue: w.protection)!, flags: 0)
                 state.items[id]!.materialized = w.content
                 report.receivedPuts += 1
             }
@@ -384,7 +391,8 @@ extension SyncEngine {
         guard Int(v.index) < seg.entries.count, seg.entries[Int(v.index)].syncID == id else {
             throw KeychainError(.decode, "a synced version is missing from the remote")
         }
-        guard case let (opened, p?) = try open(seg, Int(v.index), try keys(epoch: seg.epoch, circle: circle, tree: tree))
+        guard
+            case let (opened, p?) = try open(seg, Int(v.index), try keys(epoch: seg.epoch, circle: circle, tree: tree))
         else {
             throw KeychainError(.interactionNotAllowed, "the sync key of this item's class is locked here")
         }
@@ -401,7 +409,8 @@ extension SyncEngine {
     ) throws -> Segment {
         let own = device == (try requireIdentity()).device ? outbox[number] : nil
         guard let bytes = own ?? tree.contents(RemoteTree.segmentPath(device, number)) else {
-            throw KeychainError(.decode, "segment \(number) of \(hexString(device.prefix(4))) is missing from the remote")
+            throw KeychainError(
+                .decode, "segment \(number) of \(hexString(device.prefix(4))) is missing from the remote")
         }
         guard let seg = try? Segment.decode(bytes), seg.device == device, seg.number == number,
             seg.circle == circle.head.circle, let member = circle.anyMember(device),

@@ -44,7 +44,8 @@ extension SyncEngine {
         while true {
             keyCache = [:]
             guard try t.fetch() else {
-                throw KeychainError(.itemNotFound, "the remote \(state.remote) holds no circle (was it emptied?); nothing was changed")
+                throw KeychainError(
+                    .itemNotFound, "the remote \(state.remote) holds no circle (was it emptied?); nothing was changed")
             }
             try step("fetched")
             let tree = RemoteTree(root: t.directory)
@@ -52,7 +53,8 @@ extension SyncEngine {
             if let saw = state.appliedAt {
                 guard circle.head.member(state.device) != nil else { try requireMember(circle, state); break }
                 guard circle.hashes.contains(saw) else {
-                    throw KeychainError(.authFailed, "the circle that approved this machine is not the one it saw when it applied")
+                    throw KeychainError(
+                        .authFailed, "the circle that approved this machine is not the one it saw when it applied")
                 }
                 state.appliedAt = nil
             }
@@ -129,7 +131,8 @@ extension SyncEngine {
         for (n, bytes) in state.outbox.sorted(by: { $0.key < $1.key }) where n <= top {
             guard let path = mine[n], tree.contents(path) == bytes else {
                 throw KeychainError(
-                    .authFailed, "the remote holds a different segment \(n) for this machine; nothing was applied or pushed")
+                    .authFailed,
+                    "the remote holds a different segment \(n) for this machine; nothing was applied or pushed")
             }
             state.outbox[n] = nil
             state.pushed = n
@@ -155,7 +158,8 @@ extension SyncEngine {
             let files = tree.numbered(d, "seg")
             var applied = state.applied[d] ?? AppliedChain(number: 0, hash: [UInt8](repeating: 0, count: 32))
             if applied.number > 0 {
-                guard let path = files[applied.number], let b = tree.contents(path), Crypto.sha256(b) == applied.hash else {
+                guard let path = files[applied.number], let b = tree.contents(path), Crypto.sha256(b) == applied.hash
+                else {
                     throw KeychainError(
                         .authFailed,
                         "the remote no longer holds segment \(applied.number) of machine \(hexString(d).prefix(8)) as this machine applied it: it was rolled back or rewritten; nothing was applied or pushed"
@@ -177,7 +181,8 @@ extension SyncEngine {
             let top = files.keys.max() ?? 0
             if top > max(applied.number, min(limit, top)) {
                 report.warnings.append(
-                    "ignored \(top - max(applied.number, min(limit, top))) segment(s) from \(hexString(d).prefix(8)), which is not (or no longer) in the circle")
+                    "ignored \(top - max(applied.number, min(limit, top))) segment(s) from \(hexString(d).prefix(8)), which is not (or no longer) in the circle"
+                )
             }
             var n = applied.number + 1
             while n <= limit, let path = files[n] {
@@ -189,7 +194,9 @@ extension SyncEngine {
                     guard seg.epoch >= 1, seg.epoch <= epochLimit, circle.statement(seg.epoch)?.member(d) != nil else {
                         throw SyncFormatError("its epoch \(seg.epoch) is not one in which the machine was a member")
                     }
-                    guard Crypto.ed25519Verify(publicKey: member.signingKey, message: seg.signedBytes, signature: seg.signature)
+                    guard
+                        Crypto.ed25519Verify(
+                            publicKey: member.signingKey, message: seg.signedBytes, signature: seg.signature)
                     else { throw SyncFormatError("its signature does not verify") }
                     for s in seg.seen where s.device != d && s.number > 0 {
                         if (tops[s.device] ?? 0) < s.number {
@@ -232,7 +239,8 @@ extension SyncEngine {
     func open(_ seg: Segment, _ i: Int, _ keys: EpochKeys) throws -> (ItemVersion, ItemPlaintext?) {
         let e = seg.entries[i]
         var v = ItemVersion(
-            hlc: e.hlc, device: seg.device, number: seg.number, index: UInt32(i), kind: e.kind, protection: e.protection)
+            hlc: e.hlc, device: seg.device, number: seg.number, index: UInt32(i), kind: e.kind, protection: e.protection
+        )
         let c: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
         guard let classKey = keys.keys[c] else { return (v, nil) }
         var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number).copyBytes()
@@ -247,7 +255,9 @@ extension SyncEngine {
         }
         guard e.kind == .put else { return (v, nil) }
         let p = try ItemPlaintext.decode(plain)
-        guard p.attributes["sync"] == .integer(1) else { throw SyncFormatError("entry \(i) is not a synchronizable item") }
+        guard p.attributes["sync"] == .integer(1) else {
+            throw SyncFormatError("entry \(i) is not a synchronizable item")
+        }
         v.content = Self.contentDigest(p)
         v.unique = try uniqueDigest(p)
         return (v, p)
@@ -258,7 +268,8 @@ extension SyncEngine {
     func uniqueDigest(_ p: ItemPlaintext) throws -> [UInt8] {
         let u = UniqueKey(itemClass: p.itemClass, attributes: p.attributes)
         let me = try requireIdentity()
-        let k = try Crypto.hkdfSHA256(ikm: me.signingSeed, salt: Array("LKsync unique".utf8), info: me.device, count: 32)
+        let k = try Crypto.hkdfSHA256(
+            ikm: me.signingSeed, salt: Array("LKsync unique".utf8), info: me.device, count: 32)
         return Array(Crypto.hmacSHA256(key: k, parts: [u.encoded]).prefix(16))
     }
 
@@ -296,7 +307,8 @@ extension SyncEngine {
                 }
             } catch {
                 report.warnings.append(
-                    "changes of a locked class in segment \(first.number) of \(hexString(first.device.prefix(4))) cannot be read: \(error)")
+                    "changes of a locked class in segment \(first.number) of \(hexString(first.device.prefix(4))) cannot be read: \(error)"
+                )
             }
         }
     }

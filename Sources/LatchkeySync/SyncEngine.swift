@@ -125,7 +125,7 @@ package final class SyncEngine {
                     [
                         ("LATCHKEY-SYNC", Array(Self.readme.utf8)),
                         (RemoteTree.statementPath(me.device, epoch: 1), s.bytes),
-                        (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes),
+                        (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes)
                     ], message: "latchkey: circle founded by \(name)")
             }
             try save(SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash]))
@@ -145,10 +145,14 @@ package final class SyncEngine {
     package func join(remote: String, name: String) throws -> String {
         try locked {
             guard !isConfigured else {
-                throw KeychainError(.duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
+                throw KeychainError(
+                    .duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
             }
             let t = transport(remote)
-            guard try t.fetch() else { throw KeychainError(.itemNotFound, "the remote \(remote) holds no circle yet; found one with 'latchkey sync init'") }
+            guard try t.fetch() else {
+                throw KeychainError(
+                    .itemNotFound, "the remote \(remote) holds no circle yet; found one with 'latchkey sync init'")
+            }
             let circle = try Circle.verify(RemoteTree(root: t.directory), circle: nil, pinned: [])
             let (me, member) = try SyncIdentity.generate(name: name)
             var app = Application(circle: circle.head.circle, sawHead: circle.head.hash, member: member)
@@ -156,7 +160,8 @@ package final class SyncEngine {
             try me.store(in: keychain)
             identity = me
             try publishingFirst(me) {
-                try t.publish([(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
+                try t.publish(
+                    [(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
             }
             var state = SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes)
             state.appliedAt = circle.head.hash
@@ -169,10 +174,12 @@ package final class SyncEngine {
     package func join(remote: String, name: String, recoveryKey: String) throws {
         try locked {
             guard !isConfigured else {
-                throw KeychainError(.duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
+                throw KeychainError(
+                    .duplicateItem, "this keychain already syncs or has applied to; see 'latchkey sync status'")
             }
             guard var secret = Self.parseRecoveryKey(recoveryKey) else {
-                throw KeychainError(.param, "that is not a Latchkey recovery key (52 characters of A–Z and 2–7, dashes allowed)")
+                throw KeychainError(
+                    .param, "that is not a Latchkey recovery key (52 characters of A–Z and 2–7, dashes allowed)")
             }
             defer { Crypto.cleanse(&secret) }
             let recovery = try SyncIdentity.recovery(SecretKey(copying: secret))
@@ -197,7 +204,9 @@ package final class SyncEngine {
                 try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
             }
             try save(
-                SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash]))
+                SyncState(
+                    remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash]
+                ))
         }
         _ = try sync()
     }
@@ -284,7 +293,8 @@ package final class SyncEngine {
                 try requireMember(circle, state)
                 let machines = circle.head.members.filter { $0.role == .machine }
                 let named = machines.filter { $0.name == who }
-                let matches = named.isEmpty ? machines.filter { hexString($0.device).hasPrefix(who.lowercased()) } : named
+                let matches =
+                    named.isEmpty ? machines.filter { hexString($0.device).hasPrefix(who.lowercased()) } : named
                 guard matches.count == 1, let gone = matches.first else {
                     throw KeychainError(
                         matches.isEmpty ? .itemNotFound : .param,
@@ -337,7 +347,8 @@ package final class SyncEngine {
             action: action, subject: subject, subjectSegments: subjectSegments, members: members)
         s.signature = try author.sign(s.signedBytes)
         guard Circle.follows(s, circle.head) else {
-            throw KeychainError(.param, "the circle change would not verify (is the machine already a member?); nothing was changed")
+            throw KeychainError(
+                .param, "the circle change would not verify (is the machine already a member?); nothing was changed")
         }
         let envelope = try EpochKeys.generate().envelope(
             circle: s.circle, epoch: s.epoch, statement: s.hash, author: author, members: members,
@@ -346,7 +357,7 @@ package final class SyncEngine {
             s.hash,
             [
                 (RemoteTree.statementPath(author.device, epoch: s.epoch), s.bytes),
-                (RemoteTree.envelopePath(author.device, epoch: s.epoch), envelope.bytes),
+                (RemoteTree.envelopePath(author.device, epoch: s.epoch), envelope.bytes)
             ]
         )
     }
@@ -421,10 +432,12 @@ package final class SyncEngine {
             if state.appliedAt != nil {
                 throw KeychainError(
                     .interactionNotAllowed,
-                    "this machine has asked to join and is not approved yet; run 'latchkey sync approve CODE' on a member")
+                    "this machine has asked to join and is not approved yet; run 'latchkey sync approve CODE' on a member"
+                )
             }
             throw KeychainError(
-                .authFailed, "this machine was removed from the circle (epoch \(circle.epoch)); it receives nothing more")
+                .authFailed,
+                "this machine was removed from the circle (epoch \(circle.epoch)); it receives nothing more")
         }
     }
 
@@ -437,7 +450,8 @@ package final class SyncEngine {
     func load() throws -> SyncState {
         let fd = Glibc.open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
-            throw KeychainError(.itemNotFound, "this keychain does not sync; start with 'latchkey sync init' or 'latchkey sync join'")
+            throw KeychainError(
+                .itemNotFound, "this keychain does not sync; start with 'latchkey sync init' or 'latchkey sync join'")
         }
         defer { close(fd) }
         var bytes: [UInt8] = []
@@ -445,7 +459,9 @@ package final class SyncEngine {
         while true {
             let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw KeychainError(.io, "cannot read \(statePath): \(String(cString: strerror(errno)))") }
+            guard n >= 0 else {
+                throw KeychainError(.io, "cannot read \(statePath): \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             bytes += buf[0..<n]
         }
@@ -455,7 +471,8 @@ package final class SyncEngine {
         let key = try stateKey().copyBytes()
         do {
             let plain = try Crypto.aesGCMOpen(
-                key: key, nonce: Array(bytes[8..<20]), aad: SyncState.magic, ciphertext: Array(bytes[20..<(bytes.count - 16)]),
+                key: key, nonce: Array(bytes[8..<20]), aad: SyncState.magic,
+                ciphertext: Array(bytes[20..<(bytes.count - 16)]),
                 tag: Array(bytes.suffix(16)))
             var state = try SyncState.decode(plain)
             let pushed = loadPushed()
@@ -490,7 +507,8 @@ package final class SyncEngine {
         defer { Crypto.cleanse(&key) }
         let aad = Array("LKsyncPu".utf8)
         let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: aad, plaintext: w.bytes)
-        try writeAtomically(directory + "/pushed", aad + nonce + sealed.ciphertext + sealed.tag, what: "the push record")
+        try writeAtomically(
+            directory + "/pushed", aad + nonce + sealed.ciphertext + sealed.tag, what: "the push record")
     }
 
     /// The number in the push record; 0 when there is none (or it does not open).
@@ -566,7 +584,8 @@ package final class SyncEngine {
             throw KeychainError(.io, "\(directory) is not a directory of this user; refusing to keep sync state there")
         }
         if st.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 {
-            throw KeychainError(.io, "\(directory) is open to other users and cannot be made private; fix its mode (chmod 700)")
+            throw KeychainError(
+                .io, "\(directory) is open to other users and cannot be made private; fix its mode (chmod 700)")
         }
     }
 
@@ -577,7 +596,9 @@ package final class SyncEngine {
         keyCache = [:]
         try makeDirectory()
         let fd = Glibc.open(directory + "/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot open \(directory)/lock: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw KeychainError(.io, "cannot open \(directory)/lock: \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else { throw KeychainError(.io, "cannot lock \(directory)/lock") }

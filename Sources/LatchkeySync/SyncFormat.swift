@@ -429,7 +429,9 @@ package struct Segment: Equatable, Sendable {
                     hash: try r.readBytes(count: 32, "seen hash")))
         }
         let count = Int(try r.readInteger(as: UInt32.self, "entry count"))
-        guard count <= maxEntries, count * 52 <= r.remaining else { throw SyncFormatError("segment: entry count too large") }
+        guard count <= maxEntries, count * 52 <= r.remaining else {
+            throw SyncFormatError("segment: entry count too large")
+        }
         var entries: [SegmentEntry] = []
         entries.reserveCapacity(count)
         for _ in 0..<count {

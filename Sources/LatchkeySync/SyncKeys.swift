@@ -33,7 +33,8 @@ package struct SyncIdentity: @unchecked Sendable {
         }
         var ex: [SyncClass: SecretKey] = [:]
         for c in SyncClass.allCases { ex[c] = try SecretKey.random() }
-        let id = SyncIdentity(device: try Crypto.randomBytes(16), signingSeed: try SecretKey.random(), exchange: ex, name: name)
+        let id = SyncIdentity(
+            device: try Crypto.randomBytes(16), signingSeed: try SecretKey.random(), exchange: ex, name: name)
         return (id, try id.member(role: .machine))
     }
 
@@ -74,7 +75,7 @@ package struct SyncIdentity: @unchecked Sendable {
                 .genericPassword,
                 attributes: [
                     "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
-                    "labl": .string("Latchkey sync identity (this machine only)"),
+                    "labl": .string("Latchkey sync identity (this machine only)")
                 ], data: data, protection: c.localProtection)
         }
     }
@@ -187,7 +188,8 @@ package struct EpochKeys: @unchecked Sendable {
                 let kek = try KeyEnvelope.kek(shared: shared, statement: envelope.statement, member: identity.device, c)
                 keys[c] = try Crypto.unwrap(entry.wrapped[i], with: kek)
             } catch {
-                throw SyncFormatError("the key envelope of epoch \(envelope.epoch) does not open with this machine's keys")
+                throw SyncFormatError(
+                    "the key envelope of epoch \(envelope.epoch) does not open with this machine's keys")
             }
         }
         return EpochKeys(keys: keys)
@@ -204,7 +206,8 @@ package struct EpochKeys: @unchecked Sendable {
             do {
                 out[c] = try Crypto.unwrap(entry.wrapped[i], with: k)
             } catch {
-                throw SyncFormatError("the key envelope of epoch \(envelope.epoch) has a chain entry that does not open")
+                throw SyncFormatError(
+                    "the key envelope of epoch \(envelope.epoch) has a chain entry that does not open")
             }
         }
         return EpochKeys(keys: out)
@@ -224,7 +227,8 @@ extension Segment {
             let e = entries[i]
             let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
             guard let classKey = keys.keys[sc] else {
-                throw KeychainError(.interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+                throw KeychainError(
+                    .interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
             }
             var key = try Segment.entryKey(classKey, circle: circle, device: device, number: number).copyBytes()
             defer { Crypto.cleanse(&key) }

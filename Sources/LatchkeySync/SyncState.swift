@@ -191,7 +191,9 @@ package struct SyncState: Equatable, Sendable {
 
     package static func decode(_ input: [UInt8]) throws -> SyncState {
         var r = ByteReader(input)
-        guard try r.readInteger(as: UInt16.self, "state version") == 2 else { throw SyncFormatError("state: unknown version") }
+        guard try r.readInteger(as: UInt16.self, "state version") == 2 else {
+            throw SyncFormatError("state: unknown version")
+        }
         func bytes() throws -> [UInt8] {
             let n = Int(try r.readInteger(as: UInt32.self, "length"))
             return try r.readBytes(count: n, "bytes")
@@ -203,16 +205,21 @@ package struct SyncState: Equatable, Sendable {
             let device = try r.readBytes(count: 16, "device")
             let number: UInt64 = try r.readInteger("number")
             let index: UInt32 = try r.readInteger("index")
-            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger("kind")) else { throw SyncFormatError("state: kind") }
+            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger("kind")) else {
+                throw SyncFormatError("state: kind")
+            }
             return ItemVersion(
-                hlc: hlc, device: device, number: number, index: index, kind: kind, protection: try r.readInteger("protection"), content: try optional(),
+                hlc: hlc, device: device, number: number, index: index, kind: kind,
+                protection: try r.readInteger("protection"), content: try optional(),
                 unique: try optional())
         }
         let remote = String(decoding: try bytes(), as: UTF8.self)
         var s = SyncState(
             remote: remote, circle: try r.readBytes(count: 16, "circle"), device: try r.readBytes(count: 16, "device"),
             chain: [])
-        for _ in 0..<(try r.readInteger(as: UInt32.self, "chain")) { s.chain.append(try r.readBytes(count: 32, "hash")) }
+        for _ in 0..<(try r.readInteger(as: UInt32.self, "chain")) {
+            s.chain.append(try r.readBytes(count: 32, "hash"))
+        }
         s.appliedAt = try optional()
         for _ in 0..<(try r.readInteger(as: UInt32.self, "applied")) {
             let d = try r.readBytes(count: 16, "device")
@@ -283,6 +290,7 @@ package struct SyncStatus: Equatable, Sendable {
             else { return nil }
             texts.append(String(decoding: b, as: UTF8.self))
         }
-        return SyncStatus(lastSync: Double(bitPattern: t), lastError: texts.first ?? "", warnings: Array(texts.dropFirst()))
+        return SyncStatus(
+            lastSync: Double(bitPattern: t), lastError: texts.first ?? "", warnings: Array(texts.dropFirst()))
     }
 }

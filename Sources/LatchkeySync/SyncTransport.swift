@@ -66,7 +66,7 @@ package final class GitTransport: SyncTransport {
         let arguments =
             [
                 "-c", "core.hooksPath=/dev/null", "-c", "user.name=latchkey", "-c", "user.email=latchkey@localhost",
-                "-c", "commit.gpgSign=false", "-c", "core.symlinks=false", "-c", "init.defaultBranch=\(Self.branch)",
+                "-c", "commit.gpgSign=false", "-c", "core.symlinks=false", "-c", "init.defaultBranch=\(Self.branch)"
             ] + (dir.map { ["-C", $0] } ?? []) + args
         var env = Subprocess.currentEnvironment()
         env["GIT_TERMINAL_PROMPT"] = env["GIT_TERMINAL_PROMPT"] ?? "0"
@@ -151,7 +151,8 @@ package final class FolderTransport: SyncTransport {
                 close(fd)
             }
             guard rename(directory + "/" + temp, directory + "/" + f.path) == 0 else {
-                throw TransportError.failed("cannot write \(f.path) in \(directory): \(String(cString: strerror(errno)))")
+                throw TransportError.failed(
+                    "cannot write \(f.path) in \(directory): \(String(cString: strerror(errno)))")
             }
         }
     }

@@ -27,7 +27,7 @@ import Testing
             process.executableURL = URL(fileURLWithPath: dir + "/git-daemon")
             process.arguments = [
                 "--reuseaddr", "--listen=127.0.0.1", "--port=\(port)", "--export-all",
-                "--enable=receive-pack", "--base-path=\(base.path)", base.path,
+                "--enable=receive-pack", "--base-path=\(base.path)", base.path
             ]
             process.standardError = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
@@ -65,7 +65,8 @@ import Testing
     }
 
     @Test func threeMachinesOverGitDaemon() throws {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("lk-daemon-\(UUID().uuidString.prefix(8))")
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lk-daemon-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: base) }
         let bare = base.appendingPathComponent("remote.git").path
@@ -78,9 +79,12 @@ import Testing
         let url = "git://127.0.0.1:\(daemon.port)/remote.git"
         let (a, b, c) = (try machine(), try machine(), try machine())
 
-        try a.run(["add", "--service", "mail", "--account", "alice", "--synchronizable", "yes"], stdin: Array("s3cret".utf8))
+        try a.run(
+            ["add", "--service", "mail", "--account", "alice", "--synchronizable", "yes"], stdin: Array("s3cret".utf8)
+        )
+        .expectSuccess()
+        try a.run(["add", "--service", "local", "--account", "only-here"], stdin: Array("not-synced".utf8))
             .expectSuccess()
-        try a.run(["add", "--service", "local", "--account", "only-here"], stdin: Array("not-synced".utf8)).expectSuccess()
         let founded = try a.run(["sync", "init", "--remote", url, "--name", "a"])
         try founded.expectSuccess()
         let recovery = founded.out.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -103,10 +107,12 @@ import Testing
         let keyFile = c.directory.appendingPathComponent("recovery.txt")
         try Data(recovery.utf8).write(to: keyFile)
         try c.run(["sync", "join", "--remote", url, "--name", "c", "--recovery-key-file", keyFile.path]).expectSuccess()
-        #expect(try c.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
+        #expect(
+            try c.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
 
         // A delete on c reaches a and b.
-        try c.run(["delete", "--service", "mail", "--account", "alice", "--synchronizable", "yes", "--yes"]).expectSuccess()
+        try c.run(["delete", "--service", "mail", "--account", "alice", "--synchronizable", "yes", "--yes"])
+            .expectSuccess()
         try c.run(["sync"]).expectSuccess()
         try a.run(["sync"]).expectSuccess()
         #expect(try a.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).status == 1)
@@ -115,11 +121,13 @@ import Testing
         try history.expectSuccess()
         #expect(history.out.contains("deleted"))
         #expect(!history.out.contains("s3cret"))
-        let n = try #require(history.out.split(separator: "\n").first { $0.contains("\tchanged") }?.split(separator: "\t").first)
+        let n = try #require(
+            history.out.split(separator: "\n").first { $0.contains("\tchanged") }?.split(separator: "\t").first)
         try a.run(["history", "--service", "mail", "--account", "alice", "--restore", String(n)]).expectSuccess()
         try a.run(["sync"]).expectSuccess()
         try b.run(["sync"]).expectSuccess()
-        #expect(try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
+        #expect(
+            try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
 
         let devices = try a.run(["sync", "devices", "--json"])
         try devices.expectSuccess()

@@ -13,7 +13,7 @@ import Testing
     static let root = packageRoot.appendingPathComponent("fixtures/sync")
     static let names = [
         "three_machines", "tampered_segment", "replayed_segment", "forged_member", "removed_member_later_segment",
-        "rolled_back",
+        "rolled_back"
     ]
 
     struct Expected: Decodable {
@@ -38,7 +38,8 @@ import Testing
         let folder: URL
 
         init(first: String) throws {
-            dir = FileManager.default.temporaryDirectory.appendingPathComponent("lk-syncfx-\(UUID().uuidString.prefix(8))")
+            dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "lk-syncfx-\(UUID().uuidString.prefix(8))")
             folder = dir.appendingPathComponent("remote")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             try Reader.copy(first, to: folder)
@@ -62,21 +63,28 @@ import Testing
 
         static func readmeSecret() throws -> [UInt8] {
             let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-            let line = try #require(readme.split(separator: "\n").first { $0.hasPrefix("    ") && $0.trimmingCharacters(in: .whitespaces).count == 64 })
+            let line = try #require(
+                readme.split(separator: "\n").first {
+                    $0.hasPrefix("    ") && $0.trimmingCharacters(in: .whitespaces).count == 64
+                })
             return Array(line.trimmingCharacters(in: .whitespaces).utf8)
         }
 
         static func copy(_ name: String, to folder: URL) throws {
             try? FileManager.default.removeItem(at: folder)
-            try FileManager.default.copyItem(at: root.appendingPathComponent(name).appendingPathComponent("remote"), to: folder)
+            try FileManager.default.copyItem(
+                at: root.appendingPathComponent(name).appendingPathComponent("remote"), to: folder)
         }
 
         func items() throws -> [Expected.Item] {
             try keychain.find(Query(.genericPassword, ["svce": .string("fixture")], synchronizable: .synchronizable))
                 .map {
-                    guard case .string(let a)? = $0.attributes["acct"] else { return Expected.Item(acct: "", svce: "", data: "", pdmn: "") }
+                    guard case .string(let a)? = $0.attributes["acct"] else {
+                        return Expected.Item(acct: "", svce: "", data: "", pdmn: "")
+                    }
                     return Expected.Item(
-                        acct: a, svce: "fixture", data: String(decoding: $0.data, as: UTF8.self), pdmn: $0.protection.code)
+                        acct: a, svce: "fixture", data: String(decoding: $0.data, as: UTF8.self),
+                        pdmn: $0.protection.code)
                 }.sorted { $0.acct < $1.acct }
         }
 
@@ -86,7 +94,8 @@ import Testing
     @Test(arguments: names)
     func fixtureReachesItsExpectedOutcome(name: String) throws {
         let expected = try JSONDecoder().decode(
-            Expected.self, from: Data(contentsOf: Self.root.appendingPathComponent(name).appendingPathComponent("expected.json")))
+            Expected.self,
+            from: Data(contentsOf: Self.root.appendingPathComponent(name).appendingPathComponent("expected.json")))
         let reader = try Reader(first: expected.after ?? name)
         if let after = expected.after {
             try reader.engine.sync()

@@ -5,7 +5,9 @@ import Testing
 @Suite struct Curve25519Tests {
     private func hex(_ s: String) -> [UInt8] {
         let c = Array(s.utf8)
-        return stride(from: 0, to: c.count, by: 2).map { UInt8(String(decoding: c[$0..<$0 + 2], as: UTF8.self), radix: 16)! }
+        return stride(from: 0, to: c.count, by: 2).map {
+            UInt8(String(decoding: c[$0..<$0 + 2], as: UTF8.self), radix: 16)!
+        }
     }
 
     @Test func ed25519RFC8032Vectors() throws {
@@ -19,7 +21,7 @@ import Testing
                 "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
                 "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72",
                 "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
-            ),
+            )
         ]
         for c in cases {
             let seed = SecretKey(copying: hex(c.seed))
@@ -30,7 +32,9 @@ import Testing
             bad[10] ^= 1
             #expect(!Crypto.ed25519Verify(publicKey: hex(c.pub), message: hex(c.msg), signature: bad))
             #expect(!Crypto.ed25519Verify(publicKey: hex(c.pub), message: hex(c.msg) + [0], signature: hex(c.sig)))
-            #expect(!Crypto.ed25519Verify(publicKey: hex(c.pub), message: hex(c.msg), signature: Array(hex(c.sig).prefix(63))))
+            #expect(
+                !Crypto.ed25519Verify(
+                    publicKey: hex(c.pub), message: hex(c.msg), signature: Array(hex(c.sig).prefix(63))))
         }
     }
 

@@ -59,9 +59,10 @@ import Testing
             let lost = acknowledged.subtracting(values)
             #expect(lost.isEmpty, "\(x.name) lost \(lost.sorted())")
             // The current items are exactly the history's current puts.
-            let current = Set(history.filter { $0.current && $0.version.kind == .put }.compactMap {
-                $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) }
-            })
+            let current = Set(
+                history.filter { $0.current && $0.version.kind == .put }.compactMap {
+                    $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) }
+                })
             #expect(current == Set(finals[0].values))
         }
     }
@@ -87,7 +88,9 @@ import Testing
         #expect(try m[1].synced() == ["x": "1b", "y": "2"])
         // No version twice: y=2 and x=1b were each sent once (x=1 was overwritten before any sync).
         let history = try m[1].engine.history().filter { $0.version.kind == .put }
-        #expect(history.compactMap { $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } }.sorted() == ["1b", "2"])
+        #expect(
+            history.compactMap { $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } }.sorted() == ["1b", "2"]
+        )
     }
 
     /// An unreachable remote fails the sync with git's reason; local use goes on, and the next

@@ -83,7 +83,8 @@ import Testing
         s.signature = try mallory.sign(s.signedBytes)
         let dir = evil + "/" + RemoteTree.deviceDirectory(mallory.device)
         try FileManager.default.createDirectory(atPath: dir + "/circle", withIntermediateDirectories: true)
-        try Data(s.bytes).write(to: URL(fileURLWithPath: evil + "/" + RemoteTree.statementPath(mallory.device, epoch: s.epoch)))
+        try Data(s.bytes).write(
+            to: URL(fileURLWithPath: evil + "/" + RemoteTree.statementPath(mallory.device, epoch: s.epoch)))
         // And a segment of its own, as if it were a member.
         try FileManager.default.createDirectory(atPath: dir + "/seg", withIntermediateDirectories: true)
         var seg = Segment(
@@ -104,7 +105,8 @@ import Testing
         let m = try lab.circle(["a", "b"])
         try m[0].put("alice", "one")
         try m[0].engine.sync()
-        let before = try SyncLab.run(["git", "--git-dir", lab.remote, "rev-parse", "latchkey"]).trimmingCharacters(in: .whitespacesAndNewlines)
+        let before = try SyncLab.run(["git", "--git-dir", lab.remote, "rev-parse", "latchkey"]).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         try m[0].put("alice", "two")
         try m[0].engine.sync()
         try m[1].engine.sync()
@@ -173,7 +175,8 @@ import Testing
         let app = RemoteTree.applicationPath(state.device)
         try FileManager.default.createDirectory(
             atPath: evil + "/" + RemoteTree.deviceDirectory(state.device), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: joiner.dir + "/login.keychain.sync/remote/" + app, toPath: evil + "/" + app)
+        try FileManager.default.copyItem(
+            atPath: joiner.dir + "/login.keychain.sync/remote/" + app, toPath: evil + "/" + app)
         try lab.hostilePush(evil)
         #expect(throws: KeychainError.self) { try m[0].engine.approve(code: code) }
         // A wrong code approves nobody.

@@ -13,7 +13,8 @@ final class SyncLab {
     static let gitEnvironment = ["GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"]
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("lk-sync-\(UUID().uuidString.prefix(8))").path
+        root =
+            FileManager.default.temporaryDirectory.appendingPathComponent("lk-sync-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         remote = root + "/remote.git"
         try Self.run(["git", "init", "-q", "--bare", remote])
@@ -90,7 +91,8 @@ final class Machine {
         self.name = name
         self.dir = dir
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        keychain = try Keychain.create(path: dir + "/login.keychain", devicePath: dir + "/device", passcode: passcode, kdfLogN: 10)
+        keychain = try Keychain.create(
+            path: dir + "/login.keychain", devicePath: dir + "/device", passcode: passcode, kdfLogN: 10)
         if let passcode { try keychain.unlock(passcode: passcode) }
         engine = try SyncEngine(keychain: keychain)
         engine.gitEnvironment = SyncLab.gitEnvironment
@@ -106,7 +108,8 @@ final class Machine {
     }
 
     func put(_ account: String, _ secret: String, protection: ProtectionClass = .whenUnlocked) throws {
-        let q = Query(.genericPassword, ["svce": .string("web"), "acct": .string(account)], synchronizable: .synchronizable)
+        let q = Query(
+            .genericPassword, ["svce": .string("web"), "acct": .string(account)], synchronizable: .synchronizable)
         if try keychain.find(q, includeData: false).isEmpty {
             try keychain.add(
                 .genericPassword,
@@ -119,6 +122,7 @@ final class Machine {
 
     func remove(_ account: String) throws {
         _ = try keychain.delete(
-            Query(.genericPassword, ["svce": .string("web"), "acct": .string(account)], synchronizable: .synchronizable))
+            Query(.genericPassword, ["svce": .string("web"), "acct": .string(account)], synchronizable: .synchronizable)
+        )
     }
 }

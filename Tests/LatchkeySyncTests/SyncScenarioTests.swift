@@ -100,7 +100,8 @@ import Testing
         try m[0].engine.sync()
         #expect(try m[0].synced() == ["carol": "b-version"])
         #expect(try m[1].synced() == ["carol": "b-version"])
-        let secrets = Set(try m[0].engine.history().compactMap { $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } })
+        let secrets = Set(
+            try m[0].engine.history().compactMap { $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } })
         #expect(secrets.contains("a-version"))
     }
 
@@ -121,16 +122,21 @@ import Testing
         #expect(try m[0].synced().isEmpty)
         #expect(try m[1].synced().isEmpty)
         // The update is not lost: it is in history, and can be put back as a new item.
-        let h = try m[1].engine.history().first { $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } == "v2-after-the-delete" }
+        let h = try m[1].engine.history().first {
+            $0.plaintext.map { String(decoding: $0.data, as: UTF8.self) } == "v2-after-the-delete"
+        }
         #expect(h != nil)
         // An item restored under the deleted id (as restore --merge does) is removed again.
         let old = try Keychain.open(path: backup, devicePath: m[0].dir + "/device", acceptRollback: true)
-        let item = try #require(try old.find(Query(.genericPassword, ["acct": .string("dave")], synchronizable: .synchronizable)).first)
+        let item = try #require(
+            try old.find(Query(.genericPassword, ["acct": .string("dave")], synchronizable: .synchronizable)).first)
         let uuid = Array(item.persistentRef.dropFirst(4))
         try m[0].keychain.localStore!.withStreamingTransaction { tx in
             try tx.put(
                 uuid: uuid,
-                plaintext: ItemPlaintext(itemClass: .genericPassword, attributes: item.attributes.filter { $0.key != "pdmn" }, data: item.data),
+                plaintext: ItemPlaintext(
+                    itemClass: .genericPassword, attributes: item.attributes.filter { $0.key != "pdmn" },
+                    data: item.data),
                 protection: .whenUnlocked, flags: 0)
         }
         #expect(try m[0].synced() == ["dave": "v1"])
@@ -151,11 +157,15 @@ import Testing
         let m = try lab.circle(["a", "b"])
         try m[0].keychain.add(
             .genericPassword,
-            attributes: ["svce": .string("web"), "acct": .string("grp"), "agrp": .string("TEAM.com.example.app"), "sync": .integer(1)],
+            attributes: [
+                "svce": .string("web"), "acct": .string("grp"), "agrp": .string("TEAM.com.example.app"),
+                "sync": .integer(1)
+            ],
             data: Array("g".utf8))
         try m[0].engine.sync()
         try m[1].engine.sync()
-        let found = try m[1].keychain.find(Query(.genericPassword, ["acct": .string("grp")], synchronizable: .synchronizable))
+        let found = try m[1].keychain.find(
+            Query(.genericPassword, ["acct": .string("grp")], synchronizable: .synchronizable))
         #expect(found.first?.attributes["agrp"] == .string("TEAM.com.example.app"))
     }
 

@@ -28,7 +28,8 @@ enum SyncFixtures {
     static func identity(_ name: String, _ rng: inout DeterministicRandom) -> SyncIdentity {
         var ex: [SyncClass: SecretKey] = [:]
         for c in SyncClass.allCases { ex[c] = SecretKey(copying: rng.bytes(32)) }
-        return SyncIdentity(device: rng.bytes(16), signingSeed: SecretKey(copying: rng.bytes(32)), exchange: ex, name: name)
+        return SyncIdentity(
+            device: rng.bytes(16), signingSeed: SecretKey(copying: rng.bytes(32)), exchange: ex, name: name)
     }
 
     static func item(_ account: String, _ secret: String) -> [UInt8] {
@@ -36,7 +37,7 @@ enum SyncFixtures {
             itemClass: .genericPassword,
             attributes: [
                 "svce": .string("fixture"), "acct": .string(account), "sync": .integer(1),
-                "cdat": .date(788_918_400), "mdat": .date(788_918_400),
+                "cdat": .date(788_918_400), "mdat": .date(788_918_400)
             ], data: Array(secret.utf8)
         ).encode()
     }
@@ -113,7 +114,8 @@ enum SyncFixtures {
         let b1 = try segment(
             b, 1, epoch: 2, [(x, 10 << 16, "alice", "from-b"), (w, 15 << 16, "carol", "b-loses")], into: &remote)
         let c1 = try segment(
-            c, 1, epoch: 3, [(x, 10 << 16, "alice", "from-c"), (y, 11 << 16, nil, nil), (z, 20 << 16, "carol", "c-wins")],
+            c, 1, epoch: 3,
+            [(x, 10 << 16, "alice", "from-c"), (y, 11 << 16, nil, nil), (z, 20 << 16, "carol", "c-wins")],
             into: &remote)
         // Same clock for b's and c's alice: the larger device id wins (§8.1).
         let alice = b.device.lexicographicallyPrecedes(c.device) ? "from-c" : "from-b"
@@ -138,9 +140,11 @@ enum SyncFixtures {
             (
                 "tampered_segment", tampered,
                 Expected(
-                    outcome: "success", items: ["alice": ("from-b", "ck"), "bob": ("b1", "ck"), "carol": ("b-loses", "ck")],
+                    outcome: "success",
+                    items: ["alice": ("from-b", "ck"), "bob": ("b1", "ck"), "carol": ("b-loses", "ck")],
                     warnings: ["refused segment 1 of machine-c"],
-                    description: "one byte of c's segment 1 flipped: the segment is refused, the rest applied", after: nil)
+                    description: "one byte of c's segment 1 flipped: the segment is refused, the rest applied",
+                    after: nil)
             ))
 
         var replayed = remote
@@ -163,8 +167,10 @@ enum SyncFixtures {
         forged.files[RemoteTree.statementPath(mallory.device, epoch: 4)] = fs.bytes
         var ms = Segment(
             circle: circleID, device: mallory.device, number: 1, previous: [UInt8](repeating: 0, count: 32), epoch: 4,
-            seen: [], entries: [
-                SegmentEntry(syncID: x, hlc: base + (99 << 16), kind: .put, protection: 7, nonce: rng.bytes(12), sealed: [])
+            seen: [],
+            entries: [
+                SegmentEntry(
+                    syncID: x, hlc: base + (99 << 16), kind: .put, protection: 7, nonce: rng.bytes(12), sealed: [])
             ])
         try ms.seal(plaintexts: [item("alice", "mallory")], keys: keys[2], author: mallory)
         forged.files[RemoteTree.segmentPath(mallory.device, 1)] = ms.bytes
@@ -215,7 +221,8 @@ enum SyncFixtures {
             let dir = root.appendingPathComponent(name)
             for (path, bytes) in remote.files {
                 let url = dir.appendingPathComponent("remote").appendingPathComponent(path)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                 try FixtureWriter.write(bytes, to: url)
             }
             let items = expected.items.sorted { $0.key < $1.key }.map {

@@ -54,9 +54,11 @@ struct HistoryCommand: ParsableCommand {
         for (i, e) in shown.enumerated() {
             let (s, a) = names[e.syncID] ?? ("?", "?")
             let millis = Double(e.version.hlc >> 16) / 1000 - 978_307_200
-            let what = e.version.kind == .delete ? "deleted" : (e.plaintext == nil ? "changed (class locked here)" : "changed")
+            let what =
+                e.version.kind == .delete ? "deleted" : (e.plaintext == nil ? "changed (class locked here)" : "changed")
             Output.line(
-                "\(i + 1)\t\(ISODate.format(millis))\t\(e.machine)\t\(what)\t\(s)/\(a)\(e.current ? "\t(current)" : "")")
+                "\(i + 1)\t\(ISODate.format(millis))\t\(e.machine)\t\(what)\t\(s)/\(a)\(e.current ? "\t(current)" : "")"
+            )
         }
     }
 }

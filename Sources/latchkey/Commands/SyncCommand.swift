@@ -25,14 +25,14 @@ struct SyncCommand: ParsableCommand {
             pushes.
 
             Example:
-              latchkey sync init --remote git@example.com:me/keychain.git
-              latchkey sync join --remote git@example.com:me/keychain.git   # on the new machine
-              latchkey sync approve K7QD-M2XA-PL9R                           # on a member
+              latchkey sync init --remote git@example.com:me/kc.git
+              latchkey sync join --remote git@example.com:me/kc.git
+              latchkey sync approve K7QD-M2XA-PL9R
               latchkey sync
             """,
         subcommands: [
             SyncNowCommand.self, SyncInitCommand.self, SyncJoinCommand.self, SyncApproveCommand.self,
-            SyncRemoveCommand.self, SyncDevicesCommand.self, SyncStatusCommand.self,
+            SyncRemoveCommand.self, SyncDevicesCommand.self, SyncStatusCommand.self
         ],
         defaultSubcommand: SyncNowCommand.self
     )
@@ -61,9 +61,13 @@ struct SyncNowCommand: ParsableCommand {
         let engine = try SyncCommand.engine(global)
         let r = try engine.sync()
         for w in r.warnings { Output.note("warning: \(w)") }
-        var parts = ["sent \(r.sentPuts) change(s) and \(r.sentDeletes) delete(s)",
-                     "received \(r.receivedPuts) change(s) and \(r.receivedDeletes) delete(s)"]
-        if r.conflicts > 0 { parts.append("\(r.conflicts) conflict(s) decided, the losing versions kept in 'latchkey history'") }
+        var parts = [
+            "sent \(r.sentPuts) change(s) and \(r.sentDeletes) delete(s)",
+            "received \(r.receivedPuts) change(s) and \(r.receivedDeletes) delete(s)"
+        ]
+        if r.conflicts > 0 {
+            parts.append("\(r.conflicts) conflict(s) decided, the losing versions kept in 'latchkey history'")
+        }
         if r.waiting > 0 { parts.append("\(r.waiting) item(s) wait for their class to be unlocked here") }
         if r.resurrectionsRemoved > 0 {
             parts.append("\(r.resurrectionsRemoved) restored item(s) removed again: another machine had deleted them")
@@ -150,7 +154,10 @@ struct SyncApproveCommand: ParsableCommand {
         guard let code else {
             let apps = try engine.applications()
             if apps.isEmpty { Output.note("no machine asks to join") }
-            for a in apps { Output.line("\(a.application.member.name) (\(hexString(a.application.member.device).prefix(8))) asks to join") }
+            for a in apps {
+                Output.line(
+                    "\(a.application.member.name) (\(hexString(a.application.member.device).prefix(8))) asks to join")
+            }
             return
         }
         let m = try engine.approve(code: code)
@@ -164,7 +171,8 @@ struct SyncRemoveCommand: ParsableCommand {
         abstract: "Remove a machine from the circle: it can read nothing written after this.",
         discussion: "New keys are made for the remaining machines; the removed one keeps what it already had.")
 
-    @Argument(help: ArgumentHelp("The machine's name or the start of its id.", valueName: "machine")) var machine: String
+    @Argument(help: ArgumentHelp("The machine's name or the start of its id.", valueName: "machine")) var machine:
+        String
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
@@ -201,8 +209,14 @@ struct SyncDevicesCommand: ParsableCommand {
             try Output.json(encoding: rows)
             return
         }
-        for r in rows { Output.line("\(r.id.prefix(8))  \(r.role == "machine" ? r.name : "(recovery key)")\(r.this ? "  (this machine)" : "")") }
-        for p in pending { Output.line("\(hexString(p.0.member.device).prefix(8))  \(p.0.member.name)  (asks to join)") }
+        for r in rows {
+            Output.line(
+                "\(r.id.prefix(8))  \(r.role == "machine" ? r.name : "(recovery key)")\(r.this ? "  (this machine)" : "")"
+            )
+        }
+        for p in pending {
+            Output.line("\(hexString(p.0.member.device).prefix(8))  \(p.0.member.name)  (asks to join)")
+        }
         Output.progress("circle epoch \(epoch)")
     }
 }
@@ -211,7 +225,8 @@ struct SyncStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "When this keychain last synced, and what failed or looked wrong.")
 
-    @Flag(help: "Print JSON: {remote, device, epoch, lastSync, lastError, warnings, items, unpushedSegments}.") var json = false
+    @Flag(help: "Print JSON: {remote, device, epoch, lastSync, lastError, warnings, items, unpushedSegments}.")
+    var json = false
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     struct Status: Encodable {
@@ -230,7 +245,9 @@ struct SyncStatusCommand: ParsableCommand {
         let engine = try SyncEngine(keychain: keychain)
         let outcome = engine.lastOutcome()
         guard let s = try engine.status() else {
-            Output.note("this keychain does not sync; start with 'latchkey sync init --remote URL' or 'latchkey sync join --remote URL'")
+            Output.note(
+                "this keychain does not sync; start with 'latchkey sync init --remote URL' or 'latchkey sync join --remote URL'"
+            )
             throw ExitCode(1)
         }
         let last = outcome.lastSync > 0 ? ISODate.format(outcome.lastSync - 978_307_200) : nil
@@ -242,8 +259,12 @@ struct SyncStatusCommand: ParsableCommand {
             return
         }
         Output.line("remote: \(s.remote)")
-        Output.line("this machine: \(status.device.prefix(8)), circle epoch \(s.epoch)\(s.appliedAt != nil ? " (asked to join, not approved yet)" : "")")
-        Output.line("last sync: \(last ?? "never")\(outcome.lastError.isEmpty ? "" : "; the last attempt failed: \(outcome.lastError)")")
+        Output.line(
+            "this machine: \(status.device.prefix(8)), circle epoch \(s.epoch)\(s.appliedAt != nil ? " (asked to join, not approved yet)" : "")"
+        )
+        Output.line(
+            "last sync: \(last ?? "never")\(outcome.lastError.isEmpty ? "" : "; the last attempt failed: \(outcome.lastError)")"
+        )
         Output.line("synced items: \(status.items); segments not yet pushed: \(status.unpushedSegments)")
         for w in outcome.warnings { Output.line("warning: \(w)") }
     }
