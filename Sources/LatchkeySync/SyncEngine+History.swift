@@ -61,7 +61,16 @@ extension SyncEngine {
                     }
                 }
             }
-            return out.sorted {
+            // Access groups hold here as everywhere: an item's versions are listed only when the
+            // caller may use the group of one of its versions it can read (a delete carries none).
+            let policy = try AccessPolicy(caller: keychain.caller)
+            var permitted = Set<SyncID>()
+            for e in out where e.plaintext.map({ policy.permits(group: $0.attributes["agrp"]) }) ?? false {
+                permitted.insert(e.syncID)
+            }
+            return out.filter { e in
+                permitted.contains(e.syncID) && (e.plaintext.map { policy.permits(group: $0.attributes["agrp"]) } ?? true)
+            }.sorted {
                 $0.syncID != $1.syncID ? $0.syncID.lexicographicallyPrecedes($1.syncID) : $0.version.beats($1.version)
             }
         }

@@ -49,8 +49,9 @@ extension SyncEngine {
         }
         var skipped = false
         for item in changed {
-            // What apply itself wrote at the last sync: no need to read it again.
-            if let known = state.items[item.uuid], known.materialized != nil,
+            // What apply itself wrote at the last sync: no need to read it again (in the same
+            // file only: another file, a restored copy, numbers its records afresh).
+            if file == state.keychainFile, let known = state.items[item.uuid], known.materialized != nil,
                 known.materializedSequence == item.sequence
             {
                 continue

@@ -32,9 +32,10 @@ package struct SyncReport: Equatable, Sendable {
 
 /// Sync of a keychain's synchronizable items with the other machines of its circle (spec/SYNC.md).
 ///
-/// Over the library's seam: it reads the keychain's live items (`liveItemSnapshot`), writes
+/// Over the library's seam: it reads the keychain's changes (the change feed,
+/// `KeychainStore.changedItems(since:)`, or every live item when that cannot answer), writes
 /// remote changes in one streaming transaction, and keeps its own state beside the keychain
-/// in `<keychain>.sync/`. Nothing here is in the keychain's Store.
+/// in `<keychain>.sync/`. The change feed is all that sync added to the keychain's Store.
 package final class SyncEngine {
     package let keychain: Keychain
     let store: KeychainStore
@@ -535,9 +536,15 @@ package final class SyncEngine {
         let fd = Glibc.open(directory + "/status", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var bytes: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 1 << 16)
-        let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        return n > 0 ? SyncStatus.decode(Array(buf[0..<n])) : nil
+        while bytes.count < 1 << 22 {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { break }
+            bytes += buf[0..<n]
+        }
+        return SyncStatus.decode(bytes)
     }
 
     func saveStatus(_ s: SyncStatus) throws {

@@ -65,6 +65,11 @@ package struct SyncIdentity: @unchecked Sendable {
 
     private static func account(_ pc: ProtectionClass) -> String { "identity-\(pc.code)" }
 
+    /// The identity items are the sync engine's, not the caller's: they are stored and read
+    /// with no caller, so they have no access group, and no app (nor the CLI, whose caller has
+    /// a group) lists, changes or deletes them by accident (§3.1).
+    static let engineContext = CallContext()
+
     /// Stores the private keys in `keychain` (one item per class; §3.1).
     package func store(in keychain: Keychain) throws {
         for c in SyncClass.allCases {
@@ -72,11 +77,14 @@ package struct SyncIdentity: @unchecked Sendable {
             defer { Crypto.cleanse(&data) }
             if c == .always { data = device + signingSeed.copyBytes() + Array(name.utf8) + [0] + data }
             _ = try keychain.add(
-                .genericPassword,
-                attributes: [
-                    "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
-                    "labl": .string("Latchkey sync identity (this machine only)")
-                ], data: data, protection: c.localProtection)
+                contentsOf: [
+                    NewItem(
+                        .genericPassword,
+                        attributes: [
+                            "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
+                            "labl": .string("Latchkey sync identity (this machine only)"),
+                        ], data: data, protection: c.localProtection)
+                ], context: Self.engineContext)
         }
     }
 
@@ -89,7 +97,7 @@ package struct SyncIdentity: @unchecked Sendable {
                     // The class named, so that a locked class of the other identity items is
                     // not a candidate that fails the whole query.
                     Query(.genericPassword, ["svce": .string(service), "acct": .string(account(pc))], protection: pc),
-                    limit: 1, includeData: true
+                    limit: 1, includeData: true, context: engineContext
                 ).first?.data
             } catch let e as KeychainError where e.status == .interactionNotAllowed {
                 return nil
@@ -115,9 +123,8 @@ package struct SyncIdentity: @unchecked Sendable {
     package static func remove(from keychain: Keychain) throws {
         for c in SyncClass.allCases {
             _ = try? keychain.delete(
-                Query(
-                    .genericPassword,
-                    ["svce": .string(service), "acct": .string(account(c.localProtection))]))
+                Query(.genericPassword, ["svce": .string(service), "acct": .string(account(c.localProtection))]),
+                context: engineContext)
         }
     }
 }

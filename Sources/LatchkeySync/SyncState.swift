@@ -271,7 +271,8 @@ package struct SyncStatus: Equatable, Sendable {
         var w = ByteWriter(capacity: 256)
         w.writeBytes(Array("LKsyncSt".utf8))
         w.writeInteger(lastSync.bitPattern)
-        for s in [lastError] + warnings {
+        // At most 100 warnings of 4 KiB: the file stays small whatever a remote makes us report.
+        for s in [lastError] + warnings.prefix(100) {
             let b = Array(s.utf8.prefix(4096))
             w.writeInteger(UInt32(b.count))
             w.writeBytes(b)

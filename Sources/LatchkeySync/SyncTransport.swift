@@ -123,7 +123,7 @@ package final class GitTransport: SyncTransport {
     }
 }
 
-/// A shared folder as the remote (spec/SYNC.md §2.3): a directory that a file-sync tool
+/// A shared folder as the remote (spec/SYNC.md §2.5): a directory that a file-sync tool
 /// (Syncthing, NFS, a USB stick) carries between machines, named `dir:/path`. Each machine
 /// writes only files of its own directory, each once, by rename, so no two machines ever write
 /// the same file and the folder's tool never sees a conflict. `fetch` reads it in place.

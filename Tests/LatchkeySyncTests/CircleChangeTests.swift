@@ -61,3 +61,44 @@ import Testing
         #expect(try m[1].synced().count == count)
     }
 }
+
+/// The keychain's change feed (`KeychainStore.changedItems(since:)`, spec/SYNC.md §9.2): what
+/// the records after the index changed, used by sync when the index covers no more than the
+/// last sync.
+@Suite(.serialized) struct ChangeFeedTests {
+    @Test func theFeedListsPutsAndDeletesAfterTheIndex() throws {
+        let lab = try SyncLab()
+        let m = try lab.circle(["a", "b"])
+        let store = try #require(m[0].keychain.localStore)
+        store.indexTailLimit = 0  // the next commit writes an index
+        try m[0].put("kept", "1")
+        try m[0].put("gone", "2")
+        store.indexTailLimit = .max  // and no commit after writes one
+        try m[0].engine.sync()
+        let since = store.lastSequence
+        try m[0].put("kept", "1b")
+        try m[0].remove("gone")
+        try m[0].put("new", "3")
+        // A process that opens the keychain now reads its items from the index (the one that
+        // wrote the index keeps its table in memory, and lists it instead).
+        let reopened = try Keychain.open(path: m[0].dir + "/login.keychain", devicePath: m[0].dir + "/device")
+        let feed = try #require(try reopened.localStore!.changedItems(since: since))
+        #expect(feed.live.count == 2)
+        #expect(feed.deleted.count == 1)
+        #expect(feed.live.allSatisfy { $0.sequence > since })
+        // A sync in that process takes the feed's path, and the other machine gets all three.
+        let engine = try SyncEngine(keychain: reopened)
+        engine.gitEnvironment = SyncLab.gitEnvironment
+        try engine.sync()
+        try m[1].engine.sync()
+        #expect(try m[1].synced() == ["kept": "1b", "new": "3"])
+        // An index that covers records after `since` cannot answer: nil, and sync lists every item.
+        store.indexTailLimit = 0
+        try m[0].put("later", "4")
+        let again = try Keychain.open(path: m[0].dir + "/login.keychain", devicePath: m[0].dir + "/device")
+        #expect(try again.localStore!.changedItems(since: since) == nil)
+        try m[0].engine.sync()
+        try m[1].engine.sync()
+        #expect(try m[1].synced() == ["kept": "1b", "new": "3", "later": "4"])
+    }
+}

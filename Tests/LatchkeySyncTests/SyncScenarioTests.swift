@@ -167,6 +167,11 @@ import Testing
         let found = try m[1].keychain.find(
             Query(.genericPassword, ["acct": .string("grp")], synchronizable: .synchronizable))
         #expect(found.first?.attributes["agrp"] == .string("TEAM.com.example.app"))
+        // History keeps to access groups too: another app sees none of that item's versions.
+        m[1].keychain.caller = CallerIdentity(applicationIdentifier: "TEAM.com.other.app")
+        #expect(try m[1].engine.history().isEmpty)
+        m[1].keychain.caller = CallerIdentity(applicationIdentifier: "TEAM.com.example.app")
+        #expect(try m[1].engine.history().count == 1)
     }
 
     @Test func changesForALockedClassWaitUntilItUnlocks() throws {
