@@ -69,7 +69,8 @@ extension SyncEngine {
                 permitted.insert(e.syncID)
             }
             return out.filter { e in
-                permitted.contains(e.syncID) && (e.plaintext.map { policy.permits(group: $0.attributes["agrp"]) } ?? true)
+                permitted.contains(e.syncID)
+                    && (e.plaintext.map { policy.permits(group: $0.attributes["agrp"]) } ?? true)
             }.sorted {
                 $0.syncID != $1.syncID ? $0.syncID.lexicographicallyPrecedes($1.syncID) : $0.version.beats($1.version)
             }

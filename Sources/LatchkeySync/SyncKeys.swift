@@ -82,7 +82,7 @@ package struct SyncIdentity: @unchecked Sendable {
                         .genericPassword,
                         attributes: [
                             "svce": .string(Self.service), "acct": .string(Self.account(c.localProtection)),
-                            "labl": .string("Latchkey sync identity (this machine only)"),
+                            "labl": .string("Latchkey sync identity (this machine only)")
                         ], data: data, protection: c.localProtection)
                 ], context: Self.engineContext)
         }
