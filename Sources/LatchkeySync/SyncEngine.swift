@@ -236,52 +236,65 @@ package final class SyncEngine {
 
     /// Adds the machine whose application shows `code` (§5.2).
     package func approve(code: String) throws -> Member {
-        try locked {
-            var state = try load()
-            let me = try requireIdentity()
-            let t = transport(state.remote)
-            var attempt = 0
-            while true {
-                try t.fetch()
-                let tree = RemoteTree(root: t.directory)
-                let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
-                try requireMember(circle, state)
-                let wanted = code.uppercased().filter { $0.isLetter || $0.isNumber }
-                let apps = Self.applications(tree, circle)
-                guard let app = apps.first(where: { $0.code.filter { $0 != "-" } == wanted }) else {
-                    throw KeychainError(
-                        .itemNotFound,
-                        apps.isEmpty
-                            ? "no machine has asked to join; run 'latchkey sync join --remote URL' on it first"
-                            : "no application shows the code \(code); compare the code on the new machine again (pending: \(apps.count))"
-                    )
-                }
-                guard app.member.role == .machine else {
-                    throw KeychainError(.param, "that application is not a machine's; it was not added")
-                }
-                guard circle.hashes.contains(app.sawHead) else {
-                    throw KeychainError(
-                        .authFailed,
-                        "the machine asking to join saw a circle that is not this one (the remote may have shown it another); it was not added"
-                    )
-                }
-                let written = try advance(
-                    circle, action: .approved, subject: app.member.device, members: circle.head.members + [app.member],
-                    author: me, previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree))
-                do {
-                    try t.publish(written.files, message: "latchkey: \(app.member.name) approved")
-                    state.chain = circle.hashes + [written.hash]
-                    try save(state)
-                    return app.member
-                } catch TransportError.behind where attempt < maxRetries {
-                    attempt += 1
-                }
+        try changeCircle { tree, circle, me, state in
+            let wanted = code.uppercased().filter { $0.isLetter || $0.isNumber }
+            let apps = Self.applications(tree, circle)
+            guard let app = apps.first(where: { $0.code.filter { $0 != "-" } == wanted }) else {
+                throw KeychainError(
+                    .itemNotFound,
+                    apps.isEmpty
+                        ? "no machine has asked to join; run 'latchkey sync join --remote URL' on it first"
+                        : "no application shows the code \(code); compare the code on the new machine again (pending: \(apps.count))"
+                )
             }
+            guard app.member.role == .machine else {
+                throw KeychainError(.param, "that application is not a machine's; it was not added")
+            }
+            guard circle.hashes.contains(app.sawHead) else {
+                throw KeychainError(
+                    .authFailed,
+                    "the machine asking to join saw a circle that is not this one (the remote may have shown it another); it was not added"
+                )
+            }
+            let written = try advance(
+                circle, action: .approved, subject: app.member.device, members: circle.head.members + [app.member],
+                author: me, previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree))
+            return (app.member, written, "latchkey: \(app.member.name) approved")
         }
     }
 
     /// Removes a machine (by name or id prefix): a new epoch with new keys that it never gets (§5.4).
     package func remove(_ who: String) throws -> Member {
+        try changeCircle { tree, circle, me, state in
+            let machines = circle.head.members.filter { $0.role == .machine }
+            let named = machines.filter { $0.name == who }
+            let matches = named.isEmpty ? machines.filter { hexString($0.device).hasPrefix(who.lowercased()) } : named
+            guard matches.count == 1, let gone = matches.first else {
+                throw KeychainError(
+                    matches.isEmpty ? .itemNotFound : .param,
+                    matches.isEmpty
+                        ? "no machine of the circle is named \(who); 'latchkey sync devices' lists them"
+                        : "\(matches.count) machines match \(who); give more of the id")
+            }
+            guard gone.device != me.device else {
+                throw KeychainError(.param, "a machine cannot remove itself; remove it from another member")
+            }
+            let written = try advance(
+                circle, action: .removed, subject: gone.device,
+                members: circle.head.members.filter { $0.device != gone.device }, author: me,
+                previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree),
+                subjectSegments: state.applied[gone.device]?.number ?? 0)
+            return (gone, written, "latchkey: \(gone.name) removed")
+        }
+    }
+
+    /// A change of the circle by this member: fetch, verify, let `decide` write the new epoch,
+    /// publish it, and pin it; when another machine published first, all of it again.
+    private func changeCircle(
+        _ decide: (RemoteTree, Circle, SyncIdentity, SyncState) throws -> (
+            Member, (hash: [UInt8], files: [(String, [UInt8])]), String
+        )
+    ) throws -> Member {
         try locked {
             var state = try load()
             let me = try requireIdentity()
@@ -292,30 +305,12 @@ package final class SyncEngine {
                 let tree = RemoteTree(root: t.directory)
                 let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
                 try requireMember(circle, state)
-                let machines = circle.head.members.filter { $0.role == .machine }
-                let named = machines.filter { $0.name == who }
-                let matches =
-                    named.isEmpty ? machines.filter { hexString($0.device).hasPrefix(who.lowercased()) } : named
-                guard matches.count == 1, let gone = matches.first else {
-                    throw KeychainError(
-                        matches.isEmpty ? .itemNotFound : .param,
-                        matches.isEmpty
-                            ? "no machine of the circle is named \(who); 'latchkey sync devices' lists them"
-                            : "\(matches.count) machines match \(who); give more of the id")
-                }
-                guard gone.device != me.device else {
-                    throw KeychainError(.param, "a machine cannot remove itself; remove it from another member")
-                }
-                let written = try advance(
-                    circle, action: .removed, subject: gone.device,
-                    members: circle.head.members.filter { $0.device != gone.device }, author: me,
-                    previousKeys: try keys(epoch: circle.epoch, circle: circle, tree: tree),
-                    subjectSegments: state.applied[gone.device]?.number ?? 0)
+                let (member, written, message) = try decide(tree, circle, me, state)
                 do {
-                    try t.publish(written.files, message: "latchkey: \(gone.name) removed")
+                    try t.publish(written.files, message: message)
                     state.chain = circle.hashes + [written.hash]
                     try save(state)
-                    return gone
+                    return member
                 } catch TransportError.behind where attempt < maxRetries {
                     attempt += 1
                 }
