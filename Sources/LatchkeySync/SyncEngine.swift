@@ -104,7 +104,7 @@ package final class SyncEngine {
             if try t.fetch(), !RemoteTree(root: t.directory).devices().isEmpty {
                 throw KeychainError(
                     .duplicateItem,
-                    "the remote \(remote) already holds a Latchkey circle; to add this machine to it run 'latchkey sync join --remote \(remote)'"
+                    "the remote \(redacted(remote)) already holds a Latchkey circle; to add this machine to it run 'latchkey sync join --remote URL'"
                 )
             }
             let (me, member) = try SyncIdentity.generate(name: name)
@@ -152,7 +152,8 @@ package final class SyncEngine {
             let t = transport(remote)
             guard try t.fetch() else {
                 throw KeychainError(
-                    .itemNotFound, "the remote \(remote) holds no circle yet; found one with 'latchkey sync init'")
+                    .itemNotFound,
+                    "the remote \(redacted(remote)) holds no circle yet; found one with 'latchkey sync init'")
             }
             let circle = try Circle.verify(RemoteTree(root: t.directory), circle: nil, pinned: [])
             let (me, member) = try SyncIdentity.generate(name: name)
@@ -185,12 +186,15 @@ package final class SyncEngine {
             defer { Crypto.cleanse(&secret) }
             let recovery = try SyncIdentity.recovery(SecretKey(copying: secret))
             let t = transport(remote)
-            guard try t.fetch() else { throw KeychainError(.itemNotFound, "the remote \(remote) holds no circle") }
+            guard try t.fetch() else {
+                throw KeychainError(.itemNotFound, "the remote \(redacted(remote)) holds no circle")
+            }
             let tree = RemoteTree(root: t.directory)
             let circle = try Circle.verify(tree, circle: nil, pinned: [])
             let recoveryMember = try recovery.member(role: .recovery)
             guard circle.statements[0].member(recovery.device) == recoveryMember else {
-                throw KeychainError(.authFailed, "this recovery key does not belong to the circle on \(remote)")
+                throw KeychainError(
+                    .authFailed, "this recovery key does not belong to the circle on \(redacted(remote))")
             }
             identity = recovery
             let oldKeys = try keys(epoch: circle.epoch, circle: circle, tree: tree)

@@ -76,7 +76,8 @@ package final class GitTransport: SyncTransport {
         let result = (r.status, String(decoding: r.stdout, as: UTF8.self), String(decoding: r.stderr, as: UTF8.self))
         if result.0 != 0, !allowFailure {
             let detail = result.2.split(separator: "\n").suffix(3).joined(separator: "; ")
-            throw TransportError.failed("git \(args.first ?? "") failed (exit \(result.0)): \(detail)")
+            throw TransportError.failed(
+                redacted(url, in: "git \(args.first ?? "") failed (exit \(result.0)): \(detail)"))
         }
         return result
     }
@@ -98,7 +99,7 @@ package final class GitTransport: SyncTransport {
         if status != 0 {
             if err.contains("couldn't find remote ref") { return false }
             let detail = err.split(separator: "\n").suffix(3).joined(separator: "; ")
-            throw TransportError.failed("git fetch from \(url) failed: \(detail)")
+            throw TransportError.failed(redacted(url, in: "git fetch from \(url) failed: \(detail)"))
         }
         try git(["checkout", "-q", "-f", "-B", Self.branch, "refs/remotes/origin/\(Self.branch)"], in: directory)
         try git(["reset", "-q", "--hard", "refs/remotes/origin/\(Self.branch)"], in: directory)
@@ -117,7 +118,7 @@ package final class GitTransport: SyncTransport {
                 throw TransportError.behind
             }
             let detail = err.split(separator: "\n").suffix(3).joined(separator: "; ")
-            throw TransportError.failed("git push to \(url) failed: \(detail)")
+            throw TransportError.failed(redacted(url, in: "git push to \(url) failed: \(detail)"))
         }
         try git(["update-ref", "refs/remotes/origin/\(Self.branch)", "HEAD"], in: directory)
     }
@@ -156,4 +157,18 @@ package final class FolderTransport: SyncTransport {
             }
         }
     }
+}
+
+/// A remote URL as messages show it: a password in it (`https://user:token@host/…`) becomes
+/// `***`, here and wherever git's own messages repeat it, so that no credential reaches error
+/// text, the status file or a log.
+package func redacted(_ url: String) -> String { redacted(url, in: url) }
+
+/// `text` with the password of `url`, if it has one, replaced by `***`.
+package func redacted(_ url: String, in text: String) -> String {
+    guard let scheme = url.firstRange(of: "://") else { return text }
+    let rest = url[scheme.upperBound...]
+    guard let at = rest.firstIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return text }
+    let password = String(rest[rest.index(after: colon)..<at])
+    return password.isEmpty ? text : text.replacing(password, with: "***")
 }

@@ -109,3 +109,20 @@ import Testing
         #expect(m[0].engine.lastOutcome().lastError.isEmpty == true)
     }
 }
+
+/// No credential of a remote URL reaches an error message or the status file.
+@Suite struct RemoteCredentialTests {
+    @Test func aPasswordInTheRemoteURLIsNeverShown() throws {
+        let lab = try SyncLab()
+        let m = try lab.machine("a")
+        let url = "https://someone:S3CRET-TOKEN@127.0.0.1:9/nothing.git"
+        #expect(redacted(url) == "https://someone:***@127.0.0.1:9/nothing.git")
+        do {
+            _ = try m.engine.initialize(remote: url, name: "a")
+            Issue.record("a sync with an unreachable remote succeeded")
+        } catch {
+            #expect(!"\(error)".contains("S3CRET-TOKEN"))
+            #expect("\(error)".contains("***"))
+        }
+    }
+}

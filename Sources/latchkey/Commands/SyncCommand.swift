@@ -94,7 +94,8 @@ struct SyncInitCommand: ParsableCommand {
     func run() throws {
         let engine = try SyncCommand.engine(global)
         let key = try engine.initialize(remote: remote, name: name ?? SyncCommand.defaultName())
-        Output.note("founded a sync circle on \(remote). The recovery key follows, shown this once: keep it offline.")
+        Output.note(
+            "founded a sync circle on \(redacted(remote)). The recovery key follows, shown this once: keep it offline.")
         Output.line(key)
         let r = try engine.sync()
         Output.status("synced: sent \(r.sentPuts) item(s)")
@@ -131,7 +132,7 @@ struct SyncJoinCommand: ParsableCommand {
                 : try InputFile.secret(file, what: "recovery key file")
             defer { for i in bytes.indices { bytes[i] = 0 } }
             try engine.join(remote: remote, name: name, recoveryKey: String(decoding: bytes, as: UTF8.self))
-            Output.note("joined the circle on \(remote) with the recovery key, and synced")
+            Output.note("joined the circle on \(redacted(remote)) with the recovery key, and synced")
             return
         }
         let code = try engine.join(remote: remote, name: name)
@@ -252,13 +253,14 @@ struct SyncStatusCommand: ParsableCommand {
         }
         let last = outcome.lastSync > 0 ? ISODate.format(outcome.lastSync - 978_307_200) : nil
         let status = Status(
-            remote: s.remote, device: hexString(s.device), epoch: s.epoch, lastSync: last, lastError: outcome.lastError,
+            remote: redacted(s.remote), device: hexString(s.device), epoch: s.epoch, lastSync: last,
+            lastError: outcome.lastError,
             warnings: outcome.warnings, items: s.items.values.filter(\.isLive).count, unpushedSegments: s.outbox.count)
         if json {
             try Output.json(encoding: status)
             return
         }
-        Output.line("remote: \(s.remote)")
+        Output.line("remote: \(redacted(s.remote))")
         Output.line(
             "this machine: \(status.device.prefix(8)), circle epoch \(s.epoch)\(s.appliedAt != nil ? " (asked to join, not approved yet)" : "")"
         )
