@@ -45,7 +45,8 @@ extension SyncEngine {
             keyCache = [:]
             guard try t.fetch() else {
                 throw KeychainError(
-                    .itemNotFound, "the remote \(redacted(state.remote)) holds no circle (was it emptied?); nothing was changed")
+                    .itemNotFound,
+                    "the remote \(redacted(state.remote)) holds no circle (was it emptied?); nothing was changed")
             }
             try step("fetched")
             let tree = RemoteTree(root: t.directory)
