@@ -119,7 +119,7 @@ package final class SyncEngine {
             let keys = try EpochKeys.generate()
             let envelope = try keys.envelope(
                 circle: circleID, epoch: 1, statement: s.hash, author: me, members: s.members, previous: nil)
-            try me.store(in: keychain)
+            try replaceIdentity(with: me)
             identity = me
             try publishingFirst(me) {
                 try t.publish(
@@ -159,7 +159,7 @@ package final class SyncEngine {
             let (me, member) = try SyncIdentity.generate(name: name)
             var app = Application(circle: circle.head.circle, sawHead: circle.head.hash, member: member)
             app.signature = try me.sign(app.signedBytes)
-            try me.store(in: keychain)
+            try replaceIdentity(with: me)
             identity = me
             try publishingFirst(me) {
                 try t.publish(
@@ -202,7 +202,7 @@ package final class SyncEngine {
             let written = try advance(
                 circle, action: .recovered, subject: member.device, members: circle.head.members + [member],
                 author: recovery, previousKeys: oldKeys)
-            try me.store(in: keychain)
+            try replaceIdentity(with: me)
             identity = me
             keyCache = [:]
             try publishingFirst(me) {
@@ -320,6 +320,14 @@ package final class SyncEngine {
                 }
             }
         }
+    }
+
+    /// Stores a new identity. This keychain is not configured (no state), so an identity
+    /// found in it is a leftover of a set-up that stopped between publishing and saving its
+    /// state (a kill, a power cut): it syncs nothing and is replaced (§12).
+    private func replaceIdentity(with me: SyncIdentity) throws {
+        try SyncIdentity.remove(from: keychain)
+        try me.store(in: keychain)
     }
 
     /// Runs `publish`; when it fails, the identity just stored is taken out again, so that a

@@ -42,6 +42,20 @@ import Testing
         #expect(try d.synced() == ["from-c": "kept"])
     }
 
+    @Test func aSetUpStoppedBeforeItsStateWasSavedCanBeRunAgain() throws {
+        let lab = try SyncLab()
+        let a = try lab.machine("a")
+        // What a kill between publishing and saving the state leaves: identity items, no state.
+        let (stale, _) = try SyncIdentity.generate(name: "a")
+        try stale.store(in: a.keychain)
+        #expect(!a.engine.isConfigured)
+        _ = try a.engine.initialize(remote: lab.remote, name: "a")
+        let loaded = try #require(try SyncIdentity.load(from: a.keychain))
+        #expect(loaded.device != stale.device)
+        try a.put("x", "1")
+        try a.engine.sync()
+    }
+
     @Test func aLargeFirstSyncIsSplitIntoSegments() throws {
         let lab = try SyncLab()
         let m = try lab.circle(["a", "b"])
