@@ -265,19 +265,12 @@ extension SyncEngine {
             let oldKeys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
             var plaintexts: [[UInt8]] = []
             for i in seg.entries.indices {
-                let e = seg.entries[i]
-                let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
-                guard let k = oldKeys.keys[sc] else {
+                guard let plain = try seg.openEntry(i, keys: oldKeys) else {
                     throw KeychainError(
-                        .interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
+                        .interactionNotAllowed,
+                        "the sync key of class \(seg.entries[i].syncClass.protection.code) is locked here")
                 }
-                var key = try Segment.entryKey(k, circle: seg.circle, device: seg.device, number: seg.number)
-                    .copyBytes()
-                defer { Crypto.cleanse(&key) }
-                plaintexts.append(
-                    try Crypto.aesGCMOpen(
-                        key: key, nonce: e.nonce, aad: seg.aad(i), ciphertext: Array(e.sealed.dropLast(16)),
-                        tag: Array(e.sealed.suffix(16))))
+                plaintexts.append(plain)
                 seg.entries[i].nonce = try Crypto.randomBytes(12)
             }
             seg.epoch = circle.epoch

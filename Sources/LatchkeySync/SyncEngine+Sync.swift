@@ -242,18 +242,7 @@ extension SyncEngine {
         var v = ItemVersion(
             hlc: e.hlc, device: seg.device, number: seg.number, index: UInt32(i), kind: e.kind, protection: e.protection
         )
-        let c: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
-        guard let classKey = keys.keys[c] else { return (v, nil) }
-        var key = try Segment.entryKey(classKey, circle: seg.circle, device: seg.device, number: seg.number).copyBytes()
-        defer { Crypto.cleanse(&key) }
-        let plain: [UInt8]
-        do {
-            plain = try Crypto.aesGCMOpen(
-                key: key, nonce: e.nonce, aad: seg.aad(i), ciphertext: Array(e.sealed.dropLast(16)),
-                tag: Array(e.sealed.suffix(16)))
-        } catch {
-            throw SyncFormatError("entry \(i) does not decrypt")
-        }
+        guard let plain = try seg.openEntry(i, keys: keys) else { return (v, nil) }
         guard e.kind == .put else { return (v, nil) }
         let p = try ItemPlaintext.decode(plain)
         guard p.attributes["sync"] == .integer(1) else {

@@ -456,102 +456,90 @@ package final class SyncEngine {
     }
 
     func load() throws -> SyncState {
-        let fd = Glibc.open(statePath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
+        guard let bytes = try readWhole(statePath) else {
             throw KeychainError(
                 .itemNotFound, "this keychain does not sync; start with 'latchkey sync init' or 'latchkey sync join'")
         }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else {
-                throw KeychainError(.io, "cannot read \(statePath): \(String(cString: strerror(errno)))")
-            }
-            if n == 0 { break }
-            bytes += buf[0..<n]
-        }
-        guard bytes.count >= 8 + 12 + 16, Array(bytes[0..<8]) == SyncState.magic else {
-            throw KeychainError(.decode, "the sync state \(statePath) is damaged")
-        }
-        let key = try stateKey().copyBytes()
-        do {
-            let plain = try Crypto.aesGCMOpen(
-                key: key, nonce: Array(bytes[8..<20]), aad: SyncState.magic,
-                ciphertext: Array(bytes[20..<(bytes.count - 16)]),
-                tag: Array(bytes.suffix(16)))
-            var state = try SyncState.decode(plain)
-            let pushed = loadPushed()
-            if pushed > state.pushed, pushed <= state.own.number {
-                state.pushed = pushed
-                state.outbox = state.outbox.filter { $0.key > pushed }
-            }
-            return state
-        } catch {
+        guard let plain = try unseal(bytes, magic: SyncState.magic), var state = try? SyncState.decode(plain) else {
             throw KeychainError(.decode, "the sync state \(statePath) is damaged or not this machine's")
         }
+        let pushed = loadPushed()
+        if pushed > state.pushed, pushed <= state.own.number {
+            state.pushed = pushed
+            state.outbox = state.outbox.filter { $0.key > pushed }
+        }
+        return state
     }
 
     /// Writes the state beside the old one and renames it into place, with fsyncs (a crash
     /// leaves the old state or the new one).
     func save(_ state: SyncState) throws {
-        try makeDirectory()
-        let nonce = try Crypto.randomBytes(12)
-        var key = try stateKey().copyBytes()
-        defer { Crypto.cleanse(&key) }
-        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: SyncState.magic, plaintext: state.encode())
-        try writeAtomically(statePath, SyncState.magic + nonce + sealed.ciphertext + sealed.tag, what: "the sync state")
+        try writeAtomically(statePath, try seal(state.encode(), magic: SyncState.magic), what: "the sync state")
     }
+
+    static let pushedMagic = Array("LKsyncPu".utf8)
 
     /// Records that this machine's segments up to `number` are on the remote (§9.3), in a
     /// small sealed file beside the state, so that a push costs no rewrite of the whole state.
     func savePushed(_ number: UInt64) throws {
         var w = ByteWriter(capacity: 8)
         w.writeInteger(number)
-        let nonce = try Crypto.randomBytes(12)
-        var key = try stateKey().copyBytes()
-        defer { Crypto.cleanse(&key) }
-        let aad = Array("LKsyncPu".utf8)
-        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: aad, plaintext: w.bytes)
         try writeAtomically(
-            directory + "/pushed", aad + nonce + sealed.ciphertext + sealed.tag, what: "the push record")
+            directory + "/pushed", try seal(w.bytes, magic: Self.pushedMagic), what: "the push record")
     }
 
     /// The number in the push record; 0 when there is none (or it does not open).
     func loadPushed() -> UInt64 {
-        let fd = Glibc.open(directory + "/pushed", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return 0 }
-        defer { close(fd) }
-        var buf = [UInt8](repeating: 0, count: 64)
-        let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard n == 8 + 12 + 8 + 16, var key = try? stateKey().copyBytes() else { return 0 }
-        defer { Crypto.cleanse(&key) }
-        guard
-            let plain = try? Crypto.aesGCMOpen(
-                key: key, nonce: Array(buf[8..<20]), aad: Array(buf[0..<8]), ciphertext: Array(buf[20..<28]),
-                tag: Array(buf[28..<44]))
+        guard let bytes = try? readWhole(directory + "/pushed", limit: 64),
+            let plain = try? unseal(bytes, magic: Self.pushedMagic), plain.count == 8
         else { return 0 }
         return plain.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// `magic ‖ nonce ‖ AES-256-GCM(state key, aad = magic, plaintext) ‖ tag` (§9.1).
+    private func seal(_ plaintext: [UInt8], magic: [UInt8]) throws -> [UInt8] {
+        let nonce = try Crypto.randomBytes(12)
+        var key = try stateKey().copyBytes()
+        defer { Crypto.cleanse(&key) }
+        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: magic, plaintext: plaintext)
+        return magic + nonce + sealed.ciphertext + sealed.tag
+    }
+
+    /// The plaintext of `seal`'s bytes; nil when they are not such bytes or do not open.
+    private func unseal(_ bytes: [UInt8], magic: [UInt8]) throws -> [UInt8]? {
+        let m = magic.count
+        guard bytes.count >= m + 12 + 16, Array(bytes[0..<m]) == magic else { return nil }
+        var key = try stateKey().copyBytes()
+        defer { Crypto.cleanse(&key) }
+        return try? Crypto.aesGCMOpen(
+            key: key, nonce: Array(bytes[m..<(m + 12)]), aad: magic,
+            ciphertext: Array(bytes[(m + 12)..<(bytes.count - 16)]),
+            tag: Array(bytes.suffix(16)))
+    }
+
+    /// The whole of a file of `<keychain>.sync/` (not through a symlink); nil when it is absent.
+    /// - Throws: errSecIO when it cannot be read, or is longer than `limit`.
+    func readWhole(_ path: String, limit: Int = 1 << 30) throws -> [UInt8]? {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { return bytes }
+            bytes += buf[0..<n]
+            guard bytes.count <= limit else { throw KeychainError(.io, "\(path) is larger than it can be; remove it") }
+        }
     }
 
     /// How the last sync ended (the CLI's `sync status`).
     package func lastOutcome() -> SyncStatus { (try? loadStatus()) ?? SyncStatus() }
 
     func loadStatus() throws -> SyncStatus? {
-        let fd = Glibc.open(directory + "/status", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 1 << 16)
-        while bytes.count < 1 << 22 {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { break }
-            bytes += buf[0..<n]
-        }
-        return SyncStatus.decode(bytes)
+        try readWhole(directory + "/status", limit: 1 << 22).flatMap(SyncStatus.decode)
     }
 
     func saveStatus(_ s: SyncStatus) throws {

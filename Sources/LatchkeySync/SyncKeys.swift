@@ -232,7 +232,7 @@ extension Segment {
     package mutating func seal(plaintexts: [[UInt8]], keys: EpochKeys, author: SyncIdentity) throws {
         for i in entries.indices {
             let e = entries[i]
-            let sc: SyncClass = e.kind == .delete ? .always : SyncClass(rawValue: e.protection)!
+            let sc = e.syncClass
             guard let classKey = keys.keys[sc] else {
                 throw KeychainError(
                     .interactionNotAllowed, "the sync key of class \(sc.protection.code) is locked here")
@@ -243,5 +243,28 @@ extension Segment {
             entries[i].sealed = sealed.ciphertext + sealed.tag
         }
         signature = try author.sign(signedBytes)
+    }
+}
+
+extension SegmentEntry {
+    /// The class whose key seals the entry: the item's for a put, `dk` for a delete (§7.3).
+    package var syncClass: SyncClass { kind == .delete ? .always : SyncClass(rawValue: protection)! }
+}
+
+extension Segment {
+    /// The plaintext of entry `i` (§7.3); nil when `keys` lack its class (locked here).
+    /// - Throws: `SyncFormatError` when it does not decrypt.
+    package func openEntry(_ i: Int, keys: EpochKeys) throws -> [UInt8]? {
+        let e = entries[i]
+        guard let classKey = keys.keys[e.syncClass] else { return nil }
+        var key = try Segment.entryKey(classKey, circle: circle, device: device, number: number).copyBytes()
+        defer { Crypto.cleanse(&key) }
+        do {
+            return try Crypto.aesGCMOpen(
+                key: key, nonce: e.nonce, aad: aad(i), ciphertext: Array(e.sealed.dropLast(16)),
+                tag: Array(e.sealed.suffix(16)))
+        } catch {
+            throw SyncFormatError("entry \(i) does not decrypt")
+        }
     }
 }
