@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "LatchkeySecurity", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
         // The agent's server (`latchkey agent`): only the executable and the tests link it; apps
         // reach an agent through the client in Latchkey.
-        .target(name: "LatchkeyAgent", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto"]),
+        .target(name: "LatchkeyAgent", dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeySync"]),
         .executableTarget(
             name: "latchkey",
             dependencies: [
@@ -76,7 +76,9 @@ let package = Package(
                 "Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeySync", "LatchkeyTestSupport"
             ]),
         .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
-        .testTarget(name: "LatchkeySyncTests", dependencies: ["LatchkeySync", "Latchkey", "LatchkeyTestSupport"]),
+        .testTarget(
+            name: "LatchkeySyncTests",
+            dependencies: ["LatchkeySync", "Latchkey", "LatchkeyAgent", "LatchkeyTestSupport"]),
         .testTarget(name: "LatchkeyBackupTests", dependencies: ["LatchkeyBackup", "LatchkeyTestSupport"]),
         .testTarget(
             name: "LatchkeySecurityTests",

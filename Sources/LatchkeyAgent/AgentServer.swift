@@ -39,6 +39,12 @@ public final class AgentServer: @unchecked Sendable {
         /// How long `stop` waits for requests in progress to end (their keys are zeroed then)
         /// before it stops anyway; the process's exit drops what they hold.
         public var stopGrace: Double = 5
+        /// Seconds between the syncs of a keychain the agent holds that is in a sync circle
+        /// (`AgentSyncScheduler`); 0: the agent never syncs by itself.
+        public var syncInterval: Double = 300
+        /// Seconds from a change made through the agent (or an unlock) to its sync: changes
+        /// made meanwhile go in the same sync.
+        public var syncDelay: Double = 5
         /// Opens a keychain the agent does not hold yet (tests: an open that blocks).
         var openKeychain: @Sendable (_ path: String, _ device: String) throws -> LocalBackend = {
             try LocalBackend.open(path: $0, devicePath: $1)
@@ -202,6 +208,7 @@ public final class AgentServer: @unchecked Sendable {
     private var stopping = false
     private let stopped = DispatchSemaphore(value: 0)
     private let idleWake = Condition()
+    private var syncer: AgentSyncScheduler?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -278,6 +285,17 @@ public final class AgentServer: @unchecked Sendable {
             throw KeychainError(.internal, "cannot start the agent's thread")
         }
         if configuration.idleTimeout > 0 { spawn { self.idleLoop() } }
+        if configuration.syncInterval > 0 {
+            let s = AgentSyncScheduler(
+                interval: configuration.syncInterval, delay: configuration.syncDelay,
+                log: { [weak self] in
+                    self?.log($0)
+                })
+            mutex.lock()
+            syncer = s
+            mutex.unlock()
+            spawn { s.loop() }
+        }
         log(
             "listening on \(path) (pid \(getpid()); idle lock after \(configuration.idleTimeout > 0 ? "\(Int(configuration.idleTimeout)) s" : "never"))"
         )
@@ -294,6 +312,7 @@ public final class AgentServer: @unchecked Sendable {
         listenFD = -1
         let conns = Array(connections.keys)
         let keychains = Array(held.values)
+        let syncer = self.syncer
         held = [:]
         aliases = [:]
         mutex.unlock()
@@ -309,6 +328,7 @@ public final class AgentServer: @unchecked Sendable {
         // are locked as their request ends, which is waited for a little.
         for h in keychains { h.lockNowOrLater(dropping: true) }
         idleWake.lock(); idleWake.broadcast(); idleWake.unlock()
+        syncer?.stop()
         let deadline = DispatchTime.now() + configuration.stopGrace
         let busy = keychains.filter { !$0.waitIdle(until: deadline) }
         if busy.isEmpty {
@@ -701,6 +721,7 @@ public final class AgentServer: @unchecked Sendable {
             }
             h.opened(.success(kc))
             log("opened \(path)")
+            scheduleSync(h)
         } catch {
             mutex.lock()
             if held[key] === h { held[key] = nil }
@@ -772,7 +793,12 @@ public final class AgentServer: @unchecked Sendable {
             break
         }
         do {
-            return try run(request, h, kc, context)
+            let response = try run(request, h, kc, context)
+            switch request {
+            case .unlock, .add, .update, .delete, .addIdentity, .updateIdentities, .deleteIdentities: scheduleSync(h)
+            default: break
+            }
+            return response
         } catch let e as KeychainError where e.status == .userCanceled && asked.wasAsked {
             return .needsAuthentication(prompt: asked.prompt)
         }
@@ -832,6 +858,14 @@ public final class AgentServer: @unchecked Sendable {
         case .status, .stop, .lockAll:
             throw KeychainError(.internal, "'\(request.name)' is not a keychain request")
         }
+    }
+
+    /// The held keychain syncs soon, if it is in a sync circle and the agent syncs.
+    private func scheduleSync(_ h: Held) {
+        mutex.lock()
+        let s = syncer
+        mutex.unlock()
+        s?.schedule(h, within: configuration.syncDelay)
     }
 
     // MARK: Idle lock

@@ -18,9 +18,11 @@ extension SyncEngine {
     package func sync() throws -> SyncReport {
         try locked {
             try step("start")
-            var state = try load()
-            try step("loaded")
             do {
+                var loaded: SyncState?
+                try withKeychain { loaded = try load() }
+                guard var state = loaded else { throw KeychainError(.notAvailable, "the keychain was not available") }
+                try step("loaded")
                 let report = try syncLocked(&state)
                 // The state itself was saved before the push (the segments pushed are found on
                 // the remote by the next sync); only the outcome is written now, to a small file.
@@ -50,47 +52,58 @@ extension SyncEngine {
             }
             try step("fetched")
             let tree = RemoteTree(root: t.directory)
-            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
-            if let saw = state.appliedAt {
-                guard circle.head.member(state.device) != nil else { try requireMember(circle, state); break }
-                guard circle.hashes.contains(saw) else {
-                    throw KeychainError(
-                        .authFailed, "the circle that approved this machine is not the one it saw when it applied")
+            // The keychain is used from here to the state's save only: the network steps
+            // (fetch, push) hold nothing a request to the keychain would wait for (the agent).
+            var approvedNotYet = false
+            try withKeychain {
+
+                let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+                if let saw = state.appliedAt {
+                    guard circle.head.member(state.device) != nil else {
+                        try requireMember(circle, state)
+                        approvedNotYet = true
+                        return
+                    }
+                    guard circle.hashes.contains(saw) else {
+                        throw KeychainError(
+                            .authFailed, "the circle that approved this machine is not the one it saw when it applied")
+                    }
+                    state.appliedAt = nil
                 }
-                state.appliedAt = nil
+                try requireMember(circle, state)
+                state.chain = circle.hashes
+                var fresh: [SyncID: Fresh] = [:]
+                try checkOwn(tree, &state)
+                try resealOutbox(circle, tree, &state)
+                // This keychain's changes are read against the state of the last sync, before the
+                // remote's new versions are merged: an edit descends from what the keychain held.
+                try step("checked own")
+                var local = try scanLocal(&state, &fresh, &report)
+                try step("scanned local")
+                try ingest(tree, circle, &state, &fresh, &report)
+                try step("ingested")
+                // A put found here that equals the merged winner is a remote version this keychain
+                // already holds (applied by a sync that stopped before it saved its state).
+                local.removeAll { c in
+                    guard let p = c.plaintext, let w = state.items[c.id]?.winner else { return false }
+                    return w.content == Self.contentDigest(p)
+                }
+                try stage(local, from: 0, &state)
+                try resolveConflicts(&state, &fresh, local: &local, &report)
+                try writeSegment(local, circle, tree, &state)
+                report.sentPuts += local.filter { $0.plaintext != nil }.count
+                report.sentDeletes += local.filter { $0.plaintext == nil }.count
+                try step("segment written")
+                try apply(&state, &fresh, tree, circle, &report)
+                try step("applied")
+                // Nothing changed (nothing received, sent or applied): nothing to write.
+                if state != saved {
+                    try save(state)
+                    saved = state
+                }
+                try step("saved")
             }
-            try requireMember(circle, state)
-            state.chain = circle.hashes
-            var fresh: [SyncID: Fresh] = [:]
-            try checkOwn(tree, &state)
-            try resealOutbox(circle, tree, &state)
-            // This keychain's changes are read against the state of the last sync, before the
-            // remote's new versions are merged: an edit descends from what the keychain held.
-            try step("checked own")
-            var local = try scanLocal(&state, &fresh, &report)
-            try step("scanned local")
-            try ingest(tree, circle, &state, &fresh, &report)
-            try step("ingested")
-            // A put found here that equals the merged winner is a remote version this keychain
-            // already holds (applied by a sync that stopped before it saved its state).
-            local.removeAll { c in
-                guard let p = c.plaintext, let w = state.items[c.id]?.winner else { return false }
-                return w.content == Self.contentDigest(p)
-            }
-            try stage(local, from: 0, &state)
-            try resolveConflicts(&state, &fresh, local: &local, &report)
-            try writeSegment(local, circle, tree, &state)
-            report.sentPuts += local.filter { $0.plaintext != nil }.count
-            report.sentDeletes += local.filter { $0.plaintext == nil }.count
-            try step("segment written")
-            try apply(&state, &fresh, tree, circle, &report)
-            try step("applied")
-            // Nothing changed (nothing received, sent or applied): nothing to write.
-            if state != saved {
-                try save(state)
-                saved = state
-            }
-            try step("saved")
+            if approvedNotYet { break }
             let unpushed = state.outbox.sorted { $0.key < $1.key }
             if unpushed.isEmpty { break }
             do {

@@ -40,11 +40,17 @@ package final class SyncEngine {
     package let keychain: Keychain
     let store: KeychainStore
     package let directory: String
+    /// The disk of the keychain (the seam the fault and power-loss tests replace): every file
+    /// of `<keychain>.sync/` but the git checkout is read and written through it.
+    let files: any FileSystem
     package var now: () -> Double = { Date().timeIntervalSince1970 }
     /// Extra environment for git (tests).
     package var gitEnvironment: [String: String] = [:]
     /// How many times a push refused because another machine pushed first is retried.
     package var maxRetries = 8
+    /// Runs the part of a sync that reads or writes the keychain (not the fetch or push): the
+    /// agent holds its keychain only for that long, so a slow remote delays no request.
+    package var withKeychain: (_ body: () throws -> Void) throws -> Void = { try $0() }
     /// Called between the steps of a sync (fault tests stop a sync there).
     package var checkpoint: (String) throws -> Void = { _ in }
     /// LATCHKEY_SYNC_TIMING=1: the time of each step of a sync on stderr (for profiling).
@@ -74,14 +80,16 @@ package final class SyncEngine {
         self.keychain = keychain
         self.store = store
         self.directory = Self.directory(for: store.path)
+        self.files = store.fs
     }
 
     package static func directory(for keychainPath: String) -> String { keychainPath + ".sync" }
     var statePath: String { directory + "/state" }
-    var clonePath: String { directory + "/remote" }
+    /// Where git keeps its checkout of the remote (on the real disk, whatever `files` is).
+    package lazy var clonePath: String = directory + "/remote"
 
     /// Whether this keychain is in a circle (or has applied to join one).
-    package var isConfigured: Bool { access(statePath, F_OK) == 0 }
+    package var isConfigured: Bool { (try? files.identity(path: statePath)) != nil }
 
     /// The transport of a remote: `dir:/path` a shared folder, anything else a git URL.
     func transport(_ url: String) -> any SyncTransport {
@@ -520,23 +528,36 @@ package final class SyncEngine {
     /// The whole of a file of `<keychain>.sync/` (not through a symlink); nil when it is absent.
     /// - Throws: errSecIO when it cannot be read, or is longer than `limit`.
     func readWhole(_ path: String, limit: Int = 1 << 30) throws -> [UInt8]? {
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let n = buf.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { throw KeychainError(.io, "cannot read \(path): \(String(cString: strerror(errno)))") }
-            if n == 0 { return bytes }
-            bytes += buf[0..<n]
-            guard bytes.count <= limit else { throw KeychainError(.io, "\(path) is larger than it can be; remove it") }
+        try Self.readWhole(files, path, limit: limit)
+    }
+
+    static func readWhole(_ files: any FileSystem, _ path: String, limit: Int) throws -> [UInt8]? {
+        do {
+            guard try files.identity(path: path) != nil else { return nil }
+            let fd = try files.openNoFollow(path, writable: false, create: false, mode: 0)
+            defer { files.close(fd) }
+            let size = try files.size(fd)
+            guard size <= UInt64(limit) else {
+                throw KeychainError(.io, "\(path) is larger than it can be; remove it")
+            }
+            return try files.read(fd, offset: 0, count: Int(size))
+        } catch let e as IOFailure {
+            throw KeychainError(.io, "cannot read \(path): \(e)")
         }
     }
 
     /// How the last sync ended (the CLI's `sync status`).
     package func lastOutcome() -> SyncStatus { (try? loadStatus()) ?? SyncStatus() }
+
+    /// How the last sync of the keychain at `keychainPath` ended, read without opening it
+    /// (`latchkey status`); nil when it does not sync or has not synced yet.
+    package static func lastOutcome(keychainPath: String, files: any FileSystem = PosixFileSystem.shared)
+        -> SyncStatus?
+    {
+        let dir = directory(for: keychainPath)
+        guard (try? files.identity(path: dir + "/state")) != nil else { return nil }
+        return (try? readWhole(files, dir + "/status", limit: 1 << 22)).flatMap(SyncStatus.decode)
+    }
 
     func loadStatus() throws -> SyncStatus? {
         try readWhole(directory + "/status", limit: 1 << 22).flatMap(SyncStatus.decode)
@@ -546,48 +567,32 @@ package final class SyncEngine {
         try writeAtomically(directory + "/status", s.encode(), what: "the sync status")
     }
 
-    /// Writes `bytes` beside `path` and renames them into place, with fsyncs (a crash leaves
-    /// the old file or the new one).
+    /// Writes `bytes` beside `path` and renames them into place, with fsyncs of the file and
+    /// the directory (a crash leaves the old file or the new one).
     func writeAtomically(_ path: String, _ bytes: [UInt8], what: String) throws {
         try makeDirectory()
-        let temp = path + ".new"
-        unlink(temp)
-        let fd = Glibc.open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeychainError(.io, "cannot create \(temp): \(String(cString: strerror(errno)))") }
-        var ok = bytes.withUnsafeBytes { b in
-            var done = 0
-            while done < b.count {
-                let n = Glibc.write(fd, b.baseAddress! + done, b.count - done)
-                if n < 0, errno == EINTR { continue }
-                if n <= 0 { return false }
-                done += n
-            }
-            return true
-        }
-        ok = ok && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(temp, path) == 0 else {
-            unlink(temp)
-            throw KeychainError(.io, "cannot write \(what) \(path): \(String(cString: strerror(errno)))")
-        }
-        let dfd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            fsync(dfd)
-            close(dfd)
+        do {
+            try files.writeFileAtomically(path, bytes, mode: 0o600)
+        } catch let e as IOFailure {
+            throw KeychainError(.io, "cannot write \(what) \(path): \(e)")
         }
     }
 
+    /// `<keychain>.sync/`, created 0700 (its name made durable) when missing; refused when it is
+    /// not a private directory of this user.
     func makeDirectory() throws {
-        if mkdir(directory, 0o700) != 0, errno != EEXIST {
-            throw KeychainError(.io, "cannot create \(directory): \(String(cString: strerror(errno)))")
-        }
-        var st = stat()
-        guard lstat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, st.st_uid == getuid() else {
-            throw KeychainError(.io, "\(directory) is not a directory of this user; refusing to keep sync state there")
-        }
-        if st.st_mode & 0o077 != 0, chmod(directory, 0o700) != 0 {
-            throw KeychainError(
-                .io, "\(directory) is open to other users and cannot be made private; fix its mode (chmod 700)")
+        do {
+            try files.makeDirectory(directory, mode: 0o700)
+            guard let o = try files.ownership(path: directory), o.kind == .directory, o.owner == files.userID else {
+                throw KeychainError(
+                    .io, "\(directory) is not a directory of this user; refusing to keep sync state there")
+            }
+            guard o.mode & 0o077 == 0 else {
+                throw KeychainError(
+                    .io, "\(directory) is open to other users; make it private (chmod 700 \(directory)) and run again")
+            }
+        } catch let e as IOFailure {
+            throw KeychainError(.io, "cannot create \(directory): \(e)")
         }
     }
 
@@ -597,14 +602,20 @@ package final class SyncEngine {
         identity = nil
         keyCache = [:]
         try makeDirectory()
-        let fd = Glibc.open(directory + "/lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw KeychainError(.io, "cannot open \(directory)/lock: \(String(cString: strerror(errno)))")
+        let path = directory + "/lock"
+        let fd: Int32
+        do {
+            if try files.identity(path: path) == nil {
+                fd = try files.openNoFollow(path, writable: true, create: true, mode: 0o600)
+            } else {
+                fd = try files.openNoFollow(path, writable: true, create: false, mode: 0)
+            }
+        } catch let e as IOFailure {
+            throw KeychainError(.io, "cannot open \(path): \(e)")
         }
-        defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw KeychainError(.io, "cannot lock \(directory)/lock") }
-        }
+        defer { files.close(fd) }
+        do { try files.lock(fd) } catch { throw KeychainError(.io, "cannot lock \(path): \(error)") }
+        defer { files.unlock(fd) }
         return try body()
     }
 

@@ -138,6 +138,11 @@ import Testing
         #expect(removed.stderr.contains("removed"))
         let status = try c.run(["sync", "status"])
         #expect(status.out.contains("failed"))
+        // `latchkey status` shows how the last sync ended, with or without an agent.
+        let cStatus = try c.run(["status"])
+        #expect(cStatus.stderr.contains("sync: the last sync failed") && cStatus.stderr.contains("removed"))
+        let aStatus = try a.run(["status"])
+        #expect(aStatus.stderr.contains("sync: last synced"), "\(aStatus.stderr)")
     }
 
     @Test func aClearErrorWithoutGit() throws {

@@ -25,7 +25,7 @@ import LatchkeyFormat
 package final class KeychainStore: @unchecked Sendable {
     package let path: String
     let device: Device
-    let fs: FileSystem
+    package let fs: FileSystem
     let mutex = Lock(recursive: true)
 
     var fd: Int32

@@ -26,8 +26,10 @@ struct AgentCommand: ParsableCommand {
             the passcode once; 'latchkey lock' drops the WhenUnlocked keys (ak, aku, akpu) and \
             keeps the AfterFirstUnlock keys (ck, cku); after --idle-timeout seconds without a \
             request a keychain is locked the same way. Stopping the agent drops every key, as \
-            a reboot does. It runs in the foreground and logs to stderr; --daemon detaches \
-            and logs nothing.
+            a reboot does. A keychain in a sync circle ('latchkey sync init' or 'join') is \
+            synced by the agent a few seconds after a change made through it and every \
+            --sync-interval seconds; 'latchkey status' shows how the last sync ended. It runs \
+            in the foreground and logs to stderr; --daemon detaches and logs nothing.
 
             Example:
               eval "$(latchkey agent --daemon)"
@@ -52,6 +54,13 @@ struct AgentCommand: ParsableCommand {
             "Lock a keychain after this many seconds without a request (0: never).", valueName: "seconds"))
     var idleTimeout: Double = 300
 
+    @Option(
+        name: .customLong("sync-interval"),
+        help: ArgumentHelp(
+            "Sync each keychain in a sync circle this often, and 5 s after a change (0: never by itself).",
+            valueName: "seconds"))
+    var syncInterval: Double = 300
+
     /// Internal: the detached child of --daemon, reporting its start on this descriptor.
     @Option(name: .customLong("daemon-child"), help: .hidden)
     var daemonChild: Int32?
@@ -59,6 +68,9 @@ struct AgentCommand: ParsableCommand {
     func validate() throws {
         if idleTimeout < 0 || !idleTimeout.isFinite {
             throw ValidationError("--idle-timeout takes a number of seconds, 0 or more")
+        }
+        if syncInterval < 0 || !syncInterval.isFinite {
+            throw ValidationError("--sync-interval takes a number of seconds, 0 or more")
         }
         if stop && daemon { throw ValidationError("--stop and --daemon exclude each other") }
     }
@@ -73,6 +85,7 @@ struct AgentCommand: ParsableCommand {
     func serverConfiguration(log: (@Sendable (String) -> Void)?) -> AgentServer.Configuration {
         var c = AgentServer.Configuration()
         c.idleTimeout = idleTimeout
+        c.syncInterval = syncInterval
         c.log = log
         return c
     }
@@ -143,7 +156,10 @@ struct AgentCommand: ParsableCommand {
         AgentCommand.closeOnExecAll(except: [0, 1, 2, writeEnd])
         let exe =
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let args = [exe, "agent", "--idle-timeout", String(idleTimeout), "--daemon-child", "3"]
+        let args = [
+            exe, "agent", "--idle-timeout", String(idleTimeout), "--sync-interval", String(syncInterval),
+            "--daemon-child", "3"
+        ]
         var fa = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&fa)
         defer { posix_spawn_file_actions_destroy(&fa) }
