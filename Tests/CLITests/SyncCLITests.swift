@@ -145,6 +145,65 @@ import Testing
         #expect(aStatus.stderr.contains("sync: last synced"), "\(aStatus.stderr)")
     }
 
+    /// A real `latchkey sync` killed with SIGKILL at many moments (fetching, merging, writing
+    /// its state, pushing): the next sync converges, nothing lost, nothing sent twice.
+    @Test func aSyncKilledAtAnyMomentConvergesOnTheNextRun() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "lk-kill-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: base) }
+        let git = Process()
+        git.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        git.arguments = ["git", "init", "-q", "--bare", base.appendingPathComponent("remote.git").path]
+        try git.run()
+        git.waitUntilExit()
+        let url = "file://" + base.appendingPathComponent("remote.git").path
+        let a = try machine(), b = try machine()
+        let founded = try a.run(["sync", "init", "--remote", url, "--name", "a"])
+        try founded.expectSuccess()
+        let keyFile = try a.writeFile("recovery", Array(founded.out.utf8))
+        try b.run(["sync", "join", "--remote", url, "--name", "b", "--recovery-key-file", keyFile]).expectSuccess()
+        let lines = (0..<300).map {
+            #"{"class":"genp","svce":"bulk","acct":"item-\#($0)","sync":1,"v_Data":"c2VjcmV0"}"#
+        }
+        try a.run(["import", "-"], stdin: Array(lines.joined(separator: "\n").utf8)).expectSuccess()
+
+        var killed = 0
+        for (round, delay) in [0.0, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2, 0.3, 0.5].enumerated() {
+            try a.run(
+                ["add", "--service", "round", "--account", "r\(round)", "--synchronizable", "yes"],
+                stdin: Array("v\(round)".utf8)
+            ).expectSuccess()
+            let p = Process()
+            p.executableURL = try CLISandbox.binary()
+            p.arguments = ["sync"]
+            p.environment = a.environment
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            Thread.sleep(forTimeInterval: delay)
+            if kill(p.processIdentifier, SIGKILL) == 0 { killed += 1 }
+            p.waitUntilExit()
+        }
+        #expect(killed > 5)
+        try a.run(["sync"]).expectSuccess()
+        try b.run(["sync"]).expectSuccess()
+        func count(_ m: CLISandbox, _ service: String) throws -> Int {
+            let r = try m.run([
+                "find", "--service", service, "--synchronizable", "yes", "--limit", "all", "--jsonl", "--return",
+                "attributes"
+            ])
+            return r.out.split(separator: "\n").count
+        }
+        #expect(try count(b, "bulk") == 300)
+        #expect(try count(b, "round") == 11)
+        #expect(try count(a, "round") == 11)
+        // One version of each item in history: no change was sent twice.
+        let history = try b.run(["history", "--service", "round", "--account", "r3"])
+        try history.expectSuccess()
+        #expect(history.out.split(separator: "\n").count == 1, "\(history.out)")
+    }
+
     @Test func aClearErrorWithoutGit() throws {
         let m = try machine()
         let r = try m.run(["sync", "init", "--remote", "file:///nowhere"], env: ["PATH": "/nonexistent"])
