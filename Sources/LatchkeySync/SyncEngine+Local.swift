@@ -45,7 +45,7 @@ extension SyncEngine {
                     live.insert(item.uuid)
                 }
             }
-            for (id, item) in state.items where item.materialized != nil && !live.contains(id) { gone.append(id) }
+            for (id, item) in state.items.all() where item.materialized != nil && !live.contains(id) { gone.append(id) }
         }
         var skipped = false
         for item in changed {
@@ -139,11 +139,10 @@ extension SyncEngine {
             if let i = state.items[id], i.isLive, let u = i.winner?.unique { wanted.insert(u) }
         }
         guard !wanted.isEmpty else { return }
-        var groups: [[UInt8]: [SyncID]] = [:]
-        for (id, i) in state.items where i.isLive {
-            if let u = i.winner?.unique, wanted.contains(u) { groups[u, default: []].append(id) }
-        }
-        for (_, ids) in groups where ids.count > 1 {
+        // The unique pages list the live items of each digest (`ItemTable`): no scan of them all.
+        for u in SyncState.sortedIDs(wanted) {
+            let ids = state.items.ids(unique: u)
+            guard ids.count > 1 else { continue }
             // The newest winner; on a tie of clock and machine (two items one machine wrote in
             // the same tick), the larger sync id.
             let keep = ids.max { a, b in
@@ -290,8 +289,11 @@ extension SyncEngine {
         _ state: inout SyncState, _ fresh: inout [SyncID: Fresh], _ tree: RemoteTree, _ circle: Circle,
         _ report: inout SyncReport
     ) throws {
+        try state.items.check()
         var work: [(SyncID, SyncedItem)] = []
-        for (id, item) in state.items {
+        // Only the unsettled items can differ from what the keychain holds (`ItemTable`).
+        for id in SyncState.sortedIDs(state.items.unsettled) {
+            guard let item = state.items[id] else { continue }
             let desired = item.isLive ? item.winner!.content : nil
             if item.isLive, desired == nil {
                 report.waiting += 1

@@ -97,8 +97,8 @@ extension SyncEngine {
                 try apply(&state, &fresh, tree, circle, &report)
                 try step("applied")
                 // Nothing changed (nothing received, sent or applied): nothing to write.
-                if state != saved {
-                    try save(state)
+                if state.differs(from: saved) {
+                    try save(&state)
                     saved = state
                 }
                 try step("saved")

@@ -137,7 +137,8 @@ package final class SyncEngine {
                         (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes)
                     ], message: "latchkey: circle founded by \(name)")
             }
-            try save(SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash]))
+            var state = SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash])
+            try save(&state)
             return Self.formatRecoveryKey(recoverySecret)
         }
     }
@@ -175,7 +176,7 @@ package final class SyncEngine {
             }
             var state = SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes)
             state.appliedAt = circle.head.hash
-            try save(state)
+            try save(&state)
             return app.code
         }
     }
@@ -216,10 +217,9 @@ package final class SyncEngine {
             try publishingFirst(me) {
                 try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
             }
-            try save(
-                SyncState(
-                    remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash]
-                ))
+            var state = SyncState(
+                remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash])
+            try save(&state)
         }
         _ = try sync()
     }
@@ -321,7 +321,7 @@ package final class SyncEngine {
                 do {
                     try t.publish(written.files, message: message)
                     state.chain = circle.hashes + [written.hash]
-                    try save(state)
+                    try save(&state)
                     return member
                 } catch TransportError.behind where attempt < maxRetries {
                     attempt += 1
@@ -471,6 +471,14 @@ package final class SyncEngine {
         guard let plain = try unseal(bytes, magic: SyncState.magic), var state = try? SyncState.decode(plain) else {
             throw KeychainError(.decode, "the sync state \(statePath) is damaged or not this machine's")
         }
+        state.items.reader = { [unowned self] kind, page, generation in
+            let path = self.pagePath(kind, page, generation)
+            guard let bytes = try self.readWhole(path),
+                let plain = try self.unseal(
+                    bytes, magic: Self.pageMagic, context: Self.pageContext(kind, page, generation))
+            else { throw KeychainError(.decode, "\(path) is missing or damaged") }
+            return plain
+        }
         let pushed = loadPushed()
         if pushed > state.pushed, pushed <= state.own.number {
             state.pushed = pushed
@@ -479,10 +487,83 @@ package final class SyncEngine {
         return state
     }
 
-    /// Writes the state beside the old one and renames it into place, with fsyncs (a crash
-    /// leaves the old state or the new one).
-    func save(_ state: SyncState) throws {
+    /// Saves the state (§9.1): the item pages that changed, each as a new file of the next
+    /// generation, synced to disk with their directory; then the state, which names them,
+    /// written beside the old one and renamed into place. A crash before that rename leaves the
+    /// old state and the pages it names, untouched; the pages no state names are removed after.
+    func save(_ state: inout SyncState) throws {
+        try state.items.check()
+        let generation = state.generation + 1
+        let changed = state.items.changedPages()
+        if !changed.isEmpty {
+            try makeDirectory(pagesPath)
+            for c in changed {
+                guard let plaintext = c.plaintext else { continue }
+                let sealed = try seal(
+                    plaintext, magic: Self.pageMagic, context: Self.pageContext(c.kind, c.page, generation))
+                try writeNew(pagePath(c.kind, c.page, generation), sealed, what: "a page of the sync state")
+            }
+            do { try files.syncDirectory(pagesPath) } catch {
+                throw KeychainError(.io, "cannot sync \(pagesPath) to disk: \(error)")
+            }
+        }
+        state.items.saved(generation: generation)
+        state.generation = generation
         try writeAtomically(statePath, try seal(state.encode(), magic: SyncState.magic), what: "the sync state")
+        if !changed.isEmpty { removeOldPages(state) }
+    }
+
+    static let pageMagic = Array("LKsyncPg".utf8)
+    var pagesPath: String { directory + "/pages" }
+
+    /// `pages/<i|u><page, 2 hex digits>.<generation, 16 hex digits>`.
+    func pagePath(_ kind: ItemTable.Kind, _ page: Int, _ generation: UInt64) -> String {
+        let g = String(generation, radix: 16)
+        let p = String(page, radix: 16)
+        return pagesPath + "/" + String(UnicodeScalar(kind.rawValue)) + String(repeating: "0", count: 2 - p.count) + p
+            + "." + String(repeating: "0", count: 16 - g.count) + g
+    }
+
+    /// What a page's seal binds besides its magic: its kind, number and generation, so that no
+    /// page file can stand for another.
+    static func pageContext(_ kind: ItemTable.Kind, _ page: Int, _ generation: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 10)
+        w.writeInteger(kind.rawValue)
+        w.writeInteger(UInt8(page))
+        w.writeInteger(generation)
+        return w.bytes
+    }
+
+    /// Removes the page files that the saved state does not name (older generations, and those
+    /// of a save that stopped before its state was written). Best effort: what is left is
+    /// removed by a later save.
+    func removeOldPages(_ state: SyncState) {
+        var current = Set<String>()
+        for p in 0..<ItemTable.pageCount {
+            if state.items.itemGenerations[p] != 0 {
+                current.insert(pagePath(.items, p, state.items.itemGenerations[p]))
+            }
+            if state.items.uniqueGenerations[p] != 0 {
+                current.insert(pagePath(.unique, p, state.items.uniqueGenerations[p]))
+            }
+        }
+        for name in files.list(pagesPath) {
+            let path = pagesPath + "/" + name
+            if !current.contains(path) { try? files.remove(path) }
+        }
+    }
+
+    /// Writes a new file (replacing one a stopped save left under that name) and syncs it.
+    func writeNew(_ path: String, _ bytes: [UInt8], what: String) throws {
+        do {
+            if try files.identity(path: path) != nil { try files.remove(path) }
+            let fd = try files.openNoFollow(path, writable: true, create: true, mode: 0o600)
+            defer { files.close(fd) }
+            try files.write(fd, offset: 0, bytes)
+            try files.sync(fd)
+        } catch let e as IOFailure {
+            throw KeychainError(.io, "cannot write \(what) \(path): \(e)")
+        }
     }
 
     static let pushedMagic = Array("LKsyncPu".utf8)
@@ -505,22 +586,22 @@ package final class SyncEngine {
     }
 
     /// `magic ‖ nonce ‖ AES-256-GCM(state key, aad = magic, plaintext) ‖ tag` (§9.1).
-    private func seal(_ plaintext: [UInt8], magic: [UInt8]) throws -> [UInt8] {
+    private func seal(_ plaintext: [UInt8], magic: [UInt8], context: [UInt8] = []) throws -> [UInt8] {
         let nonce = try Crypto.randomBytes(12)
         var key = try stateKey().copyBytes()
         defer { Crypto.cleanse(&key) }
-        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: magic, plaintext: plaintext)
+        let sealed = try Crypto.aesGCMSeal(key: key, nonce: nonce, aad: magic + context, plaintext: plaintext)
         return magic + nonce + sealed.ciphertext + sealed.tag
     }
 
     /// The plaintext of `seal`'s bytes; nil when they are not such bytes or do not open.
-    private func unseal(_ bytes: [UInt8], magic: [UInt8]) throws -> [UInt8]? {
+    private func unseal(_ bytes: [UInt8], magic: [UInt8], context: [UInt8] = []) throws -> [UInt8]? {
         let m = magic.count
         guard bytes.count >= m + 12 + 16, Array(bytes[0..<m]) == magic else { return nil }
         var key = try stateKey().copyBytes()
         defer { Crypto.cleanse(&key) }
         return try? Crypto.aesGCMOpen(
-            key: key, nonce: Array(bytes[m..<(m + 12)]), aad: magic,
+            key: key, nonce: Array(bytes[m..<(m + 12)]), aad: magic + context,
             ciphertext: Array(bytes[(m + 12)..<(bytes.count - 16)]),
             tag: Array(bytes.suffix(16)))
     }
@@ -580,7 +661,8 @@ package final class SyncEngine {
 
     /// `<keychain>.sync/`, created 0700 (its name made durable) when missing; refused when it is
     /// not a private directory of this user.
-    func makeDirectory() throws {
+    func makeDirectory(_ directory: String? = nil) throws {
+        let directory = directory ?? self.directory
         do {
             try files.makeDirectory(directory, mode: 0o700)
             guard let o = try files.ownership(path: directory), o.kind == .directory, o.owner == files.userID else {

@@ -76,8 +76,8 @@ package struct PendingEntry: Equatable, Sendable, Hashable {
 
 /// This machine's sync state (§9): what it pinned of the circle, applied of each machine,
 /// wrote itself, and knows of each item. Kept in `<keychain>.sync/state`, sealed with a key
-/// derived from the identity.
-package struct SyncState: Equatable, Sendable {
+/// derived from the identity; what it knows of each item is in pages beside it (`ItemTable`).
+package struct SyncState: Sendable {
     package var remote: String
     package var circle: SyncID
     package var device: SyncID
@@ -95,10 +95,26 @@ package struct SyncState: Equatable, Sendable {
     /// The keychain as of the last sync: its file UUID and the sequence number reached.
     package var keychainFile: [UInt8] = []
     package var keychainSequence: UInt64 = 0
-    package var items: [SyncID: SyncedItem] = [:]
+    /// How many times the state was saved: the generation of the pages the last save wrote.
+    package var generation: UInt64 = 0
+    /// Shared by the copies of one loaded state (a class): `saved` below compares the rest.
+    package var items = ItemTable()
     package var pending: Set<PendingEntry> = []
 
+    package init(remote: String, circle: SyncID, device: SyncID, chain: [[UInt8]]) {
+        self.remote = remote
+        self.circle = circle
+        self.device = device
+        self.chain = chain
+    }
+
     package var epoch: UInt32 { UInt32(chain.count) }
+
+    /// Whether this state differs from `other`, a copy taken of the same loaded state: its own
+    /// fields, or any item changed since the last save.
+    func differs(from other: SyncState) -> Bool {
+        items.isDirty || encode() != other.encode()
+    }
 
     /// The next hybrid-clock value (§8.1): above every value seen and the wall clock.
     package mutating func tick(now: Double) -> UInt64 {
@@ -119,36 +135,67 @@ package struct SyncState: Equatable, Sendable {
     // MARK: Encoding
 
     static let magic = Array("LKsyncST".utf8)
+    static let version: UInt16 = 3
+
+    static func writeBytes(_ w: inout ByteWriter, _ b: [UInt8]) {
+        w.writeInteger(UInt32(b.count))
+        w.writeBytes(b)
+    }
+
+    static func writeOptional(_ w: inout ByteWriter, _ b: [UInt8]?) {
+        w.writeInteger(UInt8(b == nil ? 0 : 1))
+        if let b { writeBytes(&w, b) }
+    }
+
+    static func writeVersion(_ w: inout ByteWriter, _ v: ItemVersion?) {
+        w.writeInteger(UInt8(v == nil ? 0 : 1))
+        guard let v else { return }
+        w.writeInteger(v.hlc)
+        w.writeBytes(v.device)
+        w.writeInteger(v.number)
+        w.writeInteger(v.index)
+        w.writeInteger(v.kind.rawValue)
+        w.writeInteger(v.protection)
+        writeOptional(&w, v.content)
+        writeOptional(&w, v.unique)
+    }
+
+    static func readBytes(_ r: inout ByteReader) throws -> [UInt8] {
+        let n = Int(try r.readInteger(as: UInt32.self, "length"))
+        return try r.readBytes(count: n, "bytes")
+    }
+
+    static func readOptional(_ r: inout ByteReader) throws -> [UInt8]? {
+        try r.readInteger(as: UInt8.self, "flag") == 0 ? nil : try readBytes(&r)
+    }
+
+    static func readVersion(_ r: inout ByteReader) throws -> ItemVersion? {
+        guard try r.readInteger(as: UInt8.self, "flag") != 0 else { return nil }
+        let hlc: UInt64 = try r.readInteger("hlc")
+        let device = try r.readBytes(count: 16, "device")
+        let number: UInt64 = try r.readInteger("number")
+        let index: UInt32 = try r.readInteger("index")
+        guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger("kind")) else {
+            throw SyncFormatError("state: kind")
+        }
+        return ItemVersion(
+            hlc: hlc, device: device, number: number, index: index, kind: kind,
+            protection: try r.readInteger("protection"), content: try readOptional(&r), unique: try readOptional(&r))
+    }
+
+    static func sortedIDs<S: Sequence>(_ ids: S) -> [SyncID] where S.Element == SyncID {
+        ids.sorted { $0.lexicographicallyPrecedes($1) }
+    }
 
     package func encode() -> [UInt8] {
-        var w = ByteWriter(capacity: 256 + items.count * 96)
-        w.writeInteger(UInt16(2))
-        func bytes(_ b: [UInt8]) {
-            w.writeInteger(UInt32(b.count))
-            w.writeBytes(b)
-        }
-        func optional(_ b: [UInt8]?) {
-            w.writeInteger(UInt8(b == nil ? 0 : 1))
-            if let b { bytes(b) }
-        }
-        func version(_ v: ItemVersion?) {
-            w.writeInteger(UInt8(v == nil ? 0 : 1))
-            guard let v else { return }
-            w.writeInteger(v.hlc)
-            w.writeBytes(v.device)
-            w.writeInteger(v.number)
-            w.writeInteger(v.index)
-            w.writeInteger(v.kind.rawValue)
-            w.writeInteger(v.protection)
-            optional(v.content)
-            optional(v.unique)
-        }
-        bytes(Array(remote.utf8))
+        var w = ByteWriter(capacity: 4096 + 16 * items.unsettled.count)
+        w.writeInteger(Self.version)
+        Self.writeBytes(&w, Array(remote.utf8))
         w.writeBytes(circle)
         w.writeBytes(device)
         w.writeInteger(UInt32(chain.count))
         for h in chain { w.writeBytes(h) }
-        optional(appliedAt)
+        Self.writeOptional(&w, appliedAt)
         w.writeInteger(UInt32(applied.count))
         for (d, a) in applied.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
             w.writeBytes(d)
@@ -161,22 +208,17 @@ package struct SyncState: Equatable, Sendable {
         w.writeInteger(UInt32(outbox.count))
         for (n, b) in outbox.sorted(by: { $0.key < $1.key }) {
             w.writeInteger(n)
-            bytes(b)
+            Self.writeBytes(&w, b)
         }
         w.writeInteger(hlc)
-        bytes(keychainFile)
+        Self.writeBytes(&w, keychainFile)
         w.writeInteger(keychainSequence)
-        w.writeInteger(UInt32(items.count))
-        // In the dictionary's order: the state is read back into a dictionary, and sorting
-        // 100,000 ids on every save costs more than writing them.
-        for (id, i) in items {
-            w.writeBytes(id)
-            version(i.winner)
-            version(i.deleted)
-            optional(i.shadowedBy)
-            optional(i.materialized)
-            w.writeInteger(i.materializedSequence)
-        }
+        w.writeInteger(generation)
+        for g in items.itemGenerations { w.writeInteger(g) }
+        for g in items.uniqueGenerations { w.writeInteger(g) }
+        w.writeInteger(UInt32(items.liveCount))
+        w.writeInteger(UInt32(items.unsettled.count))
+        for id in Self.sortedIDs(items.unsettled) { w.writeBytes(id) }
         w.writeInteger(UInt32(pending.count))
         for p in pending.sorted(by: {
             $0.device != $1.device
@@ -191,36 +233,17 @@ package struct SyncState: Equatable, Sendable {
 
     package static func decode(_ input: [UInt8]) throws -> SyncState {
         var r = ByteReader(input)
-        guard try r.readInteger(as: UInt16.self, "state version") == 2 else {
+        guard try r.readInteger(as: UInt16.self, "state version") == version else {
             throw SyncFormatError("state: unknown version")
         }
-        func bytes() throws -> [UInt8] {
-            let n = Int(try r.readInteger(as: UInt32.self, "length"))
-            return try r.readBytes(count: n, "bytes")
-        }
-        func optional() throws -> [UInt8]? { try r.readInteger(as: UInt8.self, "flag") == 0 ? nil : try bytes() }
-        func version() throws -> ItemVersion? {
-            guard try r.readInteger(as: UInt8.self, "flag") != 0 else { return nil }
-            let hlc: UInt64 = try r.readInteger("hlc")
-            let device = try r.readBytes(count: 16, "device")
-            let number: UInt64 = try r.readInteger("number")
-            let index: UInt32 = try r.readInteger("index")
-            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger("kind")) else {
-                throw SyncFormatError("state: kind")
-            }
-            return ItemVersion(
-                hlc: hlc, device: device, number: number, index: index, kind: kind,
-                protection: try r.readInteger("protection"), content: try optional(),
-                unique: try optional())
-        }
-        let remote = String(decoding: try bytes(), as: UTF8.self)
+        let remote = String(decoding: try readBytes(&r), as: UTF8.self)
         var s = SyncState(
             remote: remote, circle: try r.readBytes(count: 16, "circle"), device: try r.readBytes(count: 16, "device"),
             chain: [])
         for _ in 0..<(try r.readInteger(as: UInt32.self, "chain")) {
             s.chain.append(try r.readBytes(count: 32, "hash"))
         }
-        s.appliedAt = try optional()
+        s.appliedAt = try readOptional(&r)
         for _ in 0..<(try r.readInteger(as: UInt32.self, "applied")) {
             let d = try r.readBytes(count: 16, "device")
             s.applied[d] = AppliedChain(number: try r.readInteger("number"), hash: try r.readBytes(count: 32, "hash"))
@@ -229,19 +252,23 @@ package struct SyncState: Equatable, Sendable {
         s.pushed = try r.readInteger("pushed")
         for _ in 0..<(try r.readInteger(as: UInt32.self, "outbox")) {
             let n: UInt64 = try r.readInteger("number")
-            s.outbox[n] = try bytes()
+            s.outbox[n] = try readBytes(&r)
         }
         s.hlc = try r.readInteger("hlc")
-        s.keychainFile = try bytes()
+        s.keychainFile = try readBytes(&r)
         s.keychainSequence = try r.readInteger("sequence")
-        let n = Int(try r.readInteger(as: UInt32.self, "items"))
-        s.items.reserveCapacity(n)
-        for _ in 0..<n {
-            let id = try r.readBytes(count: 16, "id")
-            s.items[id] = SyncedItem(
-                winner: try version(), deleted: try version(), shadowedBy: try optional(), materialized: try optional(),
-                materializedSequence: try r.readInteger("materialized sequence"))
+        s.generation = try r.readInteger("generation")
+        let items = try (0..<ItemTable.pageCount).map { _ in try r.readInteger(as: UInt64.self, "item page") }
+        let unique = try (0..<ItemTable.pageCount).map { _ in try r.readInteger(as: UInt64.self, "unique page") }
+        guard (items + unique).allSatisfy({ $0 <= s.generation }) else {
+            throw SyncFormatError("state: a page newer than the state")
         }
+        let live = Int(try r.readInteger(as: UInt32.self, "live"))
+        let n = Int(try r.readInteger(as: UInt32.self, "unsettled"))
+        guard n <= r.remaining / 16 else { throw SyncFormatError("state: unsettled count") }
+        var unsettled = Set<SyncID>(minimumCapacity: n)
+        for _ in 0..<n { unsettled.insert(try r.readBytes(count: 16, "id")) }
+        s.items = ItemTable(itemGenerations: items, uniqueGenerations: unique, liveCount: live, unsettled: unsettled)
         for _ in 0..<(try r.readInteger(as: UInt32.self, "pending")) {
             s.pending.insert(
                 PendingEntry(

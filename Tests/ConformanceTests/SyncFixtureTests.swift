@@ -54,10 +54,10 @@ import Testing
             let tree = RemoteTree(root: folder.path)
             let circle = try Circle.verify(tree, circle: nil, pinned: [])
             try engine.locked {
-                try engine.save(
-                    SyncState(
-                        remote: "dir:" + folder.path, circle: circle.head.circle, device: identity.device,
-                        chain: [circle.statements[0].hash]))
+                var state = SyncState(
+                    remote: "dir:" + folder.path, circle: circle.head.circle, device: identity.device,
+                    chain: [circle.statements[0].hash])
+                try engine.save(&state)
             }
         }
 

@@ -255,7 +255,7 @@ struct SyncStatusCommand: ParsableCommand {
         let status = Status(
             remote: redacted(s.remote), device: hexString(s.device), epoch: s.epoch, lastSync: last,
             lastError: outcome.lastError,
-            warnings: outcome.warnings, items: s.items.values.filter(\.isLive).count, unpushedSegments: s.outbox.count)
+            warnings: outcome.warnings, items: s.items.liveCount, unpushedSegments: s.outbox.count)
         if json {
             try Output.json(encoding: status)
             return
