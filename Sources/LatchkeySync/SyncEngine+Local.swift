@@ -17,7 +17,7 @@ extension SyncEngine {
     /// The synchronizable items written or deleted here since the last sync: the live items
     /// whose newest put is above the sequence number reached then, and the synced items no
     /// longer live. Items of a class locked here are left for a later sync.
-    func scanLocal(_ state: inout SyncState, _ fresh: inout [SyncID: Fresh], _ report: inout SyncReport) throws
+    func scanLocal(_ state: inout SyncState, _ fresh: inout FreshPuts, _ report: inout SyncReport) throws
         -> [LocalChange]
     {
         try store.refresh()
@@ -129,10 +129,10 @@ extension SyncEngine {
     /// Among live items with the same unique key, the newest winner stays; each other one
     /// gets a delete from this machine (and is kept in history).
     func resolveConflicts(
-        _ state: inout SyncState, _ fresh: inout [SyncID: Fresh], local: inout [LocalChange],
+        _ state: inout SyncState, _ fresh: inout FreshPuts, local: inout [LocalChange],
         _ report: inout SyncReport
     ) throws {
-        var touched = Set(fresh.keys)
+        var touched = fresh.ids
         for c in local where c.plaintext != nil { touched.insert(c.id) }
         var wanted = Set<[UInt8]>()
         for id in touched {
@@ -286,28 +286,50 @@ extension SyncEngine {
     // MARK: Applying the merge to this keychain (§8.5)
 
     func apply(
-        _ state: inout SyncState, _ fresh: inout [SyncID: Fresh], _ tree: RemoteTree, _ circle: Circle,
+        _ state: inout SyncState, _ fresh: inout FreshPuts, _ tree: RemoteTree, _ circle: Circle,
         _ report: inout SyncReport
     ) throws {
         try state.items.check()
-        var work: [(SyncID, SyncedItem)] = []
+        // What to write, with where each put's winner is: small, as a first sync lists every item.
+        struct Work {
+            var id: SyncID
+            var live: Bool
+            var device: SyncID
+            var number: UInt64
+            var index: UInt32
+        }
+        var work: [Work] = []
         // Only the unsettled items can differ from what the keychain holds (`ItemTable`).
-        for id in SyncState.sortedIDs(state.items.unsettled) {
+        for id in state.items.unsettled {
             guard let item = state.items[id] else { continue }
             let desired = item.isLive ? item.winner!.content : nil
             if item.isLive, desired == nil {
                 report.waiting += 1
                 continue
             }
-            if desired != item.materialized { work.append((id, item)) }
+            if desired != item.materialized {
+                let w = item.winner
+                work.append(
+                    Work(
+                        id: id, live: item.isLive, device: w?.device ?? [], number: w?.number ?? 0, index: w?.index ?? 0
+                    ))
+            }
         }
         guard !work.isEmpty else { return }
         var warnings: [String] = []
         var deleted = Set<SyncID>()
-        // Deletes first, so that a put can take the unique key of an item deleted here.
-        work.sort { !$0.1.isLive && $1.1.isLive }
+        // Deletes first, so that a put can take the unique key of an item deleted here; the puts
+        // in the order of their segments, each read again at most once (`verifiedSegment`).
+        work.sort { a, b in
+            if a.live != b.live { return !a.live }
+            if a.device != b.device { return a.device.lexicographicallyPrecedes(b.device) }
+            if (a.number, a.index) != (b.number, b.index) { return (a.number, a.index) < (b.number, b.index) }
+            return a.id.lexicographicallyPrecedes(b.id)
+        }
         try store.withStreamingTransaction { tx in
-            for (id, item) in work {
+            for entry in work {
+                let id = entry.id
+                let item = state.items[id]!
                 if !item.isLive {
                     if let local = try store.liveItem(uuid: id) {
                         guard store.canWrite(local.protection) else {
@@ -330,8 +352,9 @@ extension SyncEngine {
                     continue
                 }
                 let plaintext: ItemPlaintext
-                if let f = fresh[id], f.version == w {
-                    plaintext = f.plaintext
+                if let f = fresh.puts[id], f.version == w {
+                    let encoded = f.encoded
+                    plaintext = try ItemPlaintext.decode(encoded)
                 } else {
                     plaintext = try reload(w, id, tree, circle, outbox: state.outbox)
                 }
@@ -371,8 +394,11 @@ extension SyncEngine {
         }
         report.warnings += warnings
         // The sequence numbers of the puts just written: the next scan skips them unread.
-        for (id, item) in work where item.isLive {
-            if state.items[id]?.materialized == item.winner?.content, let s = try store.liveItem(uuid: id) {
+        for entry in work where entry.live {
+            let id = entry.id
+            if let item = state.items[id], item.isLive, item.materialized == item.winner?.content,
+                let s = try store.liveItem(uuid: id)
+            {
                 state.items[id]!.materializedSequence = s.sequence
             }
         }
@@ -403,6 +429,7 @@ extension SyncEngine {
     func verifiedSegment(
         _ device: SyncID, _ number: UInt64, _ tree: RemoteTree, _ circle: Circle, outbox: [UInt64: [UInt8]]
     ) throws -> Segment {
+        if let c = segmentCache, c.device == device, c.number == number { return c.segment }
         let own = device == (try requireIdentity()).device ? outbox[number] : nil
         guard let bytes = own ?? tree.contents(RemoteTree.segmentPath(device, number)) else {
             throw KeychainError(
@@ -414,6 +441,7 @@ extension SyncEngine {
         else {
             throw KeychainError(.decode, "segment \(number) of \(hexString(device.prefix(4))) no longer verifies")
         }
+        segmentCache = (device, number, seg)
         return seg
     }
 }

@@ -3,9 +3,18 @@ import LatchkeyCrypto
 import LatchkeyFormat
 
 /// A decrypted remote or local version waiting to be written into the keychain.
+/// A put decrypted in this sync that won: its plaintext as the entry held it (encoded, which
+/// takes a fraction of the memory of the decoded attributes: a first sync holds every item).
 struct Fresh {
     var version: ItemVersion
-    var plaintext: ItemPlaintext
+    var encoded: [UInt8]
+}
+
+/// The items whose winner a remote put of this sync is, and the plaintexts of those puts up to
+/// `SyncEngine.freshBudget` bytes: applying reads the others from their segments again.
+struct FreshPuts {
+    var ids = Set<SyncID>()
+    var puts: [SyncID: Fresh] = [:]
 }
 
 extension SyncEngine {
@@ -45,6 +54,8 @@ extension SyncEngine {
         var saved = state
         while true {
             keyCache = [:]
+            segmentCache = nil
+            freshBytes = 0
             guard try t.fetch() else {
                 throw KeychainError(
                     .itemNotFound,
@@ -72,7 +83,7 @@ extension SyncEngine {
                 }
                 try requireMember(circle, state)
                 state.chain = circle.hashes
-                var fresh: [SyncID: Fresh] = [:]
+                var fresh = FreshPuts()
                 try checkOwn(tree, &state)
                 try resealOutbox(circle, tree, &state)
                 // This keychain's changes are read against the state of the last sync, before the
@@ -156,7 +167,7 @@ extension SyncEngine {
     // MARK: Remote segments
 
     private func ingest(
-        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh],
+        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout FreshPuts,
         _ report: inout SyncReport
     ) throws {
         var tops: [SyncID: UInt64] = [:]
@@ -226,16 +237,17 @@ extension SyncEngine {
                         }
                     }
                     let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
-                    var versions: [(ItemVersion, ItemPlaintext?)] = []
+                    var versions: [(ItemVersion, [UInt8]?)] = []
                     for i in seg.entries.indices {
-                        versions.append(try open(seg, i, keys))
+                        let (v, _, encoded) = try openEncoded(seg, i, keys)
+                        versions.append((v, encoded))
                     }
-                    for (i, (v, p)) in versions.enumerated() {
+                    for (i, (v, encoded)) in versions.enumerated() {
                         state.observe(v.hlc)
-                        if v.kind == .put, p == nil {
+                        if v.kind == .put, encoded == nil {
                             state.pending.insert(PendingEntry(device: d, number: n, index: UInt32(i)))
                         }
-                        merge(v, p, seg.entries[i].syncID, &state, &fresh)
+                        merge(v, encoded, seg.entries[i].syncID, &state, &fresh)
                     }
                     applied = AppliedChain(number: n, hash: Crypto.sha256(bytes))
                     state.applied[d] = applied
@@ -251,44 +263,61 @@ extension SyncEngine {
 
     /// Decrypts entry `i` (nil plaintext: its class is locked here).
     func open(_ seg: Segment, _ i: Int, _ keys: EpochKeys) throws -> (ItemVersion, ItemPlaintext?) {
+        let (v, p, _) = try openEncoded(seg, i, keys)
+        return (v, p)
+    }
+
+    /// `open`, with the plaintext also as the entry held it (encoded).
+    func openEncoded(_ seg: Segment, _ i: Int, _ keys: EpochKeys) throws -> (ItemVersion, ItemPlaintext?, [UInt8]?) {
         let e = seg.entries[i]
         var v = ItemVersion(
             hlc: e.hlc, device: seg.device, number: seg.number, index: UInt32(i), kind: e.kind, protection: e.protection
         )
-        guard let plain = try seg.openEntry(i, keys: keys) else { return (v, nil) }
-        guard e.kind == .put else { return (v, nil) }
+        guard let plain = try seg.openEntry(i, keys: keys) else { return (v, nil, nil) }
+        guard e.kind == .put else { return (v, nil, nil) }
         let p = try ItemPlaintext.decode(plain)
         guard p.attributes["sync"] == .integer(1) else {
             throw SyncFormatError("entry \(i) is not a synchronizable item")
         }
         v.content = Self.contentDigest(p)
         v.unique = try uniqueDigest(p)
-        return (v, p)
+        return (v, p, plain)
     }
 
     static func contentDigest(_ p: ItemPlaintext) -> [UInt8] { Array(Crypto.sha256(p.encode()).prefix(16)) }
 
     func uniqueDigest(_ p: ItemPlaintext) throws -> [UInt8] {
         let u = UniqueKey(itemClass: p.itemClass, attributes: p.attributes)
-        let me = try requireIdentity()
-        let k = try Crypto.hkdfSHA256(
-            ikm: me.signingSeed, salt: Array("LKsync unique".utf8), info: me.device, count: 32)
-        return Array(Crypto.hmacSHA256(key: k, parts: [u.encoded]).prefix(16))
+        if uniqueKey == nil {
+            let me = try requireIdentity()
+            uniqueKey = try Crypto.hkdfSHA256(
+                ikm: me.signingSeed, salt: Array("LKsync unique".utf8), info: me.device, count: 32)
+        }
+        return Array(Crypto.hmacSHA256(key: uniqueKey!, parts: [u.encoded]).prefix(16))
     }
 
     private func merge(
-        _ v: ItemVersion, _ p: ItemPlaintext?, _ id: SyncID, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh]
+        _ v: ItemVersion, _ encoded: [UInt8]?, _ id: SyncID, _ state: inout SyncState,
+        _ fresh: inout FreshPuts
     ) {
         var item = state.items[id] ?? SyncedItem()
         item.merge(v)
-        if v.kind == .put, let p, item.winner == v { fresh[id] = Fresh(version: v, plaintext: p) }
+        if v.kind == .put, let encoded, item.winner == v {
+            fresh.ids.insert(id)
+            if freshBytes + encoded.count <= Self.freshBudget {
+                freshBytes += encoded.count
+                fresh.puts[id] = Fresh(version: v, encoded: encoded)
+            } else {
+                fresh.puts[id] = nil
+            }
+        }
         state.items[id] = item
     }
 
     /// Entries left undecrypted while their class was locked: decrypted now if it is not. A
     /// segment that no longer verifies leaves its entries pending, with a warning.
     private func retryPending(
-        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout [SyncID: Fresh],
+        _ tree: RemoteTree, _ circle: Circle, _ state: inout SyncState, _ fresh: inout FreshPuts,
         _ report: inout SyncReport
     ) throws {
         guard !state.pending.isEmpty else { return }
@@ -304,9 +333,9 @@ extension SyncEngine {
                 let seg = try verifiedSegment(first.device, first.number, tree, circle, outbox: [:])
                 let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
                 for p in entries where Int(p.index) < seg.entries.count {
-                    guard case let (v, plain?) = try open(seg, Int(p.index), keys) else { continue }
+                    guard case let (v, _, encoded?) = try openEncoded(seg, Int(p.index), keys) else { continue }
                     state.pending.remove(p)
-                    merge(v, plain, seg.entries[Int(p.index)].syncID, &state, &fresh)
+                    merge(v, encoded, seg.entries[Int(p.index)].syncID, &state, &fresh)
                 }
             } catch {
                 report.warnings.append(

@@ -60,7 +60,7 @@ package final class SyncEngine {
         if timing {
             let t = Date().timeIntervalSince1970
             if stepStart > 0 {
-                let line = "sync step \(name): \(Int((t - stepStart) * 1000)) ms\n"
+                let line = "sync step \(name): \(Int((t - stepStart) * 1000)) ms, \(Self.residentMiB()) MiB peak\n"
                 _ = line.withCString { Glibc.write(2, $0, strlen($0)) }
             }
             stepStart = t
@@ -68,8 +68,24 @@ package final class SyncEngine {
         try checkpoint(name)
     }
 
+    /// This process's peak resident memory so far (for the timing lines).
+    static func residentMiB() -> Int {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return 0 }
+        return usage.ru_maxrss >> 10
+    }
+
     private var identity: SyncIdentity?
     var keyCache: [UInt32: EpochKeys] = [:]
+    /// The segment last verified again (§7.2), for the puts of one segment applied in a row.
+    var segmentCache: (device: SyncID, number: UInt64, segment: Segment)?
+    /// The key of the unique digests (§9.1), derived once per operation.
+    var uniqueKey: SecretKey?
+    /// The bytes of plaintext that `Fresh` holds in this round, at most `freshBudget`: beyond, a
+    /// put is read from its segment again when applied (a first sync of 100,000 items would
+    /// otherwise hold them all).
+    var freshBytes = 0
+    static let freshBudget = 2 << 20
 
     /// - Throws: errSecParam when the keychain was opened through the agent (sync needs the
     ///   file: run it where the keychain is opened directly).
@@ -494,14 +510,14 @@ package final class SyncEngine {
     func save(_ state: inout SyncState) throws {
         try state.items.check()
         let generation = state.generation + 1
-        let changed = state.items.changedPages()
-        if !changed.isEmpty {
+        let changed = state.items.isDirty
+        if changed {
             try makeDirectory(pagesPath)
-            for c in changed {
-                guard let plaintext = c.plaintext else { continue }
+            try state.items.forEachChangedPage { kind, page, plaintext in
+                guard let plaintext else { return }
                 let sealed = try seal(
-                    plaintext, magic: Self.pageMagic, context: Self.pageContext(c.kind, c.page, generation))
-                try writeNew(pagePath(c.kind, c.page, generation), sealed, what: "a page of the sync state")
+                    plaintext, magic: Self.pageMagic, context: Self.pageContext(kind, page, generation))
+                try writeNew(pagePath(kind, page, generation), sealed, what: "a page of the sync state")
             }
             do { try files.syncDirectory(pagesPath) } catch {
                 throw KeychainError(.io, "cannot sync \(pagesPath) to disk: \(error)")
@@ -510,7 +526,7 @@ package final class SyncEngine {
         state.items.saved(generation: generation)
         state.generation = generation
         try writeAtomically(statePath, try seal(state.encode(), magic: SyncState.magic), what: "the sync state")
-        if !changed.isEmpty { removeOldPages(state) }
+        if changed { removeOldPages(state) }
     }
 
     static let pageMagic = Array("LKsyncPg".utf8)
@@ -683,6 +699,12 @@ package final class SyncEngine {
         // The identity is read again for each operation: the classes unlocked may have changed.
         identity = nil
         keyCache = [:]
+        segmentCache = nil
+        uniqueKey = nil
+        defer {
+            uniqueKey = nil
+            segmentCache = nil
+        }
         try makeDirectory()
         let path = directory + "/lock"
         let fd: Int32

@@ -133,18 +133,17 @@ package final class ItemTable: @unchecked Sendable {
 
     // MARK: Saving
 
-    /// The pages changed since the last save, encoded (an empty page: nil, it has no file).
-    func changedPages() -> [(kind: Kind, page: Int, plaintext: [UInt8]?)] {
-        var out: [(Kind, Int, [UInt8]?)] = []
+    /// Calls `body` with each page changed since the last save, encoded (an empty page: nil, it
+    /// has no file), one at a time: a first sync does not hold every page encoded at once.
+    func forEachChangedPage(_ body: (_ kind: Kind, _ page: Int, _ plaintext: [UInt8]?) throws -> Void) rethrows {
         for p in dirtyItemPages.sorted() {
             let page = itemPages[p]!
-            out.append((.items, p, page.isEmpty ? nil : Self.encodeItems(page)))
+            try body(.items, p, page.isEmpty ? nil : Self.encodeItems(page))
         }
         for p in dirtyUniquePages.sorted() {
             let page = uniquePages[p]!
-            out.append((.unique, p, page.isEmpty ? nil : Self.encodeUnique(page)))
+            try body(.unique, p, page.isEmpty ? nil : Self.encodeUnique(page))
         }
-        return out
     }
 
     /// After the state that names them was saved: the changed pages are at `generation` now
