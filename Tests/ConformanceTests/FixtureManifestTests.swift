@@ -20,27 +20,28 @@ import Testing
     static func fixtureDirectories(_ format: String) -> Set<String> {
         let dir = root.appendingPathComponent(format)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        let marker = format == "sync" ? "expected.json" : "FIXTURE.txt"
         return Set(
             names.filter {
-                FileManager.default.fileExists(atPath: dir.appendingPathComponent("\($0)/FIXTURE.txt").path)
+                FileManager.default.fileExists(atPath: dir.appendingPathComponent("\($0)/\(marker)").path)
             })
     }
 
     @Test func manifest_namesItsSchema() throws {
         let m = try Self.manifest()
-        #expect(m["schema"] as? String == "latchkey-fixtures-manifest 1.0")
+        #expect(m["schema"] as? String == "latchkey-fixtures-manifest 1.1")
         #expect(m["spec"] as? String == "spec/CONFORMANCE.md")
     }
 
     @Test func manifest_listsEveryFixtureDirectoryExactlyOnce() throws {
         let entries = try Self.entries()
-        for format in ["keychain", "backup"] {
+        for format in ["keychain", "backup", "sync"] {
             let listed = entries.filter { $0["format"] as? String == format }.compactMap { $0["name"] as? String }
             #expect(listed.count == Set(listed).count, "\(format): a fixture listed twice")
             #expect(Set(listed) == Self.fixtureDirectories(format), "\(format): manifest and directories differ")
             #expect(!listed.isEmpty)
         }
-        #expect(entries.allSatisfy { ["keychain", "backup"].contains($0["format"] as? String ?? "") })
+        #expect(entries.allSatisfy { ["keychain", "backup", "sync"].contains($0["format"] as? String ?? "") })
     }
 
     /// Each entry says what the directory's FIXTURE.txt says, and every file it names exists.
@@ -55,6 +56,10 @@ import Testing
             let path = try #require(entry["path"] as? String)
             #expect(path == "\(format)/\(name)")
             let dir = Self.root.appendingPathComponent(path)
+            if format == "sync" {
+                try checkSyncEntry(entry, dir)
+                continue
+            }
             let header = try fixtureHeader(in: dir)
             let expect = try #require(entry["expect"] as? String)
             #expect(outcomes.contains(expect), "\(name): unknown outcome \(expect)")
@@ -122,6 +127,36 @@ import Testing
                     }
                 }
             }
+        }
+    }
+
+    /// A sync entry says what its expected.json says (spec/CONFORMANCE.md §5).
+    func checkSyncEntry(_ entry: [String: Any], _ dir: URL) throws {
+        let name = try #require(entry["name"] as? String)
+        let file = dir.appendingPathComponent("expected.json")
+        let expected = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        #expect(entry["operation"] as? String == "sync")
+        #expect(entry["expect"] as? String == expected["outcome"] as? String, "\(name): expect")
+        #expect(["success", "stop"].contains(entry["expect"] as? String ?? ""))
+        #expect(entry["description"] as? String == expected["description"] as? String, "\(name): description")
+        #expect(entry["after"] as? String == expected["after"] as? String, "\(name): after")
+        #expect(entry["warnings"] as? [String] == expected["warnings"] as? [String], "\(name): warnings")
+        let inputs = try #require(entry["inputs"] as? [String: String], "\(name): no inputs")
+        #expect(inputs == ["remote": "remote", "expected": "expected.json"])
+        var isDirectory: ObjCBool = false
+        #expect(
+            FileManager.default.fileExists(atPath: dir.appendingPathComponent("remote").path, isDirectory: &isDirectory)
+        )
+        #expect(isDirectory.boolValue, "\(name): remote/ is missing")
+        let readme = try String(
+            contentsOf: dir.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let secret = try #require(entry["readerSecret"] as? String)
+        #expect(secret.count == 64 && readme.contains(secret), "\(name): readerSecret is not the README's")
+        if entry["expect"] as? String == "success" {
+            #expect(entry["items"] as? String == "expected.json")
+            #expect(entry["itemCount"] as? Int == (expected["items"] as? [Any])?.count, "\(name): itemCount")
+        } else {
+            #expect(entry["items"] == nil && entry["itemCount"] == nil)
         }
     }
 

@@ -2,24 +2,30 @@ import Foundation
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// Writes fixtures/manifest.json: every fixture of keychain/ and backup/ with the operation a
+/// Writes fixtures/manifest.json: every fixture of keychain/, backup/ and sync/ with the operation a
 /// conforming implementation runs on it, the outcome it must reach and where the expected items
 /// are, so that another implementation's test runner reads expectations instead of parsing the
 /// READMEs (schema: spec/CONFORMANCE.md). Built from the same values that write each fixture's
 /// FIXTURE.txt, so the two cannot disagree.
 enum ManifestWriter {
     /// The schema version of manifest.json (spec/CONFORMANCE.md §3); a new field raises the minor.
-    static let schema = "latchkey-fixtures-manifest 1.0"
+    static let schema = "latchkey-fixtures-manifest 1.1"
 
-    static func write(keychains: [Fixture], backups: [BackupFixture], to root: URL) throws {
+    static func write(
+        keychains: [Fixture], backups: [BackupFixture], sync: [(name: String, expected: SyncFixtures.Expected)],
+        to root: URL
+    ) throws {
         try FixtureWriter.write(
-            Array(manifest(keychains: keychains, backups: backups).utf8),
+            Array(manifest(keychains: keychains, backups: backups, sync: sync).utf8),
             to: root.appendingPathComponent("manifest.json"))
     }
 
-    static func manifest(keychains: [Fixture], backups: [BackupFixture]) -> String {
+    static func manifest(
+        keychains: [Fixture], backups: [BackupFixture], sync: [(name: String, expected: SyncFixtures.Expected)]
+    ) -> String {
         var entries: [String] = keychains.sorted { $0.name < $1.name }.map(keychainEntry)
         entries += backups.sorted { $0.name < $1.name }.map(backupEntry)
+        entries += sync.sorted { $0.name < $1.name }.map { syncEntry($0.name, $0.expected) }
         return "{\n  \"schema\": \(q(schema)),\n  \"spec\": \"spec/CONFORMANCE.md\",\n  \"fixtures\": [\n"
             + entries.joined(separator: ",\n") + "\n  ]\n}\n"
     }
@@ -64,6 +70,30 @@ enum ManifestWriter {
         if note.hasPrefix("used") { return "used" }
         precondition(note.hasPrefix("not used"), "\(f.name): the index note must start with 'used' or 'not used'")
         return "not-used"
+    }
+
+    // MARK: Sync fixtures
+
+    /// A sync fixture (spec/CONFORMANCE.md §5): the reader syncs `remote/` (after the remote of
+    /// `after`, when there is one) and reaches `expect`, with the items of expected.json.
+    static func syncEntry(_ name: String, _ e: SyncFixtures.Expected) -> String {
+        var fields: [(String, String)] = [
+            ("name", q(name)),
+            ("path", q("sync/\(name)")),
+            ("format", q("sync")),
+            ("operation", q("sync")),
+            ("expect", q(e.outcome)),
+            ("description", q(e.description)),
+            ("inputs", object([("remote", q("remote")), ("expected", q("expected.json"))], indent: 8)),
+            ("readerSecret", q(hexString(SyncFixtures.recoverySecret)))
+        ]
+        if let after = e.after { fields.append(("after", q(after))) }
+        if e.outcome == "success" {
+            fields.append(("items", q("expected.json")))
+            fields.append(("itemCount", "\(e.items.count)"))
+        }
+        fields.append(("warnings", "[" + e.warnings.map(q).joined(separator: ", ") + "]"))
+        return object(fields, indent: 6, first: true)
     }
 
     // MARK: Backup fixtures

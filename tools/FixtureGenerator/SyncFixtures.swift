@@ -214,7 +214,10 @@ enum SyncFixtures {
         return out
     }
 
-    static func write(to root: URL) throws {
+    /// Writes every sync fixture under `root`. - Returns: each fixture's name and expectation,
+    /// for the manifest.
+    @discardableResult
+    static func write(to root: URL) throws -> [(name: String, expected: Expected)] {
         try? FileManager.default.removeItem(at: root)
         let fixtures = try all()
         for (name, remote, expected) in fixtures {
@@ -234,7 +237,6 @@ enum SyncFixtures {
             json += "  \"warnings\": [\(expected.warnings.map { "\"\($0)\"" }.joined(separator: ", "))],\n"
             json += "  \"items\": [\n" + items.joined(separator: ",\n") + "\n  ]\n}\n"
             try FixtureWriter.write(Array(json.utf8), to: dir.appendingPathComponent("expected.json"))
-            _ = fixtures
         }
         let readme = """
             # Sync fixtures (spec/SYNC.md)
@@ -258,5 +260,6 @@ enum SyncFixtures {
 
             """
         try FixtureWriter.write(Array(readme.utf8), to: root.appendingPathComponent("README.md"))
+        return fixtures.map { ($0.0, $0.2) }
     }
 }

@@ -27,9 +27,9 @@ do {
     try BackupFixtureWriter.writeAll(backups, example: example, to: backupTarget)
     print("wrote \(backups.count) fixtures to \(backupTarget.path)")
     let syncTarget = URL(fileURLWithPath: root).appendingPathComponent("sync")
-    try SyncFixtures.write(to: syncTarget)
+    let sync = try SyncFixtures.write(to: syncTarget)
     print("wrote the sync fixtures to \(syncTarget.path)")
-    try ManifestWriter.write(keychains: fixtures, backups: backups, to: URL(fileURLWithPath: root))
+    try ManifestWriter.write(keychains: fixtures, backups: backups, sync: sync, to: URL(fileURLWithPath: root))
     print("wrote \(URL(fileURLWithPath: root).appendingPathComponent("manifest.json").path)")
 } catch {
     FileHandle.standardError.write(Data("latchkey-fixtures: \(error)\n".utf8))
