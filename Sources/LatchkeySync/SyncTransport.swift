@@ -156,6 +156,26 @@ package final class FolderTransport: SyncTransport {
                     "cannot write \(f.path) in \(directory): \(String(cString: strerror(errno)))")
             }
         }
+        // The new names (and the directories made for them) survive a power cut only once the
+        // directories that hold them are synced: each one on a file's path, up to the folder.
+        var directories = Set<String>()
+        for f in files {
+            var d = f.path
+            while let slash = d.lastIndex(of: "/") {
+                d = String(d[..<slash])
+                directories.insert(directory + "/" + d)
+            }
+            directories.insert(directory)
+        }
+        for d in directories.sorted(by: { $0.count > $1.count }) {
+            let fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            let ok = fsync(fd) == 0
+            close(fd)
+            guard ok else {
+                throw TransportError.failed("cannot sync \(d) to disk: \(String(cString: strerror(errno)))")
+            }
+        }
     }
 }
 
