@@ -23,6 +23,10 @@ package struct RemoteTree {
     package static func segmentPath(_ device: SyncID, _ number: UInt64) -> String {
         deviceDirectory(device) + "/seg/" + TreeFiles.padded(number, 12)
     }
+    package static func basePath(_ device: SyncID, chunk: UInt32) -> String {
+        deviceDirectory(device) + "/base/" + TreeFiles.padded(UInt64(chunk), 8)
+    }
+    package static func acknowledgementPath(_ device: SyncID) -> String { deviceDirectory(device) + "/ack" }
 
     /// The devices that have a directory.
     package func devices() -> [SyncID] {

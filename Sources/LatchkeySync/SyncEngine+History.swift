@@ -24,6 +24,7 @@ extension SyncEngine {
             let tree = RemoteTree(root: transport(state.remote).directory)
             let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
             keyCache = [:]
+            baseCache = [:]
             var names: [SyncID: String] = [:]
             for s in circle.statements { for m in s.members { names[m.device] = m.name } }
             var out: [HistoryEntry] = []
@@ -35,7 +36,9 @@ extension SyncEngine {
                         continue
                     }
                     let keys = try? keys(epoch: seg.epoch, circle: circle, tree: tree)
-                    for i in seg.entries.indices where ids?.contains(seg.entries[i].syncID) ?? true {
+                    // An entry a base did not keep (§7.5) has no sealed bytes: it left the history.
+                    for i in seg.entries.indices
+                    where !seg.entries[i].sealed.isEmpty && (ids?.contains(seg.entries[i].syncID) ?? true) {
                         let id = seg.entries[i].syncID
                         var v = ItemVersion(
                             hlc: seg.entries[i].hlc, device: device, number: n, index: UInt32(i),

@@ -432,6 +432,14 @@ extension SyncEngine {
         if let c = segmentCache, c.device == device, c.number == number { return c.segment }
         let own = device == (try requireIdentity()).device ? outbox[number] : nil
         guard let bytes = own ?? tree.contents(RemoteTree.segmentPath(device, number)) else {
+            // Gone with the segments a base replaces: the entries the base kept of it (§7.5).
+            var ignored: [String] = []
+            if let base = verifiedBase(device, tree, circle, warnings: &ignored),
+                let seg = segmentFromBase(base, device, number, circle: circle.head.circle)
+            {
+                segmentCache = (device, number, seg)
+                return seg
+            }
             throw KeychainError(
                 .decode, "segment \(number) of \(hexString(device.prefix(4))) is missing from the remote")
         }

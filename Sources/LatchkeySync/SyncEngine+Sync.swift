@@ -55,6 +55,7 @@ extension SyncEngine {
         while true {
             keyCache = [:]
             segmentCache = nil
+            baseCache = [:]
             freshBytes = 0
             guard try t.fetch() else {
                 throw KeychainError(
@@ -66,9 +67,10 @@ extension SyncEngine {
             // The keychain is used from here to the state's save only: the network steps
             // (fetch, push) hold nothing a request to the keychain would wait for (the agent).
             var approvedNotYet = false
+            var verified: Circle?
             try withKeychain {
-
                 let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+                verified = circle
                 if let saw = state.appliedAt {
                     guard circle.head.member(state.device) != nil else {
                         try requireMember(circle, state)
@@ -115,15 +117,29 @@ extension SyncEngine {
                 try step("saved")
             }
             if approvedNotYet { break }
+            guard let circle = verified else { break }
             let unpushed = state.outbox.sorted { $0.key < $1.key }
-            if unpushed.isEmpty { break }
+            // The acknowledgement, and a base with the segments it replaces, when due (§7.5).
+            let extra = try housekeeping(tree, circle, state, publishing: !unpushed.isEmpty)
+            if unpushed.isEmpty && extra.files.isEmpty && extra.removing.isEmpty { break }
             do {
                 try t.publish(
-                    unpushed.map { (RemoteTree.segmentPath(state.device, $0.key), $0.value) },
-                    message: "latchkey: segment \(unpushed.last!.key)")
-                state.pushed = unpushed.last!.key
-                state.outbox = [:]
-                try savePushed(state.pushed)
+                    unpushed.map { (RemoteTree.segmentPath(state.device, $0.key), $0.value) } + extra.files,
+                    removing: extra.removing,
+                    message: unpushed.isEmpty ? "latchkey: housekeeping" : "latchkey: segment \(unpushed.last!.key)")
+                if let last = unpushed.last?.key {
+                    state.pushed = last
+                    state.outbox = [:]
+                    try savePushed(state.pushed)
+                }
+                let acknowledged = extra.files.contains { $0.0 == RemoteTree.acknowledgementPath(state.device) }
+                if acknowledged || extra.base != nil {
+                    // When this machine last acknowledged (at most once a day alone), and how far
+                    // its base reaches now.
+                    if acknowledged { state.acknowledgedAt = now() }
+                    if let through = extra.base { state.baseThrough = through }
+                    try withKeychain { try save(&state) }
+                }
                 try step("pushed")
                 break
             } catch TransportError.behind where attempt < maxRetries {
@@ -182,7 +198,12 @@ extension SyncEngine {
         for d in tree.devices() where d != state.device {
             let files = tree.numbered(d, "seg")
             var applied = state.applied[d] ?? AppliedChain(number: 0, hash: [UInt8](repeating: 0, count: 32))
-            if applied.number > 0 {
+            if applied.number > 0, files[applied.number] == nil,
+                let base = verifiedBase(d, tree, circle, warnings: &report.warnings), base.through >= applied.number,
+                base.through != applied.number || base.lastHash == applied.hash
+            {
+                // The segment applied last left with those its machine's base replaces (§7.5).
+            } else if applied.number > 0 {
                 guard let path = files[applied.number], let b = tree.contents(path), Crypto.sha256(b) == applied.hash
                 else {
                     throw KeychainError(
@@ -210,6 +231,16 @@ extension SyncEngine {
                 )
             }
             var n = applied.number + 1
+            // Only when a later segment is there and this one is not: a base is read then only.
+            if files[n] == nil, n <= limit, let lowest = files.keys.min(), lowest > n,
+                let base = verifiedBase(d, tree, circle, warnings: &report.warnings), base.through >= n
+            {
+                // Its segments up to the base's are gone: the base stands for them (§7.5).
+                try mergeBase(base, from: n, d, tree, circle, &state, &fresh)
+                applied = AppliedChain(number: base.through, hash: base.lastHash)
+                state.applied[d] = applied
+                n = base.through + 1
+            }
             while n <= limit, let path = files[n] {
                 guard let bytes = tree.contents(path) else { break }
                 do {
@@ -259,6 +290,35 @@ extension SyncEngine {
             }
         }
         try retryPending(tree, circle, &state, &fresh, &report)
+    }
+
+    /// Merges the entries a base kept of segments `from` and later (§7.5), segment by segment as
+    /// if each were applied. - Throws: when an entry the machine signed does not open (the sync
+    /// stops: nothing merged is kept).
+    private func mergeBase(
+        _ base: VerifiedBase, from: UInt64, _ d: SyncID, _ tree: RemoteTree, _ circle: Circle,
+        _ state: inout SyncState, _ fresh: inout FreshPuts
+    ) throws {
+        for number in base.byNumber.keys.sorted() where number >= from {
+            guard let seg = segmentFromBase(base, d, number, circle: state.circle) else { continue }
+            let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
+            for k in base.byNumber[number]! {
+                let i = Int(k.index)
+                let v: ItemVersion
+                let encoded: [UInt8]?
+                do {
+                    (v, _, encoded) = try openEncoded(seg, i, keys)
+                } catch {
+                    throw KeychainError(
+                        .decode, "the base of \(hexString(d.prefix(4))) holds an entry that does not open: \(error)")
+                }
+                state.observe(v.hlc)
+                if v.kind == .put, encoded == nil {
+                    state.pending.insert(PendingEntry(device: d, number: number, index: UInt32(i)))
+                }
+                merge(v, encoded, seg.entries[i].syncID, &state, &fresh)
+            }
+        }
     }
 
     /// Decrypts entry `i` (nil plaintext: its class is locked here).

@@ -77,6 +77,14 @@ package final class SyncEngine {
 
     private var identity: SyncIdentity?
     var keyCache: [UInt32: EpochKeys] = [:]
+    /// The bases read in this operation, by device (nil: none, or refused).
+    var baseCache: [SyncID: VerifiedBase?] = [:]
+    /// How many of its segments that every other machine applied a machine keeps before it
+    /// writes a new base and removes them (§7.5).
+    package var compactEvery = 64
+    /// Seconds after which a sync that publishes nothing else publishes this machine's
+    /// acknowledgement when what it applied changed (§7.5).
+    package var acknowledgeEvery: Double = 86_400
     /// The segment last verified again (§7.2), for the puts of one segment applied in a row.
     var segmentCache: (device: SyncID, number: UInt64, segment: Segment)?
     /// The key of the unique digests (§9.1), derived once per operation.
@@ -151,7 +159,7 @@ package final class SyncEngine {
                         ("LATCHKEY-SYNC", Array(Self.readme.utf8)),
                         (RemoteTree.statementPath(me.device, epoch: 1), s.bytes),
                         (RemoteTree.envelopePath(me.device, epoch: 1), envelope.bytes)
-                    ], message: "latchkey: circle founded by \(name)")
+                    ], removing: [], message: "latchkey: circle founded by \(name)")
             }
             var state = SyncState(remote: remote, circle: circleID, device: me.device, chain: [s.hash])
             try save(&state)
@@ -188,7 +196,8 @@ package final class SyncEngine {
             identity = me
             try publishingFirst(me) {
                 try t.publish(
-                    [(RemoteTree.applicationPath(me.device), app.bytes)], message: "latchkey: \(name) asks to join")
+                    [(RemoteTree.applicationPath(me.device), app.bytes)], removing: [],
+                    message: "latchkey: \(name) asks to join")
             }
             var state = SyncState(remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes)
             state.appliedAt = circle.head.hash
@@ -231,7 +240,7 @@ package final class SyncEngine {
             identity = me
             keyCache = [:]
             try publishingFirst(me) {
-                try t.publish(written.files, message: "latchkey: \(name) joined with the recovery key")
+                try t.publish(written.files, removing: [], message: "latchkey: \(name) joined with the recovery key")
             }
             var state = SyncState(
                 remote: remote, circle: circle.head.circle, device: me.device, chain: circle.hashes + [written.hash])
@@ -335,7 +344,7 @@ package final class SyncEngine {
                 try requireMember(circle, state)
                 let (member, written, message) = try decide(tree, circle, me, state)
                 do {
-                    try t.publish(written.files, message: message)
+                    try t.publish(written.files, removing: [], message: message)
                     state.chain = circle.hashes + [written.hash]
                     try save(&state)
                     return member
@@ -701,7 +710,9 @@ package final class SyncEngine {
         keyCache = [:]
         segmentCache = nil
         uniqueKey = nil
+        baseCache = [:]
         defer {
+            baseCache = [:]
             uniqueKey = nil
             segmentCache = nil
         }

@@ -351,6 +351,34 @@ package struct SegmentEntry: Equatable, Sendable {
         w.writeInteger(protection)
         w.writeZeros(2)
     }
+
+    /// The entry as §7.1 lays it out: clear fields, nonce, sealed length, sealed.
+    func write(into w: inout ByteWriter) {
+        writeClear(into: &w)
+        w.writeBytes(nonce)
+        w.writeInteger(UInt32(sealed.count))
+        w.writeBytes(sealed)
+    }
+
+    /// Reads an entry laid out as §7.1 says, refusing what §7.1 rules 5 and 6 refuse.
+    static func read(from r: inout ByteReader, _ what: String) throws -> SegmentEntry {
+        let id = try r.readBytes(count: 16, "sync id")
+        let hlc: UInt64 = try r.readInteger("hlc")
+        guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger(as: UInt8.self, "kind")) else {
+            throw SyncFormatError("\(what): unknown entry kind")
+        }
+        let pc: UInt8 = try r.readInteger("protection")
+        try r.readReserved(count: 2, "entry reserved")
+        guard kind == .put ? SyncClass(rawValue: pc) != nil : pc == 0 else {
+            throw SyncFormatError("\(what): an entry's protection class is not one that syncs")
+        }
+        let nonce = try r.readBytes(count: 12, "nonce")
+        let n = Int(try r.readInteger(as: UInt32.self, "sealed length"))
+        guard n >= 16, n <= r.remaining else { throw SyncFormatError("\(what): bad sealed length") }
+        guard kind == .put || n == 16 else { throw SyncFormatError("\(what): a delete carries data") }
+        return SegmentEntry(
+            syncID: id, hlc: hlc, kind: kind, protection: pc, nonce: nonce, sealed: try r.readBytes(count: n, "sealed"))
+    }
 }
 
 /// A machine's numbered, hash-chained, signed batch of changes.
@@ -401,12 +429,7 @@ package struct Segment: Equatable, Sendable {
             w.writeBytes(s.hash)
         }
         w.writeInteger(UInt32(entries.count))
-        for e in entries {
-            e.writeClear(into: &w)
-            w.writeBytes(e.nonce)
-            w.writeInteger(UInt32(e.sealed.count))
-            w.writeBytes(e.sealed)
-        }
+        for e in entries { e.write(into: &w) }
         return w.bytes
     }
     package var bytes: [UInt8] { signedBytes + signature }
@@ -434,26 +457,7 @@ package struct Segment: Equatable, Sendable {
         }
         var entries: [SegmentEntry] = []
         entries.reserveCapacity(count)
-        for _ in 0..<count {
-            let id = try r.readBytes(count: 16, "sync id")
-            let hlc: UInt64 = try r.readInteger("hlc")
-            guard let kind = SegmentEntry.Kind(rawValue: try r.readInteger(as: UInt8.self, "kind")) else {
-                throw SyncFormatError("segment: unknown entry kind")
-            }
-            let pc: UInt8 = try r.readInteger("protection")
-            try r.readReserved(count: 2, "entry reserved")
-            guard kind == .put ? SyncClass(rawValue: pc) != nil : pc == 0 else {
-                throw SyncFormatError("segment: an entry's protection class is not one that syncs")
-            }
-            let nonce = try r.readBytes(count: 12, "nonce")
-            let n = Int(try r.readInteger(as: UInt32.self, "sealed length"))
-            guard n >= 16, n <= r.remaining else { throw SyncFormatError("segment: bad sealed length") }
-            guard kind == .put || n == 16 else { throw SyncFormatError("segment: a delete carries data") }
-            entries.append(
-                SegmentEntry(
-                    syncID: id, hlc: hlc, kind: kind, protection: pc, nonce: nonce,
-                    sealed: try r.readBytes(count: n, "sealed")))
-        }
+        for _ in 0..<count { entries.append(try SegmentEntry.read(from: &r, "segment")) }
         try r.expectEnd("segment")
         return Segment(
             circle: circle, device: device, number: number, previous: prev, epoch: epoch, seen: seen,
@@ -478,5 +482,129 @@ package struct Segment: Equatable, Sendable {
         var info = Array("LKsync segment".utf8) + device
         withUnsafeBytes(of: number.bigEndian) { info += $0 }
         return try Crypto.hkdfSHA256(ikm: classKey, salt: circle, info: info, count: 32)
+    }
+}
+
+// MARK: Bases and acknowledgements (§7.5)
+
+/// One chunk of a machine's **base** (§7.5): the entries it keeps of its own segments 1…`through`,
+/// each as it was sealed in its segment (number, epoch, index), signed again by the machine, so
+/// that those segments can leave the remote. A base is chunks 1…`count`, all with the same
+/// `through` and `lastHash`.
+package struct BaseChunk: Equatable, Sendable {
+    static let magic = Array("LKsyncBS".utf8)
+    /// An entry kept from segment `number` (sealed under `epoch`) at `index`.
+    package struct Kept: Equatable, Sendable {
+        package var number: UInt64
+        package var epoch: UInt32
+        package var index: UInt32
+        package var entry: SegmentEntry
+    }
+    package var circle: SyncID
+    package var device: SyncID
+    /// The last segment the base stands for; the next one's previous is `lastHash`.
+    package var through: UInt64
+    package var lastHash: [UInt8]
+    /// This chunk's number (from 1) and how many the base has.
+    package var chunk: UInt32
+    package var count: UInt32
+    package var kept: [Kept]
+    package var signature: [UInt8] = []
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 128 + kept.reduce(0) { $0 + 64 + $1.entry.sealed.count })
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeBytes(device)
+        w.writeInteger(through)
+        w.writeBytes(lastHash)
+        w.writeInteger(chunk)
+        w.writeInteger(count)
+        w.writeInteger(UInt32(kept.count))
+        for k in kept {
+            w.writeInteger(k.number)
+            w.writeInteger(k.epoch)
+            w.writeInteger(k.index)
+            k.entry.write(into: &w)
+        }
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+
+    /// Refuses what §7.5 refuses: besides the rules of §7.1 for each entry, a chunk number
+    /// outside 1…count, and kept entries not in strictly ascending (number, index) order or
+    /// numbered outside 1…through.
+    package static func decode(_ bytes: [UInt8]) throws -> BaseChunk {
+        let (body, sig) = try splitSignature(bytes, "base")
+        var r = ByteReader(body)
+        _ = try r.readFilePreamble(magic, "base")
+        var b = BaseChunk(
+            circle: try r.readBytes(count: 16, "circle id"), device: try r.readBytes(count: 16, "device"),
+            through: try r.readInteger("through"), lastHash: try r.readBytes(count: 32, "last hash"),
+            chunk: try r.readInteger("chunk"), count: try r.readInteger("chunk count"), kept: [], signature: sig)
+        guard b.through >= 1, b.chunk >= 1, b.chunk <= b.count, b.count <= 1 << 16 else {
+            throw SyncFormatError("base: its numbers are out of range")
+        }
+        let n = Int(try r.readInteger(as: UInt32.self, "entry count"))
+        guard n <= Segment.maxEntries, n * 68 <= r.remaining else {
+            throw SyncFormatError("base: entry count too large")
+        }
+        b.kept.reserveCapacity(n)
+        var last: (UInt64, UInt32)?
+        for _ in 0..<n {
+            let number: UInt64 = try r.readInteger("number")
+            let epoch: UInt32 = try r.readInteger("epoch")
+            let index: UInt32 = try r.readInteger("index")
+            guard number >= 1, number <= b.through, last.map({ $0 < (number, index) }) ?? true else {
+                throw SyncFormatError("base: its entries are not in order")
+            }
+            last = (number, index)
+            b.kept.append(
+                Kept(number: number, epoch: epoch, index: index, entry: try SegmentEntry.read(from: &r, "base")))
+        }
+        try r.expectEnd("base")
+        return b
+    }
+}
+
+/// What a machine has applied of the others (§7.5), signed: lets a machine that writes no
+/// segment hold back no pruning. A replayed older one only holds pruning back.
+package struct Acknowledgement: Equatable, Sendable {
+    static let magic = Array("LKsyncAK".utf8)
+    package var circle: SyncID
+    package var device: SyncID
+    package var seen: [Segment.Seen]
+    package var signature: [UInt8] = []
+
+    package var signedBytes: [UInt8] {
+        var w = ByteWriter(capacity: 64 + seen.count * 56)
+        w.writeFilePreamble(Self.magic)
+        w.writeBytes(circle)
+        w.writeBytes(device)
+        w.writeInteger(UInt16(seen.count))
+        for s in seen {
+            w.writeBytes(s.device)
+            w.writeInteger(s.number)
+            w.writeBytes(s.hash)
+        }
+        return w.bytes
+    }
+    package var bytes: [UInt8] { signedBytes + signature }
+
+    package static func decode(_ bytes: [UInt8]) throws -> Acknowledgement {
+        let (body, sig) = try splitSignature(bytes, "acknowledgement")
+        var r = ByteReader(body)
+        _ = try r.readFilePreamble(magic, "acknowledgement")
+        var a = Acknowledgement(
+            circle: try r.readBytes(count: 16, "circle id"), device: try r.readBytes(count: 16, "device"), seen: [],
+            signature: sig)
+        for _ in 0..<(try r.readInteger(as: UInt16.self, "seen count")) {
+            a.seen.append(
+                Segment.Seen(
+                    device: try r.readBytes(count: 16, "seen device"), number: try r.readInteger("seen number"),
+                    hash: try r.readBytes(count: 32, "seen hash")))
+        }
+        try r.expectEnd("acknowledgement")
+        return a
     }
 }

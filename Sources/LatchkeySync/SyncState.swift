@@ -97,6 +97,13 @@ package struct SyncState: Sendable {
     package var keychainSequence: UInt64 = 0
     /// How many times the state was saved: the generation of the pages the last save wrote.
     package var generation: UInt64 = 0
+    /// The history's bound (§8.6): entries of this machine older than this many days, and not
+    /// the newest put or delete of their item, leave with the segments its base replaces.
+    package var historyDays: UInt32 = 365
+    /// When this machine last published its acknowledgement (§7.5), seconds since 1970.
+    package var acknowledgedAt: Double = 0
+    /// The last of its own segments that this machine's base stands for (0: it has none, §7.5).
+    package var baseThrough: UInt64 = 0
     /// Shared by the copies of one loaded state (a class): `saved` below compares the rest.
     package var items = ItemTable()
     package var pending: Set<PendingEntry> = []
@@ -214,6 +221,9 @@ package struct SyncState: Sendable {
         Self.writeBytes(&w, keychainFile)
         w.writeInteger(keychainSequence)
         w.writeInteger(generation)
+        w.writeInteger(historyDays)
+        w.writeInteger(acknowledgedAt.bitPattern)
+        w.writeInteger(baseThrough)
         for g in items.itemGenerations { w.writeInteger(g) }
         for g in items.uniqueGenerations { w.writeInteger(g) }
         w.writeInteger(UInt32(items.liveCount))
@@ -258,6 +268,9 @@ package struct SyncState: Sendable {
         s.keychainFile = try readBytes(&r)
         s.keychainSequence = try r.readInteger("sequence")
         s.generation = try r.readInteger("generation")
+        s.historyDays = try r.readInteger("history days")
+        s.acknowledgedAt = Double(bitPattern: try r.readInteger("acknowledged at"))
+        s.baseThrough = try r.readInteger("base through")
         let items = try (0..<ItemTable.pageCount).map { _ in try r.readInteger(as: UInt64.self, "item page") }
         let unique = try (0..<ItemTable.pageCount).map { _ in try r.readInteger(as: UInt64.self, "unique page") }
         guard (items + unique).allSatisfy({ $0 <= s.generation }) else {

@@ -13,7 +13,7 @@ package protocol SyncTransport: AnyObject {
     /// Brings the remote's current files; false when the remote holds nothing yet.
     @discardableResult func fetch() throws -> Bool
     /// Writes `files` (paths relative to `directory`) and publishes them.
-    func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws
+    func publish(_ files: [(path: String, bytes: [UInt8])], removing: [String], message: String) throws
 }
 
 /// Why a sync transport failed.
@@ -107,9 +107,10 @@ package final class GitTransport: SyncTransport {
         return true
     }
 
-    package func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws {
+    package func publish(_ files: [(path: String, bytes: [UInt8])], removing: [String], message: String) throws {
         for f in files { try TreeFiles.write(root: directory, relative: f.path, f.bytes) }
-        try git(["add", "-A", "--"] + files.map(\.path), in: directory)
+        for path in removing { unlink(directory + "/" + path) }
+        try git(["add", "-A", "--"] + files.map(\.path) + removing, in: directory)
         try git(["commit", "-q", "--allow-empty", "-m", message], in: directory)
         let (status, _, err) = try git(
             ["push", "-q", "origin", "HEAD:refs/heads/\(Self.branch)"], in: directory, allowFailure: true)
@@ -141,7 +142,7 @@ package final class FolderTransport: SyncTransport {
         return access(directory + "/LATCHKEY-SYNC", F_OK) == 0 || !TreeFiles.list(directory + "/devices").isEmpty
     }
 
-    package func publish(_ files: [(path: String, bytes: [UInt8])], message: String) throws {
+    package func publish(_ files: [(path: String, bytes: [UInt8])], removing: [String], message: String) throws {
         for f in files {
             // Beside it first, then renamed: a tool carrying the folder never sees half a file.
             let temp = f.path + ".partial"
@@ -156,11 +157,15 @@ package final class FolderTransport: SyncTransport {
                     "cannot write \(f.path) in \(directory): \(String(cString: strerror(errno)))")
             }
         }
+        // Removed after the new files are in place (a base before the segments it replaces).
+        for path in removing where unlink(directory + "/" + path) != 0 && errno != ENOENT {
+            throw TransportError.failed("cannot remove \(path) in \(directory): \(String(cString: strerror(errno)))")
+        }
         // The new names (and the directories made for them) survive a power cut only once the
         // directories that hold them are synced: each one on a file's path, up to the folder.
         var directories = Set<String>()
-        for f in files {
-            var d = f.path
+        for path in files.map(\.path) + removing {
+            var d = path
             while let slash = d.lastIndex(of: "/") {
                 d = String(d[..<slash])
                 directories.insert(directory + "/" + d)

@@ -96,7 +96,12 @@ final class Machine {
         if let passcode { try keychain.unlock(passcode: passcode) }
         engine = try SyncEngine(keychain: keychain)
         engine.gitEnvironment = SyncLab.gitEnvironment
+        // Bases and pruning (§7.5) after every few segments, so that every scenario meets them.
+        engine.compactEvery = Machine.compactEvery
+        engine.acknowledgeEvery = 0
     }
+
+    static let compactEvery = 2
 
     /// The synchronizable generic passwords: account → secret.
     func synced() throws -> [String: String] {
