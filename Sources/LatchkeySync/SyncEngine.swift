@@ -416,6 +416,21 @@ package final class SyncEngine {
     }
 
     /// The sync state as last saved (status); nil when this keychain does not sync.
+    /// Sets how many days of this machine's versions the history keeps (§8.6); nil: leaves it.
+    /// - Returns: the bound now.
+    @discardableResult
+    package func configure(historyDays: UInt32?) throws -> UInt32 {
+        try locked {
+            var state = try load()
+            if let days = historyDays, days != state.historyDays {
+                guard days >= 1 else { throw KeychainError(.param, "the history keeps at least 1 day") }
+                state.historyDays = days
+                try save(&state)
+            }
+            return state.historyDays
+        }
+    }
+
     package func status() throws -> SyncState? {
         guard isConfigured else { return nil }
         return try locked { try load() }

@@ -129,6 +129,12 @@ import Testing
         #expect(
             try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
 
+        // The history's bound is this machine's setting, kept in its state.
+        #expect(try a.run(["sync", "config"]).out.contains("history-days: 365"))
+        try a.run(["sync", "config", "--history-days", "30"]).expectSuccess()
+        #expect(try a.run(["sync", "config"]).out.contains("history-days: 30"))
+        #expect(try a.run(["sync", "status"]).out.contains("kept 30 days"))
+        #expect(try a.run(["sync", "config", "--history-days", "0"]).status != 0)
         let devices = try a.run(["sync", "devices", "--json"])
         try devices.expectSuccess()
         #expect(devices.out.contains("\"name\" : \"c\""))

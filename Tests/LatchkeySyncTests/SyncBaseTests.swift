@@ -134,4 +134,30 @@ import Testing
         try ms[1].engine.sync()
         #expect(try ms[1].synced()["mail"] == "v5")
     }
+
+    @Test func aForgedAcknowledgementMakesNoMachinePrune() throws {
+        let lab = try SyncLab()
+        let ms = try lab.circle(["a", "b"])
+        ms[1].engine.acknowledgeEvery = 86_400
+        let a = try device(ms[0]), b = try device(ms[1])
+        let circle = try #require(try ms[0].engine.status()).circle
+        for r in 0..<6 {
+            try ms[0].put("mail", "v\(r)")
+            try ms[0].engine.sync()
+        }
+        // The host says b applied all of a's segments, signed with a key of its own.
+        let evil = try lab.hostileClone()
+        let (forger, _) = try SyncIdentity.generate(name: "evil")
+        var ack = Acknowledgement(
+            circle: circle, device: b,
+            seen: [Segment.Seen(device: a, number: 1000, hash: [UInt8](repeating: 0, count: 32))])
+        ack.signature = try forger.sign(ack.signedBytes)
+        try Data(ack.bytes).write(to: URL(fileURLWithPath: evil + "/" + RemoteTree.acknowledgementPath(b)))
+        try lab.hostilePush(evil)
+        try ms[0].put("mail", "last")
+        try ms[0].engine.sync()
+        #expect(try remoteFiles(lab, a, "base").isEmpty, "a pruned on a forged acknowledgement")
+        try ms[1].engine.sync()
+        #expect(try ms[1].synced()["mail"] == "last")
+    }
 }

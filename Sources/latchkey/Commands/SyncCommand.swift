@@ -32,7 +32,7 @@ struct SyncCommand: ParsableCommand {
             """,
         subcommands: [
             SyncNowCommand.self, SyncInitCommand.self, SyncJoinCommand.self, SyncApproveCommand.self,
-            SyncRemoveCommand.self, SyncDevicesCommand.self, SyncStatusCommand.self
+            SyncRemoveCommand.self, SyncDevicesCommand.self, SyncStatusCommand.self, SyncConfigCommand.self
         ],
         defaultSubcommand: SyncNowCommand.self
     )
@@ -226,7 +226,9 @@ struct SyncStatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status", abstract: "When this keychain last synced, and what failed or looked wrong.")
 
-    @Flag(help: "Print JSON: {remote, device, epoch, lastSync, lastError, warnings, items, unpushedSegments}.")
+    @Flag(
+        help:
+            "Print JSON: {remote, device, epoch, lastSync, lastError, warnings, items, unpushedSegments, historyDays}.")
     var json = false
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
@@ -239,6 +241,7 @@ struct SyncStatusCommand: ParsableCommand {
         let warnings: [String]
         let items: Int
         let unpushedSegments: Int
+        let historyDays: UInt32
     }
 
     func run() throws {
@@ -255,7 +258,8 @@ struct SyncStatusCommand: ParsableCommand {
         let status = Status(
             remote: redacted(s.remote), device: hexString(s.device), epoch: s.epoch, lastSync: last,
             lastError: outcome.lastError,
-            warnings: outcome.warnings, items: s.items.liveCount, unpushedSegments: s.outbox.count)
+            warnings: outcome.warnings, items: s.items.liveCount, unpushedSegments: s.outbox.count,
+            historyDays: s.historyDays)
         if json {
             try Output.json(encoding: status)
             return
@@ -268,6 +272,36 @@ struct SyncStatusCommand: ParsableCommand {
             "last sync: \(last ?? "never")\(outcome.lastError.isEmpty ? "" : "; the last attempt failed: \(outcome.lastError)")"
         )
         Output.line("synced items: \(status.items); segments not yet pushed: \(status.unpushedSegments)")
+        Output.line("history: this machine's versions kept \(s.historyDays) days (the newest of each item always)")
         for w in outcome.warnings { Output.line("warning: \(w)") }
+    }
+}
+
+struct SyncConfigCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Show or set how long this machine's versions stay in 'latchkey history'.",
+        discussion: """
+            Each machine keeps, of what it synced, every version younger than --history-days and \
+            the newest put and delete of each item, whatever their age; older versions leave \
+            the remote when the machine next replaces its segments by a base (spec/SYNC.md \
+            §7.5, §8.6). Default: 365 days.
+            """)
+
+    @Option(
+        name: .customLong("history-days"),
+        help: ArgumentHelp("Keep this machine's versions for this many days (at least 1).", valueName: "days"))
+    var historyDays: UInt32?
+    @OptionGroup(title: "Global options") var global: GlobalOptions
+
+    func run() throws {
+        let engine = try SyncCommand.engine(global)
+        guard engine.isConfigured else {
+            throw KeychainError(
+                .itemNotFound,
+                "this keychain does not sync; start with 'latchkey sync init --remote URL' or 'latchkey sync join --remote URL'"
+            )
+        }
+        let days = try engine.configure(historyDays: historyDays)
+        Output.line("history-days: \(days)")
     }
 }
