@@ -499,6 +499,13 @@ package struct BaseChunk: Equatable, Sendable {
         package var epoch: UInt32
         package var index: UInt32
         package var entry: SegmentEntry
+
+        package init(number: UInt64, epoch: UInt32, index: UInt32, entry: SegmentEntry) {
+            self.number = number
+            self.epoch = epoch
+            self.index = index
+            self.entry = entry
+        }
     }
     package var circle: SyncID
     package var device: SyncID
@@ -510,6 +517,20 @@ package struct BaseChunk: Equatable, Sendable {
     package var count: UInt32
     package var kept: [Kept]
     package var signature: [UInt8] = []
+
+    package init(
+        circle: SyncID, device: SyncID, through: UInt64, lastHash: [UInt8], chunk: UInt32, count: UInt32,
+        kept: [Kept], signature: [UInt8] = []
+    ) {
+        self.circle = circle
+        self.device = device
+        self.through = through
+        self.lastHash = lastHash
+        self.chunk = chunk
+        self.count = count
+        self.kept = kept
+        self.signature = signature
+    }
 
     package var signedBytes: [UInt8] {
         var w = ByteWriter(capacity: 128 + kept.reduce(0) { $0 + 64 + $1.entry.sealed.count })

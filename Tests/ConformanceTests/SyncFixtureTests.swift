@@ -13,7 +13,7 @@ import Testing
     static let root = packageRoot.appendingPathComponent("fixtures/sync")
     static let names = [
         "three_machines", "tampered_segment", "replayed_segment", "forged_member", "removed_member_later_segment",
-        "rolled_back"
+        "rolled_back", "compacted", "tampered_base"
     ]
 
     struct Expected: Decodable {

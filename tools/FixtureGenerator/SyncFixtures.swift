@@ -200,6 +200,50 @@ enum SyncFixtures {
                     after: nil)
             ))
 
+        // a's segments 1 and 2 replaced by its base (§7.5); its segment 3 stays.
+        var compacted = remote
+        let a1 = try Segment.decode(compacted.files[RemoteTree.segmentPath(a.device, 1)]!)
+        let a2bytes = try segment(a, 2, epoch: 3, [(x, 30 << 16, "alice", "a2")], into: &compacted)
+        let a2 = try Segment.decode(a2bytes)
+        let dave = rng.uuid()
+        _ = try segment(a, 3, epoch: 3, [(dave, 31 << 16, "dave", "d1")], into: &compacted)
+        // Kept: bob's put (a's newest of it) and alice's newest; alice's first put left the history.
+        var chunk = BaseChunk(
+            circle: circleID, device: a.device, through: 2, lastHash: Crypto.sha256(a2bytes), chunk: 1, count: 1,
+            kept: [
+                BaseChunk.Kept(number: 1, epoch: a1.epoch, index: 1, entry: a1.entries[1]),
+                BaseChunk.Kept(number: 2, epoch: a2.epoch, index: 0, entry: a2.entries[0])
+            ])
+        chunk.signature = try a.sign(chunk.signedBytes)
+        compacted.files[RemoteTree.basePath(a.device, chunk: 1)] = chunk.bytes
+        compacted.files[RemoteTree.segmentPath(a.device, 1)] = nil
+        compacted.files[RemoteTree.segmentPath(a.device, 2)] = nil
+        out.append(
+            (
+                "compacted", compacted,
+                Expected(
+                    outcome: "success",
+                    items: ["alice": ("a2", "ck"), "carol": ("c-wins", "ck"), "dave": ("d1", "ck")], warnings: [],
+                    description:
+                        "three_machines, then a changes alice (segment 2) and adds dave (segment 3), and replaces its segments 1 and 2 by a base keeping bob's put and alice's newest: read from the base, then segment 3",
+                    after: nil)
+            ))
+
+        var tamperedBase = compacted
+        var baseBytes = chunk.bytes
+        baseBytes[baseBytes.count - 100] ^= 0x01
+        tamperedBase.files[RemoteTree.basePath(a.device, chunk: 1)] = baseBytes
+        out.append(
+            (
+                "tampered_base", tamperedBase,
+                Expected(
+                    outcome: "success", items: ["alice": (alice, "ck"), "carol": ("c-wins", "ck")],
+                    warnings: ["refused the base"],
+                    description:
+                        "compacted with one byte of a's base flipped: the base is refused, and with it every segment of a (the chain cannot reach segment 3); b's and c's are applied",
+                    after: nil)
+            ))
+
         var rolledBack = remote
         rolledBack.files[RemoteTree.segmentPath(c.device, 1)] = nil
         out.append(
