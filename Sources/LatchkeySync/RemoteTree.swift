@@ -70,6 +70,25 @@ package struct RemoteTree {
         return out
     }
 
+    /// The first `count` bytes of a regular file (fewer when it is shorter); nil as `contents`.
+    package func prefix(_ path: String, count: Int) -> [UInt8]? {
+        let fd = open(root + "/" + path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var out = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(out[0..<done])
+    }
+
     private func list(_ path: String) -> [String] {
         var st = stat()
         guard lstat(root + "/" + path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else { return [] }

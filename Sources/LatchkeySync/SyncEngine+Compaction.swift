@@ -124,17 +124,23 @@ extension SyncEngine {
             let applied = appliedBy(m, of: state.device, circle: state.circle, tree)
             minimum = applied == 0 ? 0 : min(minimum, applied - 1)
         }
-        let from = state.baseThrough
+        var from = state.baseThrough
         guard minimum != .max, minimum > from, minimum - from >= UInt64(compactEvery) else {
             return (files, removing, nil)
         }
         var warnings: [String] = []
-        let old = from == 0 ? nil : verifiedBase(state.device, tree, circle, warnings: &warnings)
-        guard from == 0 || old?.through == from else {
+        let old = verifiedBase(state.device, tree, circle, warnings: &warnings)
+        let remoteThrough = old?.through ?? 0
+        guard remoteThrough >= from else {
             throw KeychainError(
                 .authFailed,
-                "the remote does not hold this machine's base as it published it (\(warnings.joined(separator: "; "))); nothing was pushed"
+                "the remote does not hold this machine's base as it published it (\(warnings.joined(separator: "; "))); it was rolled back or rewritten; nothing was pushed"
             )
+        }
+        if remoteThrough > from {
+            // A base this machine published and did not record: it stopped before it saved.
+            from = remoteThrough
+            guard minimum > from, minimum - from >= UInt64(compactEvery) else { return (files, removing, from) }
         }
         let through = minimum
         // This machine's own entries, from its old base and its segments after it, each

@@ -157,6 +157,20 @@ extension SyncEngine {
     private func checkOwn(_ tree: RemoteTree, _ state: inout SyncState) throws {
         let mine = tree.numbered(state.device, "seg")
         let top = mine.keys.max() ?? 0
+        // This machine's base reaches as far as it recorded (its header says; the readers check
+        // the rest), or farther (one it published and did not record, §7.5).
+        if state.baseThrough > 0 {
+            let header = tree.prefix(RemoteTree.basePath(state.device, chunk: 1), count: 52)
+            let through = header.flatMap {
+                $0.count == 52 ? $0[44..<52].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } : nil
+            }
+            guard let through, through >= state.baseThrough else {
+                throw KeychainError(
+                    .authFailed,
+                    "the remote does not hold this machine's base as it published it: it was rolled back or rewritten; nothing was applied or pushed"
+                )
+            }
+        }
         if top > state.own.number {
             throw KeychainError(
                 .authFailed,
@@ -287,6 +301,14 @@ extension SyncEngine {
                     break
                 }
                 n += 1
+            }
+            // A later segment is there and this one is not, nor a base that stands for it.
+            if n <= limit, files[n] == nil, let top = files.keys.max(), top > n,
+                state.applied[d]?.number ?? 0 < n
+            {
+                report.warnings.append(
+                    "the remote does not hold segment \(n) of \(member.name), which its segment \(top) follows: it is withholding changes"
+                )
             }
         }
         try retryPending(tree, circle, &state, &fresh, &report)

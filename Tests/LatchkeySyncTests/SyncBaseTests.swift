@@ -160,4 +160,27 @@ import Testing
         try ms[1].engine.sync()
         #expect(try ms[1].synced()["mail"] == "last")
     }
+
+    @Test func anOlderBaseShownAgainIsNoticed() throws {
+        let lab = try SyncLab()
+        let ms = try lab.circle(["a", "b"])
+        let a = try device(ms[0])
+        try rounds(ms, 6)
+        let old = try lab.hostileClone()
+        let oldChunk = try Data(contentsOf: URL(fileURLWithPath: old + "/" + RemoteTree.basePath(a, chunk: 1)))
+        try rounds(ms, 6)
+        // The host puts the first base back over the second, whose segments are gone.
+        let evil = try lab.hostileClone()
+        let path = evil + "/" + RemoteTree.basePath(a, chunk: 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) != oldChunk, "a wrote no second base")
+        try oldChunk.write(to: URL(fileURLWithPath: path))
+        try lab.hostilePush(evil)
+        // A new machine is told, and takes nothing it cannot chain.
+        let d = try lab.machine("d")
+        _ = try ms[0].engine.approve(code: try d.engine.join(remote: lab.remote, name: "d"))
+        let report = try d.engine.sync()
+        #expect(report.warnings.contains { $0.contains("withholding") }, "\(report.warnings)")
+        // a finds its base rolled back when it next writes one, and stops.
+        #expect(throws: KeychainError.self) { try rounds(ms, 6) }
+    }
 }
