@@ -411,10 +411,29 @@ extension SyncEngine {
         }
         for (_, entries) in bySegment {
             let first = entries[0]
+            // A version its machine's base did not keep (§7.5) is not that machine's newest of
+            // the item, so not a winner: it left the history, and is no longer waited for.
+            var ignored: [String] = []
+            if tree.numbered(first.device, "seg")[first.number] == nil,
+                let base = verifiedBase(first.device, tree, circle, warnings: &ignored), base.through >= first.number,
+                base.byNumber[first.number] == nil
+            {
+                for p in entries { state.pending.remove(p) }
+                continue
+            }
+            let fromBase = tree.numbered(first.device, "seg")[first.number] == nil
             do {
                 let seg = try verifiedSegment(first.device, first.number, tree, circle, outbox: [:])
                 let keys = try keys(epoch: seg.epoch, circle: circle, tree: tree)
-                for p in entries where Int(p.index) < seg.entries.count {
+                for p in entries {
+                    guard Int(p.index) < seg.entries.count else {
+                        if fromBase { state.pending.remove(p) }
+                        continue
+                    }
+                    if seg.entries[Int(p.index)].sealed.isEmpty {
+                        state.pending.remove(p)
+                        continue
+                    }
                     guard case let (v, _, encoded?) = try openEncoded(seg, Int(p.index), keys) else { continue }
                     state.pending.remove(p)
                     merge(v, encoded, seg.entries[Int(p.index)].syncID, &state, &fresh)

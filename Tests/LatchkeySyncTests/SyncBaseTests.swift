@@ -183,4 +183,38 @@ import Testing
         // a finds its base rolled back when it next writes one, and stops.
         #expect(throws: KeychainError.self) { try rounds(ms, 6) }
     }
+
+    /// Changes of a class locked on b wait (§8.4); when a's base replaces their segments and
+    /// keeps only the newest, b applies that one at unlock, and forgets the rest without a warning.
+    @Test func changesWaitingForALockedClassSurviveTheirSegmentsBeingReplaced() throws {
+        let lab = try SyncLab()
+        let a = try lab.machine("a")
+        let b = try lab.machine("b", passcode: Array("pass".utf8))
+        _ = try a.engine.initialize(remote: lab.remote, name: "a")
+        _ = try a.engine.approve(code: try b.engine.join(remote: lab.remote, name: "b"))
+        try a.engine.sync()
+        try b.engine.sync()
+        b.keychain.lock()
+        for r in 0..<6 {
+            try a.put("mail", "v\(r)", protection: .whenUnlocked)
+            try a.engine.sync()
+            let report = try b.engine.sync()
+            #expect(report.waiting >= 1)
+        }
+        // Compacted past the history's bound: only the newest of mail stays in a's base.
+        let later = Date().timeIntervalSince1970 + 540 * 86_400
+        a.engine.now = { later }
+        for i in 0..<4 {
+            try a.put("other", "x\(i)")
+            try a.engine.sync()
+            try b.engine.sync()
+        }
+        let segments = try remoteFiles(lab, try device(a), "seg")
+        #expect(!segments.contains { $0.hasSuffix("000000000007") }, "a kept segments b applied: \(segments)")
+        try b.keychain.unlock(passcode: Array("pass".utf8))
+        let report = try b.engine.sync()
+        #expect(report.warnings.isEmpty, "\(report.warnings)")
+        #expect(try b.synced() == ["mail": "v5", "other": "x3"])
+        #expect(try #require(try b.engine.status()).pending.isEmpty)
+    }
 }
