@@ -34,10 +34,7 @@ final class AgentSyncScheduler: @unchecked Sendable {
         self.log = log
     }
 
-    /// Whether the keychain at `path` is in a sync circle (or has asked to join one).
-    static func isConfigured(_ path: String) -> Bool {
-        access(SyncEngine.directory(for: path) + "/state", F_OK) == 0
-    }
+    static func isConfigured(_ path: String) -> Bool { SyncEngine.isConfigured(keychainPath: path) }
 
     /// A sync of `h` within `seconds`, unless one is due sooner; nothing when it does not sync.
     func schedule(_ h: AgentServer.Held, within seconds: Double) {

@@ -52,41 +52,30 @@ package struct RemoteTree {
     }
 
     /// The bytes of a regular file, or nil when it is absent, not a regular file, or too big.
-    package func contents(_ path: String) -> [UInt8]? {
-        let full = root + "/" + path
-        let fd = open(full, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= Self.maxFileSize else { return nil }
-        var out = [UInt8](repeating: 0, count: Int(st.st_size))
-        var done = 0
-        while done < out.count {
-            let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return nil }
-            done += n
-        }
-        return out
-    }
+    package func contents(_ path: String) -> [UInt8]? { read(path, upTo: nil) }
 
     /// The first `count` bytes of a regular file (fewer when it is shorter); nil as `contents`.
-    package func prefix(_ path: String, count: Int) -> [UInt8]? {
+    package func prefix(_ path: String, count: Int) -> [UInt8]? { read(path, upTo: count) }
+
+    /// A regular file opened without following a link: all of it (at most `maxFileSize`), or
+    /// its first `upTo` bytes.
+    private func read(_ path: String, upTo: Int?) -> [UInt8]? {
         let fd = open(root + "/" + path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var out = [UInt8](repeating: 0, count: count)
+        if upTo == nil, st.st_size > Self.maxFileSize { return nil }
+        let want = upTo.map { min($0, Int(st.st_size)) } ?? Int(st.st_size)
+        var out = [UInt8](repeating: 0, count: want)
         var done = 0
-        while done < count {
+        while done < want {
             let n = out.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + done, $0.count - done) }
             if n < 0, errno == EINTR { continue }
-            guard n >= 0 else { return nil }
-            if n == 0 { break }
+            guard n > 0 else { return upTo == nil ? nil : Array(out[0..<done]) }
             done += n
         }
-        return Array(out[0..<done])
+        return out
     }
 
     private func list(_ path: String) -> [String] {

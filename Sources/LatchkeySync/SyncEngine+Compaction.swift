@@ -107,8 +107,7 @@ extension SyncEngine {
         var removing: [String] = []
         let me = try requireIdentity()
         // The acknowledgement.
-        let seen = state.applied.filter { $0.value.number > 0 }.sorted { $0.key.lexicographicallyPrecedes($1.key) }
-            .map { Segment.Seen(device: $0.key, number: $0.value.number, hash: $0.value.hash) }
+        let seen = state.seenRecords
         let published = tree.contents(RemoteTree.acknowledgementPath(state.device)).flatMap {
             try? Acknowledgement.decode($0)
         }

@@ -227,9 +227,7 @@ extension SyncEngine {
         var seg = Segment(
             circle: state.circle, device: state.device, number: state.own.number + 1, previous: state.own.hash,
             epoch: circle.epoch,
-            seen: state.applied.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
-                Segment.Seen(device: $0.key, number: $0.value.number, hash: $0.value.hash)
-            }, entries: [])
+            seen: state.seenRecords, entries: [])
         for c in changes {
             let kind: SegmentEntry.Kind = c.plaintext == nil ? .delete : .put
             seg.entries.append(

@@ -670,14 +670,20 @@ package final class SyncEngine {
     /// How the last sync ended (the CLI's `sync status`).
     package func lastOutcome() -> SyncStatus { (try? loadStatus()) ?? SyncStatus() }
 
+    /// Whether the keychain at `keychainPath` is in a circle (or has applied to one), without
+    /// opening it: its state file exists (§9.1).
+    package static func isConfigured(keychainPath: String, files: any FileSystem = PosixFileSystem.shared) -> Bool {
+        (try? files.identity(path: directory(for: keychainPath) + "/state")) != nil
+    }
+
     /// How the last sync of the keychain at `keychainPath` ended, read without opening it
     /// (`latchkey status`); nil when it does not sync or has not synced yet.
     package static func lastOutcome(keychainPath: String, files: any FileSystem = PosixFileSystem.shared)
         -> SyncStatus?
     {
-        let dir = directory(for: keychainPath)
-        guard (try? files.identity(path: dir + "/state")) != nil else { return nil }
-        return (try? readWhole(files, dir + "/status", limit: 1 << 22)).flatMap(SyncStatus.decode)
+        guard isConfigured(keychainPath: keychainPath, files: files) else { return nil }
+        return (try? readWhole(files, directory(for: keychainPath) + "/status", limit: 1 << 22)).flatMap(
+            SyncStatus.decode)
     }
 
     func loadStatus() throws -> SyncStatus? {

@@ -388,6 +388,24 @@ package struct Segment: Equatable, Sendable {
         package var device: SyncID
         package var number: UInt64
         package var hash: [UInt8]
+
+        /// `u16` count, then each record (§7.1), as segments and acknowledgements hold them.
+        static func write(_ seen: [Seen], into w: inout ByteWriter) {
+            w.writeInteger(UInt16(seen.count))
+            for s in seen {
+                w.writeBytes(s.device)
+                w.writeInteger(s.number)
+                w.writeBytes(s.hash)
+            }
+        }
+
+        static func read(from r: inout ByteReader) throws -> [Seen] {
+            try (0..<Int(try r.readInteger(as: UInt16.self, "seen count"))).map { _ in
+                Seen(
+                    device: try r.readBytes(count: 16, "seen device"), number: try r.readInteger("seen number"),
+                    hash: try r.readBytes(count: 32, "seen hash"))
+            }
+        }
     }
     package var circle: SyncID
     package var device: SyncID
@@ -422,12 +440,7 @@ package struct Segment: Equatable, Sendable {
         w.writeInteger(number)
         w.writeBytes(previous)
         w.writeInteger(epoch)
-        w.writeInteger(UInt16(seen.count))
-        for s in seen {
-            w.writeBytes(s.device)
-            w.writeInteger(s.number)
-            w.writeBytes(s.hash)
-        }
+        Segment.Seen.write(seen, into: &w)
         w.writeInteger(UInt32(entries.count))
         for e in entries { e.write(into: &w) }
         return w.bytes
@@ -443,14 +456,7 @@ package struct Segment: Equatable, Sendable {
         let number: UInt64 = try r.readInteger("number")
         let prev = try r.readBytes(count: 32, "previous segment")
         let epoch: UInt32 = try r.readInteger("epoch")
-        let seenCount = Int(try r.readInteger(as: UInt16.self, "seen count"))
-        var seen: [Seen] = []
-        for _ in 0..<seenCount {
-            seen.append(
-                Seen(
-                    device: try r.readBytes(count: 16, "seen device"), number: try r.readInteger("seen number"),
-                    hash: try r.readBytes(count: 32, "seen hash")))
-        }
+        let seen = try Seen.read(from: &r)
         let count = Int(try r.readInteger(as: UInt32.self, "entry count"))
         guard count <= maxEntries, count * 52 <= r.remaining else {
             throw SyncFormatError("segment: entry count too large")
@@ -602,12 +608,7 @@ package struct Acknowledgement: Equatable, Sendable {
         w.writeFilePreamble(Self.magic)
         w.writeBytes(circle)
         w.writeBytes(device)
-        w.writeInteger(UInt16(seen.count))
-        for s in seen {
-            w.writeBytes(s.device)
-            w.writeInteger(s.number)
-            w.writeBytes(s.hash)
-        }
+        Segment.Seen.write(seen, into: &w)
         return w.bytes
     }
     package var bytes: [UInt8] { signedBytes + signature }
@@ -616,15 +617,9 @@ package struct Acknowledgement: Equatable, Sendable {
         let (body, sig) = try splitSignature(bytes, "acknowledgement")
         var r = ByteReader(body)
         _ = try r.readFilePreamble(magic, "acknowledgement")
-        var a = Acknowledgement(
-            circle: try r.readBytes(count: 16, "circle id"), device: try r.readBytes(count: 16, "device"), seen: [],
-            signature: sig)
-        for _ in 0..<(try r.readInteger(as: UInt16.self, "seen count")) {
-            a.seen.append(
-                Segment.Seen(
-                    device: try r.readBytes(count: 16, "seen device"), number: try r.readInteger("seen number"),
-                    hash: try r.readBytes(count: 32, "seen hash")))
-        }
+        let a = Acknowledgement(
+            circle: try r.readBytes(count: 16, "circle id"), device: try r.readBytes(count: 16, "device"),
+            seen: try Segment.Seen.read(from: &r), signature: sig)
         try r.expectEnd("acknowledgement")
         return a
     }

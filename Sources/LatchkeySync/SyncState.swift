@@ -117,6 +117,13 @@ package struct SyncState: Sendable {
 
     package var epoch: UInt32 { UInt32(chain.count) }
 
+    /// What this machine has applied of the others, as seen records (§7.1), ascending by device.
+    package var seenRecords: [Segment.Seen] {
+        applied.filter { $0.value.number > 0 }.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
+            Segment.Seen(device: $0.key, number: $0.value.number, hash: $0.value.hash)
+        }
+    }
+
     /// Whether this state differs from `other`, a copy taken of the same loaded state: its own
     /// fields, or any item changed since the last save.
     func differs(from other: SyncState) -> Bool {
