@@ -20,6 +20,15 @@ package struct Circle: Sendable {
     }
 
     /// The member record of a machine in any epoch (its keys never change).
+    /// What a machine's files are checked against (§7.2 step 2): the record that signs them,
+    /// the highest segment number read (`kept`: none past it) and the highest epoch they may be
+    /// sealed under; nil for a machine never in the circle.
+    func writer(_ device: SyncID) -> (member: Member, kept: UInt64, epochLimit: UInt32)? {
+        if let m = head.member(device) { return (m, .max, epoch) }
+        if let r = removal(of: device) { return (r.member, r.kept, r.epoch - 1) }
+        return nil
+    }
+
     package func anyMember(_ device: SyncID) -> Member? {
         for s in statements.reversed() { if let m = s.member(device) { return m } }
         return nil

@@ -25,16 +25,7 @@ extension SyncEngine {
         guard !files.isEmpty else { return nil }
         do {
             // Which record signs it, and how far it may reach: as for segments (§7.2 step 2).
-            let member: Member
-            var limit = UInt64.max
-            var epochLimit = circle.epoch
-            if let m = circle.head.member(device) {
-                member = m
-            } else if let r = circle.removal(of: device) {
-                (member, limit, epochLimit) = (r.member, r.kept, r.epoch - 1)
-            } else {
-                return nil
-            }
+            guard let (member, limit, epochLimit) = circle.writer(device) else { return nil }
             var chunks: [BaseChunk] = []
             for (n, path) in files.sorted(by: { $0.key < $1.key }) {
                 guard let bytes = tree.contents(path) else { throw SyncFormatError("chunk \(n) cannot be read") }

@@ -227,17 +227,9 @@ extension SyncEngine {
                 }
             }
             // A member's segments, or those a removed machine wrote before the circle removed it.
-            let member: Member
-            var limit = UInt64.max
-            var epochLimit = circle.epoch
-            if let m = circle.head.member(d) {
-                member = m
-            } else if let r = circle.removal(of: d) {
-                (member, limit, epochLimit) = (r.member, r.kept, r.epoch - 1)
-            } else {
-                member = Member(device: d, signingKey: [], exchangeKeys: [], role: .machine, name: "")
-                limit = 0
-            }
+            let (member, limit, epochLimit) =
+                circle.writer(d)
+                ?? (Member(device: d, signingKey: [], exchangeKeys: [], role: .machine, name: ""), 0, circle.epoch)
             let top = files.keys.max() ?? 0
             if top > max(applied.number, min(limit, top)) {
                 report.warnings.append(

@@ -249,15 +249,20 @@ package final class SyncEngine {
         _ = try sync()
     }
 
+    /// The state, the fetched remote and its circle verified against the state's pins; call with
+    /// the lock held.
+    private func fetchedCircle() throws -> (SyncState, RemoteTree, Circle) {
+        let state = try load()
+        let t = transport(state.remote)
+        try t.fetch()
+        let tree = RemoteTree(root: t.directory)
+        return (state, tree, try Circle.verify(tree, circle: state.circle, pinned: state.chain))
+    }
+
     /// The pending applications, with their codes.
     package func applications() throws -> [(application: Application, code: String)] {
         try locked {
-            var state = try load()
-            let t = transport(state.remote)
-            try t.fetch()
-            let tree = RemoteTree(root: t.directory)
-            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
-            state.chain = circle.hashes
+            let (_, tree, circle) = try fetchedCircle()
             return Self.applications(tree, circle).map { ($0, $0.code) }
         }
     }
@@ -406,11 +411,7 @@ package final class SyncEngine {
     /// The members of the circle as this machine verified it.
     package func members() throws -> (members: [Member], epoch: UInt32, pending: [(Application, String)]) {
         try locked {
-            let state = try load()
-            let t = transport(state.remote)
-            try t.fetch()
-            let tree = RemoteTree(root: t.directory)
-            let circle = try Circle.verify(tree, circle: state.circle, pinned: state.chain)
+            let (_, tree, circle) = try fetchedCircle()
             return (circle.head.members, circle.epoch, Self.applications(tree, circle).map { ($0, $0.code) })
         }
     }

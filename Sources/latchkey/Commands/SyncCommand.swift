@@ -294,14 +294,7 @@ struct SyncConfigCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func run() throws {
-        let engine = try SyncCommand.engine(global)
-        guard engine.isConfigured else {
-            throw KeychainError(
-                .itemNotFound,
-                "this keychain does not sync; start with 'latchkey sync init --remote URL' or 'latchkey sync join --remote URL'"
-            )
-        }
-        let days = try engine.configure(historyDays: historyDays)
+        let days = try SyncCommand.engine(global).configure(historyDays: historyDays)
         Output.line("history-days: \(days)")
     }
 }
