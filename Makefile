@@ -133,16 +133,18 @@ install: release
 	install -d "$$root/bin" "$$root/share/man/man1" "$$root/share/bash-completion/completions" \
 	           "$$root/share/zsh/site-functions" "$$root/share/fish/vendor_completions.d" "$$root/lib/systemd/user"; \
 	install -m 0755 "$$bin" "$$root/bin/latchkey"; \
+	ln -sf latchkey "$$root/bin/git-credential-latchkey"; \
 	install -m 0644 "$$gen/latchkey.1" "$$root/share/man/man1/latchkey.1"; \
 	install -m 0644 "$$gen/bash" "$$root/share/bash-completion/completions/latchkey"; \
 	install -m 0644 "$$gen/zsh" "$$root/share/zsh/site-functions/_latchkey"; \
 	install -m 0644 "$$gen/fish" "$$root/share/fish/vendor_completions.d/latchkey.fish"; \
 	install -m 0644 "$$gen/latchkey-agent.service" "$$root/lib/systemd/user/latchkey-agent.service"; \
-	echo "installed $$root/bin/latchkey, latchkey(1), bash, zsh and fish completions and the systemd user unit latchkey-agent.service"; \
+	echo "installed $$root/bin/latchkey (and git-credential-latchkey), latchkey(1), bash, zsh and fish completions and the systemd user unit latchkey-agent.service"; \
 	echo "  the agent as a service: systemctl --user daemon-reload && systemctl --user enable --now latchkey-agent.service"
 
 uninstall:
-	rm -f "$(DESTDIR)$(PREFIX)/bin/latchkey" "$(DESTDIR)$(PREFIX)/share/man/man1/latchkey.1" \
+	rm -f "$(DESTDIR)$(PREFIX)/bin/latchkey" "$(DESTDIR)$(PREFIX)/bin/git-credential-latchkey" \
+	      "$(DESTDIR)$(PREFIX)/share/man/man1/latchkey.1" \
 	      "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/latchkey" \
 	      "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_latchkey" \
 	      "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/latchkey.fish" \

@@ -48,7 +48,7 @@ struct LatchkeyCommand: ParsableCommand {
             RestoreCommand.self,
             BackupVerifyCommand.self, BackupListCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self, SyncCommand.self,
-            HistoryCommand.self
+            HistoryCommand.self, CredentialCommand.self
         ]
     )
 
@@ -59,7 +59,13 @@ struct LatchkeyCommand: ParsableCommand {
         do {
             // Before either parser sees a String that Swift has already repaired.
             try RawInput.check()  // Support/RawInput.swift
-            let arguments = try CommandLineForms.normalized(Array(CommandLine.arguments.dropFirst()))
+            var given = Array(CommandLine.arguments.dropFirst())
+            // Installed as git-credential-latchkey (make install links it), git runs it as the
+            // helper named "latchkey": `git-credential-latchkey get`.
+            if CommandLine.arguments.first?.split(separator: "/").last == "git-credential-latchkey" {
+                given = ["credential"] + given
+            }
+            let arguments = try CommandLineForms.normalized(given)
             if try runFast(arguments) { return }  // Commands/FastParser.swift
             let (kept, items) = EnvironmentItemOptions.laterItems(arguments)
             var command = try parseAsRoot(kept)
