@@ -30,7 +30,7 @@ import Testing
 
     /// find, add, update and delete given no passcode start with their own request, which
     /// opens the keychain in the agent: no `open` (0x10) before it, so a find is one round
-    /// trip instead of two.
+    /// trip instead of two (update and delete find what they change first).
     @Test func singleItemCommands_sendOneRequest() throws {
         try AgentRequestTests.recorded { sb, recorder in
             let env = AgentRequestTests.env(recorder)
@@ -46,7 +46,9 @@ import Testing
             let updated = try sb.run(
                 ["update", "--account", "bob", "--service", "mail", "--set-label", "Bob"], env: env)
             #expect(updated.status == 0, "\(updated.stderr)")
-            #expect(recorder.takeRequests() == [[0x22]], "update")
+            // As delete: what it would change first, so that several matches are never changed
+            // without a --yes (issue 31).
+            #expect(recorder.takeRequests() == [[0x21, 0x22]], "update: what it changes, then the update")
 
             let deleted = try sb.run(["delete", "--account", "bob", "--service", "mail"], env: env)
             #expect(deleted.status == 0, "\(deleted.stderr)")

@@ -18,14 +18,17 @@ struct CredentialCommand: ParsableCommand {
             updates, 'erase' deletes the matches (only those holding the password git names, \
             when it names one).
 
-            Each credential is an internet password (class inet): host → server (srvr), a port \
-            in host → port, protocol → protocol (https as htps, http, ftp as 'ftp ', ftps, ssh \
-            as 'ssh ', smtp, imap, pop3, ldap, as Apple codes them; any other name as given), \
-            path → path, username → account (acct), the password → its data; label \
-            'git: PROTOCOL://HOST'. A query without a port finds only credentials without one; \
-            without a path, any path. A locked keychain answers 'get' with nothing and a note \
-            on stderr. With --synchronizable, 'store' makes it follow you to your other machines \
-            ('latchkey sync'); 'get' and 'erase' find either kind.
+            Each credential is an internet password (class inet): the host is its server \
+            (srvr), a port in the host its port, the protocol its protocol as Apple codes it \
+            (htps for https; any other name as given), the path its path, the username its \
+            account, the password its data; docs/CLI.md has the whole mapping. A query \
+            without a port finds only credentials without one. A locked keychain answers \
+            'get' with nothing and a note on stderr. With --synchronizable, 'store' makes the \
+            credential follow you to your other machines ('latchkey sync').
+
+            Example:
+              git config --global credential.helper latchkey
+              printf 'protocol=https\\nhost=example.com\\n\\n' | latchkey credential get
             """)
 
     @Argument(help: ArgumentHelp("get, store or erase (git's names for the three operations).", valueName: "operation"))

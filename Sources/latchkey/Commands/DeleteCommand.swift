@@ -73,6 +73,26 @@ struct DeleteCommand: ParsableCommand {
     /// At most this many matches are listed before the question.
     static let listedBeforeQuestion = 20
 
+    /// Several matches of a delete or an update: listed and asked about on a terminal; without
+    /// one, refused (errSecParam) unless `allowed`. - Throws: errSecUserCanceled when not confirmed.
+    static func confirmSeveral(_ matches: [Item], command: String, verb: String, done: String, allowed: Bool) throws {
+        if Terminal.stdinIsTerminal && Terminal.stderrIsTerminal {
+            Output.status("\(matches.count) items match:")
+            let shown = DumpCommand.table(Array(matches.prefix(listedBeforeQuestion)))
+            for line in shown.render(width: Terminal.columns(STDERR_FILENO)) { Output.status("  " + line) }
+            if matches.count > listedBeforeQuestion {
+                Output.status("  … and \(matches.count - listedBeforeQuestion) more")
+            }
+            guard Terminal.confirm(prompt: "\(verb) these \(matches.count) items? [y/N] ") else {
+                throw KeychainError(.userCanceled, "not confirmed; nothing was \(done)")
+            }
+        } else if !allowed {
+            throw UsageError(
+                "\(matches.count) items match the query and there is no terminal to confirm on (stdin and stderr are not both one); nothing was \(done). Add --yes to \(verb.lowercased()) all \(matches.count), narrow the query, or list them with --dry-run",
+                command: command, status: .param)
+        }
+    }
+
     static func execute(_ r: Request) throws {
         let className = AttributeOption.classNames[r.query.itemClass] ?? r.query.itemClass.rawValue
         if r.query.attributes.isEmpty, r.query.protection == nil, !r.all {
@@ -94,21 +114,7 @@ struct DeleteCommand: ParsableCommand {
             return
         }
         if matches.count > 1 && !r.yes {
-            if Terminal.stdinIsTerminal && Terminal.stderrIsTerminal {
-                Output.status("\(matches.count) items match:")
-                let shown = DumpCommand.table(Array(matches.prefix(listedBeforeQuestion)))
-                for line in shown.render(width: Terminal.columns(STDERR_FILENO)) { Output.status("  " + line) }
-                if matches.count > listedBeforeQuestion {
-                    Output.status("  … and \(matches.count - listedBeforeQuestion) more")
-                }
-                guard Terminal.confirm(prompt: "Delete these \(matches.count) items? [y/N] ") else {
-                    throw KeychainError(.userCanceled, "not confirmed; nothing was deleted")
-                }
-            } else if !r.all {
-                throw UsageError(
-                    "\(matches.count) items match the query and there is no terminal to confirm on (stdin and stderr are not both one); nothing was deleted. Add --yes to delete all \(matches.count), narrow the query, or list them with --dry-run",
-                    command: "delete", status: .param)
-            }
+            try confirmSeveral(matches, command: "delete", verb: "Delete", done: "deleted", allowed: r.all)
         }
         let count = try r.global.retryingUnlocked(keychain) { try keychain.delete(r.query) }
         if count != matches.count {

@@ -112,14 +112,15 @@ struct FastForm {
 }
 
 extension FindCommand {
-    static let fastForm = FastForm(command: "find", flags: ["json", "case-insensitive"], options: ["limit", "return"])
+    static let fastForm = FastForm(
+        command: "find", flags: ["json", "case-insensitive", "first"], options: ["limit", "return"])
 
     /// The request for `find ARGUMENTS` (the arguments after "find"), or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
         guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
         var limit = Limit.one, returnKind = Return.data
         if let text = p.values["limit"] {
-            guard let l = Limit(argument: text) else { return nil }
+            guard let l = Limit(argument: text), !p.flags.contains("first") else { return nil }
             limit = l
         }
         if let text = p.values["return"] {
@@ -130,7 +131,8 @@ extension FindCommand {
         if limit != .one && returnKind == .data { return nil }
         return Request(
             query: p.query(caseInsensitive: p.flags.contains("case-insensitive")), limit: limit,
-            returnKind: returnKind, json: p.flags.contains("json"), global: p.global)
+            refuseAmbiguity: p.values["limit"] == nil && !p.flags.contains("first"), returnKind: returnKind,
+            json: p.flags.contains("json"), global: p.global)
     }
 }
 
@@ -149,7 +151,8 @@ extension AddCommand {
 }
 
 extension UpdateCommand {
-    static let fastForm = FastForm(command: "update", flags: ["set-data"], options: ["data-file"], newValues: true)
+    static let fastForm = FastForm(
+        command: "update", flags: ["set-data", "yes", "dry-run"], options: ["data-file"], newValues: true)
 
     /// The request for `update ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
@@ -160,7 +163,7 @@ extension UpdateCommand {
         if dataFile != nil && !setData { return nil }
         return Request(
             query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
-            global: p.global)
+            yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"), global: p.global)
     }
 }
 

@@ -15,7 +15,10 @@ struct FindCommand: ParsableCommand {
         discussion: """
             Every given attribute must match; the caller sees only its own access groups, and \
             only items with sync = 0 unless --synchronizable says otherwise. With --return data \
-            (the default) the raw secret bytes of the first match go to stdout, nothing added. \
+            (the default) the raw secret bytes of the match go to stdout, nothing added. \
+            Several matches without --limit or --first fail (errSecParam, exit 2, saying how \
+            many): an ambiguous query never prints one of them silently. --first takes the \
+            first on purpose, as kSecMatchLimitOne does. \
             With attributes or all, JSON with Apple's 4-character keys (class, acct, svce, agrp, \
             pdmn, labl, cdat, mdat, …; see docs/CLI.md, "JSON output"): an object with --limit \
             one, an array with all or a number. Fails with errSecItemNotFound (exit 1) when \
@@ -24,6 +27,7 @@ struct FindCommand: ParsableCommand {
 
             Example:
               latchkey find --account alice --service mail > secret.txt
+              latchkey find --service mail --first
               latchkey find --service mail --limit all --return attributes
               latchkey find --class inet --server EXAMPLE.com --case-insensitive
             """
@@ -63,7 +67,10 @@ struct FindCommand: ParsableCommand {
             "How many matches (kSecMatchLimit): one, all, or a number.",
             discussion: "one prints a JSON object, all or a number a JSON array (even of one item).",
             valueName: "one|all|N"))
-    var limit: Limit = .one
+    var limit: Limit?
+
+    @Flag(help: "With several matches, take the first (kSecMatchLimitOne) instead of failing.")
+    var first = false
 
     @Option(
         name: .customLong("return"),
@@ -94,7 +101,8 @@ struct FindCommand: ParsableCommand {
                 "--jsonl prints item objects: add --return all (with the secrets) or --return attributes")
         }
         if jsonl && json { throw ValidationError("--json and --jsonl are two output forms; give one") }
-        if limit != .one && returnKind == .data {
+        if first && limit != nil { throw ValidationError("--first and --limit both say how many; give one") }
+        if (limit ?? .one) != .one && returnKind == .data {
             throw ValidationError(
                 "--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all"
             )
@@ -109,6 +117,8 @@ struct FindCommand: ParsableCommand {
     struct Request {
         var query: Query
         var limit: Limit
+        /// Neither --limit nor --first: several matches are an error, not the first of them.
+        var refuseAmbiguity = false
         var returnKind: Return
         var json: Bool
         var jsonl = false
@@ -117,16 +127,24 @@ struct FindCommand: ParsableCommand {
 
     func request() throws -> Request {
         Request(
-            query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit,
-            returnKind: returnKind, json: json, jsonl: jsonl, global: global.settings)
+            query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit ?? .one,
+            refuseAmbiguity: limit == nil && !first, returnKind: returnKind, json: json, jsonl: jsonl,
+            global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
         let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         let items = try r.global.retryingUnlocked(keychain) {
-            try keychain.find(r.query, limit: r.limit.maximum, includeData: r.returnKind != .attributes)
+            try keychain.find(
+                r.query, limit: r.refuseAmbiguity ? 2 : r.limit.maximum, includeData: r.returnKind != .attributes)
         }
         guard let first = items.first else { throw KeychainError(.itemNotFound, "no item matches the query") }
+        if r.refuseAmbiguity && items.count > 1 {
+            let count = (try? keychain.find(r.query, includeData: false).count) ?? items.count
+            throw UsageError(
+                "\(count) items match the query and it does not say which; nothing was printed. Narrow it (--account, --service, --label …), list them with --limit all --return attributes, or take the first with --first",
+                command: "find", status: .param)
+        }
         if r.jsonl {
             for item in items { Output.data(ItemJSON.line(item, includeData: r.returnKind == .all)) }
             return

@@ -283,8 +283,11 @@ struct SyncConfigCommand: ParsableCommand {
         discussion: """
             Each machine keeps, of what it synced, every version younger than --history-days and \
             the newest put and delete of each item, whatever their age; older versions leave \
-            the remote when the machine next replaces its segments by a base (spec/SYNC.md \
-            §7.5, §8.6). Default: 365 days.
+            the remote when the machine next replaces its segments by a base (spec/SYNC.md, \
+            sections 7.5 and 8.6). Default: 365 days.
+
+            Example:
+              latchkey sync config --history-days 90
             """)
 
     @Option(

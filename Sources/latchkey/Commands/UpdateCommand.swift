@@ -12,11 +12,9 @@ struct UpdateCommand: ParsableCommand {
         commandName: "update",
         abstract: "Change every item that matches the query, in one transaction.",
         discussion: """
-            The query options select the items; each --set-X option gives a new value, and \
-            --set-data reads the new secret from stdin (or --data-file). The keychain moves \
-            mdat; cdat stays. Fails with errSecItemNotFound (exit 1) when nothing matches and \
-            errSecDuplicateItem (exit 3) when the change would give two items the same unique \
-            key; then nothing changes.
+            --set-data reads the new secret from stdin or --data-file. Several matches are \
+            asked about on a terminal, else refused (exit 2) unless --yes. Exit 1: no match; \
+            3: two items would get one unique key (then nothing changes).
 
             Example:
               latchkey update --account alice --service mail --set-label 'Work mail'
@@ -36,6 +34,12 @@ struct UpdateCommand: ParsableCommand {
         help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"),
         completion: .file())
     var dataFile: String?
+
+    @Flag(help: "Change every match without asking.")
+    var yes = false
+
+    @Flag(name: .customLong("dry-run"), help: "List the matches (never a secret); change nothing.")
+    var dryRun = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
@@ -59,6 +63,8 @@ struct UpdateCommand: ParsableCommand {
         var protection: ProtectionClass?
         var setData: Bool
         var dataFile: String?
+        var yes = false
+        var dryRun = false
         var global: GlobalSettings
     }
 
@@ -66,12 +72,27 @@ struct UpdateCommand: ParsableCommand {
         Request(
             query: try item.query(command: "update"),
             newValues: try newValues.attributes(for: item.itemClass, command: "update"),
-            protection: newValues.protection, setData: setData, dataFile: dataFile, global: global.settings)
+            protection: newValues.protection, setData: setData, dataFile: dataFile, yes: yes, dryRun: dryRun,
+            global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
-        let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
         let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
+        if !r.yes || r.dryRun {
+            // Several matches are never changed silently (as delete): listed, asked, or refused.
+            let matches = try r.global.retryingUnlocked(keychain) { try keychain.find(r.query, includeData: false) }
+            guard !matches.isEmpty else { throw KeychainError(.itemNotFound, "no item matches the query") }
+            if r.dryRun {
+                Output.table(DumpCommand.table(matches))
+                Output.status("\(matches.count) item(s) would be changed; nothing was changed (--dry-run)")
+                return
+            }
+            if matches.count > 1 {
+                try DeleteCommand.confirmSeveral(
+                    matches, command: "update", verb: "Change", done: "changed", allowed: false)
+            }
+        }
+        let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
         let count = try r.global.retryingUnlocked(keychain) {
             try keychain.update(r.query, attributes: r.newValues, data: data, protection: r.protection)
         }
