@@ -390,7 +390,8 @@ import Testing
         DispatchQueue.concurrentPerform(iterations: 2 * n) { i in
             let env: [String: String?] = i % 2 == 0 ? [:] : ["LATCHKEY_AGENT_SOCK": "none"]
             _ = try? shared.run(
-                ["add", "--account", "p\(i)", "--service", "mail", "--accessible", "dk"], stdin: [UInt8(i)], env: env)
+                ["add", "--account", "p\(i)", "--service", "mail", "--accessible", "dk"], stdin: [UInt8(65 + i)],
+                env: env)
         }
         let r = try sb.run(["find", "--limit", "all", "--return", "attributes"])
         #expect((try r.json() as? [Any])?.count == 2 * n, "\(r.stderr)")

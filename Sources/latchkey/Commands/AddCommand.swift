@@ -5,6 +5,7 @@ import ArgumentParser
     import Foundation
 #endif
 import Latchkey
+import LatchkeyCrypto
 import LatchkeyFormat
 
 /// `latchkey add`: SecItemAdd from the command line.
@@ -49,14 +50,7 @@ struct AddCommand: ParsableCommand {
             discussion: "Needs a keychain with a passcode (errSecNotAvailable, exit 4, otherwise)."))
     var requireUserPresence = false
 
-    @Flag(
-        name: .customLong("strip-newline"),
-        help: ArgumentHelp(
-            "Drop one trailing newline (LF or CRLF) from the secret, as `echo pw |` adds one.",
-            discussion:
-                "Without it the secret is stored exactly as given, and a secret from a pipe that ends in a newline is pointed out on stderr when stderr is a terminal."
-        ))
-    var stripNewline = false
+    @OptionGroup var input: SecretInputOptions
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
@@ -68,7 +62,7 @@ struct AddCommand: ParsableCommand {
         Request(
             itemClass: item.itemClass, attributes: try item.newItemAttributes(command: "add"),
             protection: item.protection,
-            dataFile: dataFile, requireUserPresence: requireUserPresence, stripNewline: stripNewline,
+            dataFile: dataFile, requireUserPresence: requireUserPresence, input: input.rules,
             global: global.settings)
     }
 
@@ -79,22 +73,13 @@ struct AddCommand: ParsableCommand {
         var protection: ProtectionClass?
         var dataFile: String?
         var requireUserPresence: Bool
-        var stripNewline = false
+        var input = SecretInputRules()
         var global: GlobalSettings
     }
 
     static func execute(_ r: Request) throws {
-        var data = try readSecretData(file: r.dataFile, command: "add")
-        if data.last == UInt8(ascii: "\n") {
-            if r.stripNewline {
-                data.removeLast()
-                if data.last == UInt8(ascii: "\r") { data.removeLast() }
-            } else if r.dataFile == nil, !Terminal.stdinIsTerminal {
-                Output.progress(
-                    "latchkey: note: the secret ends in a newline, which is stored as part of it; give --strip-newline to drop it (or use printf instead of echo)"
-                )
-            }
-        }
+        var data = try readSecretData(file: r.dataFile, command: "add", r.input)
+        defer { Crypto.cleanse(&data) }
         let keychain = try r.global.open(unlock: .whenNeeded, deferAgentOpen: true)
         try r.global.retryingUnlocked(keychain) {
             try keychain.add(
@@ -103,15 +88,75 @@ struct AddCommand: ParsableCommand {
         }
     }
 
-    /// All bytes of `file`, or of stdin when nil.
-    /// - Throws: errSecIO for an unreadable file; a usage error when stdin is closed.
-    static func readSecretData(file: String?, command: String) throws -> [UInt8] {
-        if let file { return try InputFile.contents(file, what: "data file") }
-        try Terminal.requireStdin(
-            "\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH",
-            command: command)
-        // On a terminal, ask for one line without echo instead of echoing the secret.
-        if Terminal.stdinIsTerminal, let line = try Terminal.readSecret(prompt: "Secret (not echoed): ") { return line }
-        return try InputFile.standardInput(what: "secret", zeroing: true)
+    /// The secret: all bytes of `file`, or of stdin when nil, as `rules` say (docs/CLI.md,
+    /// "Secrets on stdin"): from a pipe, one trailing newline dropped unless `keepNewline`; on a
+    /// terminal, asked twice without echo; empty refused unless `allowEmpty`.
+    /// - Throws: errSecIO for an unreadable file; a usage error when stdin is closed, the two
+    ///   entries differ, or the secret is empty.
+    static func readSecretData(file: String?, command: String, _ rules: SecretInputRules) throws -> [UInt8] {
+        var data: [UInt8]
+        var fromPipe = false
+        if let file {
+            data = try InputFile.contents(file, what: "data file")
+        } else {
+            try Terminal.requireStdin(
+                "\(command) reads the secret from stdin, but stdin is closed; pipe the secret in or give --data-file PATH",
+                command: command)
+            if Terminal.stdinIsTerminal, var first = try Terminal.readSecret(prompt: "Secret (not echoed): ") {
+                // A typo in a secret no one sees is found only when it fails: asked twice.
+                var again = try Terminal.readSecret(prompt: "The same again, to confirm: ") ?? []
+                defer { Crypto.cleanse(&again) }
+                guard Crypto.constantTimeEqual(first, again) else {
+                    Crypto.cleanse(&first)
+                    throw UsageError(
+                        "the two entries of the secret differ; nothing was stored. Run the command again",
+                        command: command, status: .param)
+                }
+                data = first
+            } else {
+                data = try InputFile.standardInput(what: "secret", zeroing: true)
+                fromPipe = true
+            }
+        }
+        if (fromPipe && !rules.keepNewline) || rules.stripNewline, data.last == UInt8(ascii: "\n") {
+            data.removeLast()
+            if data.last == UInt8(ascii: "\r") { data.removeLast() }
+        }
+        guard !data.isEmpty || rules.allowEmpty else {
+            throw UsageError(
+                "the secret is empty; nothing was stored. Pipe the secret in (or give --data-file), or give --allow-empty to store an empty one",
+                command: command, status: .param)
+        }
+        return data
+    }
+}
+
+/// How a secret read by `add` or `update --set-data` is taken (docs/CLI.md).
+struct SecretInputRules {
+    var keepNewline = false
+    var stripNewline = false
+    var allowEmpty = false
+}
+
+struct SecretInputOptions: ParsableArguments {
+    @Flag(
+        name: .customLong("keep-newline"),
+        help: "Keep a piped secret's trailing newline (dropped by default).")
+    var keepNewline = false
+
+    @Flag(
+        name: .customLong("strip-newline"),
+        help: ArgumentHelp("Drop one trailing newline from a --data-file secret too.", visibility: .hidden))
+    var stripNewline = false
+
+    @Flag(name: .customLong("allow-empty"), help: "Store an empty secret instead of refusing it.")
+    var allowEmpty = false
+
+    func validate() throws {
+        if keepNewline && stripNewline { throw ValidationError("--keep-newline and --strip-newline contradict") }
+    }
+
+    var rules: SecretInputRules {
+        SecretInputRules(keepNewline: keepNewline, stripNewline: stripNewline, allowEmpty: allowEmpty)
     }
 }

@@ -136,23 +136,36 @@ extension FindCommand {
     }
 }
 
+extension FastArguments {
+    /// The secret-input flags (`SecretInputOptions`); nil when they contradict (ArgumentParser
+    /// reports it).
+    var secretInput: SecretInputRules? {
+        let r = SecretInputRules(
+            keepNewline: flags.contains("keep-newline"), stripNewline: flags.contains("strip-newline"),
+            allowEmpty: flags.contains("allow-empty"))
+        return r.keepNewline && r.stripNewline ? nil : r
+    }
+}
+
 extension AddCommand {
     static let fastForm = FastForm(
-        command: "add", flags: ["require-user-presence", "strip-newline"], options: ["data-file"])
+        command: "add", flags: ["require-user-presence", "strip-newline", "keep-newline", "allow-empty"],
+        options: ["data-file"])
 
     /// The request for `add ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
         guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
+        guard let input = p.secretInput else { return nil }
         return Request(
             itemClass: .genericPassword, attributes: p.attributes, protection: nil, dataFile: p.values["data-file"],
-            requireUserPresence: p.flags.contains("require-user-presence"),
-            stripNewline: p.flags.contains("strip-newline"), global: p.global)
+            requireUserPresence: p.flags.contains("require-user-presence"), input: input, global: p.global)
     }
 }
 
 extension UpdateCommand {
     static let fastForm = FastForm(
-        command: "update", flags: ["set-data", "yes", "dry-run"], options: ["data-file"], newValues: true)
+        command: "update", flags: ["set-data", "yes", "dry-run", "keep-newline", "allow-empty"],
+        options: ["data-file"], newValues: true)
 
     /// The request for `update ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
@@ -161,9 +174,10 @@ extension UpdateCommand {
         // validate()'s rules: ArgumentParser reports them.
         if p.newValues.isEmpty && !setData { return nil }
         if dataFile != nil && !setData { return nil }
+        guard let input = p.secretInput else { return nil }
         return Request(
             query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
-            yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"), global: p.global)
+            yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"), input: input, global: p.global)
     }
 }
 

@@ -12,14 +12,11 @@ struct UpdateCommand: ParsableCommand {
         commandName: "update",
         abstract: "Change every item that matches the query, in one transaction.",
         discussion: """
-            --set-data reads the new secret from stdin or --data-file. Several matches are \
-            asked about on a terminal, else refused (exit 2) unless --yes. Exit 1: no match; \
-            3: two items would get one unique key (then nothing changes).
+            Several matches are asked about on a terminal, else refused unless --yes.
 
             Example:
               latchkey update --account alice --service mail --set-label 'Work mail'
               printf 'n3w' | latchkey update --account alice --service mail --set-data
-              latchkey update --class inet --server example.com --set-accessible ck
             """
     )
 
@@ -34,6 +31,8 @@ struct UpdateCommand: ParsableCommand {
         help: ArgumentHelp("With --set-data, read the new secret from this file.", valueName: "path"),
         completion: .file())
     var dataFile: String?
+
+    @OptionGroup var input: SecretInputOptions
 
     @Flag(help: "Change every match without asking.")
     var yes = false
@@ -65,6 +64,7 @@ struct UpdateCommand: ParsableCommand {
         var dataFile: String?
         var yes = false
         var dryRun = false
+        var input = SecretInputRules()
         var global: GlobalSettings
     }
 
@@ -73,7 +73,7 @@ struct UpdateCommand: ParsableCommand {
             query: try item.query(command: "update"),
             newValues: try newValues.attributes(for: item.itemClass, command: "update"),
             protection: newValues.protection, setData: setData, dataFile: dataFile, yes: yes, dryRun: dryRun,
-            global: global.settings)
+            input: input.rules, global: global.settings)
     }
 
     static func execute(_ r: Request) throws {
@@ -92,7 +92,7 @@ struct UpdateCommand: ParsableCommand {
                     matches, command: "update", verb: "Change", done: "changed", allowed: false)
             }
         }
-        let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update") : nil
+        let data = r.setData ? try AddCommand.readSecretData(file: r.dataFile, command: "update", r.input) : nil
         let count = try r.global.retryingUnlocked(keychain) {
             try keychain.update(r.query, attributes: r.newValues, data: data, protection: r.protection)
         }

@@ -75,8 +75,9 @@ enum Terminal {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        writeAll(fd, Array(prompt.utf8))
 
+        // Echo off first, then the prompt (as getpass does): what was typed before the prompt
+        // is discarded, what is typed once it shows is read, however fast it comes.
         var saved = termios()
         let canSilence = tcgetattr(fd, &saved) == 0
         if canSilence {
@@ -86,9 +87,11 @@ enum Terminal {
             installRestoringHandlers()
             _ = tcsetattr(fd, TCSAFLUSH, &silent)
         }
+        writeAll(fd, Array(prompt.utf8))
         defer {
             if canSilence {
-                _ = tcsetattr(fd, TCSAFLUSH, &saved)
+                // Without discarding input: an answer to the next prompt may already be typed.
+                _ = tcsetattr(fd, TCSADRAIN, &saved)
                 ttyState = nil
             }
             writeAll(fd, Array("\n".utf8))
