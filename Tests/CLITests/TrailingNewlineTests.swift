@@ -77,7 +77,8 @@ import Testing
     {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else { return nil }
         let driver = #"""
-            import os, pty, sys, json
+            import os, pty, sys, json, signal
+            signal.alarm(30)  # a prompt that never comes fails the test instead of hanging it
             answers = json.loads(sys.argv[1]); argv = sys.argv[2:]
             pid, fd = pty.fork()
             if pid == 0:
