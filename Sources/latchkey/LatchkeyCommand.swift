@@ -68,7 +68,7 @@ struct LatchkeyCommand: ParsableCommand {
             let arguments = try CommandLineForms.normalized(given)
             if try runFast(arguments) { return }  // Commands/FastParser.swift
             let (kept, items) = EnvironmentItemOptions.laterItems(arguments)
-            var command = try parseAsRoot(kept)
+            var command = try parse(kept)
             if !items.isEmpty { command = try EnvironmentItemOptions.adding(items, to: command) }
             try command.run()
         } catch let error as KeychainError {
@@ -95,6 +95,26 @@ struct LatchkeyCommand: ParsableCommand {
                 Output.note("\(error) (\(status.name) \(status.rawValue))")
                 exitProcess(status.exitCode)
             }
+        }
+    }
+
+    /// `parseAsRoot`, except that an unknown or misplaced argument is reported before what a
+    /// command's `validate()` says: ArgumentParser validates first, so `update --set-lable X`
+    /// said "nothing to change". When the parse fails, it is tried again without validation
+    /// (`CommandLineForms.validating`); an error of that parse is the one to report.
+    static func parse(_ arguments: [String]) throws -> ParsableCommand {
+        do {
+            return try parseAsRoot(arguments)
+        } catch {
+            guard exitCode(for: error) == .validationFailure else { throw error }
+            CommandLineForms.validating = false
+            defer { CommandLineForms.validating = true }
+            do {
+                _ = try parseAsRoot(arguments)
+            } catch let unvalidated where exitCode(for: unvalidated) == .validationFailure {
+                throw unvalidated
+            } catch {}
+            throw error
         }
     }
 

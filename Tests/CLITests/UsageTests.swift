@@ -69,3 +69,43 @@ import Testing
         #expect(help.contains("--set-data"))
     }
 }
+
+/// ArgumentParser runs a command's `validate()` before it looks for unknown options: a
+/// mistyped option must be named, not hidden behind what its absence made `validate()` say
+/// (`update --set-lable X` said "nothing to change").
+@Suite struct MistypedOptionTests {
+    @Test(arguments: [
+        (["update", "--account", "a", "--set-lable", "X"], "--set-lable", "--set-label"),
+        (["update", "--set-lable", "X"], "--set-lable", "--set-label"),
+        (["exec", "--itme", "A=mail/a", "--", "true"], "--itme", "--item"),
+        (["env", "--itme", "A=mail/a"], "--itme", "--item"),
+        (["find", "--jsonl", "--lmit", "all"], "--lmit", "--limit"),
+        (["dump", "--json", "--jsonl", "--keychian", "k"], "--keychian", "--keychain")
+    ])
+    func aMistypedOption_isNamed_beforeWhatValidateWouldSay(_ args: [String], _ typo: String, _ meant: String) throws {
+        let r = try CLISandbox().run(args)
+        #expect(r.status == 2, "\(args): \(r.stderr)")
+        #expect(r.stderr.contains("'\(typo)'") && r.stderr.contains("'\(meant)'"), "\(args): \(r.stderr)")
+        #expect(!r.stderr.contains("nothing to change") && !r.stderr.contains("give at least one"), "\(r.stderr)")
+    }
+
+    /// Each `validate()` of the CLI steps aside for the second parse (`LatchkeyCommand.parse`).
+    @Test func everyValidate_stepsAsideForTheSecondParse() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/latchkey")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") }
+        var checked = 0
+        for file in files {
+            let lines = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+                .components(separatedBy: "\n")
+            for (i, line) in lines.enumerated() where line.contains("func validate() throws {") {
+                checked += 1
+                #expect(
+                    lines[i + 1].trimmingCharacters(in: .whitespaces)
+                        == "guard CommandLineForms.validating else { return }", "\(file):\(i + 1)")
+            }
+        }
+        #expect(checked >= 16)
+    }
+}

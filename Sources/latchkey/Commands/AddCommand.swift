@@ -153,6 +153,7 @@ struct SecretInputOptions: ParsableArguments {
     var allowEmpty = false
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if keepNewline && stripNewline { throw ValidationError("--keep-newline and --strip-newline contradict") }
     }
 

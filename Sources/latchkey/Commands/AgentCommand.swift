@@ -66,6 +66,7 @@ struct AgentCommand: ParsableCommand {
     var daemonChild: Int32?
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if idleTimeout < 0 || !idleTimeout.isFinite {
             throw ValidationError("--idle-timeout takes a number of seconds, 0 or more")
         }

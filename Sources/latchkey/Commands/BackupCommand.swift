@@ -55,6 +55,7 @@ struct BackupCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if noPassword, password.passwordFile != nil {
             throw ValidationError("--no-password and --password-file contradict each other; give one")
         }

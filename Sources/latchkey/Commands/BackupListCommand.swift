@@ -49,6 +49,7 @@ struct BackupListCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if json, jsonl { throw ValidationError("--json and --jsonl contradict each other; give one") }
     }
 

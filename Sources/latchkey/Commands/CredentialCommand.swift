@@ -39,6 +39,7 @@ struct CredentialCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         guard ["get", "store", "erase"].contains(operation) else {
             throw ValidationError("the operation is get, store or erase (git's credential-helper protocol)")
         }

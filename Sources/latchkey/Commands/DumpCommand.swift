@@ -46,6 +46,7 @@ struct DumpCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if json && jsonl { throw ValidationError("--json and --jsonl are two output forms; give one") }
     }
 

@@ -42,6 +42,7 @@ struct ExecCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         _ = try items.items()
         if items.specs.isEmpty { throw ValidationError("give at least one --item NAME=SERVICE/ACCOUNT") }
         if command.isEmpty {

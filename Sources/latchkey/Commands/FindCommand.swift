@@ -96,6 +96,7 @@ struct FindCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if jsonl && returnKind == .data {
             throw ValidationError(
                 "--jsonl prints item objects: add --return all (with the secrets) or --return attributes")

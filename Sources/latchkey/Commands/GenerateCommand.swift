@@ -53,6 +53,7 @@ struct GenerateCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         guard (8...1024).contains(length) else { throw ValidationError("--length takes 8 to 1024 characters") }
     }
 

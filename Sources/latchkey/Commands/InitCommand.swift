@@ -33,6 +33,7 @@ struct InitCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         try KDFCost.validate(kdfLogN)
         if noPasscode { try InitCommand.refusePasscode(global) }
     }

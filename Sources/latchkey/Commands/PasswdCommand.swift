@@ -36,6 +36,7 @@ struct PasswdCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         try KDFCost.validate(kdfLogN)
         if remove, global.newPasscodeFile != nil {
             throw ValidationError("--remove and --new-passcode-file contradict each other; give one")

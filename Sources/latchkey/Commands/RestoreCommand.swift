@@ -76,6 +76,7 @@ struct RestoreCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         try KDFCost.validate(keychainKDFLogN, option: "--keychain-kdf-log-n")
         if merge, replace { throw ValidationError("--merge and --replace contradict each other; give one") }
         if noPasscode, merge || replace {

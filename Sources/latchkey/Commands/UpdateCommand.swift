@@ -43,6 +43,7 @@ struct UpdateCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if newValues.isEmpty && !setData {
             throw ValidationError("nothing to change; give at least one --set-X option or --set-data")
         }

@@ -56,6 +56,7 @@ struct VerifyCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if yes, !repair { throw ValidationError("--yes is for --repair") }
         if repair, acceptRollback {
             throw ValidationError("--repair and --accept-rollback are two different remedies; give one")

@@ -28,6 +28,7 @@ struct BackupPasswordOptions: ParsableArguments {
     var kdfLogN: UInt8?
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if let n = kdfLogN { try KDFCost.validate(n) }
     }
 

@@ -22,6 +22,14 @@ enum CommandLineForms {
     /// The subcommand's name (the first argument), for help that only one command needs shown.
     nonisolated(unsafe) static var command: String?
 
+    /// Whether the commands' `validate()` methods check anything (each begins with
+    /// `guard CommandLineForms.validating else { return }`). ArgumentParser runs `validate()`
+    /// before it looks for unknown options, so a mistyped option (`update --set-lable X`) made
+    /// validate() complain about what its absence left (no --set-X given) instead of being
+    /// named; `LatchkeyCommand.parse` then parses once more with this false, and reports what
+    /// that parse finds (ArgumentParser's "Unknown option '--set-lable'. Did you mean …").
+    nonisolated(unsafe) static var validating = true
+
     /// The visibility of an option that `--help` leaves out.
     static var secondary: ArgumentVisibility { showsEverything ? .default : .hidden }
 
