@@ -134,10 +134,8 @@ struct BackupVerifyCommand: ParsableCommand {
         do {
             let verified = try VerifiedBackup.verify(
                 source, device: device,
-                password: {
-                    progress.finish()
-                    return try password.existingPassword(for: source.name)
-                }, target: .newKeychain(hasPasscode: true),
+                password: { try progress.whilePrompting { try password.existingPassword(for: source.name) } },
+                target: .newKeychain(hasPasscode: true),
                 progress: { done, total in
                     if started {
                         progress.update(completed: Int(done))

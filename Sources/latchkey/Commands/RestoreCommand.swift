@@ -141,10 +141,8 @@ struct RestoreCommand: ParsableCommand {
         }
         let verified = try VerifiedBackup.verify(
             source, device: device,
-            password: {
-                progress.finish()
-                return try password.existingPassword(for: source.name)
-            }, target: target, conflicts: replace ? .backupWins : .newerWins, listItems: json, progress: onProgress)
+            password: { try progress.whilePrompting { try password.existingPassword(for: source.name) } },
+            target: target, conflicts: replace ? .backupWins : .newerWins, listItems: json, progress: onProgress)
 
         var report: RestoreReport
         if dryRun {
@@ -155,8 +153,9 @@ struct RestoreCommand: ParsableCommand {
             report = try verified.restore(progress: onProgress)
         } else {
             if !noPasscode, newPasscode == nil {
-                progress.finish()
-                newPasscode = try global.newPasscodeOrPrompt(given: nil, prompt: "New passcode for \(keychainPath): ")
+                newPasscode = try progress.whilePrompting {
+                    try global.newPasscodeOrPrompt(given: nil, prompt: "New passcode for \(keychainPath): ")
+                }
                 guard newPasscode != nil else {
                     throw UsageError(
                         "restore needs a passcode for the new keychain; set LATCHKEY_PASSCODE, give --passcode-file PATH, or use --no-passcode",

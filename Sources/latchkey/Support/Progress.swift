@@ -45,6 +45,8 @@ final class Progress: @unchecked Sendable {
     private var lastDraw = 0.0
     private var drawn = false
     private var finished = false
+    /// A prompt is on stderr (`whilePrompting`): nothing is drawn until it has been answered.
+    private var prompting = false
     private var spin = 0
 
     /// - Parameters:
@@ -104,6 +106,27 @@ final class Progress: @unchecked Sendable {
         Progress.lineOnScreen.store(0)
     }
 
+    /// Runs `body`, which asks something on the terminal (a password), with the bar erased
+    /// and not drawn meanwhile; the bar comes back with the next update after it. `finish()`
+    /// would end the bar for good: a restore whose backup password was asked never showed its
+    /// progress again.
+    func whilePrompting<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        if drawn && !finished {
+            write("\r\u{1B}[K")
+            drawn = false
+        }
+        prompting = true
+        Progress.lineOnScreen.store(0)
+        lock.unlock()
+        defer {
+            lock.lock()
+            prompting = false
+            lock.unlock()
+        }
+        return try body()
+    }
+
     // The two flags a signal handler shares with the drawing thread are atomic
     // (`SignalSafeInt32`): plain variables written by one thread and read by a handler that
     // interrupts another are a data race (ThreadSanitizer reported it).
@@ -153,7 +176,7 @@ final class Progress: @unchecked Sendable {
     }
 
     private func drawLocked(force: Bool) {
-        guard enabled, !finished, Progress.signalled.load() == 0 else { return }
+        guard enabled, !finished, !prompting, Progress.signalled.load() == 0 else { return }
         let t = Progress.now()
         guard t - start >= delay, force || t - lastDraw >= 0.1 else { return }
         lastDraw = t
