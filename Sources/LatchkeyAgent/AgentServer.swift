@@ -180,6 +180,27 @@ public final class AgentServer: @unchecked Sendable {
             return Held.state(path, device, keychain, idle: idleSeconds)
         }
 
+        /// Reads the file again if another process replaced it since the last request (a
+        /// compaction, or a passcode change made without the agent, whose new keybag leaves the
+        /// class keys held here useless: they are dropped, as a request would drop them), so
+        /// that `status` tells the truth. Only when no request uses the keychain: never waits.
+        /// - Returns: whether keys given with the passcode were dropped (the passcode changed).
+        func refreshIfIdle() -> Bool {
+            state.lock()
+            guard !busy, !dropped, let keychain else {
+                state.unlock()
+                return false
+            }
+            busy = true
+            state.unlock()
+            let before = keychain.store.unlockedOnce
+            // An error is the next request's to report, as it would be without `status`.
+            try? keychain.store.refresh()
+            let dropped = before && !keychain.store.unlockedOnce
+            release()
+            return dropped
+        }
+
         /// Waits until no request uses the keychain, at most until `deadline`. - Returns: whether idle.
         func waitIdle(until deadline: DispatchTime) -> Bool {
             state.lock(); defer { state.unlock() }
@@ -671,9 +692,17 @@ public final class AgentServer: @unchecked Sendable {
     }
 
     /// Never waits for a request: a keychain in use is reported as its last request left it,
-    /// one still being opened not at all.
+    /// one still being opened not at all. A keychain no request uses is first checked against
+    /// its file (one fstat when nothing changed): after a `passwd` made without the agent, its
+    /// keys no longer open anything, and it is reported locked, not unlocked.
     func status() -> AgentStatus {
-        let keychains = heldKeychains().sorted { $0.path < $1.path }.compactMap { $0.currentState() }
+        let held = heldKeychains().sorted { $0.path < $1.path }
+        for h in held where h.refreshIfIdle() {
+            log(
+                "\(h.path): its passcode was changed by another process; the keys held here are dropped ('latchkey unlock' gives the new passcode)"
+            )
+        }
+        let keychains = held.compactMap { $0.currentState() }
         return AgentStatus(
             pid: getpid(), socket: configuration.socketPath, protocolVersion: Int(AgentMessage.version),
             idleTimeout: configuration.idleTimeout, dumpable: AgentServer.isDumpable, keychains: keychains)

@@ -331,6 +331,36 @@ import Testing
         #expect(exited)
     }
 
+    /// A `passwd` made without the agent gives the keychain a new keybag: the keys the agent
+    /// holds open nothing any more. `status` must say locked (why, and what to do), not
+    /// unlocked while every request fails as locked.
+    @Test func passwdWithoutTheAgent_statusSaysLocked_andUnlockWithTheNewPasscodeWorks() throws {
+        let sb = try AgentCLITests.sandbox()
+        try sb.add(account: "a", data: Array("A".utf8))
+        let agent = try AgentCLITests.startAgent(sb)
+        defer { AgentCLITests.stop(agent) }
+        #expect(try sb.run(["unlock"]).status == 0)
+        #expect(try sb.run(["status"]).out.contains(": unlocked ("))
+        let changed = try sb.run(
+            ["passwd", "--kdf-log-n", CLISandbox.kdfLogN],
+            env: ["LATCHKEY_AGENT_SOCK": "none", "LATCHKEY_NEW_PASSCODE": "new passcode"])
+        #expect(changed.status == 0, "\(changed.stderr)")
+
+        let status = try sb.run(["status"])
+        #expect(status.status == 0)
+        #expect(!status.out.contains(": unlocked ("), "\(status.out)")
+        #expect(status.out.contains("locked") && status.out.contains("latchkey unlock"), "\(status.out)")
+        let json = try #require(try sb.run(["status", "--json"]).json() as? [String: Any])
+        let keychains = try #require(json["keychains"] as? [[String: Any]])
+        #expect(keychains.first?["unlocked"] as? [String] == ["dk", "dku"], "\(keychains)")
+
+        let none = AgentCLITests.noPasscode
+        #expect(try sb.run(["find", "--account", "a", "--service", "mail"], env: none).status == 4)
+        #expect(try sb.run(["unlock"], env: ["LATCHKEY_PASSCODE": "new passcode"]).status == 0)
+        #expect(try sb.run(["status"]).out.contains(": unlocked ("))
+        #expect(try sb.run(["find", "--account", "a", "--service", "mail"], env: none).out == "A")
+    }
+
     @Test func withoutAgent_statusExits1_unlockAndLockExplain() throws {
         let sb = try AgentCLITests.sandbox()
         var r = try sb.run(["status"])

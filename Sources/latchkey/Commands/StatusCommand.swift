@@ -108,6 +108,7 @@ struct StatusCommand: ParsableCommand {
         if !k.hasPasscode { return "no passcode; available: \(codes)" }
         if k.unlocked.contains(ProtectionClass.whenUnlocked.code) { return "unlocked (\(codes))" }
         if k.unlockedOnce { return "locked; AfterFirstUnlock still available (\(codes))" }
-        return "locked; not unlocked since the agent opened it (\(codes))"
+        return
+            "locked: the agent has not had the passcode since it opened the file or since the passcode was changed (\(codes)); give it with 'latchkey unlock'"
     }
 }
