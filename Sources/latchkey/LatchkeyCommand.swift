@@ -41,8 +41,8 @@ struct LatchkeyCommand: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, UpdateCommand.self,
-            DeleteCommand.self,
+            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, ShowCommand.self,
+            ListCommand.self, SearchCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
             DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self,
             RestoreCommand.self,
@@ -137,16 +137,80 @@ struct LatchkeyCommand: ParsableCommand {
         return true
     }
 
-    /// "unknown command 'x'" with the list of commands, when the first argument is neither a
-    /// command nor an option (ArgumentParser would only say "Unexpected argument").
+    /// "unknown command 'x'" with the nearest command when one is close (`serch`: "did you
+    /// mean 'search'?") and the list of commands, when the first argument is neither a command
+    /// (nor an alias, `ls`) nor an option (ArgumentParser would only say "Unexpected argument").
     static func unknownCommandMessage() -> String? {
         guard let first = CommandLineForms.command ?? CommandLine.arguments.dropFirst().first, !first.hasPrefix("-"),
             first != "help",
-            !configuration.subcommands.contains(where: { $0._commandName == first })
+            !configuration.subcommands.contains(where: {
+                $0._commandName == first || $0.configuration.aliases.contains(first)
+            })
         else { return nil }
-        let commands = configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
+        let shown = configuration.subcommands.filter { $0.configuration.shouldDisplay }
+        let commands = shown.map { $0._commandName }
+        let names = commands + shown.flatMap { $0.configuration.aliases }
+        let guess = (synonyms[first.lowercased()] ?? nearest(first, among: names)).map { name in
+            let command = shown.first { $0.configuration.aliases.contains(name) }?._commandName
+            return "did you mean '\(name)'\(command.map { " (\($0))" } ?? "")? The"
+        }
         return
-            "unknown command '\(first)'; the commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."
+            "unknown command '\(first)'; \(guess ?? "the") commands are \(commands.joined(separator: ", "))\n  See 'latchkey --help' for more information."
+    }
+
+    /// What users of pass, gopass and 1Password's op type for a command that has another name here.
+    static let synonyms: [String: String] = [
+        "get": "find", "cat": "find", "view": "show", "rm": "delete", "remove": "delete", "del": "delete",
+        "insert": "add", "new": "add", "create": "add", "edit": "update", "set": "update", "grep": "search",
+        "pwgen": "generate", "run": "exec"
+    ]
+
+    /// The name closest to `word` by edit distance (insertions, deletions, substitutions and
+    /// swaps of neighbours, ignoring case), when it is close enough to be a typo: at most one
+    /// edit for a word of up to 4 letters, two for a longer one; or a name `word` begins
+    /// (`delet`). Nil when none is, or two are equally close.
+    static func nearest(_ word: String, among names: [String]) -> String? {
+        let w = Array(word.lowercased())
+        guard !w.isEmpty else { return nil }
+        let allowed = w.count <= 4 ? 1 : 2
+        var best: (name: String, distance: Int)?, tie = false
+        for name in names {
+            let n = Array(name)
+            var d = editDistance(w, n)
+            if n.count > w.count, w.count >= 3, n.starts(with: w) { d = min(d, 1) }
+            guard d <= allowed else { continue }
+            if let b = best, b.distance == d {
+                // A command's name wins over an alias as close ("lst": list, not ls).
+                let isAlias = { (x: String) in !configuration.subcommands.contains { $0._commandName == x } }
+                if isAlias(b.name) != isAlias(name) {
+                    if isAlias(b.name) { best = (name, d) }
+                } else {
+                    tie = true
+                }
+            } else if best == nil || d < best!.distance {
+                best = (name, d)
+                tie = false
+            }
+        }
+        return tie ? nil : best?.name
+    }
+
+    /// Optimal string alignment distance: edits and swaps of two neighbours, each costing 1.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+        var d = [[Int]](repeating: [Int](repeating: 0, count: b.count + 1), count: a.count + 1)
+        for i in 0...a.count { d[i][0] = i }
+        for j in 0...b.count { d[0][j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+                }
+            }
+        }
+        return d[a.count][b.count]
     }
 
     static func exitProcess(_ code: Int32) -> Never {

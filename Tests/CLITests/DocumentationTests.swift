@@ -44,6 +44,31 @@ import Testing
         }
     }
 
+    /// Every "Example:" line of every command's help, subcommands included, fits 80 columns
+    /// under --help and --help-all: a wrapped example breaks copy and paste.
+    @Test func everyExampleLine_fitsEightyColumns() throws {
+        let sandbox = try CLISandbox()
+        let dump = try sandbox.run(["--experimental-dump-help"])
+        let tool = try JSONDecoder().decode(ToolInfo.self, from: Data(dump.stdout))
+        func paths(_ c: Command, _ prefix: [String]) -> [[String]] {
+            let here = prefix + [c.commandName]
+            return [here] + (c.subcommands ?? []).filter { $0.commandName != "help" }.flatMap { paths($0, here) }
+        }
+        let commands = (tool.command.subcommands ?? []).filter { $0.commandName != "help" }.flatMap { paths($0, []) }
+        #expect(commands.count >= 30)
+        for command in commands {
+            for flag in ["--help", "--help-all"] {
+                let help = try sandbox.run(command + [flag], env: ["COLUMNS": "80"])
+                #expect(help.status == 0, "\(command) \(flag): \(help.stderr)")
+                let lines = help.out.components(separatedBy: "\n")
+                guard let start = lines.firstIndex(of: "Example:") else { continue }
+                for line in lines[(start + 1)...].prefix(while: { !$0.isEmpty }) {
+                    #expect(line.hasPrefix("  ") && line.count <= 80, "\(command) \(flag): wrapped: \(line)")
+                }
+            }
+        }
+    }
+
     @Test func manual_isRoffWithEveryCommandAndOption() throws {
         let result = try CLISandbox().run(["generate-manual"])
         #expect(result.status == 0)

@@ -125,7 +125,10 @@ import Testing
             ["--label", "Mail", "--case-insensitive"], ["--account", ""], ["--account", "äöü 𝄞 \u{301}e"],
             FastParserTests.globals + ["--account", "x"],
             ["--access-group", "group.shared", "--generic", "Z2VuZXJpYw=="],
-            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"]
+            ["--account-hex", "ff00fe", "--service-hex", "0x6D:61"], ["--label-hex", "", "--comment-hex", "00"],
+            // SERVICE/ACCOUNT (ServiceAccount), read by both
+            ["mail/alice"], ["mail"], ["https://example.com/api/alice", "--first"], ["--label", "L", "mail/"],
+            ["mail", "--account", "alice"]
         ]
         for arguments in forms { expectAgreement(Self.find, arguments, fastMustAnswer: true) }
     }
@@ -136,7 +139,8 @@ import Testing
             ["--synchronizable", "any"], ["--account", "a", "--account", "b"], ["--account"], ["--account", "-x"],
             ["--limit", "all"],  // with --return data: validate() refuses; ArgumentParser says why
             ["--limit", "zero"], ["--return", "everything"], ["--json=yes"], ["--no-such-option", "x"],
-            ["positional"], ["--server", "example.com"],  // inet's attribute without --class inet
+            ["one", "two"], ["/alice"], ["mail/a", "--service", "x"], ["mail/a", "--account", "b"], ["-x"],
+            ["--server", "example.com"],  // inet's attribute without --class inet
             ["--new-passcode-file", "p"], ["--set-account", "x"], ["--data-file", "f"],
             // one attribute twice
             ["--account", "a", "--account-hex", "61"], ["--service-hex", "6d", "--service", "m"],
@@ -182,7 +186,8 @@ import Testing
             [], ["--account", "alice", "--service", "mail"], ["--service=mail"], ["--label", "äöü 𝄞"],
             FastParserTests.globals + ["--account", "x"], ["--all"], ["--all", "--yes"],
             ["--service", "mail", "--dry-run"],
-            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"]
+            ["--yes", "--account-hex", "ff"], ["--dry-run", "--all", "--yes", "--generic-hex", "00"],
+            ["mail/alice"], ["mail", "--dry-run"], ["--yes", "mail/"]
         ]
         for arguments in forms { expectAgreement(Self.delete, arguments, fastMustAnswer: true) }
     }
@@ -203,8 +208,10 @@ import Testing
             (Self.update, ["--set-port", "x"]),
             (Self.update, ["--class", "inet", "--server", "example.com", "--set-data"]), (Self.update, ["-h"]),
             (Self.delete, ["--class", "cert"]), (Self.delete, ["--set-label", "x"]), (Self.delete, ["--json"]),
-            (Self.delete, ["positional"]), (Self.delete, ["--is-invisible", "maybe"]),
-            (Self.delete, ["--all=yes"]), (Self.delete, ["--yes", "--yes"]), (Self.delete, ["--dry-run", "x"]),
+            (Self.delete, ["one", "two"]), (Self.delete, ["--is-invisible", "maybe"]),
+            (Self.delete, ["--all=yes"]), (Self.delete, ["--yes", "--yes"]),
+            (Self.delete, ["mail/a", "--service", "s"]),
+            (Self.update, ["mail/alice", "--set-label", "x"]), (Self.add, ["mail/alice"]),
             (Self.delete, ["--account", "a", "--account-hex", "61"]),
             (Self.add, ["--label-hex", "6", "--account", "a"]),
             (Self.update, ["--set-account", "a", "--set-account-hex", "61"])
@@ -278,7 +285,10 @@ import Testing
         struct Tool: Decodable { var command: Command }
         let dump = try CLISandbox().run(["--experimental-dump-help"])
         let tool = try JSONDecoder().decode(Tool.self, from: Data(dump.stdout))
-        let titles = Set(OptionSection.allCases.flatMap { [$0.title(newValues: false), $0.title(newValues: true)] })
+        let titles = Set(
+            OptionSection.allCases.flatMap {
+                [$0.title(newValues: false, full: true), $0.title(newValues: true, full: true)]
+            })
         let special: Set<String> = ["class", "accessible", "synchronizable", "set-accessible", "set-synchronizable"]
         let attributeFlags = Set((AttributeOption.all + AttributeOption.allBytes).map(\.flag))
         let settable = Set(

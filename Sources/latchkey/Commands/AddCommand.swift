@@ -13,26 +13,29 @@ struct AddCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "add",
         abstract: "Add an item; the secret is read from stdin (all bytes, as is) or --data-file.",
-        discussion: """
-            Prints nothing on success. When stdin is a terminal the secret is asked as one line \
-            without echo; a secret is never taken from the command line. For --class cert the \
-            data is one DER certificate, and subject, issuer, serial number and the other \
-            certificate attributes are derived from it; for --class keys it is the key (a DER \
-            private or public key, or the raw bytes of a symmetric key). Without \
-            --access-group the item goes to the caller's first access group (--entitlements, \
-            else --app-id); without --accessible it is protected WhenUnlocked (ak), \
-            certificates Always (dk). The keychain sets cdat and mdat. Fails with \
-            errSecDuplicateItem (exit 3) when an item with the same unique key exists (genp: \
-            account, service, access group), errSecNoAccessForItem (exit 6) for a group the \
-            caller may not use, and errSecInteractionNotAllowed (exit 4) when the protection \
-            class is locked and no passcode is given.
-
-            Example:
-              printf 's3cret' | latchkey add --account alice --service mail --label 'Mail'
-              latchkey add --class inet --server example.com --account bob --data-file pw
-              latchkey add --class cert --data-file server.der
-              head -c 32 /dev/urandom | latchkey add --class keys --key-class symmetric
-            """
+        discussion: CommandLineForms.discussion(
+            short:
+                "The secret comes from a pipe (one trailing newline dropped), --data-file (as is), or is asked twice on a terminal; never from the command line. Exit 3 when the item exists.",
+            full: """
+                Prints nothing on success. When stdin is a terminal the secret is asked as one line \
+                without echo; a secret is never taken from the command line. For --class cert the \
+                data is one DER certificate, and subject, issuer, serial number and the other \
+                certificate attributes are derived from it; for --class keys it is the key (a DER \
+                private or public key, or the raw bytes of a symmetric key). Without \
+                --access-group the item goes to the caller's first access group (--entitlements, \
+                else --app-id); without --accessible it is protected WhenUnlocked (ak), \
+                certificates Always (dk). The keychain sets cdat and mdat. Fails with \
+                errSecDuplicateItem (exit 3) when an item with the same unique key exists (genp: \
+                account, service, access group), errSecNoAccessForItem (exit 6) for a group the \
+                caller may not use, and errSecInteractionNotAllowed (exit 4) when the protection \
+                class is locked and no passcode is given.
+                """,
+            example: """
+                  printf 's3cret' | latchkey add --account alice --service mail --label 'Mail'
+                  latchkey add --class inet --server example.com --account bob --data-file pw
+                  latchkey add --class cert --data-file server.der
+                  head -c 32 /dev/urandom | latchkey add --class keys --key-class symmetric
+                """)
     )
 
     @OptionGroup var item: ItemOptions
@@ -141,7 +144,7 @@ struct SecretInputRules {
 struct SecretInputOptions: ParsableArguments {
     @Flag(
         name: .customLong("keep-newline"),
-        help: "Keep a piped secret's trailing newline (dropped by default).")
+        help: "Keep a piped secret's trailing newline.")
     var keepNewline = false
 
     @Flag(

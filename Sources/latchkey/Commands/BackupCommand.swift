@@ -26,7 +26,7 @@ struct BackupCommand: ParsableCommand {
 
             Example:
               latchkey backup --output keychain.backup
-              LATCHKEY_BACKUP_PASSWORD=… latchkey backup --output - --compress zstd | ssh host 'cat > kc.tar.zst'
+              latchkey backup --output - --compress zstd | ssh host 'cat > kc.tar.zst'
               latchkey backup --no-password --output /var/backups/latchkey.tar
             """
     )

@@ -32,7 +32,7 @@ struct BackupListCommand: ParsableCommand {
 
             Example:
               latchkey backup-list keychain.backup
-              latchkey backup-list keychain.backup --jsonl | jq -r 'select(.readable) | .acct'
+              latchkey backup-list kc.backup --jsonl | jq -r 'select(.readable) | .acct'
             """
     )
 

@@ -13,42 +13,48 @@ struct DeleteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete every item that matches the query, in one transaction.",
-        discussion: """
-            A query without any attribute (only --class, or nothing) would delete every item \
-            of the class that the caller can see, as SecItemDelete does: it is refused unless \
-            --all says so. When more than one item matches, delete asks first if stdin and \
-            stderr are a terminal (showing class, account, service, label and group of each; \
-            never a secret), unless --yes; without a terminal it refuses (errSecParam, exit 2, \
-            saying how many match) unless --yes or --all. --dry-run lists the matches on \
-            stdout and deletes nothing. stdout stays empty otherwise; the count goes to stderr \
-            when it is a terminal. Fails with errSecItemNotFound (exit 1) when nothing matches, \
-            and errSecUserCanceled (exit 4) when the question is answered no.
-
-            Example:
-              latchkey delete --account alice --service mail
-              latchkey delete --service mail --dry-run
-              latchkey delete --service old-mail --yes
-              latchkey delete --class keys --application-tag com.example.aes
-              latchkey delete --all --yes
-            """
+        discussion: CommandLineForms.discussion(
+            short:
+                "A query without attributes needs --all. Several matches are asked about on a terminal, else refused unless --yes; --dry-run lists them.",
+            full: """
+                A query without any attribute (only --class, or nothing) would delete every item \
+                of the class that the caller can see, as SecItemDelete does: it is refused unless \
+                --all says so. When more than one item matches, delete asks first if stdin and \
+                stderr are a terminal (showing class, account, service, label and group of each; \
+                never a secret), unless --yes; without a terminal it refuses (errSecParam, exit 2, \
+                saying how many match) unless --yes or --all. --dry-run lists the matches on \
+                stdout and deletes nothing. stdout stays empty otherwise; the count goes to stderr \
+                when it is a terminal. Fails with errSecItemNotFound (exit 1) when nothing matches, \
+                and errSecUserCanceled (exit 4) when the question is answered no.
+                """,
+            example: """
+                  latchkey delete --account alice --service mail
+                  latchkey delete --service mail --dry-run
+                  latchkey delete --service old-mail --yes
+                  latchkey delete --class keys --application-tag com.example.aes
+                  latchkey delete --all --yes
+                """)
     )
+
+    @Argument(help: ServiceAccount.argumentHelp("The"), completion: Completion.serviceAccount)
+    var selector: String?
 
     @OptionGroup var item: ItemOptions
 
     @Flag(
         help: ArgumentHelp(
-            "Allow a query without attributes: delete every item of the class that the caller can see.",
-            discussion:
-                "Also lets several matches be deleted without a terminal to confirm on (a terminal still asks, unless --yes)."
-        ))
+            "Allow a query without attributes (all of the class).",
+            discussion: CommandLineForms.details(
+                "Deletes every item of the class that the caller can see. Also lets several matches be deleted without a terminal to confirm on (a terminal still asks, unless --yes)."
+            )))
     var all = false
 
-    @Flag(help: "Delete every match without asking, however many there are.")
+    @Flag(help: "Delete every match without asking.")
     var yes = false
 
     @Flag(
         name: .customLong("dry-run"),
-        help: "Print the items that would be deleted (never their secrets); delete nothing.")
+        help: "List the matches (never a secret); delete nothing.")
     var dryRun = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -58,7 +64,9 @@ struct DeleteCommand: ParsableCommand {
     }
 
     func request() throws -> Request {
-        Request(query: try item.query(command: "delete"), all: all, yes: yes, dryRun: dryRun, global: global.settings)
+        Request(
+            query: try ServiceAccount.query(item.query(command: "delete"), selector: selector, command: "delete"),
+            all: all, yes: yes, dryRun: dryRun, global: global.settings)
     }
 
     /// What a `delete` does, whichever parser produced it (see Commands/FastParser.swift).

@@ -16,20 +16,23 @@ struct ExecCommand: ParsableCommand {
         commandName: "exec",
         abstract:
             "Run a command with secrets in its environment: each --item NAME=SERVICE/ACCOUNT becomes the variable NAME.",
-        discussion: """
-            Every item is found first; when one is missing (exit 1), ambiguous or locked, \
-            nothing is run. Then latchkey replaces itself with the command (execvp, searching \
-            PATH), so the command's exit status and signals are the caller's to see, as if it \
-            had been run directly; the rest of the environment is passed on unchanged, but for \
-            LATCHKEY_PASSCODE, LATCHKEY_NEW_PASSCODE and LATCHKEY_BACKUP_PASSWORD, which are \
-            removed (an --item may set them). The \
-            command comes after '--'. When it cannot be run, exit 127 (not found) or 126 (not \
-            executable), as env(1). Core dumps stay off for the command, as for latchkey.
-
-            Example:
-              latchkey exec --item GITHUB_TOKEN=github.com/alice -- gh repo list
-              latchkey exec --item PGPASSWORD=db.example.com/app -- psql -h db.example.com app
-            """
+        discussion: CommandLineForms.discussion(
+            short:
+                "Every item is found first (missing: exit 1; nothing run); then latchkey becomes the command (execvp), so its exit status is the caller's. The command comes after '--'.",
+            full: """
+                Every item is found first; when one is missing (exit 1), ambiguous or locked, \
+                nothing is run. Then latchkey replaces itself with the command (execvp, searching \
+                PATH), so the command's exit status and signals are the caller's to see, as if it \
+                had been run directly; the rest of the environment is passed on unchanged, but for \
+                LATCHKEY_PASSCODE, LATCHKEY_NEW_PASSCODE and LATCHKEY_BACKUP_PASSWORD, which are \
+                removed (an --item may set them). The \
+                command comes after '--'. When it cannot be run, exit 127 (not found) or 126 (not \
+                executable), as env(1). Core dumps stay off for the command, as for latchkey.
+                """,
+            example: """
+                  latchkey exec --item GITHUB_TOKEN=github.com/alice -- gh repo list
+                  latchkey exec --item PGPASSWORD=db.example.com/app -- psql -h db app
+                """)
     )
 
     @OptionGroup var items: EnvironmentItemOptions

@@ -28,6 +28,8 @@ struct FastArguments {
     var flags: Set<String> = []
     /// The command's own options that were given, as text.
     var values: [String: String] = [:]
+    /// The `SERVICE/ACCOUNT` argument (find, delete), as given.
+    var positional: String?
     var global: GlobalSettings
 
     static let globalOptions: Set<String> = [
@@ -41,9 +43,15 @@ struct FastArguments {
         var givenFlags: Set<String> = [], givenValues: [String: String] = [:]
         var seen: Set<String> = []
         var globalValues: [String: String] = [:]
+        var positional: String?
         var i = 0
         while i < arguments.count {
             let argument = arguments[i]
+            if form.positional, positional == nil, !argument.hasPrefix("-") {
+                positional = argument
+                i += 1
+                continue
+            }
             guard argument.hasPrefix("--"), argument.count > 2 else { return nil }
             var name = String(argument.dropFirst(2))
             var inline: String?
@@ -88,14 +96,17 @@ struct FastArguments {
         }
         return FastArguments(
             attributes: attributes, newValues: newValueAttributes, flags: givenFlags, values: givenValues,
-            global: GlobalSettings(given: globalValues))
+            positional: positional, global: GlobalSettings(given: globalValues))
     }
 
-    /// The query of the attribute options, as `ItemOptions.query` makes it for genp.
-    func query(caseInsensitive: Bool = false) -> Query {
-        Query(
-            .genericPassword, attributes, protection: nil, caseInsensitive: caseInsensitive,
-            synchronizable: .notSynchronizable)
+    /// The query of the attribute options and the `SERVICE/ACCOUNT` argument, as
+    /// `ItemOptions.query` and `ServiceAccount.query` make it for genp; nil when the argument
+    /// is refused (ArgumentParser's path says why).
+    func query(caseInsensitive: Bool = false) -> Query? {
+        try? ServiceAccount.query(
+            Query(
+                .genericPassword, attributes, protection: nil, caseInsensitive: caseInsensitive,
+                synchronizable: .notSynchronizable), selector: positional, command: "")
     }
 }
 
@@ -109,11 +120,13 @@ struct FastForm {
     var options: Set<String> = []
     /// Whether `--set-X` options are the command's (update).
     var newValues = false
+    /// Whether the command takes a `SERVICE/ACCOUNT` argument (find, delete).
+    var positional = false
 }
 
 extension FindCommand {
     static let fastForm = FastForm(
-        command: "find", flags: ["json", "case-insensitive", "first"], options: ["limit", "return"])
+        command: "find", flags: ["json", "case-insensitive", "first"], options: ["limit", "return"], positional: true)
 
     /// The request for `find ARGUMENTS` (the arguments after "find"), or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
@@ -129,8 +142,9 @@ extension FindCommand {
         }
         // validate()'s rule: ArgumentParser reports it.
         if limit != .one && returnKind == .data { return nil }
+        guard let query = p.query(caseInsensitive: p.flags.contains("case-insensitive")) else { return nil }
         return Request(
-            query: p.query(caseInsensitive: p.flags.contains("case-insensitive")), limit: limit,
+            query: query, limit: limit,
             refuseAmbiguity: p.values["limit"] == nil && !p.flags.contains("first"), returnKind: returnKind,
             json: p.flags.contains("json"), global: p.global)
     }
@@ -175,20 +189,21 @@ extension UpdateCommand {
         if p.newValues.isEmpty && !setData { return nil }
         if dataFile != nil && !setData { return nil }
         guard let input = p.secretInput else { return nil }
+        guard let query = p.query() else { return nil }
         return Request(
-            query: p.query(), newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
+            query: query, newValues: p.newValues, protection: nil, setData: setData, dataFile: dataFile,
             yes: p.flags.contains("yes"), dryRun: p.flags.contains("dry-run"), input: input, global: p.global)
     }
 }
 
 extension DeleteCommand {
-    static let fastForm = FastForm(command: "delete", flags: ["all", "yes", "dry-run"])
+    static let fastForm = FastForm(command: "delete", flags: ["all", "yes", "dry-run"], positional: true)
 
     /// The request for `delete ARGUMENTS`, or nil.
     static func fastRequest(_ arguments: [String]) -> Request? {
-        guard let p = FastArguments.parse(arguments, fastForm) else { return nil }
+        guard let p = FastArguments.parse(arguments, fastForm), let query = p.query() else { return nil }
         return Request(
-            query: p.query(), all: p.flags.contains("all"), yes: p.flags.contains("yes"),
+            query: query, all: p.flags.contains("all"), yes: p.flags.contains("yes"),
             dryRun: p.flags.contains("dry-run"),
             global: p.global)
     }

@@ -12,25 +12,27 @@ struct FindCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "find",
         abstract: "Find items; write the secret of the match, or attributes as JSON.",
-        discussion: """
-            Every given attribute must match; the caller sees only its own access groups, and \
-            only items with sync = 0 unless --synchronizable says otherwise. With --return data \
-            (the default) the raw secret bytes of the match go to stdout, nothing added. \
-            Several matches without --limit or --first fail (errSecParam, exit 2, saying how \
-            many): an ambiguous query never prints one of them silently. --first takes the \
-            first on purpose, as kSecMatchLimitOne does. \
-            With attributes or all, JSON with Apple's 4-character keys (class, acct, svce, agrp, \
-            pdmn, labl, cdat, mdat, …; see docs/CLI.md, "JSON output"): an object with --limit \
-            one, an array with all or a number. Fails with errSecItemNotFound (exit 1) when \
-            nothing matches and errSecInteractionNotAllowed (exit 4) when a candidate item's \
-            class is locked and no passcode is given.
-
-            Example:
-              latchkey find --account alice --service mail > secret.txt
-              latchkey find --service mail --first
-              latchkey find --service mail --limit all --return attributes
-              latchkey find --class inet --server EXAMPLE.com --case-insensitive
-            """
+        discussion: CommandLineForms.discussion(
+            short: "Writes the secret of the one match (several: --first).",
+            full: """
+                Every given attribute must match; the caller sees only its own access groups, and \
+                only items with sync = 0 unless --synchronizable says otherwise. With --return data \
+                (the default) the raw secret bytes of the match go to stdout, nothing added. \
+                Several matches without --limit or --first fail (errSecParam, exit 2, saying how \
+                many): an ambiguous query never prints one of them silently. --first takes the \
+                first on purpose, as kSecMatchLimitOne does. \
+                With attributes or all, JSON with Apple's 4-character keys (class, acct, svce, agrp, \
+                pdmn, labl, cdat, mdat, …; see docs/CLI.md, "JSON output"): an object with --limit \
+                one, an array with all or a number. Fails with errSecItemNotFound (exit 1) when \
+                nothing matches and errSecInteractionNotAllowed (exit 4) when a candidate item's \
+                class is locked and no passcode is given.
+                """,
+            example: """
+                  latchkey find mail/alice > secret.txt
+                  latchkey find --service mail --first
+                  latchkey find --service mail --limit all --return attributes
+                  latchkey find --class inet --server EXAMPLE.com --case-insensitive
+                """)
     )
 
     /// kSecMatchLimit: one, all, or a number.
@@ -60,37 +62,47 @@ struct FindCommand: ParsableCommand {
 
     enum Return: String, ExpressibleByArgument, CaseIterable { case data, attributes, all }
 
+    @Argument(help: ServiceAccount.argumentHelp("The"), completion: Completion.serviceAccount)
+    var selector: String?
+
     @OptionGroup var item: ItemOptions
 
     @Option(
         help: ArgumentHelp(
-            "How many matches (kSecMatchLimit): one, all, or a number.",
-            discussion: "one prints a JSON object, all or a number a JSON array (even of one item).",
+            "How many matches (kSecMatchLimit): one, all, or N.",
+            discussion: CommandLineForms.details(
+                "one prints a JSON object, all or a number a JSON array (even of one item)."),
             valueName: "one|all|N"))
     var limit: Limit?
 
-    @Flag(help: "With several matches, take the first (kSecMatchLimitOne) instead of failing.")
+    @Flag(help: "Take the first of several matches (kSecMatchLimitOne).")
     var first = false
 
     @Option(
         name: .customLong("return"),
         help: ArgumentHelp(
-            "What to print: data (the raw secret), attributes (JSON), or all (JSON with the secret in base64 under v_Data).",
-            valueName: "data|attributes|all"))
+            CommandLineForms.showsEverything
+                ? "What to print: data (the raw secret), attributes (JSON), or all (JSON with the secret in base64 under v_Data)."
+                : "data (the secret), attributes or all (JSON).",
+            valueName: CommandLineForms.showsEverything ? "data|attributes|all" : "what"))
     var returnKind: Return = .data
 
     @Flag(
         name: .customLong("case-insensitive"),
-        help: "Compare string attributes ignoring case (kSecMatchCaseInsensitive); never the access group.")
+        help: ArgumentHelp(
+            "Compare strings ignoring case (not the group).",
+            discussion: CommandLineForms.details("kSecMatchCaseInsensitive; never the access group.")))
     var caseInsensitive = false
 
-    @Flag(help: "Print JSON; with --return data an object {\"v_Data\": base64}.")
+    @Flag(help: "Print JSON ({\"v_Data\": base64} for data).")
     var json = false
 
     @Flag(
         help: ArgumentHelp(
-            "Print JSON Lines: each match as one object on one line, which 'latchkey import' reads back as is.",
-            discussion: "Needs --return attributes or --return all (all: the secrets too, base64)."))
+            "One JSON object a line, as 'import' reads.",
+            discussion: CommandLineForms.details(
+                "Each match as one object on one line, which 'latchkey import' reads back as is. Needs --return attributes or --return all (all: the secrets too, base64)."
+            )))
     var jsonl = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -128,7 +140,9 @@ struct FindCommand: ParsableCommand {
 
     func request() throws -> Request {
         Request(
-            query: try item.query(command: "find", caseInsensitive: caseInsensitive), limit: limit ?? .one,
+            query: try ServiceAccount.query(
+                item.query(command: "find", caseInsensitive: caseInsensitive), selector: selector, command: "find"),
+            limit: limit ?? .one,
             refuseAmbiguity: limit == nil && !first, returnKind: returnKind, json: json, jsonl: jsonl,
             global: global.settings)
     }

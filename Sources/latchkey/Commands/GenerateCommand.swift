@@ -8,18 +8,22 @@ struct GenerateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate",
         abstract: "Add a password item whose secret is a new random password (from the OS CSPRNG through OpenSSL).",
-        discussion: """
-            The password is made here and stored at once; nothing is printed unless --print is \
-            given (then it goes to stdout, with a newline on a terminal only). Each character is \
-            drawn uniformly from the chosen set (rejection sampling, no modulo bias): \
-            --length 24 of alnum (62 characters) is about 143 bits. Only password classes \
-            (genp, the default, and inet). The item's attributes and errors are those of add.
-
-            Example:
-              latchkey generate --account alice --service mail
-              latchkey generate --class inet --server db.example.com --account app --length 32 --charset ascii
-              latchkey generate --account deploy --service ci --print | xclip
-            """
+        discussion: CommandLineForms.discussion(
+            short:
+                "Stored at once; nothing printed unless --print. Characters drawn uniformly from --charset (24 alnum: about 143 bits). Attributes and errors as for add.",
+            full: """
+                The password is made here and stored at once; nothing is printed unless --print is \
+                given (then it goes to stdout, with a newline on a terminal only). Each character is \
+                drawn uniformly from the chosen set (rejection sampling, no modulo bias): \
+                --length 24 of alnum (62 characters) is about 143 bits. Only password classes \
+                (genp, the default, and inet). The item's attributes and errors are those of add.
+                """,
+            example: """
+                  latchkey generate --account alice --service mail
+                  latchkey generate --class inet --server db.example.com --account app
+                  latchkey generate --account app --service db --length 32 --charset ascii
+                  latchkey generate --account deploy --service ci --print | xclip
+                """)
     )
 
     enum Charset: String, ExpressibleByArgument, CaseIterable {

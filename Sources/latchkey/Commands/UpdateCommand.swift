@@ -11,19 +11,21 @@ struct UpdateCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "update",
         abstract: "Change every item that matches the query, in one transaction.",
-        discussion: """
-            Several matches are asked about on a terminal, else refused unless --yes.
-
-            Example:
-              latchkey update --account alice --service mail --set-label 'Work mail'
-              printf 'n3w' | latchkey update --account alice --service mail --set-data
-            """
+        discussion: CommandLineForms.discussion(
+            short: "Several matches: asked on a terminal, else refused unless --yes.",
+            full: """
+                Several matches are asked about on a terminal, else refused unless --yes.
+                """,
+            example: """
+                  latchkey update --account alice --service mail --set-label 'Work mail'
+                  printf 'n3w' | latchkey update --account alice --service mail --set-data
+                """)
     )
 
     @OptionGroup var item: ItemOptions
     @OptionGroup var newValues: NewValueOptions
 
-    @Flag(name: .customLong("set-data"), help: "Replace the secret with the bytes read from stdin (or --data-file).")
+    @Flag(name: .customLong("set-data"), help: "Replace the secret (from stdin, or --data-file).")
     var setData = false
 
     @Option(

@@ -20,8 +20,11 @@ enum OptionSection: CaseIterable, Sendable {
         }
     }
 
-    /// The title of the section's ITEM/QUERY options, or of update's `--set-X` options.
-    func title(newValues: Bool) -> String {
+    /// The title of the section's ITEM/QUERY options, or of update's `--set-X` options. Under
+    /// `--help`, which shows only the common attributes, one section each ("Attributes", "New
+    /// values"): ArgumentParser merges sections of the same title.
+    func title(newValues: Bool, full: Bool = CommandLineForms.showsEverything) -> String {
+        if !full { return newValues ? "New values" : "Attributes" }
         switch (self, newValues) {
         case (.common, false): return "Class and common attributes"
         case (.passwords, false): return "Passwords: genp and inet"
@@ -108,8 +111,7 @@ struct CommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
     @Option(
         name: .customLong("class"),
         help: ArgumentHelp(
-            CommandLineForms.showsEverything
-                ? "Item class (kSecClass)." : "Item class (kSecClass); every attribute option of each: --help-all.",
+            CommandLineForms.showsEverything ? "Item class (kSecClass)." : "Item class; all its options: --help-all.",
             valueName: "class"))
     var itemClass: ClassArgument = .genp
 
@@ -117,7 +119,7 @@ struct CommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup {
         help: ArgumentHelp(
             CommandLineForms.showsEverything
                 ? "Protection class (kSecAttrAccessible, pdmn): ak, ck, dk, aku, cku, dku, akpu, or a long name such as WhenUnlocked or AfterFirstUnlockThisDeviceOnly."
-                : "Protection class (kSecAttrAccessible, pdmn), or a long name such as WhenUnlocked.",
+                : "Protection class (pdmn), or WhenUnlocked ...",
             discussion: CommandLineForms.details(
                 "For add the default is ak (WhenUnlocked; certificates dk); in a query it selects items of that class only."
             ),
@@ -162,8 +164,10 @@ struct NewCommonAttributes: ParsableArguments, CustomReflectable, AttributeGroup
     @Option(
         name: .customLong("set-accessible"),
         help: ArgumentHelp(
-            "New protection class (pdmn) or a long name; the items are re-encrypted under it.",
-            valueName: "class"))
+            CommandLineForms.showsEverything
+                ? "New protection class (pdmn) or a long name; the items are re-encrypted under it."
+                : "New protection class; items re-encrypted.",
+            valueName: "class", visibility: CommandLineForms.secondary))
     var accessible: AccessibleArgument?
 
     @Option(

@@ -19,16 +19,15 @@ struct EnvironmentItemOptions: ParsableArguments {
             valueName: "NAME=SERVICE[/ACCOUNT]"))
     var specs: [String] = []
 
-    /// One `--item`, parsed.
+    /// One `--item`, parsed: the variable's name and the item (`ServiceAccount`).
     struct Item {
         var name: String
-        var service: String
-        var account: String?
+        var chosen: ServiceAccount
 
+        var service: String { chosen.service }
+        var account: String? { chosen.account }
         /// What the item is, for messages: `service 'mail' and account 'alice'`.
-        var selection: String {
-            "service '\(service)'" + (account.map { " and account '\($0)'" } ?? "")
-        }
+        var selection: String { chosen.selection }
     }
 
     /// The parsed specs. - Throws: `ValidationError` naming the spec that is not `NAME=SERVICE[/ACCOUNT]`.
@@ -48,16 +47,10 @@ struct EnvironmentItemOptions: ParsableArguments {
             guard names.insert(name).inserted else {
                 throw ValidationError("--item gives \(name) twice; give each variable once")
             }
-            var service = String(selector), account: String?
-            if let slash = selector.lastIndex(of: "/") {
-                service = String(selector[..<slash])
-                let rest = String(selector[selector.index(after: slash)...])
-                account = rest.isEmpty ? nil : rest
-            }
-            guard !service.isEmpty else {
+            guard let chosen = ServiceAccount(selector) else {
                 throw ValidationError("--item '\(spec)' names no service; write NAME=SERVICE/ACCOUNT")
             }
-            out.append(Item(name: name, service: service, account: account))
+            out.append(Item(name: name, chosen: chosen))
         }
         return out
     }
@@ -131,10 +124,8 @@ struct EnvironmentItemOptions: ParsableArguments {
         let keychain = try global.open(unlock: .whenNeeded)
         var out: [(name: String, value: [UInt8])] = []
         for item in items {
-            var attributes: [String: AttributeValue] = ["svce": .string(item.service)]
-            if let account = item.account { attributes["acct"] = .string(account) }
             let query = Query(
-                .genericPassword, attributes, protection: nil, caseInsensitive: false,
+                .genericPassword, item.chosen.attributes, protection: nil, caseInsensitive: false,
                 synchronizable: .notSynchronizable)
             let found = try global.retryingUnlocked(keychain) { try keychain.find(query, limit: 2, includeData: true) }
             guard let match = found.first else {

@@ -25,10 +25,14 @@ struct GeneratedOptions: Sendable {
                 label: option.flag,
                 value: Option<String?>(
                     name: .customLong(prefix + option.flag),
-                    help: prefix.isEmpty ? option.help : option.setHelp)
+                    help: prefix.isEmpty ? option.help : option.setHelp,
+                    completion: prefix.isEmpty ? GeneratedOptions.completion[option.flag] : nil)
             )
         }
     }
+
+    /// Names from an unlocked agent (`Completion`) for the query options that take them.
+    static let completion: [String: CompletionKind] = ["service": Completion.service, "account": Completion.account]
 
     mutating func decode(_ container: KeyedDecodingContainer<OptionKey>) throws {
         for option in options {

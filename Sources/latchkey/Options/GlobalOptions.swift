@@ -37,7 +37,7 @@ struct GlobalOptions: ParsableArguments {
     @Option(
         name: .customLong("passcode-file"),
         help: ArgumentHelp(
-            "Read the passcode from this file or pipe (env LATCHKEY_PASSCODE_FILE).",
+            "Passcode file or pipe (env LATCHKEY_PASSCODE_FILE).",
             discussion: CommandLineForms.details(
                 "One trailing newline is ignored. A pipe works: --passcode-file <(pass show latchkey), /dev/stdin. Or put the passcode itself in LATCHKEY_PASSCODE, or use --passcode-command (one source at a time). With none of them, it is asked without echo when stdin is a terminal; otherwise a keychain that has a passcode stays locked (only Always/dk and dku items are usable)."
             ),
@@ -52,7 +52,7 @@ struct GlobalOptions: ParsableArguments {
             discussion: CommandLineForms.details(
                 "/bin/sh -c runs it; one trailing newline of its stdout is ignored. For a password manager or systemd credentials: --passcode-command 'pass show latchkey'. It must exit 0; its stderr is shown, its stdin is the terminal or /dev/null."
             ),
-            valueName: "command"),
+            valueName: "command", visibility: CommandLineForms.secondary),
         completion: .list([]))
     var passcodeCommand: String?
 

@@ -8,8 +8,10 @@ enum ClassArgument: String, ExpressibleByArgument, CaseIterable {
 
     var itemClass: ItemClass { ItemClass(rawValue: rawValue)! }
 
+    /// Listed under `--help-all` only (four lines `--help` has no room for).
     static var allValueDescriptions: [String: String] {
-        [
+        guard CommandLineForms.showsEverything else { return [:] }
+        return [
             "genp": "generic password", "inet": "internet password", "cert": "certificate (DER)",
             "keys": "cryptographic key"
         ]

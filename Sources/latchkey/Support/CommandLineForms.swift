@@ -33,6 +33,13 @@ enum CommandLineForms {
     /// The visibility of an option that `--help` leaves out.
     static var secondary: ArgumentVisibility { showsEverything ? .default : .hidden }
 
+    /// A command's discussion: `full` under `--help-all` (and in the man page), `short` under
+    /// `--help`, which must fit a screen (HelpAndCompletionTests: 40 lines at 80 columns for
+    /// the common commands); each followed by the examples, one command a line.
+    static func discussion(short: String, full: String, example: String) -> String {
+        (showsEverything ? full : short + " More: --help-all.") + "\n\nExample:\n" + example
+    }
+
     /// An option's longer explanation: under `--help-all` (and in the man page) only.
     static func details(_ text: String) -> String { showsEverything ? text : "" }
 
