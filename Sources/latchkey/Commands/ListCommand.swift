@@ -144,12 +144,14 @@ enum PasswordListing {
     /// `items` sorted by service and account: a table whose SERVICE is named once per service,
     /// or (`json`) a JSON array of item objects. `empty` goes to stderr when there is nothing.
     static func print(_ items: [Item], json: Bool, empty: String) {
-        let rows = items.map { item -> (service: String, account: String, label: String, item: Item) in
+        // Sort keys made once per item, not once per comparison.
+        typealias Row = (service: String, account: String, label: String, item: Item, key: (String, String))
+        let rows = items.map { item -> Row in
             let r = DumpCommand.row(item)
-            return (r[2], r[1], r[3], item)
+            return (r[2], r[1], r[3], item, (r[2].lowercased(), r[1].lowercased()))
         }.sorted {
-            ($0.service.lowercased(), $0.service, $0.account.lowercased(), $0.account, $0.item.itemClass.rawValue)
-                < ($1.service.lowercased(), $1.service, $1.account.lowercased(), $1.account, $1.item.itemClass.rawValue)
+            ($0.key.0, $0.service, $0.key.1, $0.account, $0.item.itemClass.rawValue)
+                < ($1.key.0, $1.service, $1.key.1, $1.account, $1.item.itemClass.rawValue)
         }
         if json {
             Output.data(ItemJSON.text(rows.map(\.item), includeData: false, asArray: true))
