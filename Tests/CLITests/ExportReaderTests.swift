@@ -3,7 +3,8 @@ import Testing
 
 @testable import latchkey
 
-/// The readers under `import --from`: CSV (RFC 4180) and the XML subset KeePass writes.
+/// The readers under `import --from`: CSV (RFC 4180), the XML subset KeePass writes, the URL
+/// of a login as git's credential helper splits it, and a `pass show` output.
 @Suite struct ExportReaderTests {
     func records(_ text: String) throws -> [[String]] {
         let reader = CSVReader(ByteStream(bytes: Array(text.utf8), what: "test.csv"))
@@ -112,5 +113,54 @@ import Testing
         #expect(xmlError("<a>&#0;</a>")?.contains("malformed character reference") == true)
         let deep = String(repeating: "<a>", count: XMLReader.maximumDepth + 1)
         #expect(xmlError(deep)?.contains("nested more than") == true)
+    }
+
+    @Test func url_splitAsGitsCredentialHelperSplitsIt() throws {
+        func attributes(_ url: String) -> [String: AttributeValue]? { ImportURL(url)?.credential.attributes }
+        #expect(
+            attributes("https://example.com:8443/login?next=/x#top") == [
+                "srvr": .string("example.com"), "ptcl": .string("htps"), "port": .integer(8443),
+                "path": .string("login")
+            ])
+        #expect(attributes("HTTPS://example.com/") == ["srvr": .string("example.com"), "ptcl": .string("htps")])
+        #expect(
+            attributes("ssh://git@[::1]:2222") == [
+                "srvr": .string("[::1]"), "ptcl": .string("ssh "), "port": .integer(2222), "acct": .string("git")
+            ])
+        #expect(attributes("example.org/a/b") == ["srvr": .string("example.org"), "path": .string("a/b")])
+        #expect(
+            attributes("androidapp://com.example.app") == [
+                "srvr": .string("com.example.app"), "ptcl": .string("androidapp")
+            ])
+        let withPassword = try #require(ImportURL("https://bob:hunter2@example.com/"))
+        #expect(withPassword.hadPassword && withPassword.credential.username == "bob")
+        #expect(!"\(withPassword.credential.attributes)".contains("hunter2"))
+        #expect(ImportURL("my router") == nil)
+        #expect(ImportURL("notes") == nil)
+        #expect(ImportURL("https://") == nil)
+        #expect(ImportURL("https://example.com:99999/") == nil)
+    }
+
+    @Test func passShow_firstLinePassword_userAndURLLines_TOTPLeftOut() throws {
+        let output =
+            "s3cret\r\nUser: alice\nurl: https://example.com/login\notpauth://totp/x?secret=AAAA\n\nPIN 1234\nlogin: second\n\n"
+        let entry = PassSource.entry(name: "web/example", output: Array(output.utf8), keepNotes: true)
+        let item = try #require(entry.item)
+        #expect(item.itemClass == .internetPassword)
+        #expect(item.data == Array("s3cret".utf8))
+        #expect(item.attributes["acct"] == .string("alice"))
+        #expect(item.attributes["srvr"] == .string("example.com"))
+        #expect(item.attributes["labl"] == .string("web/example"))
+        #expect(item.attributes["icmt"] == .string("PIN 1234\nlogin: second"))
+        #expect(entry.leftOut == ["TOTP (an otpauth:// line)"])
+
+        let plain = try #require(PassSource.entry(name: "mail/bob", output: Array("pw\n".utf8), keepNotes: true).item)
+        #expect(
+            plain.itemClass == .genericPassword
+                && plain.attributes == ["svce": .string("mail/bob"), "labl": .string("mail/bob")])
+        let noNotes = PassSource.entry(name: "n", output: Array("pw\nsecret notes\n".utf8), keepNotes: false)
+        #expect(noNotes.item?.attributes["icmt"] == nil && noNotes.leftOut == ["notes (--no-notes)"])
+        let empty = PassSource.entry(name: "e", output: Array("\nuser: x\n".utf8), keepNotes: true)
+        #expect(empty.item == nil && empty.skipReason == "its first line (the password) is empty")
     }
 }
