@@ -3,7 +3,7 @@ SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
 # git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git pass keepassxc gnupg
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=

@@ -55,6 +55,27 @@ package final class ItemImporter {
         accepted += 1
     }
 
+    /// Adds one item unless an item with its unique key is in the keychain already (an item
+    /// added earlier in this import counts on a keychain this process opened; through the
+    /// agent only what earlier batches landed does, so the caller checks its own items).
+    /// - Returns: false when such an item was there and nothing was added.
+    /// - Throws: as `add`.
+    package func addUnlessPresent(_ item: NewItem) throws -> Bool {
+        if let transaction, let local {
+            try ItemRules.checkSize(item.itemClass, attributes: item.attributes, data: item.data)
+            let p = try local.prepared(item, policy: policy, time: time)
+            let key = UniqueKey(itemClass: p.plaintext.itemClass, attributes: p.plaintext.attributes)
+            guard try transaction.conflicts(uuid: p.id.bytes, uniqueKey: key).isEmpty else { return false }
+            try transaction.put(uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags)
+            accepted += 1
+            return true
+        }
+        let query = try Keychain.uniqueKeyQuery(of: item, context)
+        guard try backend.find(query, limit: 1, includeData: false, prompt: nil, context).isEmpty else { return false }
+        try add(item)
+        return true
+    }
+
     /// Sends the queued items to the agent in one transaction.
     func flush() throws {
         guard !batch.isEmpty else { return }

@@ -105,7 +105,7 @@ extension Keychain {
             } catch let error as KeychainError where error.status == .duplicateItem {
                 lastError = error
             }
-            let query = try uniqueKeyQuery(of: given, context)
+            let query = try Keychain.uniqueKeyQuery(of: given, context)
             var changes = given.attributes
             changes.removeValue(forKey: "sync")  // part of the query, not a change
             do {
@@ -121,7 +121,7 @@ extension Keychain {
     /// The query that finds exactly the item `given` collides with: every unique-key attribute
     /// (spec/FORMAT.md §7.5), with the value `add` would store — the given one, the caller's
     /// default access group, or the class default.
-    private func uniqueKeyQuery(of given: NewItem, _ context: CallContext) throws -> Query {
+    package static func uniqueKeyQuery(of given: NewItem, _ context: CallContext) throws -> Query {
         let item = try DerivedAttributes.derivingAttributes(given)
         let policy = try AccessPolicy(caller: context.caller)
         var attrs: [String: AttributeValue] = [:]
@@ -136,6 +136,14 @@ extension Keychain {
         }
         let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
         return Query(given.itemClass, attrs, synchronizable: sync)
+    }
+
+    /// Whether an item with the unique key `given` would have is in the keychain (as the
+    /// caller sees it); `add` would refuse `given` with errSecDuplicateItem then.
+    /// - Throws: as `find` (a locked class: errSecInteractionNotAllowed).
+    package func containsItem(withUniqueKeyOf given: NewItem) throws -> Bool {
+        let query = try Keychain.uniqueKeyQuery(of: given, context)
+        return try !find(query, limit: 1, includeData: false).isEmpty
     }
 
     /// Changes every item of `itemClass` matching `attributes`: `set` becomes their attributes,

@@ -167,7 +167,9 @@ struct DumpCommand: ParsableCommand {
                 url = TextEditing.trimming(DumpCommand.text(ptcl), newlines: false) + "://" + url
             }
             if case .integer(let port)? = a["port"], port != 0 { url += ":\(port)" }
-            service = url + text("path")
+            // A path as git's credential helper gives it ("org/repo.git") has no leading slash.
+            let path = text("path")
+            service = url + (path.isEmpty || path.hasPrefix("/") ? path : "/" + path)
         case .key:
             name = text("atag")
             let type: String

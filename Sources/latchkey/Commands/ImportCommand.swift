@@ -1,4 +1,9 @@
 import ArgumentParser
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -8,11 +13,12 @@ import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
 
-/// `latchkey import`: adds the items of a JSON-lines file in one streaming transaction.
+/// `latchkey import`: adds the items of a JSON-lines file, or the entries of another password
+/// manager's export (`--from`), in one streaming transaction.
 struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Add the items of a JSON-lines file (or stdin) in one transaction: all or none.",
+        abstract: "Add the items of a JSON-lines file or another manager's export in one transaction: all or none.",
         discussion: """
             One JSON object a line: "class" (genp, inet, cert or keys), Apple's 4-character \
             attribute keys ("acct", "svce", "labl", "agrp", …), the secret in base64 under \
@@ -29,21 +35,61 @@ struct ImportCommand: ParsableCommand {
             1,000, and a failure says how many landed and from which line to go on. Prints \
             the count on stdout; a progress count on stderr when it is a terminal.
 
+            --from reads another manager's export into the same transaction: pass (a \
+            password store, each entry decrypted by 'pass show'), keepassxc (its CSV or XML \
+            export), bitwarden (its unencrypted JSON export), or csv (any CSV with a header, \
+            its columns chosen by --map). A login with a URL becomes an internet password \
+            laid out as 'latchkey credential' stores git's, any other a generic password whose \
+            service is the entry's folder/title; notes become the comment. Prints a line per \
+            entry (imported, would import, or skipped, with why and what of it was not \
+            imported: TOTP, custom fields, attachments), never a secret, then the counts. \
+            --skip-existing skips an entry already in the keychain or repeated in the export \
+            instead of failing. The whole mapping: docs/CLI.md.
+
             Example:
               echo '{"class":"genp","acct":"alice","v_Data":"aHVudGVyMg=="}' > items.jsonl
               latchkey import items.jsonl
               latchkey find --limit all --return all | jq -c '.[]' \\
                 | latchkey import --keychain copy.keychain -
+              latchkey import --from pass --dry-run
+              keepassxc-cli export --format xml db.kdbx > db.xml
+              latchkey import --from keepassxc db.xml && shred -u db.xml
+              latchkey import --from csv --map secret=Password,account=User,url=URL x.csv
             """
     )
 
-    @Argument(help: ArgumentHelp("The JSON-lines file, or - for stdin.", valueName: "file|-"), completion: .file())
-    var file: String
+    /// What `--from` names.
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case jsonl, pass, keepassxc, bitwarden, csv
+    }
 
-    @Flag(name: .customLong("dry-run"), help: "Check every line and print the count; import nothing.")
+    @Argument(
+        help: ArgumentHelp(
+            "The JSON-lines file or export, or - for stdin; for --from pass the store (default: $PASSWORD_STORE_DIR, ~/.password-store).",
+            valueName: "file|-"), completion: .file())
+    var file: String?
+
+    @Option(help: "What FILE is.")
+    var from: Format = .jsonl
+
+    @Option(
+        help: ArgumentHelp(
+            "With --from csv: which column fills what, as TARGET=COLUMN pairs (secret, account, service, label, url, server, comment, description, ignore).",
+            valueName: "pairs"))
+    var map: [String] = []
+
+    @Flag(
+        name: .customLong("skip-existing"),
+        help: "Skip an item already in the keychain, or repeating an earlier one, instead of failing.")
+    var skipExisting = false
+
+    @Flag(name: .customLong("no-notes"), help: "With --from: leave entries' notes out (they are reported).")
+    var noNotes = false
+
+    @Flag(name: .customLong("dry-run"), help: "Check every line or entry and print the report; import nothing.")
     var dryRun = false
 
-    @Flag(help: "Print the result as JSON: {\"imported\": N, \"dryRun\": bool, \"keychain\": path}.")
+    @Flag(help: "Print the result as JSON: {\"imported\": N, \"dryRun\": bool, \"keychain\": path, ...}.")
     var json = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
@@ -51,47 +97,135 @@ struct ImportCommand: ParsableCommand {
     /// Keys of a line that are not attributes.
     static let nonAttributes: Set<String> = ["class", "v_Data", "pdmn", "cdat", "mdat"]
 
+    func validate() throws {
+        if from == .csv, map.isEmpty {
+            throw ValidationError("--from csv needs --map, e.g. --map secret=Password,account=Username,url=URL")
+        }
+        if from != .csv, !map.isEmpty { throw ValidationError("--map goes with --from csv") }
+        if from == .jsonl, noNotes { throw ValidationError("--no-notes goes with --from (JSON lines have no notes)") }
+        if from == .pass, file == "-" {
+            throw ValidationError("--from pass reads a password store's directory, not stdin")
+        }
+        if from != .pass, file == nil {
+            throw ValidationError("Missing expected argument '<file|->': the file to import, or - for stdin")
+        }
+    }
+
+    /// What the command reads: JSON lines, or another manager's entries.
+    enum Input {
+        case lines(LineReader)
+        case entries(any ImportSource)
+    }
+
     func run() throws {
         // Large tables grow during an import: their old copies must not stay resident.
         ProcessMemory.returnLargeBlocksToTheSystem()
-        // Open (and so check the keychain and caller) before reading a possibly large input.
-        let keychain = dryRun ? nil : try global.open(unlock: .whenNeeded)
+        let pairs = from == .csv ? try MappedCSVSource.parse(map) : []
+        // Open (and so check the keychain and caller) before reading a possibly large input. A
+        // dry run of an export checks its entries against the keychain when there is one.
+        let keychain: Keychain?
+        if !dryRun {
+            keychain = try global.open(unlock: .whenNeeded)
+        } else if from != .jsonl || skipExisting, access(global.keychainPath, F_OK) == 0 {
+            keychain = try global.open(unlock: .whenNeeded)
+        } else {
+            keychain = nil
+        }
         if let keychain { try unlockUpFront(keychain) }
         if file == "-" {
             try Terminal.requireStdin(
                 "import reads the items from stdin (-), but stdin is closed; pipe them in or give a FILE",
                 command: "import")
         }
-        let reader = try LineReader(path: file, what: "import file")
-        let progress = Progress("import")
+        let input = try openInput(pairs)
+        let total: Int? = if case .entries(let source) = input { source.total } else { nil }
+        let progress = Progress("import", total: total)
         defer { progress.finish() }
-        var run = ImportRun(file: file, policy: try keychain.map { try AccessPolicy(caller: $0.caller) })
+        var run = ImportRun(
+            file: file ?? PassSource.storeDirectory(nil),
+            policy: try keychain.map { try AccessPolicy(caller: $0.caller) },
+            unit: from == .jsonl ? "line" : "entry")
+        var report = ImportReport()
+        var skipped = 0
+        var lockedNoted = false
 
-        // One pass: each line is parsed, checked and handed on before the next is read, so
-        // memory holds one line and the import's index, never the items.
-        func eachItem(_ handle: (NewItem) throws -> Void) throws {
-            while let line = try reader.next() {
-                let number = reader.lineNumber
-                guard
-                    line.contains(where: {
-                        $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r")
-                    })
-                else { continue }
-                run.line = number
-                let item = try ImportCommand.newItem(line, line: number)
-                try run.check(item)
-                try handle(item)
-                run.accepted()
-                progress.update(completed: run.count)
+        // An item is handed on unless --skip-existing finds its unique key in the keychain
+        // (false then). Without a transaction (--dry-run) the keychain, if any, is asked.
+        func dryAdd(_ item: NewItem) throws -> Bool {
+            guard let keychain else { return true }
+            do {
+                guard try keychain.containsItem(withUniqueKeyOf: item) else { return true }
+            } catch let error as KeychainError where error.status == .interactionNotAllowed {
+                if !lockedNoted {
+                    lockedNoted = true
+                    Output.note(
+                        "the keychain is locked, so entries are not checked against the items in it; give the passcode to check them"
+                    )
+                }
+                return true
+            }
+            if skipExisting { return false }
+            throw KeychainError(.duplicateItem, "an item with the same unique key is already in the keychain")
+        }
+
+        // One pass: each line or entry is parsed, checked and handed on before the next is
+        // read, so memory holds one of them and the import's index, never the items.
+        func eachItem(_ add: (NewItem) throws -> Bool) throws {
+            switch input {
+            case .lines(let reader):
+                while let line = try reader.next() {
+                    let number = reader.lineNumber
+                    guard
+                        line.contains(where: {
+                            $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") && $0 != UInt8(ascii: "\r")
+                        })
+                    else { continue }
+                    run.line = number
+                    let item = try ImportCommand.newItem(line, line: number)
+                    if try run.check(item, skipRepeats: skipExisting, name: { _ in nil }) != nil || !(try add(item)) {
+                        run.skipped()
+                        skipped += 1
+                    } else {
+                        run.accepted()
+                    }
+                    progress.update(completed: run.count)
+                }
+            case .entries(let source):
+                var number = 0
+                while let entry = try source.next() {
+                    number += 1
+                    run.line = number
+                    run.name = entry.name
+                    defer { progress.update(completed: number) }
+                    guard let item = entry.item else {
+                        report.skip(entry, reason: entry.skipReason ?? "not imported")
+                        continue
+                    }
+                    if let first = try run.check(item, skipRepeats: skipExisting, name: report.name) {
+                        run.skipped()
+                        let earlier = report.name(first).map { " (\(TerminalText.quoted($0)))" } ?? ""
+                        report.skip(entry, reason: "the same unique key as entry \(first)\(earlier)")
+                    } else if try add(item) {
+                        run.accepted()
+                        report.add(entry, dryRun: dryRun)
+                    } else {
+                        run.skipped()
+                        report.skip(entry, reason: "already in the keychain")
+                    }
+                }
             }
         }
 
-        if let keychain {
+        if let keychain, !dryRun {
             var importer: ItemImporter?
             do {
                 try keychain.importItems { i in
                     importer = i
-                    try eachItem { try i.add($0) }
+                    try eachItem { item in
+                        if skipExisting { return try i.addUnlessPresent(item) }
+                        try i.add(item)
+                        return true
+                    }
                     run.forgetKeys()
                     progress.restart(
                         "import: closing the transaction of \(Progress.grouped(run.count)) items", total: nil,
@@ -103,21 +237,79 @@ struct ImportCommand: ParsableCommand {
             }
         } else {
             do {
-                try eachItem { _ in }
+                try eachItem(dryAdd)
             } catch let error as KeychainError {
-                throw run.explain(error, landed: 0, atomic: true, keychain: nil)
+                throw run.explain(error, landed: 0, atomic: true, keychain: keychain)
             }
         }
         progress.finish()
         let path = global.keychainPath
+        if case .entries = input {
+            try printReport(report, imported: run.count)
+            return
+        }
+        let skippedText = skipExisting ? ", \(skipped) skipped (already in the keychain or repeated)" : ""
         if json {
             try Output.json(
-                encoding: Summary(imported: dryRun ? 0 : run.count, checked: run.count, dryRun: dryRun, keychain: path))
+                encoding: Summary(
+                    imported: dryRun ? 0 : run.count, checked: run.count, dryRun: dryRun, keychain: path,
+                    skipped: skipExisting ? skipped : nil))
         } else if dryRun {
-            Output.line("\(run.count) item(s) checked; nothing imported (--dry-run)")
+            Output.line("\(run.count) item(s) checked\(skippedText); nothing imported (--dry-run)")
         } else {
-            Output.line("imported \(run.count) item(s) into \(path)")
+            Output.line("imported \(run.count) item(s) into \(path)\(skippedText)")
         }
+    }
+
+    /// The reader of `file` for `--from`.
+    func openInput(_ pairs: [(target: String, column: String)]) throws -> Input {
+        let keepNotes = !noNotes
+        switch from {
+        case .jsonl:
+            return .lines(try LineReader(path: file ?? "-", what: "import file"))
+        case .pass:
+            return .entries(try PassSource(directory: PassSource.storeDirectory(file), keepNotes: keepNotes))
+        case .bitwarden:
+            return .entries(try BitwardenSource(path: file ?? "-", keepNotes: keepNotes))
+        case .keepassxc:
+            let stream = try ByteStream(path: file ?? "-", what: "KeePassXC export")
+            // The XML export begins with "<" (after a byte order mark or space), the CSV
+            // export with its header's quote.
+            var first = try stream.peek()
+            while let b = first, b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 {
+                _ = try stream.next()
+                first = try stream.peek()
+            }
+            if first == UInt8(ascii: "<") || first == 0xEF && (file ?? "").lowercased().hasSuffix(".xml") {
+                return .entries(KeePassXMLSource(XMLReader(stream), keepNotes: keepNotes))
+            }
+            return .entries(try KeePassCSVSource(CSVReader(stream), keepNotes: keepNotes))
+        case .csv:
+            let stream = try ByteStream(path: file ?? "-", what: "CSV file")
+            return .entries(try MappedCSVSource(CSVReader(stream), map: pairs, keepNotes: keepNotes))
+        }
+    }
+
+    /// The report of an import from another manager: a line per entry, then the counts.
+    func printReport(_ report: ImportReport, imported: Int) throws {
+        let path = global.keychainPath
+        let entries = report.lines.count
+        if json {
+            try Output.json(
+                encoding: Summary(
+                    imported: dryRun ? 0 : imported, checked: imported, dryRun: dryRun, keychain: path,
+                    skipped: report.skipped, entries: report.lines))
+            return
+        }
+        var out = StdoutBuffer()
+        for line in report.lines { out.append(Array((report.text(line) + "\n").utf8)) }
+        let counts = "\(report.skipped) of \(entries) entr\(entries == 1 ? "y" : "ies")"
+        out.append(
+            Array(
+                (dryRun
+                    ? "would import \(imported) item(s), skip \(counts); nothing imported (--dry-run)\n"
+                    : "imported \(imported) item(s) into \(path), skipped \(counts)\n").utf8))
+        out.flush()
     }
 
     /// The input is read once, as it streams, so a class found locked half-way cannot be
@@ -134,12 +326,14 @@ struct ImportCommand: ParsableCommand {
         try keychain.unlock(passcode: passcode)
     }
 
-    /// What `--json` prints.
+    /// What `--json` prints (`skipped` with --skip-existing or --from, `entries` with --from).
     struct Summary: Encodable {
         var imported: Int
         var checked: Int
         var dryRun: Bool
         var keychain: String
+        var skipped: Int?
+        var entries: [ImportReport.Line]?
     }
 
     static func bad(_ line: Int, _ what: String) -> KeychainError {

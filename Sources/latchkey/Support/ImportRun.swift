@@ -79,8 +79,12 @@ struct ImportRun {
     let file: String
     /// The caller's access policy (nil for --dry-run, which opens no keychain).
     let policy: AccessPolicy?
-    /// The line being handled (0 before the first).
+    /// What the input counts: "line" (JSON lines) or "entry" (another manager's export).
+    let unit: String
+    /// The line (or entry) being handled (0 before the first).
     var line = 0
+    /// The name of the entry being handled, for messages (`--from`).
+    var name: String?
     /// Items accepted so far.
     private(set) var count = 0
     /// Whether the current line's item is being handed to the keychain (an error then is
@@ -93,28 +97,52 @@ struct ImportRun {
     /// Lines of the last accepted items, oldest first: item `count - recent.count` is the first.
     private var recent: [Int] = []
 
-    init(file: String, policy: AccessPolicy?) {
+    init(file: String, policy: AccessPolicy?, unit: String = "line") {
         self.file = file
         self.policy = policy
+        self.unit = unit
     }
+
+    /// "line 12", or "entry 12 (Web/GitHub)".
+    private func position(_ number: Int, _ name: String?) -> String {
+        "\(unit) \(number)" + (name.map { " (\(TerminalText.quoted($0)))" } ?? "")
+    }
+
+    /// The line or entry being handled, as messages name it.
+    var here: String { position(line, name) }
 
     /// Checks what can be told before the keychain sees the item: a group the caller may not
     /// use, and a unique key an earlier line already has.
+    /// - Parameters:
+    ///   - skipRepeats: a repeated unique key is not an error (--skip-existing).
+    ///   - name: the name of an earlier entry, for the message.
+    /// - Returns: the earlier line with the same unique key when `skipRepeats` (the item is
+    ///   then not to be added); nil when the item may be added.
     /// - Throws: errSecNoAccessForItem, errSecDuplicateItem, each naming the line.
-    mutating func check(_ item: NewItem) throws {
+    mutating func check(_ item: NewItem, skipRepeats: Bool = false, name: (Int) -> String? = { _ in nil }) throws
+        -> Int?
+    {
         current = item
         if let policy, let agrp = item.attributes["agrp"], !policy.permits(group: agrp) {
             throw KeychainError(
                 .noAccessForItem,
-                "line \(line): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))"
+                "\(here): the caller may not use access group \(DumpCommand.text(agrp)); its groups are \((policy.groups ?? []).joined(separator: ", "))"
             )
         }
         currentDigest = ImportCommand.uniqueKey(item).map(KeyDigest.init)
         if let digest = currentDigest, let first = seen.line(of: digest) {
-            throw KeychainError(.duplicateItem, "line \(line) has the same unique key as line \(first)")
+            if skipRepeats { return first }
+            throw KeychainError(
+                .duplicateItem,
+                "\(here) has the same unique key as \(position(first, name(first)))"
+                    + (unit == "entry" ? " (--skip-existing keeps the first)" : ""))
         }
         inItem = true
+        return nil
     }
+
+    /// The item of the current line (passed to `check`) was not added (--skip-existing).
+    mutating func skipped() { inItem = false }
 
     /// The item of the current line (passed to `check`) was accepted.
     mutating func accepted() {
@@ -133,27 +161,33 @@ struct ImportRun {
     /// through the agent), and how to go on.
     func explain(_ error: KeychainError, landed: Int, atomic: Bool, keychain: Keychain?) -> KeychainError {
         var message = error.message
-        if !atomic, inItem, !message.hasPrefix("line ") {
+        let prefix = unit + " "
+        if !atomic, inItem, !message.hasPrefix(prefix) {
             // Through the agent, the keychain's errors come for a whole transaction.
-            message = "lines \(firstLineNotLanded(landed))-\(line) (one transaction through the agent): " + message
+            message =
+                "\(unit == "entry" ? "entries" : "lines") \(firstLineNotLanded(landed))-\(line) (one transaction through the agent): "
+                + message
         } else if error.status == .duplicateItem, inItem, let item = current {
             message =
                 ImportRun.inKeychain(item, keychain)
-                ? "line \(line): an item with the same unique key is already in the keychain"
-                : "line \(line) has the same unique key as an earlier line"
-        } else if inItem, !message.hasPrefix("line ") {
-            message = "line \(line): " + message
+                ? "\(here): an item with the same unique key is already in the keychain"
+                : "\(here) has the same unique key as an earlier \(unit)"
+            if unit == "entry" { message += " (--skip-existing skips it)" }
+        } else if inItem, !message.hasPrefix(prefix) {
+            message = "\(here): " + message
         }
         if landed == 0 {
             message += "; nothing was imported"
         } else {
             let firstLeft = firstLineNotLanded(landed)
             let resume =
-                file == "-"
-                ? "feed the input again from line \(firstLeft) on"
-                : "run 'tail -n +\(firstLeft) \(file) | latchkey import -'"
+                unit == "entry"
+                ? "run the same import again with --skip-existing"
+                : file == "-"
+                    ? "feed the input again from line \(firstLeft) on"
+                    : "run 'tail -n +\(firstLeft) \(file) | latchkey import -'"
             message +=
-                "; the \(landed) item(s) before line \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
+                "; the \(landed) item(s) before \(unit) \(firstLeft) were imported already (through the agent, \(ItemImporter.agentBatchSize) items a transaction), the rest not: fix the problem, then \(resume)"
         }
         return KeychainError(error.status, message, underlying: error.underlying, remedy: error.remedy)
     }

@@ -5,7 +5,10 @@
 /// counts), any finite number; it refuses invalid UTF-8, lone surrogates, control characters in
 /// strings, numbers out of Double's range, leading zeros, and anything after the value.
 struct JSONParser {
-    struct Invalid: Error {}
+    struct Invalid: Error {
+        /// The offset of the byte where reading stopped (set by `parse`).
+        var offset = 0
+    }
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var at = 0
@@ -19,11 +22,15 @@ struct JSONParser {
     static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         try bytes.withUnsafeBufferPointer { buffer in
             var p = JSONParser(buffer)
-            p.skipSpace()
-            let value = try p.value()
-            p.skipSpace()
-            guard p.at == buffer.count else { throw Invalid() }
-            return value
+            do {
+                p.skipSpace()
+                let value = try p.value()
+                p.skipSpace()
+                guard p.at == buffer.count else { throw Invalid() }
+                return value
+            } catch is Invalid {
+                throw Invalid(offset: min(p.at, buffer.count))
+            }
         }
     }
 
