@@ -1,9 +1,11 @@
-# Latchkey — the two commands a fresh Debian machine needs are `make demo` and `make test`.
+# Latchkey — the two commands a fresh Debian machine needs are `make demo` and `make test`;
+# `make deb` builds the Debian package (README "Install").
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
 # git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git
+# debootstrap and man-db: make test-deb installs the package into a fresh Debian 12 and reads its page.
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git debootstrap man-db
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=
@@ -24,12 +26,12 @@ endif
 DESTDIR   ?=
 # The systemd user units of dist/systemd/ (@BINDIR@ replaced): the agent, and the daily backup
 # with its timer. zsh's completions go where PREFIX's zsh looks (Debian's own zsh:
-# share/zsh/vendor-completions).
+# share/zsh/vendor-completions, which `make deb` uses).
 SYSTEMD_UNITS := latchkey-agent.service latchkey-backup.service latchkey-backup.timer
 UNIT      ?= latchkey-agent.service
 ZSH_COMPLETION_DIR ?= share/zsh/site-functions
 
-.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
+.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -129,7 +131,7 @@ demo: deps
 ## install: latchkey, latchkey(1), bash/zsh/fish completions, the systemd user units (the agent,
 ## the daily backup and its timer) and an example of the backup's settings under
 ## $(DESTDIR)$(PREFIX) (the man page and completions are generated from the command definitions
-## of this build; the units are dist/systemd/'s for this PREFIX).
+## of this build; the units are dist/systemd/'s for this PREFIX). `make deb` packages exactly this.
 install: release install-systemd
 	@set -e; \
 	bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey"; \
@@ -174,6 +176,21 @@ uninstall:
 systemd-unit:
 	@test -f "dist/systemd/$(UNIT)" || { echo "make systemd-unit: no unit dist/systemd/$(UNIT); UNIT is one of $(SYSTEMD_UNITS)" >&2; exit 2; }
 	@sed 's|@BINDIR@|$(PREFIX)/bin|g' "dist/systemd/$(UNIT)"
+
+## deb: latchkey_VERSION_ARCH.deb in this directory, for Debian 12 and later: what `make install
+## PREFIX=/usr` installs, with the man page compressed, the copyright and changelog Debian wants,
+## and a control file (scripts/deb.sh; dpkg-deb, no debhelper). `sudo apt install ./latchkey_*.deb`
+deb: release
+	@set -e; stage="$(CURDIR)/.build-deb/root"; rm -rf "$$stage"; umask 022; \
+	$(MAKE) -s --no-print-directory install DESTDIR="$$stage" PREFIX=/usr ZSH_COMPLETION_DIR=share/zsh/vendor-completions >/dev/null; \
+	SWIFT=$(SWIFT) ./scripts/deb.sh "$$stage" "$(CURDIR)"
+
+## test-deb: build the package, check its contents, install it into a fresh Debian 12 (a
+## debootstrap'd minbase, as root) and remove and purge it again, leaving no file behind
+## (scripts/test-deb.sh; about 2 minutes after `make release`, most of it debootstrap; 15 s
+## once .build-deb/ keeps the root it made)
+test-deb: deb
+	./scripts/test-deb.sh "$$(ls -t latchkey_*.deb | head -n 1)"
 
 ## fixtures: regenerate fixtures/ with the deterministic generator (never edit them by hand)
 fixtures: deps
@@ -233,7 +250,7 @@ check-lean: release
 	echo "check-lean: $$bin ($$(stat -c %s "$$bin") bytes) links neither Foundation nor ICU itself"
 
 clean:
-	rm -rf .build .build-*
+	rm -rf .build .build-* latchkey_*.deb
 
 # ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (docs/TESTING.md) ----
 FUZZ_SECONDS ?= 60
