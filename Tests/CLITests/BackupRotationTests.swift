@@ -143,17 +143,19 @@ import Testing
         #expect(!names.contains(abandoned) && names.isSuperset(of: others), "\(names)")
     }
 
+    /// Each mistake is named, with what to give instead; nothing is written.
     @Test(arguments: [
-        ["--keep", "2", "--output", "x.backup"],
-        ["--keep", "0", "--output-dir", "d"],
-        ["--keep", "-1", "--output-dir", "d"],
-        ["--output", "x.backup", "--output-dir", "d"],
-        []
+        (["--keep", "2", "--output", "x.backup"], "give --output-dir DIR"),
+        (["--keep", "0", "--output-dir", "d"], "give --keep 1 or more"),
+        (["--keep=-1", "--output-dir", "d"], "give --keep 1 or more"),
+        (["--output", "x.backup", "--output-dir", "d"], "contradict each other"),
+        ([], "--output FILE, --output - or --output-dir DIR")
     ])
-    func usageErrors_writeNothing(_ arguments: [String]) throws {
+    func usageErrors_sayWhatToGive_andWriteNothing(_ arguments: [String], _ advice: String) throws {
         let sb = try Self.sandbox()
         let r = try sb.run(["backup"] + arguments + ["--kdf-log-n", "10"])
         #expect(r.status == 2, "\(arguments): \(r.status) \(r.stderr)")
+        #expect(r.stderr.contains(advice), "\(arguments): \(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: sb.directory.appendingPathComponent("d").path))
         #expect(!FileManager.default.fileExists(atPath: sb.directory.appendingPathComponent("x.backup").path))
     }
