@@ -1,9 +1,13 @@
-# Latchkey — the two commands a fresh Debian machine needs are `make demo` and `make test`.
+# Latchkey — the two commands a fresh Debian machine needs are `make demo` and `make test`;
+# `make deb` builds the Debian package (README "Install").
 SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
 # git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git pass keepassxc gnupg
+# pass, keepassxc, gnupg: import's tests export from the real tools. debootstrap and man-db:
+# make test-deb installs the package into a fresh Debian 12 and reads its page.
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git pass keepassxc gnupg \
+             debootstrap man-db
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=
@@ -22,8 +26,14 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
              -Xlinker -lzstd -Xlinker -lz
 endif
 DESTDIR   ?=
+# The systemd user units of dist/systemd/ (@BINDIR@ replaced): the agent, and the daily backup
+# with its timer. zsh's completions go where PREFIX's zsh looks (Debian's own zsh:
+# share/zsh/vendor-completions, which `make deb` uses).
+SYSTEMD_UNITS := latchkey-agent.service latchkey-backup.service latchkey-backup.timer
+UNIT      ?= latchkey-agent.service
+ZSH_COMPLETION_DIR ?= share/zsh/site-functions
 
-.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install uninstall systemd-unit fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
+.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -120,39 +130,69 @@ demo: deps
 	$(SWIFT) build -c release --product latchkey $(STATIC) $(SPM_FLAGS)
 	LATCHKEY_BIN="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey" ./scripts/demo.sh
 
-## install: latchkey, latchkey(1), bash/zsh/fish completions and the agent's systemd user unit
-## under $(DESTDIR)$(PREFIX) (the man page and completions are generated from the command
-## definitions of this build; the unit is dist/systemd/latchkey-agent.service for this PREFIX)
-install: release
+## install: latchkey, latchkey(1), bash/zsh/fish completions, the systemd user units (the agent,
+## the daily backup and its timer) and an example of the backup's settings under
+## $(DESTDIR)$(PREFIX) (the man page and completions are generated from the command definitions
+## of this build; the units are dist/systemd/'s for this PREFIX). `make deb` packages exactly this.
+install: release install-systemd
 	@set -e; \
 	bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey"; \
 	root="$(DESTDIR)$(PREFIX)"; gen="$$(mktemp -d)"; trap 'rm -rf "$$gen"' EXIT; \
 	"$$bin" generate-manual > "$$gen/latchkey.1"; \
 	for sh in bash zsh fish; do "$$bin" --generate-completion-script $$sh > "$$gen/$$sh"; done; \
-	$(MAKE) -s --no-print-directory systemd-unit PREFIX="$(PREFIX)" > "$$gen/latchkey-agent.service"; \
 	install -d "$$root/bin" "$$root/share/man/man1" "$$root/share/bash-completion/completions" \
-	           "$$root/share/zsh/site-functions" "$$root/share/fish/vendor_completions.d" "$$root/lib/systemd/user"; \
+	           "$$root/$(ZSH_COMPLETION_DIR)" "$$root/share/fish/vendor_completions.d"; \
 	install -m 0755 "$$bin" "$$root/bin/latchkey"; \
 	ln -sf latchkey "$$root/bin/git-credential-latchkey"; \
 	install -m 0644 "$$gen/latchkey.1" "$$root/share/man/man1/latchkey.1"; \
+	ln -sf latchkey.1 "$$root/share/man/man1/git-credential-latchkey.1"; \
 	install -m 0644 "$$gen/bash" "$$root/share/bash-completion/completions/latchkey"; \
-	install -m 0644 "$$gen/zsh" "$$root/share/zsh/site-functions/_latchkey"; \
+	install -m 0644 "$$gen/zsh" "$$root/$(ZSH_COMPLETION_DIR)/_latchkey"; \
 	install -m 0644 "$$gen/fish" "$$root/share/fish/vendor_completions.d/latchkey.fish"; \
-	install -m 0644 "$$gen/latchkey-agent.service" "$$root/lib/systemd/user/latchkey-agent.service"; \
-	echo "installed $$root/bin/latchkey (and git-credential-latchkey), latchkey(1), bash, zsh and fish completions and the systemd user unit latchkey-agent.service"; \
-	echo "  the agent as a service: systemctl --user daemon-reload && systemctl --user enable --now latchkey-agent.service"
+	echo "installed $$root/bin/latchkey (and git-credential-latchkey), latchkey(1), bash, zsh and fish completions and the systemd user units $(SYSTEMD_UNITS)"; \
+	echo "  the agent as a service: systemctl --user daemon-reload && systemctl --user enable --now latchkey-agent.service"; \
+	echo "  a daily backup (read $$root/share/doc/latchkey/examples/backup.env first): systemctl --user enable --now latchkey-backup.timer"
+
+## install-systemd: only the systemd user units and the backup's example settings (no build)
+install-systemd:
+	@set -e; root="$(DESTDIR)$(PREFIX)"; \
+	install -d "$$root/lib/systemd/user" "$$root/share/doc/latchkey/examples"; \
+	for u in $(SYSTEMD_UNITS); do \
+	  $(MAKE) -s --no-print-directory systemd-unit PREFIX="$(PREFIX)" UNIT=$$u > "$$root/lib/systemd/user/$$u.new"; \
+	  chmod 0644 "$$root/lib/systemd/user/$$u.new"; mv -f "$$root/lib/systemd/user/$$u.new" "$$root/lib/systemd/user/$$u"; \
+	done; \
+	install -m 0644 dist/systemd/backup.env "$$root/share/doc/latchkey/examples/backup.env"
 
 uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/bin/latchkey" "$(DESTDIR)$(PREFIX)/bin/git-credential-latchkey" \
-	      "$(DESTDIR)$(PREFIX)/share/man/man1/latchkey.1" \
+	      "$(DESTDIR)$(PREFIX)/share/man/man1/latchkey.1" "$(DESTDIR)$(PREFIX)/share/man/man1/git-credential-latchkey.1" \
 	      "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/latchkey" \
-	      "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_latchkey" \
+	      "$(DESTDIR)$(PREFIX)/$(ZSH_COMPLETION_DIR)/_latchkey" \
 	      "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/latchkey.fish" \
-	      "$(DESTDIR)$(PREFIX)/lib/systemd/user/latchkey-agent.service"
+	      $(foreach u,$(SYSTEMD_UNITS),"$(DESTDIR)$(PREFIX)/lib/systemd/user/$(u)") \
+	      "$(DESTDIR)$(PREFIX)/share/doc/latchkey/examples/backup.env"
+	-rmdir "$(DESTDIR)$(PREFIX)/share/doc/latchkey/examples" "$(DESTDIR)$(PREFIX)/share/doc/latchkey" 2>/dev/null
 
-## systemd-unit: the agent's systemd user unit for this PREFIX on stdout (what install installs)
+## systemd-unit: a systemd user unit of dist/systemd/ for this PREFIX on stdout (what install
+## installs): UNIT=latchkey-agent.service (the default), latchkey-backup.service or latchkey-backup.timer
 systemd-unit:
-	@sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/latchkey-agent.service
+	@test -f "dist/systemd/$(UNIT)" || { echo "make systemd-unit: no unit dist/systemd/$(UNIT); UNIT is one of $(SYSTEMD_UNITS)" >&2; exit 2; }
+	@sed 's|@BINDIR@|$(PREFIX)/bin|g' "dist/systemd/$(UNIT)"
+
+## deb: latchkey_VERSION_ARCH.deb in this directory, for Debian 12 and later: what `make install
+## PREFIX=/usr` installs, with the man page compressed, the copyright and changelog Debian wants,
+## and a control file (scripts/deb.sh; dpkg-deb, no debhelper). `sudo apt install ./latchkey_*.deb`
+deb: release
+	@set -e; stage="$(CURDIR)/.build-deb/root"; rm -rf "$$stage"; umask 022; \
+	$(MAKE) -s --no-print-directory install DESTDIR="$$stage" PREFIX=/usr ZSH_COMPLETION_DIR=share/zsh/vendor-completions >/dev/null; \
+	SWIFT=$(SWIFT) ./scripts/deb.sh "$$stage" "$(CURDIR)"
+
+## test-deb: build the package, check its contents, install it into a fresh Debian 12 (a
+## debootstrap'd minbase, as root) and remove and purge it again, leaving no file behind
+## (scripts/test-deb.sh; about 2 minutes after `make release`, most of it debootstrap; 15 s
+## once .build-deb/ keeps the root it made)
+test-deb: deb
+	./scripts/test-deb.sh "$$(ls -t latchkey_*.deb | head -n 1)"
 
 ## fixtures: regenerate fixtures/ with the deterministic generator (never edit them by hand)
 fixtures: deps
@@ -212,7 +252,7 @@ check-lean: release
 	echo "check-lean: $$bin ($$(stat -c %s "$$bin") bytes) links neither Foundation nor ICU itself"
 
 clean:
-	rm -rf .build .build-*
+	rm -rf .build .build-* latchkey_*.deb
 
 # ---- Hardening: fuzzing, kill and concurrency tests, sanitizers (docs/TESTING.md) ----
 FUZZ_SECONDS ?= 60

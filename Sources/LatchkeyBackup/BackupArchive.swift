@@ -89,9 +89,18 @@ public enum BackupArchive {
         try write(keychain, toFile: path, options: options, fs: PosixFileSystem.shared)
     }
 
-    package static func write(_ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem) throws
-        -> BackupSummary
-    {
+    /// - Parameter replacing: false for a name that must be new (`BackupRotation`): anything
+    ///   at `path`, before or when the file is renamed there, fails the backup (errSecIO) and
+    ///   is left as it is.
+    package static func write(
+        _ keychain: Keychain, toFile path: String, options: BackupOptions, fs: FileSystem, replacing: Bool = true
+    ) throws -> BackupSummary {
+        let exists = { () -> KeychainError in
+            KeychainError(
+                .io, "\(path) already exists; a backup under a new name never replaces a file, so nothing was written",
+                remedy: .chooseBackupOutput)
+        }
+        if !replacing, try fsCall({ try fs.ownership(path: path) }, "check \(path)") != nil { throw exists() }
         if let found = try fsCall({ try fs.ownership(path: path) }, "check \(path)"), found.kind != .regular {
             let kind =
                 found.kind == .directory
@@ -115,7 +124,18 @@ public enum BackupArchive {
             try fsCall({ try fs.sync(fd) }, "write \(temp)")
             fs.close(fd)
             open = false
-            try fsCall({ try fs.rename(temp, path) }, "rename \(temp) to \(path)")
+            if replacing {
+                try fsCall({ try fs.rename(temp, path) }, "rename \(temp) to \(path)")
+            } else {
+                try fsCall(
+                    {
+                        do {
+                            try fs.renameNoReplace(temp, path)
+                        } catch let f as IOFailure where f.errno == EEXIST {
+                            throw exists()
+                        }
+                    }, "rename \(temp) to \(path)")
+            }
         } catch {
             if open { fs.close(fd) }
             try? fs.remove(temp)

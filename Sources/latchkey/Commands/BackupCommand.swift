@@ -24,10 +24,18 @@ struct BackupCommand: ParsableCommand {
             environment; items that need user presence still need the passcode). The archive \
             means the same either way.
 
+            --output-dir DIR writes into DIR (made 0700 when absent) under a new name, the \
+            keychain's name and the UTC time (login-20261207T030012.345Z.backup), and prints \
+            that path on stdout; --keep N then removes the oldest backups of this keychain \
+            there until N remain, the new one always among them. It removes only files named \
+            that way that are regular files of yours, and only after the new backup is \
+            complete. latchkey-backup.timer runs it daily (docs/CLI.md, "Backups on a timer").
+
             Example:
               latchkey backup --output keychain.backup
               latchkey backup --output - --compress zstd | ssh host 'cat > kc.tar.zst'
               latchkey backup --no-password --output /var/backups/latchkey.tar
+              latchkey backup --output-dir ~/.local/share/latchkey/backups --keep 7
             """
     )
 
@@ -37,7 +45,22 @@ struct BackupCommand: ParsableCommand {
             "Where to write the archive: a regular file (written beside it first, then renamed into place; a FIFO, device or symlink there is refused), or - for stdout.",
             valueName: "file|-"),
         completion: .file())
-    var output: String
+    var output: String?
+
+    @Option(
+        name: .customLong("output-dir"),
+        help: ArgumentHelp(
+            "Write the archive into this directory under a new name, <keychain>-<UTC time>.backup, and print its path (instead of --output).",
+            valueName: "dir"),
+        completion: .directory)
+    var outputDirectory: String?
+
+    @Option(
+        name: .customLong("keep"),
+        help: ArgumentHelp(
+            "With --output-dir: then remove the oldest backups of this keychain there until n remain, the new one included.",
+            valueName: "n"))
+    var keep: Int?
 
     @Flag(
         name: .customLong("no-password"),
@@ -58,6 +81,21 @@ struct BackupCommand: ParsableCommand {
         guard CommandLineForms.validating else { return }
         if noPassword, password.passwordFile != nil {
             throw ValidationError("--no-password and --password-file contradict each other; give one")
+        }
+        switch (output, outputDirectory) {
+        case (nil, nil):
+            throw ValidationError("say where the backup goes: --output FILE, --output - or --output-dir DIR")
+        case (.some, .some): throw ValidationError("--output and --output-dir contradict each other; give one")
+        default: break
+        }
+        if let keep {
+            guard outputDirectory != nil else {
+                throw ValidationError(
+                    "--keep removes old backups from an --output-dir directory; give --output-dir DIR")
+            }
+            guard keep >= 1 else {
+                throw ValidationError("--keep \(keep) would remove the new backup too; give --keep 1 or more")
+            }
         }
     }
 
@@ -88,19 +126,51 @@ struct BackupCommand: ParsableCommand {
             device: throughAgent ? try Device.load(path: global.devicePath) : nil,
             progress: { done, _ in progress.update(completed: done) })
         // The bar is redrawn while the password's KDF runs (a second or so, before any item).
-        let summary = try progress.whileRunning {
-            try output == "-"
-                ? BackupArchive.write(keychain, to: STDOUT_FILENO, options: options, destination: "standard output")
-                : BackupArchive.write(keychain, toFile: output, options: options)
+        let stem = BackupRotation.stem(ofKeychain: global.keychainPath)
+        let (path, summary) = try progress.whileRunning {
+            if let directory = outputDirectory {
+                return try BackupRotation.write(keychain, intoDirectory: directory, stem: stem, options: options)
+            }
+            let output = output ?? "-"
+            return output == "-"
+                ? (
+                    "stdout",
+                    try BackupArchive.write(
+                        keychain, to: STDOUT_FILENO, options: options, destination: "standard output")
+                )
+                : (output, try BackupArchive.write(keychain, toFile: output, options: options))
         }
         progress.finish()
         let classes = summary.itemsByProtection.keys.sorted().map { "\($0) \(summary.itemsByProtection[$0]!)" }.joined(
             separator: ", ")
         Output.progress(
-            "backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(output == "-" ? "stdout" : output)"
+            "backed up \(summary.items) item(s)\(classes.isEmpty ? "" : " (\(classes))") to \(path)"
                 + (summary.passwordProtected ? "" : ", restorable only on this device")
                 + (summary.notExported > 0
                     ? "; \(summary.notExported) WhenPasscodeSetThisDeviceOnly (akpu) item(s) are never backed up" : ""))
+        guard let directory = outputDirectory else { return }
+        // The new name is data: what a script keeps, copies elsewhere or restores from.
+        Output.line(path)
+        if let keep { try prune(directory, stem: stem, keep: keep, newest: path) }
+    }
+
+    /// `--keep`: the oldest backups of this keychain in `directory` removed until `keep`
+    /// remain; a file that could not be removed fails the command after the others are gone.
+    private func prune(_ directory: String, stem: String, keep: Int, newest path: String) throws {
+        let newest = path.split(separator: "/").last.map(String.init) ?? path
+        let pruned = BackupRotation.prune(directory: directory, stem: stem, keep: keep, newest: newest)
+        if !pruned.removed.isEmpty {
+            // Always said, terminal or not: files were deleted (a timer's journal keeps it).
+            Output.status(
+                "removed \(pruned.removed.count) older backup(s) of \(stem) from \(directory), keeping the newest \(keep)"
+            )
+        }
+        if let first = pruned.failed.first {
+            throw KeychainError(
+                .io,
+                "the backup is complete at \(path), but the older backup \(first.path) could not be removed (\(first.reason))\(pruned.failed.count > 1 ? ", nor \(pruned.failed.count - 1) other(s)" : ""); check the permissions of \(directory), or remove it by hand"
+            )
+        }
     }
 }
 
