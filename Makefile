@@ -3,7 +3,8 @@ SWIFT     ?= swift
 PREFIX    ?= /usr/local
 CONFIG    ?= debug
 # git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
-APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git
+# xvfb, xclip: the --clip tests copy to and read from a real (virtual) X display.
+APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git xvfb xclip
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=

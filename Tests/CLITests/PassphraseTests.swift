@@ -30,7 +30,7 @@ import Testing
         let help = try CLISandbox().run(["generate", "--help"], env: ["COLUMNS": "200"]).out
         #expect(
             help.contains("list of \(WordList.words.count) words: \(WordList.bitsPerWord) bits per word"), "\(help)")
-        #expect(help.contains("--in-place") && help.contains("--separator"))
+        #expect(help.contains("--in-place") && help.contains("--clip") && help.contains("--separator"))
     }
 
     @Test func uniformIndices_coverEveryValueOfABoundThatIsNoPowerOfTwo() throws {
@@ -69,7 +69,8 @@ import Testing
 
         for bad in [
             ["--words", "2"], ["--words", "65"], ["--words", "6", "--length", "30"],
-            ["--words", "6", "--charset", "hex"], ["--separator", "+"], ["--words", "6", "--separator", ""]
+            ["--words", "6", "--charset", "hex"], ["--separator", "+"], ["--words", "6", "--separator", ""],
+            ["--print", "--clip"]
         ] {
             let r = try sb.run(["generate", "--service", "ci", "--account", "z"] + bad)
             #expect(r.status == 2, "\(bad): \(r.stderr)")

@@ -10,9 +10,10 @@ struct GenerateCommand: ParsableCommand {
         abstract: "Add a password item whose secret is a new random password (from the OS CSPRNG through OpenSSL).",
         discussion: """
             The password is made here and stored at once; nothing is printed unless --print is \
-            given (then it goes to stdout, with a newline on a terminal only). Each character is \
-            drawn uniformly from the chosen set (rejection sampling, no modulo bias): --length \
-            24 of alnum (62 characters) is about 143 bits. --words N makes a passphrase of N words from a built-in list of 2048 \
+            given (then it goes to stdout, with a newline on a terminal only), and --clip puts \
+            it on the clipboard instead. Each character is drawn uniformly from the chosen set \
+            (rejection sampling, no modulo bias): --length 24 of alnum (62 characters) is about \
+            143 bits. --words N makes a passphrase of N words from a built-in list of 2048 \
             (11 bits a word: 6 words are 66 bits). With --in-place the options select one \
             existing item, as find's do, and its secret is replaced through an update (the \
             agent and sync see an update); without it an existing item is errSecDuplicateItem \
@@ -22,7 +23,7 @@ struct GenerateCommand: ParsableCommand {
             Example:
               latchkey generate --account alice --service mail
               latchkey generate --class inet --server db.example.com --charset ascii
-              latchkey generate --account alice --service mail --in-place
+              latchkey generate --account alice --service mail --in-place --clip
               latchkey generate --account deploy --service ci --words 6 --print
             """
     )
@@ -69,6 +70,9 @@ struct GenerateCommand: ParsableCommand {
     @Flag(help: "Also write the password to stdout.")
     var print = false
 
+    @Flag(help: "Copy the password to the clipboard (cleared after 45 s); print nothing.")
+    var clip = false
+
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
@@ -87,6 +91,9 @@ struct GenerateCommand: ParsableCommand {
                 throw ValidationError("--separator takes 1 to 16 bytes of printable text")
             }
         }
+        if print && clip {
+            throw ValidationError("--print writes the password to stdout, --clip to the clipboard; give one")
+        }
     }
 
     func run() throws {
@@ -96,6 +103,7 @@ struct GenerateCommand: ParsableCommand {
                 command: "generate")
         }
         // Everything that can be refused is, before a password exists or anything is stored.
+        let clipboard = clip ? try Clipboard.prepare(command: "generate") : nil
         let attributes = inPlace ? [:] : try item.newItemAttributes(command: "generate")
         let query = inPlace ? try item.query(command: "generate") : nil
         var secret =
@@ -110,7 +118,9 @@ struct GenerateCommand: ParsableCommand {
                 try keychain.add(item.itemClass, attributes: attributes, data: secret, protection: item.protection)
             }
         }
-        if print {
+        if let clipboard {
+            try Clipboard.copy(secret, with: clipboard.tool, seconds: clipboard.seconds)
+        } else if print {
             Output.data(secret)
             if Terminal.stdoutIsTerminal { Output.data([UInt8(ascii: "\n")]) }
         }
