@@ -41,7 +41,7 @@ struct LatchkeyCommand: ParsableCommand {
             """,
         version: version,
         subcommands: [
-            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self,
+            InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, OTPCommand.self,
             UpdateCommand.self,
             DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,

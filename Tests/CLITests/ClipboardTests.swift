@@ -6,7 +6,7 @@ import Testing
 
 @testable import latchkey
 
-/// `--clip` on find and generate (issue 31, part 4), on a real X server (Xvfb, from
+/// `--clip` on find, generate and otp (issue 31, part 4), on a real X server (Xvfb, from
 /// `make deps`) with xclip: the secret is copied, stdout stays empty, and the clearer that
 /// latchkey leaves behind clears the clipboard after LATCHKEY_CLIP_SECONDS unless something
 /// else was copied since.
@@ -171,7 +171,7 @@ import Testing
         #expect(try display.clipboard() == "something else")
     }
 
-    @Test func generate_copiesThePassword() throws {
+    @Test func generateAndOtp_copyWhatTheyMake() throws {
         let display = try Display()
         let sb = try Self.sandbox(display, seconds: 30)
         let g = try sb.run(["generate", "--account", "a", "--service", "s", "--words", "5", "--clip"])
@@ -179,6 +179,11 @@ import Testing
         let stored = try sb.run(["find", "--account", "a", "--service", "s"]).out
         #expect(try display.clipboard() == stored && stored.split(separator: "-").count == 5)
 
+        let uri = "otpauth://totp/x?secret=\(OneTimeCodeTests.sha1Secret)&digits=8"
+        #expect(try sb.run(["otp", "--set", "acme/a"], stdin: Array(uri.utf8)).status == 0)
+        let o = try sb.run(["otp", "acme/a", "--at", "59", "--clip"])
+        #expect(o.status == 0 && o.stdout.isEmpty, "\(o.stderr)")
+        #expect(try display.clipboard() == "94287082")
         for pid in display.clearers() { kill(pid, SIGKILL) }
     }
 
@@ -214,9 +219,14 @@ import Testing
             env: ["WAYLAND_DISPLAY": "wayland-0", "PATH": "/nonexistent"])
         #expect(wayland.status == 7 && wayland.stderr.contains("wl-clipboard"), "\(wayland.stderr)")
 
-        // generate stores nothing when the copy cannot be made.
+        // generate stores nothing, and an HOTP counter does not move, when the copy cannot be made.
         #expect(try sb.run(["generate", "--account", "b", "--service", "mail", "--clip"]).status == 7)
         #expect(try sb.run(["find", "--account", "b", "--service", "mail"]).status == 1)
+        let hotp = "otpauth://hotp/x?secret=\(OneTimeCodeTests.sha1Secret)&counter=0"
+        #expect(try sb.run(["otp", "--set", "bank"], stdin: Array(hotp.utf8)).status == 0)
+        #expect(try sb.run(["otp", "bank", "--clip"]).status == 7)
+        #expect(try sb.run(["otp", "bank"]).out == "755224\n")
+
         // A delay that is not a number of seconds is a usage error.
         let bad = try sb.run(
             ["find", "--account", "alice", "--service", "mail", "--clip"], env: ["LATCHKEY_CLIP_SECONDS": "soon"])

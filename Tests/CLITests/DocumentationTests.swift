@@ -59,7 +59,7 @@ import Testing
         }
         for command in [
             "init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd", "exec",
-            "env", "generate"
+            "env", "otp", "generate"
         ] {
             #expect(page.contains(".SS \"latchkey \(command)"), "missing \(command)")
         }
@@ -93,7 +93,7 @@ import Testing
         let script = result.out
         #expect(script.contains(marker))
         for word in [
-            "dump", "import", "account", "application-tag", "set-label", "set-can-encrypt", "clip", "in-place",
+            "dump", "import", "account", "application-tag", "set-label", "set-can-encrypt", "otp", "clip", "in-place",
             "words"
         ] {
             #expect(script.contains(word), "\(shell) lacks \(word)")

@@ -6,7 +6,7 @@
 import Latchkey
 import LatchkeyCrypto
 
-/// `--clip` of find and generate (docs/CLI.md, "The clipboard"): the secret goes to the
+/// `--clip` of find, generate and otp (docs/CLI.md, "The clipboard"): the secret goes to the
 /// desktop's clipboard through the program the session has for it, and a detached copy of
 /// latchkey clears it after `LATCHKEY_CLIP_SECONDS` (45) unless something else was copied since.
 ///

@@ -203,7 +203,7 @@ enum Manual {
         ),
         (
             "LATCHKEY_CLIP_SECONDS",
-            "How long --clip (find, generate) leaves a secret on the clipboard before clearing it, unless something else was copied since (1 to 86400; default 45)."
+            "How long --clip (find, generate, otp) leaves a secret on the clipboard before clearing it, unless something else was copied since (1 to 86400; default 45)."
         ),
         (
             "WAYLAND_DISPLAY, DISPLAY",
