@@ -5,9 +5,10 @@ PREFIX    ?= /usr/local
 CONFIG    ?= debug
 # git: sync over git remotes runs it (run time) and its tests start real repositories and git daemon.
 # pass, keepassxc, gnupg: import's tests export from the real tools. debootstrap and man-db:
-# make test-deb installs the package into a fresh Debian 12 and reads its page.
+# make test-deb installs the package into a fresh Debian 12 and reads its page. xvfb, xclip: the
+# --clip tests copy to and read from a real (virtual) X display.
 APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git pass keepassxc gnupg \
-             debootstrap man-db
+             debootstrap man-db xvfb xclip
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=

@@ -91,6 +91,38 @@ done:
     return ok;
 }
 
+int lk_hmac(int digest, const uint8_t *key, size_t key_len, const uint8_t *data, size_t data_len,
+            uint8_t *out, size_t *out_len) {
+    const char *name;
+    size_t size;
+    switch (digest) {
+    case 1: name = "SHA1"; size = 20; break;
+    case 256: name = "SHA256"; size = 32; break;
+    case 512: name = "SHA512"; size = 64; break;
+    default: return 0;
+    }
+    pthread_once(&fetch_once, fetch_all);
+    if (mac_hmac == NULL) return 0;
+    static const uint8_t empty[1] = {0};
+    int ok = 0;
+    size_t n = 0;
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac_hmac);
+    if (ctx == NULL) return 0;
+    OSSL_PARAM params[] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)name, 0),
+        OSSL_PARAM_construct_end(),
+    };
+    if (EVP_MAC_init(ctx, key_len ? key : empty, key_len, params) != 1) goto done;
+    if (data_len > 0 && EVP_MAC_update(ctx, data, data_len) != 1) goto done;
+    if (EVP_MAC_final(ctx, out, &n, size) != 1 || n != size) goto done;
+    *out_len = n;
+    ok = 1;
+done:
+    EVP_MAC_CTX_free(ctx);
+    if (!ok) ERR_clear_error();
+    return ok;
+}
+
 /// A pre-keyed HMAC-SHA256 (RFC 2104): the SHA-256 states after the inner (K ^ ipad) and
 /// outer (K ^ opad) blocks. Each MAC copies the two states onto the stack, so a MAC allocates
 /// nothing and one key serves any number of threads at once (it is only read).

@@ -102,6 +102,46 @@ public enum Crypto {
         precondition(ok == 1, "HMAC-SHA256 failed inside OpenSSL")
     }
 
+    /// The hash functions `hmac(_:key:data:)` takes: those one-time codes name (RFC 6238 §1.2,
+    /// the `algorithm` of an otpauth URI).
+    public enum HMACDigest: String, Sendable, CaseIterable {
+        case sha1 = "SHA1", sha256 = "SHA256", sha512 = "SHA512"
+
+        /// The size of its output in bytes.
+        public var size: Int {
+            switch self {
+            case .sha1: return 20
+            case .sha256: return 32
+            case .sha512: return 64
+            }
+        }
+
+        var code: Int32 {
+            switch self {
+            case .sha1: return 1
+            case .sha256: return 256
+            case .sha512: return 512
+            }
+        }
+    }
+
+    /// HMAC (RFC 2104) of `data` under `key` with `digest`. SHA-1 here serves HOTP and TOTP
+    /// (RFC 4226, RFC 6238), where HMAC-SHA-1 is still sound; the keychain itself uses SHA-256.
+    public static func hmac(_ digest: HMACDigest, key: [UInt8], data: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 64)
+        var n = 0
+        let ok = key.withUnsafeBufferPointer { k in
+            data.withUnsafeBufferPointer { d in
+                out.withUnsafeMutableBufferPointer {
+                    lk_hmac(digest.code, k.baseAddress, k.count, d.baseAddress, d.count, $0.baseAddress, &n)
+                }
+            }
+        }
+        precondition(ok == 1 && n == digest.size, "HMAC-\(digest.rawValue) failed inside OpenSSL")
+        out.removeSubrange(n...)
+        return out
+    }
+
     /// Constant-time equality of two buffers (CRYPTO_memcmp). Lengths are not secret.
     package static func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }

@@ -42,7 +42,7 @@ struct LatchkeyCommand: ParsableCommand {
         version: version,
         subcommands: [
             InitCommand.self, AddCommand.self, GenerateCommand.self, FindCommand.self, ShowCommand.self,
-            ListCommand.self, SearchCommand.self, UpdateCommand.self, DeleteCommand.self,
+            ListCommand.self, SearchCommand.self, OTPCommand.self, UpdateCommand.self, DeleteCommand.self,
             VerifyCommand.self, CompactCommand.self, InfoCommand.self, PasswdCommand.self,
             DumpCommand.self, ImportCommand.self, ExecCommand.self, EnvCommand.self, BackupCommand.self,
             RestoreCommand.self,
@@ -60,6 +60,8 @@ struct LatchkeyCommand: ParsableCommand {
             // Before either parser sees a String that Swift has already repaired.
             try RawInput.check()  // Support/RawInput.swift
             var given = Array(CommandLine.arguments.dropFirst())
+            // The clipboard's clearer, which `--clip` starts (Support/Clipboard.swift); not a command.
+            if given.count == 2, given[0] == Clipboard.clearerCommand { Clipboard.runClearer(toolName: given[1]) }
             // Installed as git-credential-latchkey (make install links it), git runs it as the
             // helper named "latchkey": `git-credential-latchkey get`.
             if CommandLine.arguments.first?.split(separator: "/").last == "git-credential-latchkey" {

@@ -84,11 +84,12 @@ import Testing
         }
         for command in [
             "init", "add", "find", "update", "delete", "dump", "import", "verify", "compact", "info", "passwd", "exec",
-            "env"
+            "env", "otp", "generate"
         ] {
             #expect(page.contains(".SS \"latchkey \(command)"), "missing \(command)")
         }
         #expect(!page.contains("generate\\-manual\""), "hidden commands stay hidden")
+        #expect(page.contains("LATCHKEY_CLIP_SECONDS"), "the clipboard's delay is documented")
         #expect(page.contains("kdf\\-log\\-n"), "the scrypt cost is documented")
         #expect(page.split(separator: "\n").allSatisfy { !$0.hasPrefix("'") })
         // groff, when installed, reads it without a warning.
@@ -116,10 +117,14 @@ import Testing
         #expect(result.status == 0)
         let script = result.out
         #expect(script.contains(marker))
-        for word in ["dump", "import", "account", "application-tag", "set-label", "set-can-encrypt"] {
+        for word in [
+            "dump", "import", "account", "application-tag", "set-label", "set-can-encrypt", "otp", "clip", "in-place",
+            "words"
+        ] {
             #expect(script.contains(word), "\(shell) lacks \(word)")
         }
         #expect(!script.contains("generate-manual"), "hidden commands are not completed")
+        #expect(!script.contains("clipboard-clear"), "the clipboard's clearer is not a command")
         // The shell itself, when installed, accepts the syntax.
         let interpreter = "/bin/\(shell)"
         if shell != "fish", FileManager.default.isExecutableFile(atPath: interpreter) {

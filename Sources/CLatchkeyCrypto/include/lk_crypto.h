@@ -40,6 +40,12 @@ int lk_hmac_sha256(const uint8_t *key, size_t key_len,
                    const uint8_t *const *parts, const size_t *part_lens, size_t count,
                    uint8_t *out);
 
+/// HMAC over one message with the digest `digest` names: 1 SHA-1 (20 bytes of output),
+/// 256 SHA-256 (32), 512 SHA-512 (64); `out` holds at least that many bytes, and `out_len`
+/// gets the count. For one-time codes (RFC 4226, RFC 6238), whose keys choose their digest.
+int lk_hmac(int digest, const uint8_t *key, size_t key_len, const uint8_t *data, size_t data_len,
+            uint8_t *out, size_t *out_len);
+
 /// A keyed HMAC-SHA256 context for repeated MACs under one key: the padded key blocks are
 /// hashed once; each MAC copies the two SHA-256 states onto the stack and allocates nothing.
 /// Read-only after creation, so threads may share it. NULL on failure.

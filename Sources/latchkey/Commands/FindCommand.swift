@@ -30,6 +30,7 @@ struct FindCommand: ParsableCommand {
             example: """
                   latchkey find mail/alice > secret.txt
                   latchkey find --service mail --first
+                  latchkey find mail/alice --clip
                   latchkey find --service mail --limit all --return attributes
                   latchkey find --class inet --server EXAMPLE.com --case-insensitive
                 """)
@@ -97,6 +98,9 @@ struct FindCommand: ParsableCommand {
     @Flag(help: "Print JSON ({\"v_Data\": base64} for data).")
     var json = false
 
+    @Flag(help: "Copy the secret to the clipboard (cleared after 45 s) instead of printing it.")
+    var clip = false
+
     @Flag(
         help: ArgumentHelp(
             "One JSON object a line, as 'import' reads.",
@@ -115,6 +119,10 @@ struct FindCommand: ParsableCommand {
         }
         if jsonl && json { throw ValidationError("--json and --jsonl are two output forms; give one") }
         if first && limit != nil { throw ValidationError("--first and --limit both say how many; give one") }
+        if clip && (returnKind != .data || json || jsonl || (limit ?? .one) != .one) {
+            throw ValidationError(
+                "--clip copies the secret of one item: it takes no --return, --json, --jsonl or --limit")
+        }
         if (limit ?? .one) != .one && returnKind == .data {
             throw ValidationError(
                 "--limit \(limit == .all ? "all" : "N") cannot write the raw data of several items; add --return attributes or --return all"
@@ -135,6 +143,8 @@ struct FindCommand: ParsableCommand {
         var returnKind: Return
         var json: Bool
         var jsonl = false
+        /// --clip: the clipboard program and how long the secret stays.
+        var clip: (tool: Clipboard.Tool, seconds: Int)?
         var global: GlobalSettings
     }
 
@@ -144,6 +154,7 @@ struct FindCommand: ParsableCommand {
                 item.query(command: "find", caseInsensitive: caseInsensitive), selector: selector, command: "find"),
             limit: limit ?? .one,
             refuseAmbiguity: limit == nil && !first, returnKind: returnKind, json: json, jsonl: jsonl,
+            clip: clip ? try Clipboard.prepare(command: "find") : nil,
             global: global.settings)
     }
 
@@ -166,7 +177,9 @@ struct FindCommand: ParsableCommand {
         }
         switch (r.returnKind, r.limit) {
         case (.data, _):
-            if r.json {
+            if let clip = r.clip {
+                try Clipboard.copy(first.data, with: clip.tool, seconds: clip.seconds)
+            } else if r.json {
                 try Output.json(encoding: ["v_Data": Data(first.data).base64EncodedString()])
             } else {
                 Output.data(first.data)

@@ -201,6 +201,14 @@ enum Manual {
             "LATCHKEY_APP_ID",
             "The caller's application-identifier when no plist gives one (--app-id; default latchkey.cli)."
         ),
+        (
+            "LATCHKEY_CLIP_SECONDS",
+            "How long --clip (find, generate, otp) leaves a secret on the clipboard before clearing it, unless something else was copied since (1 to 86400; default 45)."
+        ),
+        (
+            "WAYLAND_DISPLAY, DISPLAY",
+            "The session --clip copies to: wl-copy (wl-clipboard) under Wayland, else xclip or xsel under X; neither set, or no such program, fails with exit 7."
+        ),
         ("XDG_DATA_HOME", "Where the default keychain and device secret live."),
         ("NO_COLOR", "When set and not empty, no colour or bold is written.")
     ]
