@@ -61,6 +61,15 @@ public final class SecretServiceProvider: @unchecked Sendable {
     ///   is false or it refused to leave); the keychain's errors.
     public func start(replace: Bool) throws {
         signal(SIGPIPE, SIG_IGN)
+        // A parent may have started this process with signals blocked (the mask is inherited
+        // across exec): TERM, INT and HUP must end it, as systemd and the shell expect.
+        var stop = sigset_t()
+        sigemptyset(&stop)
+        for s in [SIGTERM, SIGINT, SIGHUP] {
+            sigaddset(&stop, s)
+            signal(s, SIG_DFL)
+        }
+        pthread_sigmask(SIG_UNBLOCK, &stop, nil)
         try loadCollections()
         try bus.handle(under: Self.root) { [unowned self] m in self.handle(m) }
         try bus.watchDisconnects { [unowned self] name in self.forget(client: name) }
