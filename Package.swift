@@ -12,7 +12,8 @@ let package = Package(
         .library(name: "LatchkeySecurity", targets: ["LatchkeySecurity"]),
         // Backup and restore as a library: for Benchmarks/ (the package-benchmark suite).
         .library(name: "LatchkeyBackup", targets: ["LatchkeyBackup"]),
-        .executable(name: "latchkey", targets: ["latchkey"])
+        .executable(name: "latchkey", targets: ["latchkey"]),
+        .executable(name: "latchkey-secret-service", targets: ["latchkey-secret-service"])
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0")
@@ -22,6 +23,12 @@ let package = Package(
             name: "COpenSSL",
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
+        ),
+        // sd-bus, the D-Bus library of libsystemd: only LatchkeyDBus reaches it.
+        .systemLibrary(
+            name: "CSystemdBus",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
         ),
         .systemLibrary(
             name: "CArchive",
@@ -55,6 +62,15 @@ let package = Package(
         // `latchkey --version` names the git commit of a build from a work tree
         // (scripts/build-info.sh, run before every build; nothing when built from a tarball).
         .plugin(name: "LatchkeyBuildInfo", capability: .buildTool()),
+        // The Secret Service provider (spec/SECRET-SERVICE.md): a D-Bus binding over sd-bus, the
+        // provider over the library's public API and the agent, and a program of its own, linked
+        // with the system's libsystemd (which has no static library), apart from the static CLI.
+        .target(name: "LatchkeyDBus", dependencies: ["CSystemdBus"]),
+        .target(
+            name: "LatchkeySecretService",
+            dependencies: ["Latchkey", "LatchkeyCrypto", "LatchkeyFormat", "LatchkeyDBus"]),
+        .executableTarget(
+            name: "latchkey-secret-service", dependencies: ["Latchkey", "LatchkeyDBus", "LatchkeySecretService"]),
         .executableTarget(
             name: "latchkey-fixtures",
             dependencies: ["Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeySync"],
@@ -75,7 +91,7 @@ let package = Package(
             dependencies: [
                 "Latchkey", "LatchkeyFormat", "LatchkeyCrypto", "LatchkeyBackup", "LatchkeySync", "LatchkeyTestSupport"
             ]),
-        .testTarget(name: "CLITests", dependencies: ["latchkey", "LatchkeyTestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["latchkey", "latchkey-secret-service", "LatchkeyTestSupport"]),
         .testTarget(
             name: "LatchkeySyncTests",
             dependencies: ["LatchkeySync", "Latchkey", "LatchkeyAgent", "LatchkeyTestSupport"]),

@@ -48,7 +48,7 @@ struct LatchkeyCommand: ParsableCommand {
             RestoreCommand.self,
             BackupVerifyCommand.self, BackupListCommand.self, GenerateManualCommand.self,
             AgentCommand.self, UnlockCommand.self, LockCommand.self, StatusCommand.self, SyncCommand.self,
-            HistoryCommand.self, CredentialCommand.self
+            HistoryCommand.self, CredentialCommand.self, SecretServiceCommand.self
         ]
     )
 
