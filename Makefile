@@ -7,8 +7,12 @@ CONFIG    ?= debug
 # pass, keepassxc, gnupg: import's tests export from the real tools. debootstrap and man-db:
 # make test-deb installs the package into a fresh Debian 12 and reads its page. xvfb, xclip: the
 # --clip tests copy to and read from a real (virtual) X display.
+# libsystemd-dev: sd-bus, which latchkey-secret-service links. dbus, libsecret-tools,
+# python3-secretstorage, python3-keyring, libsecret-1-dev (to build git-credential-libsecret) and
+# gnome-keyring (the reference): the Secret Service tests run real clients on a private bus.
 APT_DEPS  := libssl-dev libarchive-dev pkg-config libzstd-dev zlib1g-dev strace git pass keepassxc gnupg \
-             debootstrap man-db xvfb xclip
+             debootstrap man-db xvfb xclip libsystemd-dev dbus libsecret-tools python3-secretstorage \
+             python3-keyring libsecret-1-dev gnome-keyring
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # SCRATCH=.build-x builds in another scratch directory (parallel work trees); DESTDIR stages an install.
 SCRATCH   ?=
@@ -27,6 +31,8 @@ STATIC    := --disable-local-rpath -Xswiftc -static-executable -Xswiftc -use-ld=
              -Xlinker -lzstd -Xlinker -lz
 endif
 DESTDIR   ?=
+# SECRET_SERVICE=no: `make install` leaves out latchkey-secret-service (make deb does).
+SECRET_SERVICE ?= yes
 # The systemd user units of dist/systemd/ (@BINDIR@ replaced): the agent, and the daily backup
 # with its timer. zsh's completions go where PREFIX's zsh looks (Debian's own zsh:
 # share/zsh/vendor-completions, which `make deb` uses).
@@ -34,7 +40,7 @@ SYSTEMD_UNITS := latchkey-agent.service latchkey-backup.service latchkey-backup.
 UNIT      ?= latchkey-agent.service
 ZSH_COMPLETION_DIR ?= share/zsh/site-functions
 
-.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
+.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd install-secret-service uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -135,7 +141,7 @@ demo: deps
 ## the daily backup and its timer) and an example of the backup's settings under
 ## $(DESTDIR)$(PREFIX) (the man page and completions are generated from the command definitions
 ## of this build; the units are dist/systemd/'s for this PREFIX). `make deb` packages exactly this.
-install: release install-systemd
+install: release install-systemd $(if $(filter yes,$(SECRET_SERVICE)),install-secret-service)
 	@set -e; \
 	bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey"; \
 	root="$(DESTDIR)$(PREFIX)"; gen="$$(mktemp -d)"; trap 'rm -rf "$$gen"' EXIT; \
@@ -154,6 +160,22 @@ install: release install-systemd
 	echo "  the agent as a service: systemctl --user daemon-reload && systemctl --user enable --now latchkey-agent.service"; \
 	echo "  a daily backup (read $$root/share/doc/latchkey/examples/backup.env first): systemctl --user enable --now latchkey-backup.timer"
 
+## install-secret-service: latchkey-secret-service (linked with the system's libsystemd, which has
+## no static library; the Swift runtime is linked in), its systemd user unit and its D-Bus
+## activation file (spec/SECRET-SERVICE.md §7). `make install` runs it unless SECRET_SERVICE=no
+## (`make deb` packages the static latchkey alone).
+install-secret-service: deps
+	$(SWIFT) build -c release --product latchkey-secret-service --static-swift-stdlib $(SPM_FLAGS)
+	@set -e; root="$(DESTDIR)$(PREFIX)"; \
+	bin="$$($(SWIFT) build -c release $(SPM_FLAGS) --show-bin-path)/latchkey-secret-service"; \
+	install -d "$$root/bin" "$$root/lib/systemd/user" "$$root/share/dbus-1/services"; \
+	install -m 0755 "$$bin" "$$root/bin/latchkey-secret-service"; \
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/systemd/latchkey-secret-service.service > "$$root/lib/systemd/user/latchkey-secret-service.service"; \
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' dist/dbus/org.freedesktop.secrets.service > "$$root/share/dbus-1/services/org.freedesktop.secrets.service"; \
+	chmod 0644 "$$root/lib/systemd/user/latchkey-secret-service.service" "$$root/share/dbus-1/services/org.freedesktop.secrets.service"; \
+	echo "installed $$root/bin/latchkey-secret-service, its user unit and D-Bus activation file"; \
+	echo "  the Secret Service (stop gnome-keyring's first): systemctl --user enable --now latchkey-secret-service"
+
 ## install-systemd: only the systemd user units and the backup's example settings (no build)
 install-systemd:
 	@set -e; root="$(DESTDIR)$(PREFIX)"; \
@@ -171,7 +193,9 @@ uninstall:
 	      "$(DESTDIR)$(PREFIX)/$(ZSH_COMPLETION_DIR)/_latchkey" \
 	      "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/latchkey.fish" \
 	      $(foreach u,$(SYSTEMD_UNITS),"$(DESTDIR)$(PREFIX)/lib/systemd/user/$(u)") \
-	      "$(DESTDIR)$(PREFIX)/share/doc/latchkey/examples/backup.env"
+	      "$(DESTDIR)$(PREFIX)/share/doc/latchkey/examples/backup.env" \
+	      "$(DESTDIR)$(PREFIX)/bin/latchkey-secret-service" "$(DESTDIR)$(PREFIX)/lib/systemd/user/latchkey-secret-service.service" \
+	      "$(DESTDIR)$(PREFIX)/share/dbus-1/services/org.freedesktop.secrets.service"
 	-rmdir "$(DESTDIR)$(PREFIX)/share/doc/latchkey/examples" "$(DESTDIR)$(PREFIX)/share/doc/latchkey" 2>/dev/null
 
 ## systemd-unit: a systemd user unit of dist/systemd/ for this PREFIX on stdout (what install
@@ -185,7 +209,7 @@ systemd-unit:
 ## and a control file (scripts/deb.sh; dpkg-deb, no debhelper). `sudo apt install ./latchkey_*.deb`
 deb: release
 	@set -e; stage="$(CURDIR)/.build-deb/root"; rm -rf "$$stage"; umask 022; \
-	$(MAKE) -s --no-print-directory install DESTDIR="$$stage" PREFIX=/usr ZSH_COMPLETION_DIR=share/zsh/vendor-completions >/dev/null; \
+	$(MAKE) -s --no-print-directory install DESTDIR="$$stage" PREFIX=/usr ZSH_COMPLETION_DIR=share/zsh/vendor-completions SECRET_SERVICE=no >/dev/null; \
 	SWIFT=$(SWIFT) ./scripts/deb.sh "$$stage" "$(CURDIR)"
 
 ## test-deb: build the package, check its contents, install it into a fresh Debian 12 (a
