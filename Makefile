@@ -40,7 +40,7 @@ SYSTEMD_UNITS := latchkey-agent.service latchkey-backup.service latchkey-backup.
 UNIT      ?= latchkey-agent.service
 ZSH_COMPLETION_DIR ?= share/zsh/site-functions
 
-.PHONY: bench-sync sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd install-secret-service uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
+.PHONY: bench-sync bench-secret-service sync-soak deps build release test c-warnings check-consumer docs demo install install-systemd install-secret-service uninstall systemd-unit deb test-deb fixtures bench bench-peers bench-scale bench-lib bench-startup check-lean clean format format-check generate
 
 ## deps: install the system libraries that are missing (apt-get only for what is absent)
 deps:
@@ -75,6 +75,13 @@ test: deps c-warnings
 ## with `pass git push` / `pass git pull` of one change when pass is installed (docs/RESULTS.md)
 bench-sync: deps
 	./scripts/bench-sync.sh
+
+## bench-secret-service: secret-tool lookup against Latchkey and gnome-keyring side by side,
+## SearchItems at SS_SIZES items (default "100 100000"), git credential fill (docs/RESULTS.md)
+bench-secret-service: deps
+	$(SWIFT) build --product latchkey
+	$(SWIFT) build --product latchkey-secret-service
+	./scripts/bench-secret-service.sh
 
 ## sync-soak: the randomized convergence test with more operations (LK_SYNC_OPS, default 1000)
 sync-soak: deps

@@ -210,7 +210,13 @@ extension SecretServiceProvider {
         var label = ""
         if case .string(let l)? = item.attributes["labl"] { label = l }
         var metadata = ItemMetadata(attributes: [:], contentType: Mapping.defaultContentType)
-        if case .data(let g)? = item.attributes["gena"], let m = ItemMetadata(decoding: g) { metadata = m }
+        switch item.attributes["gena"] {
+        case .data(let g)?: if let m = ItemMetadata(decoding: g) { metadata = m }
+        // What `latchkey dump` then `import` leaves of the data: its base64 as a string
+        // (spec/SECRET-SERVICE.md §2.2).
+        case .string(let text)?: if let g = Base64.decode(text), let m = ItemMetadata(decoding: g) { metadata = m }
+        default: break
+        }
         return IndexedItem(
             label: label, metadata: metadata, created: Mapping.unixTime(item.attributes["cdat"]),
             modified: Mapping.unixTime(item.attributes["mdat"]))

@@ -140,3 +140,36 @@ struct ItemMetadata: Equatable {
         self.contentType = contentType
     }
 }
+
+/// Standard base64 (RFC 4648 §4, padded), decoding only.
+enum Base64 {
+    static func decode(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var acc: UInt32 = 0
+        var bits = 0
+        var padding = 0
+        for c in text.utf8 {
+            let v: UInt8
+            switch c {
+            case 0x41...0x5A: v = c - 0x41
+            case 0x61...0x7A: v = c - 0x61 + 26
+            case 0x30...0x39: v = c - 0x30 + 52
+            case 0x2B: v = 62
+            case 0x2F: v = 63
+            case 0x3D:
+                padding += 1
+                continue
+            default: return nil
+            }
+            guard padding == 0 else { return nil }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+            }
+        }
+        guard (text.utf8.count % 4) == 0, padding <= 2 else { return nil }
+        return out
+    }
+}
