@@ -29,8 +29,10 @@ import Testing
     @Test func help_statesTheListsSizeAndBitsPerWord() throws {
         let help = try CLISandbox().run(["generate", "--help"], env: ["COLUMNS": "200"]).out
         #expect(
-            help.contains("list of \(WordList.words.count) words: \(WordList.bitsPerWord) bits per word"), "\(help)")
-        #expect(help.contains("--in-place") && help.contains("--clip") && help.contains("--separator"))
+            help.contains("list of \(WordList.words.count) (\(WordList.bitsPerWord) bits each)"), "\(help)")
+        #expect(help.contains("--in-place") && help.contains("--clip"))
+        let all = try CLISandbox().run(["generate", "--help-all"], env: ["COLUMNS": "200"]).out
+        #expect(all.contains("--separator"))
     }
 
     @Test func uniformIndices_coverEveryValueOfABoundThatIsNoPowerOfTwo() throws {

@@ -258,6 +258,53 @@ final class SecretServiceBus {
         #expect(rss < 200 * 1024, "the provider holds \(rss) KiB")
     }
 
+    /// A second provider on a bus whose name is owned refuses to start, saying how to switch.
+    @Test func refusesWhenAnotherProviderOwnsTheName() throws {
+        let bus = try SecretServiceBus()
+        let second = try bus.shell("exec \"$(dirname \"$LATCHKEY\")/latchkey-secret-service\" </dev/null")
+        #expect(second.status == 7, "\(second.stderr)")
+        #expect(second.stderr.contains("another program owns org.freedesktop.secrets"))
+        #expect(second.stderr.contains("--replace") && second.stderr.contains("gnome-keyring"))
+        // The first is still serving.
+        _ = try bus.shell("secret-tool store --label l service demo user alice", stdin: Array("hunter2".utf8))
+        #expect(try bus.shell("secret-tool lookup service demo user alice").out == "hunter2")
+    }
+
+    /// The user unit `make install` installs starts the provider by its bus name after the agent,
+    /// and the D-Bus activation file names that unit; systemd accepts the unit.
+    @Test func userUnitAndActivationFileNameTheProvider() throws {
+        let sandbox = try CLISandbox()
+        let unit = try SystemdUnitTests.unit(sandbox, "latchkey-secret-service.service")
+        #expect(SystemdUnitTests.values("Type", unit) == ["dbus"])
+        #expect(SystemdUnitTests.values("BusName", unit) == ["org.freedesktop.secrets"])
+        #expect(SystemdUnitTests.values("ExecStart", unit) == ["/opt/lk/bin/latchkey-secret-service"])
+        #expect(SystemdUnitTests.values("Wants", unit) == ["latchkey-agent.service"])
+        #expect(SystemdUnitTests.values("LimitCORE", unit) == ["0"])
+        let activation = try String(
+            contentsOf: SecretServiceBus.root.appendingPathComponent("dist/dbus/org.freedesktop.secrets.service"),
+            encoding: .utf8)
+        #expect(activation.contains("Name=org.freedesktop.secrets\n"))
+        #expect(activation.contains("SystemdService=latchkey-secret-service.service\n"))
+        guard
+            let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else { return }
+        let provider = URL(fileURLWithPath: try CLISandbox.binary().path).deletingLastPathComponent()
+            .appendingPathComponent("latchkey-secret-service").path
+        _ = try sandbox.writeFile(
+            "latchkey-secret-service.service",
+            Array(unit.replacingOccurrences(of: "/opt/lk/bin/latchkey-secret-service", with: provider).utf8))
+        let agent = try SystemdUnitTests.unit(sandbox).replacingOccurrences(
+            of: "/opt/lk/bin/latchkey", with: try CLISandbox.binary().path)
+        _ = try sandbox.writeFile("latchkey-agent.service", Array(agent.utf8))
+        let r = try sandbox.run(
+            executable: URL(fileURLWithPath: analyze),
+            ["verify", "--man=no", sandbox.directory.appendingPathComponent("latchkey-secret-service.service").path],
+            env: [:])
+        #expect(r.status == 0 && r.stderr.isEmpty, "systemd-analyze verify: \(r.stderr)")
+    }
+
     /// Another user of the machine is refused by the provider itself, on a bus that lets every
     /// user in (a session bus normally admits only its own user). Needs root to become
     /// another user; CI runs as root.

@@ -70,7 +70,7 @@ package final class ItemImporter {
             accepted += 1
             return true
         }
-        let query = try Keychain.uniqueKeyQuery(of: item, context)
+        let query = try ItemRules.uniqueKeyQuery(of: item, context)
         guard try backend.find(query, limit: 1, includeData: false, prompt: nil, context).isEmpty else { return false }
         try add(item)
         return true

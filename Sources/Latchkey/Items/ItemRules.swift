@@ -92,4 +92,26 @@ package enum ItemRules {
         }
         return (cert, key)
     }
+
+    // MARK: Unique keys
+
+    /// The query that finds exactly the item `given` collides with: every unique-key attribute
+    /// (spec/FORMAT.md §7.5), with the value `add` would store — the given one, the caller's
+    /// default access group, or the class default.
+    static func uniqueKeyQuery(of given: NewItem, _ context: CallContext) throws -> Query {
+        let item = try DerivedAttributes.derivingAttributes(given)
+        let policy = try AccessPolicy(caller: context.caller)
+        var attrs: [String: AttributeValue] = [:]
+        for attribute in UniqueKey.attributes(for: given.itemClass) where attribute.name != "sync" {
+            if let value = item.attributes[attribute.name] {
+                attrs[attribute.name] = value
+            } else if attribute.name == "agrp", let group = policy.defaultGroup {
+                attrs["agrp"] = .string(group)
+            } else if let value = ItemSchema.defaultValue(attribute.name, given.itemClass) {
+                attrs[attribute.name] = value
+            }
+        }
+        let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
+        return Query(given.itemClass, attrs, synchronizable: sync)
+    }
 }

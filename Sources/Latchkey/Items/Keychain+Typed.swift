@@ -105,7 +105,7 @@ extension Keychain {
             } catch let error as KeychainError where error.status == .duplicateItem {
                 lastError = error
             }
-            let query = try Keychain.uniqueKeyQuery(of: given, context)
+            let query = try ItemRules.uniqueKeyQuery(of: given, context)
             var changes = given.attributes
             changes.removeValue(forKey: "sync")  // part of the query, not a change
             do {
@@ -118,31 +118,11 @@ extension Keychain {
         throw lastError!
     }
 
-    /// The query that finds exactly the item `given` collides with: every unique-key attribute
-    /// (spec/FORMAT.md §7.5), with the value `add` would store — the given one, the caller's
-    /// default access group, or the class default.
-    package static func uniqueKeyQuery(of given: NewItem, _ context: CallContext) throws -> Query {
-        let item = try DerivedAttributes.derivingAttributes(given)
-        let policy = try AccessPolicy(caller: context.caller)
-        var attrs: [String: AttributeValue] = [:]
-        for attribute in UniqueKey.attributes(for: given.itemClass) where attribute.name != "sync" {
-            if let value = item.attributes[attribute.name] {
-                attrs[attribute.name] = value
-            } else if attribute.name == "agrp", let group = policy.defaultGroup {
-                attrs["agrp"] = .string(group)
-            } else if let value = ItemSchema.defaultValue(attribute.name, given.itemClass) {
-                attrs[attribute.name] = value
-            }
-        }
-        let sync: SyncFilter = item.attributes["sync"] == .integer(1) ? .synchronizable : .notSynchronizable
-        return Query(given.itemClass, attrs, synchronizable: sync)
-    }
-
     /// Whether an item with the unique key `given` would have is in the keychain (as the
     /// caller sees it); `add` would refuse `given` with errSecDuplicateItem then.
     /// - Throws: as `find` (a locked class: errSecInteractionNotAllowed).
     package func containsItem(withUniqueKeyOf given: NewItem) throws -> Bool {
-        let query = try Keychain.uniqueKeyQuery(of: given, context)
+        let query = try ItemRules.uniqueKeyQuery(of: given, context)
         return try !find(query, limit: 1, includeData: false).isEmpty
     }
 

@@ -185,7 +185,12 @@ struct GitCredential {
         for match in try find(in: keychain, matchingPassword: true) {
             var q = Query(.internetPassword, [:], synchronizable: .any)
             q.persistentRef = match.item.persistentRef
-            _ = try? keychain.delete(q)
+            // Gone since it was found (another erase): nothing left to do. Any other failure
+            // (locked, no access, I/O) is reported: git would otherwise keep offering a
+            // credential the user believes erased.
+            do {
+                try keychain.delete(q)
+            } catch let e as KeychainError where e.status == .itemNotFound {}
         }
     }
 }

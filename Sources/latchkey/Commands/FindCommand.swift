@@ -32,7 +32,6 @@ struct FindCommand: ParsableCommand {
                   latchkey find --service mail --first
                   latchkey find mail/alice --clip
                   latchkey find --service mail --limit all --return attributes
-                  latchkey find --class inet --server EXAMPLE.com --case-insensitive
                 """)
     )
 
@@ -92,13 +91,14 @@ struct FindCommand: ParsableCommand {
         name: .customLong("case-insensitive"),
         help: ArgumentHelp(
             "Compare strings ignoring case (not the group).",
-            discussion: CommandLineForms.details("kSecMatchCaseInsensitive; never the access group.")))
+            discussion: CommandLineForms.details("kSecMatchCaseInsensitive; never the access group."),
+            visibility: CommandLineForms.secondary))
     var caseInsensitive = false
 
     @Flag(help: "Print JSON ({\"v_Data\": base64} for data).")
     var json = false
 
-    @Flag(help: "Copy the secret to the clipboard (cleared after 45 s) instead of printing it.")
+    @Flag(help: "Copy the secret to the clipboard (cleared in 45 s).")
     var clip = false
 
     @Flag(
@@ -106,7 +106,7 @@ struct FindCommand: ParsableCommand {
             "One JSON object a line, as 'import' reads.",
             discussion: CommandLineForms.details(
                 "Each match as one object on one line, which 'latchkey import' reads back as is. Needs --return attributes or --return all (all: the secrets too, base64)."
-            )))
+            ), visibility: CommandLineForms.secondary))
     var jsonl = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions

@@ -10,7 +10,7 @@ struct GenerateCommand: ParsableCommand {
         abstract: "Add a password item whose secret is a new random password (from the OS CSPRNG through OpenSSL).",
         discussion: CommandLineForms.discussion(
             short:
-                "Stored at once; nothing printed unless --print (or --clip). Characters drawn uniformly from --charset (24 alnum: about 143 bits); --words N: a passphrase, 11 bits a word. --in-place rotates an existing item. Attributes and errors as for add.",
+                "Stored at once; printed only with --print. Uniform over --charset (24 alnum: 143 bits) or --words. Attributes and errors as for add.",
             full: """
                 The password is made here and stored at once; nothing is printed unless --print is \
                 given (then it goes to stdout, with a newline on a terminal only), and --clip puts \
@@ -52,28 +52,31 @@ struct GenerateCommand: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "alnum (A-Z, a-z, 0-9; the default), ascii (every printable character but space), hex, or digits.",
+            "alnum (the default), ascii (printable, no space), hex or digits.",
             valueName: "set"))
     var charset: Charset?
 
     @Option(
         help: ArgumentHelp(
-            "A passphrase of N words (3 to 64) from a built-in list of 2048 words: 11 bits per word.",
+            "N words (3 to 64) from a list of 2048 (11 bits each).",
             valueName: "n"))
     var words: Int?
 
-    @Option(help: ArgumentHelp("With --words, what goes between the words (default -).", valueName: "text"))
+    @Option(
+        help: ArgumentHelp(
+            "With --words, what goes between the words (default -).", valueName: "text",
+            visibility: CommandLineForms.secondary))
     var separator: String?
 
     @Flag(
         name: .customLong("in-place"),
-        help: "Replace the secret of the one existing item the options select, instead of adding one.")
+        help: "Replace the secret of the one matching item.")
     var inPlace = false
 
     @Flag(help: "Also write the password to stdout.")
     var print = false
 
-    @Flag(help: "Copy the password to the clipboard (cleared after 45 s); print nothing.")
+    @Flag(help: "Copy the password to the clipboard (cleared in 45 s).")
     var clip = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions

@@ -98,6 +98,7 @@ struct ImportCommand: ParsableCommand {
     static let nonAttributes: Set<String> = ["class", "v_Data", "pdmn", "cdat", "mdat"]
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if from == .csv, map.isEmpty {
             throw ValidationError("--from csv needs --map, e.g. --map secret=Password,account=Username,url=URL")
         }

@@ -63,6 +63,7 @@ struct OTPCommand: ParsableCommand {
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
     func validate() throws {
+        guard CommandLineForms.validating else { return }
         if set && (at != nil || clip) { throw ValidationError("--set stores a URI; --at and --clip are for codes") }
         if replace && !set { throw ValidationError("--replace goes with --set") }
     }
