@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Latchkey
 import LatchkeyCrypto
 import LatchkeyFormat
@@ -136,15 +139,23 @@ final class CollectionIndex {
     }
 }
 
-/// The keychain's state as `info()` gives it: another writer's change alters it.
+/// The keychain file as stat(2) sees it: another writer's change alters it (an append grows the
+/// file; compaction and a passcode change rename a new file into place), at the cost of a stat,
+/// where the keychain's `info()` counts every item.
 struct KeychainToken: Equatable {
-    var file: String
-    var size: UInt64
-    var records: Int
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var modified: Int
+    var modifiedNanoseconds: Int
 
-    init(_ info: KeychainInfo) {
-        file = info.fileUUID
-        size = info.fileSize
-        records = info.records
+    init?(path: String) {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modified = st.st_mtim.tv_sec
+        modifiedNanoseconds = st.st_mtim.tv_nsec
     }
 }

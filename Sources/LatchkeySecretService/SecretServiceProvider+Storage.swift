@@ -163,11 +163,10 @@ extension SecretServiceProvider {
         aliases[alias] = collection
     }
 
-    /// Whether the keychain's WhenUnlocked class is open in the agent, and the keychain's
-    /// state: one request.
-    func keychainState() throws -> (unlocked: Bool, token: KeychainToken) {
-        let info = try keychain.info()
-        return (info.unlockedClasses.contains(ProtectionClass.whenUnlocked.code), KeychainToken(info))
+    /// Whether the keychain's WhenUnlocked class is open in the agent (one request), and the
+    /// file's state (a stat).
+    func keychainState() throws -> (unlocked: Bool, token: KeychainToken?) {
+        (keychain.isAvailable(.whenUnlocked), KeychainToken(path: keychainPath))
     }
 
     /// Brings every collection's index up to date with the keychain: read again when another
@@ -180,7 +179,7 @@ extension SecretServiceProvider {
             for c in collections.values where c.hasPlaintext { c.forgetPlaintext() }
             return false
         }
-        if collections.values.allSatisfy({ $0.hasPlaintext && $0.token == token }) { return true }
+        if let token, collections.values.allSatisfy({ $0.hasPlaintext && $0.token == token }) { return true }
         var all: [String: [String: IndexedItem]] = [:]
         let found = try keychain.find(
             Query(.genericPassword, ["svce": .string(Mapping.itemService)], synchronizable: .any), includeData: false)

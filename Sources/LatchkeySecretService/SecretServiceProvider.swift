@@ -23,6 +23,8 @@ public final class SecretServiceProvider: @unchecked Sendable {
 
     let bus: DBusConnection
     let keychain: Keychain
+    /// The keychain's file, whose stat tells the provider of another writer's change.
+    let keychainPath: String
     let prompter: PasscodePrompter
     let uid = getuid()
 
@@ -50,8 +52,9 @@ public final class SecretServiceProvider: @unchecked Sendable {
     }
 
     /// A provider for `keychain` (opened through the agent) on `bus`.
-    public init(keychain: Keychain, bus: DBusConnection, prompter: PasscodePrompter) {
+    public init(keychain: Keychain, keychainPath: String, bus: DBusConnection, prompter: PasscodePrompter) {
         self.keychain = keychain
+        self.keychainPath = keychainPath
         self.bus = bus
         self.prompter = prompter
     }
