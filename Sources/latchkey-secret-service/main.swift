@@ -74,7 +74,8 @@ do {
 do {
     let bus = try DBusConnection()
     let provider = SecretServiceProvider(
-        keychain: keychain, keychainPath: environment.keychainPath, bus: bus, prompter: PasscodePrompter.choose(configured: pinentry))
+        keychain: keychain, keychainPath: environment.keychainPath, bus: bus,
+        prompter: PasscodePrompter.choose(configured: pinentry))
     try provider.start(replace: replace)
     try provider.run()
 } catch let e as SecretServiceProvider.ProviderError {
