@@ -72,11 +72,10 @@ public final class DBusConnection: @unchecked Sendable {
     /// that no such method or object exists.
     public func handle(under prefix: String, _ handler: @escaping (DBusMessage) -> Bool) throws {
         handlers.append(handler)
-        let index = handlers.count - 1
         var slot: OpaquePointer?
         let box = Unmanaged.passUnretained(self).toOpaque()
-        // The userdata names the connection; the handler's index travels in the slot list's
-        // order, so one C callback serves every prefix.
+        // The userdata names the connection, which tries its handlers in order: one C callback
+        // serves every prefix.
         let r = sd_bus_add_fallback(
             bus, &slot, prefix,
             { m, userdata, _ in
@@ -85,7 +84,6 @@ public final class DBusConnection: @unchecked Sendable {
                 return connection.dispatch(DBusMessage(m)) ? 1 : 0
             }, box)
         guard r >= 0, let slot else { throw DBusError.failed("cannot serve \(prefix): \(Self.errnoText(r))") }
-        _ = index
         slots.append(slot)
     }
 

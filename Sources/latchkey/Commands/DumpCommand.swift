@@ -66,12 +66,7 @@ struct DumpCommand: ParsableCommand {
             }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
             // Locked: list what the available classes hold, and say what is left out.
-            let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
-            let byProtection = try keychain.info().itemsByProtection
-            let locked = ProtectionClass.allCases.filter {
-                !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0
-            }
-            let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
+            let (available, locked, count) = try DumpCommand.lockedClasses(keychain)
             Output.note(
                 "the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every access group) are not shown; give the passcode (LATCHKEY_PASSCODE or --passcode-file) to see them"
             )
@@ -86,6 +81,20 @@ struct DumpCommand: ParsableCommand {
     /// JSON array, as they are read, in class then creation order; returns how many. Nothing
     /// is written before the first pass has read every item, so a locked class fails the call
     /// with nothing on stdout. A table is sized in the first pass and printed in the second.
+    /// The protection classes open now, those closed that hold items, and how many items
+    /// those hold (across every class and access group: counted without keys): what a listing
+    /// of a locked keychain leaves out.
+    static func lockedClasses(_ keychain: Keychain) throws -> (
+        available: [ProtectionClass], locked: [ProtectionClass], count: Int
+    ) {
+        let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
+        let byProtection = try keychain.info().itemsByProtection
+        let locked = ProtectionClass.allCases.filter {
+            !available.contains($0) && byProtection[$0.code, default: 0] > 0
+        }
+        return (available, locked, locked.reduce(0) { $0 + byProtection[$1.code, default: 0] })
+    }
+
     static func write(_ keychain: Keychain, protections: [ProtectionClass]?, json: Bool, jsonl: Bool = false) throws
         -> Int
     {

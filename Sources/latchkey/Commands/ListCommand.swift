@@ -120,12 +120,7 @@ enum PasswordListing {
                 try queries.flatMap { try keychain.find($0, includeData: false) }
             }
         } catch let error as KeychainError where error.status == .interactionNotAllowed {
-            let available = ProtectionClass.allCases.filter { keychain.isAvailable($0) }
-            let byProtection = try keychain.info().itemsByProtection
-            let locked = ProtectionClass.allCases.filter {
-                !keychain.isAvailable($0) && byProtection[$0.code, default: 0] > 0
-            }
-            let count = locked.reduce(0) { $0 + byProtection[$1.code, default: 0] }
+            let (available, locked, count) = try DumpCommand.lockedClasses(keychain)
             Output.note(
                 "the keychain is locked: \(count) item(s) protected \(locked.map(\.code).joined(separator: ", ")) (counted across every class and access group) are not shown; give the passcode (LATCHKEY_PASSCODE, --passcode-file, or 'latchkey unlock') to see them"
             )

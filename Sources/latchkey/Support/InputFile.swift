@@ -36,13 +36,26 @@ enum InputFile {
         try readAll(STDIN_FILENO, named: "\(what) from stdin", zeroing: zeroing)
     }
 
-    private static func readWhole(_ path: String, what: String, source: String?, zeroing: Bool) throws -> [UInt8] {
-        let named = "\(what) \(path)" + (source.map { " (\($0))" } ?? "")
+    /// `path` opened for reading, or stdin for `-` (then `owned` is false: not to be closed), and
+    /// how messages name it ("KeePassXC export kp.csv", "… (stdin)").
+    /// - Throws: errSecIO naming the file, the reason and what to check.
+    static func opened(_ path: String, what: String) throws -> (fd: Int32, owned: Bool, named: String) {
+        if path == "-" { return (STDIN_FILENO, false, "\(what) (stdin)") }
+        return (try openFile(path, named: "\(what) \(path)"), true, "\(what) \(path)")
+    }
+
+    private static func openFile(_ path: String, named: String) throws -> Int32 {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let reason = String(cString: strerror(errno))
             throw KeychainError(.io, "cannot read the \(named): \(reason); check the path and its permissions")
         }
+        return fd
+    }
+
+    private static func readWhole(_ path: String, what: String, source: String?, zeroing: Bool) throws -> [UInt8] {
+        let named = "\(what) \(path)" + (source.map { " (\($0))" } ?? "")
+        let fd = try openFile(path, named: named)
         defer { close(fd) }
         return try readAll(fd, named: named, zeroing: zeroing)
     }

@@ -26,19 +26,7 @@ final class LineReader {
     /// Reads `path`, or stdin for `-`.
     /// - Throws: errSecIO naming the file, the reason and what to check.
     init(path: String, what: String) throws {
-        named = path == "-" ? "\(what) (stdin)" : "\(what) \(path)"
-        if path == "-" {
-            fd = STDIN_FILENO
-            ownsDescriptor = false
-        } else {
-            let opened = open(path, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else {
-                let reason = String(cString: strerror(errno))
-                throw KeychainError(.io, "cannot read the \(named): \(reason); check the path and its permissions")
-            }
-            fd = opened
-            ownsDescriptor = true
-        }
+        (fd, ownsDescriptor, named) = try InputFile.opened(path, what: what)
         buffer = [UInt8](repeating: 0, count: LineReader.chunkSize)
     }
 
