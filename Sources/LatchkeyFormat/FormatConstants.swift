@@ -98,6 +98,8 @@ public enum RecordType: UInt8, Sendable {
     case keybagChange = 3
     /// Ancillary: keyed hashes of a few attributes of the put just before it (§7.6).
     case attributeHashes = 0x80
+    /// Ancillary: an earlier version of an item, the put it replaced or deleted (§7.7).
+    case history = 0x81
 
     public static func isAncillary(_ raw: UInt8) -> Bool { raw >= 0x80 }
 }

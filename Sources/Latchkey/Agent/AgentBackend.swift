@@ -210,3 +210,13 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         }
     }
 }
+
+extension AgentBackend {
+    func history(_ query: Query, _ context: CallContext) throws -> ItemHistory {
+        throw KeychainError(.unimplemented, "history through the agent: not yet")
+    }
+
+    func restoreVersion(uuid: [UInt8], sequence: UInt64, _ context: CallContext) throws -> (item: Item, asNew: Bool) {
+        throw KeychainError(.unimplemented, "history through the agent: not yet")
+    }
+}

@@ -28,6 +28,11 @@ package protocol KeychainBackend: AnyObject, Sendable {
     ) throws -> Int
     func delete(_ query: Query, _ context: CallContext) throws -> Int
 
+    /// The versions of the items `query` names (spec/FORMAT.md §7.7; `Keychain.history`).
+    func history(_ query: Query, _ context: CallContext) throws -> ItemHistory
+    /// Puts the version `sequence` of the item `uuid` back (`Keychain.restore`).
+    func restoreVersion(uuid: [UInt8], sequence: UInt64, _ context: CallContext) throws -> (item: Item, asNew: Bool)
+
     func addIdentity(
         certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
         protection: ProtectionClass?, requiresUserPresence: Bool, _ context: CallContext

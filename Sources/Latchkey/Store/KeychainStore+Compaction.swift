@@ -65,9 +65,12 @@ extension KeychainStore {
                 e.wrap == .device && e.protectionClass.isAlwaysAvailable ? (bag.entry(for: e.protectionClass) ?? e) : e
             }
             var dropped = 0
-            try rewrite(tx, keybag: newBag, keys: fresh, operation: "change the passcode of") { payload in
+            try rewrite(tx, keybag: newBag, keys: fresh, operation: "change the passcode of") { payload, isHistory in
                 let pc = ProtectionClass(rawValue: payload[20])!
-                guard let newClassKey = fresh[pc] else { dropped += 1; return false }
+                guard let newClassKey = fresh[pc] else {
+                    if !isHistory { dropped += 1 }
+                    return false
+                }
                 if pc.isAlwaysAvailable { return true }
                 guard let oldClassKey = current[pc] else {
                     throw KeychainError(
@@ -95,13 +98,17 @@ extension KeychainStore {
     // MARK: Compaction
 
     /// Rewrites the live records into a new file: temp file, fsync, rename, fsync directory
-    /// (spec §11). Works while locked: item payloads are copied unchanged.
+    /// (spec §11). Works while locked: item payloads are copied unchanged. The history records
+    /// that are not expired are copied too (§7.7), unless `dropHistory`: then every earlier
+    /// version leaves the keychain.
     /// - Returns: bytes before and after.
     @discardableResult
-    package func compact() throws -> (before: UInt64, after: UInt64) {
+    package func compact(dropHistory: Bool = false) throws -> (before: UInt64, after: UInt64) {
         try write { tx in
             let before = log.end
-            try rewrite(tx, keybag: log.keybag, keys: nil, operation: "compact") { _ in true }
+            try rewrite(tx, keybag: log.keybag, keys: nil, operation: "compact", dropHistory: dropHistory) { _, _ in
+                true
+            }
             return (before, log.end)
         }
     }
@@ -111,7 +118,9 @@ extension KeychainStore {
     /// rename over the path, fsync of the directory, then the device state. Each live put
     /// record is read, authenticated again, and passed to `transform`, which may change its
     /// wrapped item key (bytes 40–79) and returns false to leave the item out; the frames and
-    /// tags are recomputed. `newKeys` are the class keys of `keybag` when it has other keys
+    /// tags are recomputed. Before them go the history records that are not expired (spec
+    /// §7.7), unless `dropHistory`: each read and authenticated again, its embedded put passed
+    /// to `transform` (with `true`) the same way. `newKeys` are the class keys of `keybag` when it has other keys
     /// than the file's (a passcode change). It takes the write transaction it runs in: the lock
     /// is held from the temporary file to the rename. On any failure before
     /// the rename the keychain is untouched and the temporary file removed; once the new file
@@ -119,9 +128,12 @@ extension KeychainStore {
     /// fsync that makes the rename durable returns.
     private func rewrite(
         _ tx: WriteTransaction, keybag: Keybag, keys newKeys: [ProtectionClass: SecretKey]?, operation: String,
-        _ transform: (inout [UInt8]) throws -> Bool
+        dropHistory: Bool = false, _ transform: (inout [UInt8], _ isHistory: Bool) throws -> Bool
     ) throws {
         tx.requireOpen()
+        // Found before the new file is made: a history record that is not well-formed stops the
+        // rewrite with nothing changed (§7.7).
+        let history = dropHistory ? [] : try liveHistoryRefs()
         // The new file takes a sequence number of its own: it is newer than every copy of the
         // old one even with no live item, so putting an old copy back is a rollback (§11.5).
         var newHeader = header
@@ -147,6 +159,19 @@ extension KeychainStore {
                     "write the new file to \(operation) the keychain")
                 batch.removeAll(keepingCapacity: true)
             }
+            for ref in history {
+                var payload = try readHistoryPayload(ref)
+                var put = Array(payload[HistoryRecord.fixedSize...])
+                guard try transform(&put, true) else { continue }
+                payload.replaceSubrange(HistoryRecord.fixedSize..., with: put)
+                sequence += 1
+                let reframed = RecordFrame.encode(
+                    type: RecordType.history.rawValue, flags: 0, sequence: sequence, payload: payload, offset: offset,
+                    macKey: keys.recordMAC)
+                offset += UInt64(reframed.count)
+                batch.append(contentsOf: reframed)
+                if batch.count >= 1 << 20 { try flush() }
+            }
             for (id, slot) in try liveSlotsInFileOrder() {
                 let record = try io(
                     { try fs.read(fd, offset: slot.offset, count: Int(slot.recordSize)) }, "read the keychain")
@@ -154,7 +179,7 @@ extension KeychainStore {
                 // A put without one (an older writer's) gets its hash record here when its class
                 // key is available (spec §11.5), so compacting makes such items hashed.
                 let hashes = try boundHashRecord(after: slot, put: record) ?? hashRecordByDecrypting(payload)
-                guard try transform(&payload) else { continue }
+                guard try transform(&payload, false) else { continue }
                 sequence += 1
                 let reframed = RecordFrame.encode(
                     type: RecordType.itemPut.rawValue, flags: hashes == nil ? 0 : FrameHeader.continuesFlag,

@@ -136,6 +136,10 @@ extension KeychainStore {
             case .attributeHashes:
                 // Part of the put before it (spec §7.6): the put's line says what is dropped.
                 continue
+            case .history:
+                record.kind = "history"
+                record.item = hexString(payload.prefix(16))
+                record.effect = "an earlier version of the item is forgotten"
             case .keybagChange:
                 record.kind = "keybag change (retired)"
                 record.effect = "the passcode in force before it applies again"

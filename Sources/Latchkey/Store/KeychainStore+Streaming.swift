@@ -72,6 +72,11 @@ package final class StreamingTransaction {
         let put = try writer.check(
             put: ID16(uuid), uuid: uuid, plaintext: plaintext, protection: protection, flags: flags)
         try put.requireUnique(holder: lookup { try $0.owner(put.hash) })
+        if let old = try lookup({ try $0.slot(put.id) }),
+            let h = try writer.keepHistory(of: put.id, old, .replaced, layout)
+        {
+            try sealer.submit(layout.placeHistory(h))
+        }
         let slot = layout.slot(for: put)
         try items.put(put.id, slot, at: slot.offset, ownerChecked: true)
         try sealer.submit(layout.place(put, at: slot))
@@ -80,8 +85,11 @@ package final class StreamingTransaction {
     /// Deletes the live item with this UUID. - Throws: errSecItemNotFound when there is none.
     package func delete(uuid: [UInt8]) throws {
         requireOpen()
+        let id = ID16(uuid)
+        guard let old = try lookup({ try $0.slot(id) }) else { throw CheckedPut.noSuchItem }
+        if let h = try writer.keepHistory(of: id, old, .deleted, layout) { try sealer.submit(layout.placeHistory(h)) }
         let at = layout.end
-        guard try lookup({ try $0.remove(ID16(uuid), at: at) }) != nil else { throw CheckedPut.noSuchItem }
+        guard try lookup({ try $0.remove(id, at: at) }) != nil else { throw CheckedPut.noSuchItem }
         try sealer.submit(layout.placeDelete(uuid))
     }
 

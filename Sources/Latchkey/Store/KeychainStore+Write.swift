@@ -207,7 +207,10 @@ final class WriteTransaction {
             case .put(let id, let plaintext, let pc, let flags):
                 let put = try check(put: id, uuid: id.bytes, plaintext: plaintext, protection: pc, flags: flags)
                 try put.requireUnique(holder: holder(put.hash))
-                if let old = try slot(id) { holders[old.uniqueHash] = .some(nil) }
+                if let old = try slot(id) {
+                    holders[old.uniqueHash] = .some(nil)
+                    if let h = try keepHistory(of: id, old, .replaced, layout) { jobs.append(layout.placeHistory(h)) }
+                }
                 let s = layout.slot(for: put)
                 holders[put.hash] = id
                 slots[id] = s
@@ -215,6 +218,7 @@ final class WriteTransaction {
                 jobs.append(layout.place(put, at: s))
             case .delete(let id):
                 guard let old = try slot(id) else { throw CheckedPut.noSuchItem }
+                if let h = try keepHistory(of: id, old, .deleted, layout) { jobs.append(layout.placeHistory(h)) }
                 slots[id] = .some(nil)
                 holders[old.uniqueHash] = .some(nil)
                 changes.append((id, nil, layout.end))
@@ -222,5 +226,15 @@ final class WriteTransaction {
             }
         }
         return (layout, jobs, changes)
+    }
+
+    /// The history record to write before replacing or deleting the item `id`, whose newest put
+    /// is `old` (spec §7.7): none when the put was written by this same transaction (no one
+    /// could read that version), or when the store keeps no history.
+    func keepHistory(of id: ID16, _ old: ItemSlot, _ kind: HistoryRecord.Kind, _ layout: TransactionLayout) throws
+        -> [UInt8]?
+    {
+        guard old.offset < layout.start else { return nil }
+        return try store.historyPayload(of: id, slot: old, kind: kind)
     }
 }

@@ -89,7 +89,11 @@ package final class KeychainStore: @unchecked Sendable {
     /// Index pages this handle's lookups read before it holds the whole index in memory (at
     /// least; see `IndexBase.worthMaterializing`). Tests lower it.
     package var indexPromotionPages = 64
-    /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle); tests replace it.
+    /// How the writers of this handle keep the versions they replace and delete (spec §7.7):
+    /// from LATCHKEY_HISTORY_VERSIONS and LATCHKEY_HISTORY_DAYS, else ten versions, a year.
+    package var historyPolicy = HistoryPolicy.fromProcessEnvironment()
+    /// Unix seconds now, for the passcode attempt delays (PasscodeThrottle) and the history's
+    /// times and bound (§7.7); tests replace it.
     package var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
     init(

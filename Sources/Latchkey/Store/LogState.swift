@@ -341,6 +341,9 @@ extension LogState {
                         onBoundHashes?(put.offset, h.hashes)
                     }
                     skippedAncillary += 1
+                case .history:
+                    // Ancillary, never applied: read only when a history is asked for (§7.7).
+                    skippedAncillary += 1
                 case .keybagChange:
                     // Retired (spec §6.6): anyone holding the device secret could write one, so
                     // a passcode change rewrites the file instead (§11.6), and none is applied.

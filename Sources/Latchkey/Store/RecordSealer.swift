@@ -48,6 +48,8 @@ final class RecordSealer: @unchecked Sendable {
             uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8, classKey: SecretKey,
             classTag: [UInt8], uniqueKeyHash: [UInt8], at: UInt64, size: Int, hashCount: Int)
         case delete(uuid: [UInt8])
+        /// A history record (spec §7.7), its payload made by the writer.
+        case history(payload: [UInt8])
     }
 
     enum Mode {
@@ -127,6 +129,7 @@ final class RecordSealer: @unchecked Sendable {
         switch job {
         case .put(_, _, _, _, _, _, _, _, let size, _): outgoingBytes += size
         case .delete: outgoingBytes += 16
+        case .history(let payload): outgoingBytes += payload.count
         }
         guard case .streaming = mode else { return }
         if outgoing.count >= RecordSealer.jobsPerBatch || outgoingBytes >= RecordSealer.bytesPerBatch { try handOff() }
@@ -326,6 +329,8 @@ final class RecordSealer: @unchecked Sendable {
                     sealedHashes.append((ID16(uuid), nil))
                 }
                 try append(.itemDelete, ItemDeletePayload(uuid: uuid).encode())
+            case .history(let payload):
+                try append(.history, payload)
             }
         }
     }

@@ -50,7 +50,7 @@ struct TransactionLayout {
     private(set) var end: UInt64
     /// Records placed so far.
     private(set) var recordCount = 0
-    /// Of them, ancillary records (the attribute-hash records).
+    /// Of them, ancillary records (the attribute-hash and history records).
     private(set) var ancillaryCount = 0
     /// Where the newest record starts (0: none yet).
     private(set) var lastRecordOffset: UInt64 = 0
@@ -92,6 +92,13 @@ struct TransactionLayout {
             classKey: put.classKey,
             classTag: put.classTag, uniqueKeyHash: put.uniqueKeyHash, at: slot.offset, size: Int(slot.recordSize),
             hashCount: hashCount)
+    }
+
+    /// Places a history record (spec §7.7) and returns the sealer's job; it goes right before
+    /// the put or delete of its item, so the caller places that next.
+    mutating func placeHistory(_ payload: [UInt8]) -> RecordSealer.Job {
+        placed(RecordSealer.recordSize(payloadSize: payload.count), ancillary: true)
+        return .history(payload: payload)
     }
 
     /// Places a delete of the item `uuid` and returns the sealer's job.
