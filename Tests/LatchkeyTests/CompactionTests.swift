@@ -31,7 +31,10 @@ import LatchkeyFormat
         #expect(try reopened.snapshot() == live, "every live item, with its persistent reference, attributes and data")
         #expect(reopened.verify().ok)
         let info = try reopened.info()
-        #expect(info.records == 8, "only live put records remain, each with its attribute-hash record (spec §11.5)")
+        #expect(
+            info.records == 8 + 5,
+            "the live put records, each with its attribute-hash record, and the five versions the update and the deletes kept (spec §11.5, §7.7)"
+        )
         #expect(!disk.listFiles().contains { $0.contains(".compact-") })
 
         // The compacted file is a normal keychain: it takes new writes, and the unique keys still hold.
@@ -64,6 +67,8 @@ import LatchkeyFormat
         try kc.delete(Query(.genericPassword))
         try kc.compact()
         let header = try FileHeader.peekLength(disk.keychainBytes)
+        #expect(disk.keychainBytes.count > header, "the deleted item's version stays in the history (spec §7.7)")
+        try kc.localStore!.compact(dropHistory: true)
         #expect(disk.keychainBytes.count == header)
         #expect(try openKeychain(on: disk).snapshot().isEmpty)
     }

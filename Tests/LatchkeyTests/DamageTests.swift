@@ -84,7 +84,10 @@ import LatchkeyTestSupport
     @Test(arguments: [false, true])
     func everySingleByteFlip_isRefusedOrCaughtByVerify(passcode: Bool) throws {
         let base = try small(passcode: passcode)
-        #expect(base.records.count == 9, "four puts, each with its attribute-hash record, and a delete")
+        #expect(
+            base.records.count == 11,
+            "four puts, each with its attribute-hash record, a delete, and the history records of the update and the delete"
+        )
         for offset in base.file.indices {
             var damaged = base.file
             damaged[offset] ^= 0x01

@@ -192,7 +192,7 @@ import LatchkeyTestSupport
         }
         let report = kc.verify()
         #expect(report.ok, "\(at): the instance's verify: \(report.problems)")
-        if case .keychain(let items, _) = now, keychain != nil {
+        if case .keychain(let items, _, _) = now, keychain != nil {
             let same = (try? shape(kc.snapshot(), knownRefs: knownRefs)) == items
             #expect(same, "\(at): the instance sees other items than a new process")
         }

@@ -47,7 +47,8 @@ package final class ItemImporter {
         try ItemRules.checkSize(item.itemClass, attributes: item.attributes, data: item.data)
         if let transaction, let local {
             let p = try local.prepared(item, policy: policy, time: time)
-            try transaction.put(uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags)
+            try transaction.put(
+                uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags, isNew: true)
         } else {
             batch.append(item)
             if batch.count >= ItemImporter.agentBatchSize { try flush() }
@@ -66,7 +67,8 @@ package final class ItemImporter {
             let p = try local.prepared(item, policy: policy, time: time)
             let key = UniqueKey(itemClass: p.plaintext.itemClass, attributes: p.plaintext.attributes)
             guard try transaction.conflicts(uuid: p.id.bytes, uniqueKey: key).isEmpty else { return false }
-            try transaction.put(uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags)
+            try transaction.put(
+                uuid: p.id.bytes, plaintext: p.plaintext, protection: p.protection, flags: p.flags, isNew: true)
             accepted += 1
             return true
         }

@@ -34,7 +34,15 @@ extension LocalBackend {
         // The current versions: of the live items the query matches, and of the items named
         // by an earlier version that are still live (renamed since, say).
         var current: [[UInt8]: Item] = [:]
-        for m in try planner.matches(query, context, attributesOnly: true) {
+        // A query that may touch a locked item fails as a whole (as `find` does); the history
+        // then lists what it can read, and the locked versions are counted.
+        let live: [Match]
+        do {
+            live = try planner.matches(query, context, attributesOnly: true)
+        } catch let e as KeychainError where e.status == .interactionNotAllowed {
+            live = []
+        }
+        for m in live {
             named.insert(m.id.bytes)
             current[m.id.bytes] = makeItem(m.plaintext, protection: m.slot.protection, id: m.id, flags: m.slot.flags)
         }
@@ -49,7 +57,11 @@ extension LocalBackend {
             var shown = item
             shown.data = []
             let mdat: Double
-            if case .date(let d)? = item.attributes["mdat"] { mdat = d + LocalBackend.unixToReference } else { mdat = 0 }
+            if case .date(let d)? = item.attributes["mdat"] {
+                mdat = d + LocalBackend.unixToReference
+            } else {
+                mdat = 0
+            }
             out.append(ItemVersion(item: shown, kind: .current, date: mdat, sequence: 0, itemIsLive: true))
         }
         for v in visible.reversed() where named.contains(v.uuid) {
@@ -83,7 +95,8 @@ extension LocalBackend {
             guard let v = try store.version(sequence: sequence, uuid: uuid, refreshing: false) else {
                 throw KeychainError(
                     .itemNotFound,
-                    "that version is no longer in the history (it expired, or the keychain was compacted since it was listed); list the history again")
+                    "that version is no longer in the history (it expired, or the keychain was compacted since it was listed); list the history again"
+                )
             }
             guard var p = v.plaintext else { throw KeychainError.locked(v.protection) }
             guard policy.permits(p) else {

@@ -134,9 +134,11 @@ extension KeychainStore {
                 remedy: .verifyAndRestore)
         }
         while offset < end {
-            guard end - offset >= UInt64(FormatConstants.frameHeaderSize),
-                let frame = try? FrameHeader.decode(try bytes(offset, FormatConstants.frameHeaderSize)),
-                frame.sequence == sequence + 1, offset + UInt64(frame.recordSize) <= end
+            guard end - offset >= UInt64(FormatConstants.frameHeaderSize) else { throw changed(offset, "changed") }
+            // A failed read is an I/O error; bytes that read but no longer check are damage.
+            let head = try bytes(offset, FormatConstants.frameHeaderSize)
+            guard let frame = try? FrameHeader.decode(head), frame.sequence == sequence + 1,
+                offset + UInt64(frame.recordSize) <= end
             else { throw changed(offset, "changed") }
             sequence = frame.sequence
             if frame.type == RecordType.history.rawValue {

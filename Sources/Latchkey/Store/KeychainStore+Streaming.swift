@@ -65,14 +65,19 @@ package final class StreamingTransaction {
 
     /// Puts an item with the given UUID: a new item, or a replacement of the live item with
     /// that UUID. The plaintext is stored as given (its `cdat`/`mdat` included).
+    /// A replaced item's version goes into the history first (spec §7.7); `isNew` says the
+    /// caller knows no live item has this UUID (a fresh random one, or one it looked up), which
+    /// saves looking the UUID up (on an indexed keychain, an index page read per put).
     /// - Throws: errSecDuplicateItem when another live item has the same unique key; class-key
     ///   errors (locked class); errSecParam for an item over the size limit; errSecIO.
-    package func put(uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8) throws {
+    package func put(
+        uuid: [UInt8], plaintext: ItemPlaintext, protection: ProtectionClass, flags: UInt8, isNew: Bool = false
+    ) throws {
         requireOpen()
         let put = try writer.check(
             put: ID16(uuid), uuid: uuid, plaintext: plaintext, protection: protection, flags: flags)
         try put.requireUnique(holder: lookup { try $0.owner(put.hash) })
-        if let old = try lookup({ try $0.slot(put.id) }),
+        if !isNew, store.historyPolicy.keepsHistory, let old = try lookup({ try $0.slot(put.id) }),
             let h = try writer.keepHistory(of: put.id, old, .replaced, layout)
         {
             try sealer.submit(layout.placeHistory(h))

@@ -299,9 +299,10 @@ public final class VerifiedBackup {
                         read: { try store.read($0) })
                     switch decision {
                     case .add:
+                        // `decide` found no live item with this UUID (or the keychain is new).
                         try tx.put(
                             uuid: item.record.uuid, plaintext: provenance.trusted(item.plaintext!),
-                            protection: item.record.protectionClass, flags: item.record.flags)
+                            protection: item.record.protectionClass, flags: item.record.flags, isNew: true)
                     case .replace(let old):
                         for o in old where o.uuid != item.record.uuid { try tx.delete(uuid: o.uuid) }
                         try tx.put(

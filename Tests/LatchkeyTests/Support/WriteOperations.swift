@@ -335,25 +335,29 @@ enum MergeBackup {
 /// unlocks with one of the two passcodes, and its items (decrypted, as `shape`s).
 enum Observed: Equatable, CustomStringConvertible {
     case noKeychain
-    case keychain(items: [ItemShape: Int], newPasscode: Bool)
+    /// `history`: how many earlier versions (spec/FORMAT.md §7.7) each kind counts, of every
+    /// class: a crash keeps a transaction's history records exactly when it keeps the
+    /// transaction.
+    case keychain(items: [ItemShape: Int], newPasscode: Bool, history: [String: Int] = [:])
     /// It does not open, verify or unlock: why.
     case broken(String)
 
     var description: String {
         switch self {
         case .noKeychain: return "no keychain"
-        case .keychain(let items, let new): return "\(items.values.reduce(0, +)) items, \(new ? "new" : "old") passcode"
+        case .keychain(let items, let new, let history):
+            return "\(items.values.reduce(0, +)) items, \(new ? "new" : "old") passcode, history \(history)"
         case .broken(let why): return "broken: \(why)"
         }
     }
 
     var usesNewPasscode: Bool {
-        if case .keychain(_, true) = self { return true }
+        if case .keychain(_, true, _) = self { return true }
         return false
     }
 
     var itemCount: Int? {
-        if case .keychain(let items, _) = self { return items.values.reduce(0, +) }
+        if case .keychain(let items, _, _) = self { return items.values.reduce(0, +) }
         return nil
     }
 
@@ -372,7 +376,14 @@ enum Observed: Equatable, CustomStringConvertible {
             }
             let report = kc.verify()
             guard report.ok else { return .broken("verify: \(report.problems)") }
-            return .keychain(items: shape(try kc.snapshot(), knownRefs: knownRefs), newPasscode: new)
+            var history: [String: Int] = [:]
+            for c in ItemClass.allCases {
+                for v in try kc.history(Query(c, synchronizable: .any)).versions where v.kind != .current {
+                    history[v.kind.rawValue, default: 0] += 1
+                }
+            }
+            return .keychain(
+                items: shape(try kc.snapshot(), knownRefs: knownRefs), newPasscode: new, history: history)
         } catch {
             return .broken("\(error)")
         }
