@@ -224,6 +224,18 @@ measure $(names add) -- "${cmds_add[@]}"
 measure $(names update) -- "${cmds_update[@]}"
 # shellcheck disable=SC2046
 measure $(names delete) -- "${cmds_delete[@]}"
+# The history (spec/FORMAT.md §7.7): an update that keeps no version beside one that does (the
+# default), and the history of one item, which reads every record of the file (O(file)).
+hist_names=(); hist_cmds=(); nohist_names=(); nohist_cmds=()
+for N in $SIZES; do
+    K=$((N / 2))
+    nohist_names+=("updatenohist.$N" "updatehist.$N")
+    nohist_cmds+=("$(kc "$N") LATCHKEY_HISTORY_VERSIONS=0 $LK update --account user$((K + 1)) --service bench --set-data < $W/newsecret"
+        "$(kc "$N") $LK update --account user$((K + 2)) --service bench --set-data < $W/newsecret")
+    hist_names+=("history.$N"); hist_cmds+=("$(kc "$N") $LK history bench/user$K")
+done
+measure "${nohist_names[@]}" -- "${nohist_cmds[@]}"
+measure "${hist_names[@]}" -- "${hist_cmds[@]}"
 for N in $SIZES; do
     peak "findpeak.$N" env LATCHKEY_KEYCHAIN="$W/kc$N/login.keychain" LATCHKEY_DEVICE="$W/kc$N/device.secret" \
         "$LK" find --account "user$((N / 2))" --service bench
@@ -365,6 +377,9 @@ REPORT=$OUT/report.md
     row "add one" add ms
     row "update one" update ms
     row "delete one" delete ms
+    row "update one, keeping no history (LATCHKEY_HISTORY_VERSIONS=0)" updatenohist ms
+    row "update one, keeping its version (the default; same round)" updatehist ms
+    row "history of one item (reads the whole file)" history ms
     row "find on a label 10 items share" label ms
     row "peak memory of one find" findpeak mib
     row "import (the whole keychain, one run)" import rate
