@@ -18,7 +18,7 @@ extension LocalBackend {
             p.itemClass == query.itemClass && (query.protection == nil || query.protection == pc)
                 && (wantedUUID == nil || wantedUUID == uuid) && QueryPlanner.filter(p, query, sync: sync)
         }
-        let earlier = try store.history()
+        let earlier = try store.history(itemClass: query.itemClass)
         var locked = 0
         var named = Set<[UInt8]>()
         var visible: [StoredVersion] = []

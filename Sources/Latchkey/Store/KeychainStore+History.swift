@@ -193,8 +193,9 @@ extension KeychainStore {
     }
 
     /// A version read again: its record's clear fields and, when its class key is available,
-    /// its plaintext (decrypted and checked as an item is, spec §7.7).
-    func version(_ ref: HistoryRecordRef) throws -> StoredVersion {
+    /// its plaintext (decrypted and checked as an item is, spec §7.7). nil when `itemClass` is
+    /// given and the version's class tag (in the clear) is another class's: not decrypted.
+    func version(_ ref: HistoryRecordRef, itemClass: ItemClass? = nil) throws -> StoredVersion? {
         mutex.lock(); defer { mutex.unlock() }
         let payload = try readHistoryPayload(ref)
         let h: HistoryRecord
@@ -207,6 +208,7 @@ extension KeychainStore {
                 .decode, "the history record at byte \(ref.offset) of \(path) is malformed (\(error))",
                 remedy: .verifyAndRestore)
         }
+        if let itemClass, put.classTagWord != keys.classTagWord(itemClass) { return nil }
         var plaintext: ItemPlaintext?
         if isAvailable(put.protectionClass) {
             let slot = ItemSlot(
@@ -220,12 +222,13 @@ extension KeychainStore {
             protection: put.protectionClass, flags: put.flags, plaintext: plaintext)
     }
 
-    /// The earlier versions of every item, those not expired now (spec §7.7), in file order
-    /// (oldest first); the plaintext of each whose class key is available.
-    package func history() throws -> [StoredVersion] {
+    /// The earlier versions of every item (of `itemClass`, when given: the others are not
+    /// decrypted), those not expired now (spec §7.7), in file order (oldest first); the
+    /// plaintext of each whose class key is available.
+    package func history(itemClass: ItemClass? = nil) throws -> [StoredVersion] {
         mutex.lock(); defer { mutex.unlock() }
         try refresh()
-        return try liveHistoryRefs().map { try version($0) }
+        return try liveHistoryRefs().compactMap { try version($0, itemClass: itemClass) }
     }
 
     /// The version whose history record has this sequence number and UUID, if it is still in
@@ -236,6 +239,6 @@ extension KeychainStore {
         if refreshing { try refresh() }
         guard let ref = try liveHistoryRefs().first(where: { $0.sequence == sequence && $0.bound.uuid == uuid })
         else { return nil }
-        return try version(ref)
+        return try version(ref)!
     }
 }
