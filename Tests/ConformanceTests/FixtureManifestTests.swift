@@ -29,7 +29,7 @@ import Testing
 
     @Test func manifest_namesItsSchema() throws {
         let m = try Self.manifest()
-        #expect(m["schema"] as? String == "latchkey-fixtures-manifest 1.1")
+        #expect(m["schema"] as? String == "latchkey-fixtures-manifest 1.2")
         #expect(m["spec"] as? String == "spec/CONFORMANCE.md")
     }
 
@@ -68,6 +68,7 @@ import Testing
                 "\(name): manifest says \(expect), FIXTURE.txt \(header["expect"] ?? "nothing")")
             #expect(header["description"] == entry["description"] as? String, "\(name): description")
             #expect(header["defect"] == entry["defect"] as? String, "\(name): defect")
+            #expect(header["feature"] == entry["feature"] as? String, "\(name): feature")
             let inputs = try #require(entry["inputs"] as? [String: Any], "\(name): no inputs")
             for case let (_, file as String) in inputs {
                 #expect(
@@ -104,6 +105,7 @@ import Testing
                 } else {
                     #expect(entry["items"] == nil && entry["itemCount"] == nil)
                 }
+                try checkHistory(entry, header, dir)
             } else {
                 #expect(entry["operation"] as? String == "restore")
                 #expect((inputs["password"] is String) == (header["password"] == "password.txt"), "\(name): password")
@@ -128,6 +130,28 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A keychain entry's history expectation (spec/CONFORMANCE.md §2, since 1.2): present
+    /// exactly when FIXTURE.txt names expected-history.json, only on a success fixture, with the
+    /// `now` and the count of that file.
+    func checkHistory(_ entry: [String: Any], _ header: [String: String], _ dir: URL) throws {
+        let name = entry["name"] as? String ?? "?"
+        guard let file = entry["history"] as? String else {
+            #expect(header["history"] == nil, "\(name): FIXTURE.txt names a history the manifest does not")
+            #expect(entry["historyCount"] == nil && entry["historyNow"] == nil, "\(name)")
+            return
+        }
+        #expect(entry["expect"] as? String == "success", "\(name): a history expectation on a failing fixture")
+        #expect(entry["feature"] as? String == "history", "\(name): feature")
+        #expect(file == "expected-history.json" && header["history"] == file, "\(name): history")
+        let top = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent(file))) as? [String: Any]
+        )
+        let now = try #require(entry["historyNow"] as? Int, "\(name): historyNow")
+        #expect(top["now"] as? Int == now, "\(name): expected-history.json's now")
+        #expect(header["history-now"]?.hasPrefix("\(now) ") == true, "\(name): FIXTURE.txt history-now")
+        #expect(entry["historyCount"] as? Int == (top["versions"] as? [Any])?.count, "\(name): historyCount")
     }
 
     /// A sync entry says what its expected.json says (spec/CONFORMANCE.md §5).

@@ -69,6 +69,18 @@ struct KeychainFixture: Sendable, CustomStringConvertible {
         return try items.map { try ExpectedItem($0, fixture: name) }
     }
 
+    /// expected-history.json: the time it is computed at (Unix seconds) and the versions a
+    /// reader lists then, in file order.
+    func expectedHistory() throws -> (now: UInt64, versions: [ExpectedVersion]) {
+        let data = try Data(contentsOf: directory.appendingPathComponent("expected-history.json"))
+        guard let top = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let now = (top["now"] as? NSNumber)?.uint64Value, let versions = top["versions"] as? [[String: Any]]
+        else {
+            throw FixtureProblem("\(name): expected-history.json has no now or no versions array")
+        }
+        return (now, try versions.map { try ExpectedVersion($0, fixture: name) })
+    }
+
     /// Copies the fixture into a fresh temporary directory and restores what git does not
     /// keep: mode 0600 on the device secret, and the state directory (0700).
     func workspace() throws -> Workspace {
@@ -148,6 +160,25 @@ struct ExpectedItem {
         flags = flagsByte
         attributes = values
         self.data = [UInt8](data)
+    }
+}
+
+/// One version of expected-history.json (spec/FORMAT.md §7.7): its history record's kind and
+/// time, and the item as it held it.
+struct ExpectedVersion {
+    var kind: UInt8
+    var supersededAt: UInt64
+    var item: ExpectedItem
+
+    init(_ json: [String: Any], fixture: String) throws {
+        guard let k = json["kind"] as? NSNumber, let kind = UInt8(exactly: k.intValue),
+            let t = (json["supersededAt"] as? NSNumber)?.uint64Value
+        else {
+            throw FixtureProblem("\(fixture): expected-history.json: bad kind or supersededAt")
+        }
+        self.kind = kind
+        supersededAt = t
+        item = try ExpectedItem(json, fixture: fixture)
     }
 }
 

@@ -16,7 +16,7 @@ import Testing
         "file_shorter_than_magic", "state_truncated", "akpu_item_without_passcode", "golden_passcode_removed",
         "golden_user_presence", "item_flags_reserved",
         "index_valid", "index_stale", "index_tampered", "index_foreign", "index_longer_log",
-        "index_swapped", "damage_search_max_record"
+        "index_swapped", "damage_search_max_record", "history", "history_malformed"
     ]
 
     @Test func fixtureDirectory_holdsEveryRequiredFixture() {
@@ -243,11 +243,94 @@ import Testing
         #expect(report.checkedItems == expected.count)
         #expect(report.recoveredTailBytes == tail)
 
+        if header["history"] != nil {
+            try checkHistory(fixture, kc, report: report)
+        }
+
         if let old = header["old-passcode-must-fail"] {
             let again = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
             let e = #expect(throws: KeychainError.self) { try again.unlock(passcode: Array(old.utf8)) }
             #expect(e?.status == .authFailed)
         }
+    }
+
+    /// spec/FORMAT.md §7.7: the history listed at the fixture's `now` is exactly that of
+    /// expected-history.json, each version decrypted; a full verification checked every history
+    /// record the FIXTURE.txt names.
+    func checkHistory(_ fixture: KeychainFixture, _ kc: Keychain, report: VerifyReport) throws {
+        let header = try fixture.header()
+        let (now, expected) = try fixture.expectedHistory()
+        #expect(header["history-now"]?.hasPrefix("\(now) ") == true, "\(fixture.name): history-now")
+        let records = header.keys.filter { $0.hasPrefix("history-record-") }.count
+        #expect(report.historyRecords == records && report.checkedVersions == records, "\(fixture.name)")
+        let store = try #require(kc.localStore)
+        store.clock = { Int64(now) }
+        let listed = try store.history()
+        #expect(listed.count == expected.count, "\(fixture.name): \(listed.count) versions listed")
+        for (got, want) in zip(listed, expected) {
+            let what = "\(fixture.name): the version of \(hexString(want.item.uuid)) at \(want.supersededAt)"
+            #expect(got.uuid == want.item.uuid, "\(what)")
+            #expect(got.kind.rawValue == want.kind, "\(what)")
+            #expect(got.supersededAt == want.supersededAt, "\(what)")
+            #expect(got.protection.code == want.item.protection, "\(what)")
+            #expect(Int(got.protection.rawValue) == want.item.protectionClass, "\(what)")
+            #expect(got.flags == want.item.flags, "\(what)")
+            let plaintext = try #require(got.plaintext, "\(what): not decrypted")
+            #expect(plaintext.itemClass == want.item.itemClass, "\(what)")
+            #expect(plaintext.attributes == want.item.attributes, "\(what)")
+            #expect(plaintext.data == want.item.data, "\(what)")
+        }
+        // The same records by LatchkeyFormat's bound alone: every record the listing leaves out
+        // is expired at `now`, and none it lists is.
+        let file = [UInt8](try Data(contentsOf: URL(fileURLWithPath: kc.localStore!.path)))
+        let bounds = try historyRecords(file).map {
+            HistoryBound.Entry(
+                uuid: $0.uuid, keepVersions: $0.keepVersions, keepDays: $0.keepDays, supersededAt: $0.supersededAt)
+        }
+        #expect(bounds.count == records)
+        #expect(HistoryBound.expired(bounds, now: now).filter { !$0 }.count == expected.count)
+    }
+
+    /// The history records of a keychain file, decoded, in file order.
+    func historyRecords(_ file: [UInt8]) throws -> [HistoryRecord] {
+        var offset = try FileHeader.peekLength(file)
+        var out: [HistoryRecord] = []
+        while offset < file.count {
+            let frame = try FrameHeader.decode(file[offset..<offset + FormatConstants.frameHeaderSize])
+            if frame.type == RecordType.history.rawValue {
+                out.append(
+                    try HistoryRecord.decode(
+                        file[
+                            offset + FormatConstants.frameHeaderSize..<offset + frame.recordSize
+                                - FormatConstants.frameTagSize]))
+            }
+            offset += frame.recordSize
+        }
+        return out
+    }
+
+    /// spec §7.7: a history record that is not well-formed is never applied (the file opens and
+    /// its live items read, those of history), and is an integrity error when it is read: by a
+    /// full verification, a history listing, a compaction (which changes nothing).
+    @Test func malformedHistoryRecord_isNeverApplied_andRefusedWhenRead() throws {
+        let fixture = try #require(KeychainFixture.all.first { $0.name == "history_malformed" })
+        let good = try #require(KeychainFixture.all.first { $0.name == "history" })
+        let w = try fixture.workspace()
+        defer { w.remove() }
+        let kc = try Keychain.open(path: w.keychainPath, devicePath: w.devicePath)
+        try kc.unlock(passcode: try #require(try fixture.passcode()))
+        let live = try kc.find(Query(.genericPassword))
+        #expect(Set(live.map(\.persistentRef).map(hexString)) == Set(try good.expectedItems().map(\.reference)))
+        let report = kc.verify()
+        #expect(report.problems.count == 1 && report.problems[0].contains("malformed"), "\(report.problems)")
+        let e = #expect(throws: KeychainError.self) { _ = try kc.localStore!.history() }
+        #expect(e?.status == .decode)
+        let before = try Data(contentsOf: URL(fileURLWithPath: w.keychainPath))
+        let c = #expect(throws: KeychainError.self) { try kc.compact() }
+        #expect(c?.status == .decode)
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: w.keychainPath)) == before, "a refused compaction changes no byte"
+        )
     }
 
     /// The item's data. For an item that needs user presence: refused without a way to ask

@@ -33,6 +33,14 @@ struct Fixture {
     var notes: [(String, String)] = []
     /// The index file beside the keychain (spec §17), written as `keychain.index`; nil for none.
     var index: [UInt8]?
+    /// For `success`: the history a reader lists at a fixed time (spec §7.7), written as
+    /// `expected-history.json`; nil when the fixture makes no claim about history.
+    var history: FixtureHistory?
+    /// Further files of the directory, by name (an annotated dump).
+    var extraFiles: [(name: String, bytes: [UInt8])] = []
+    /// The part of the format beyond the rules every reader follows that the fixture tests
+    /// (spec/CONFORMANCE.md §3 `feature`): "history" (FORMAT.md §7.7); nil for none.
+    var feature: String?
 
     init(
         name: String, expect: Expectation, description: String, defect: String? = nil, builder: KeychainBuilder,
@@ -49,6 +57,16 @@ struct Fixture {
         self.passcode = builder.passcode
         if expect == .success { items = builder.liveItems }
     }
+}
+
+/// The history of a fixture (spec §7.7) at `now`: the history records that are not expired
+/// then, in file order, each with the version it keeps.
+struct FixtureHistory {
+    /// Unix seconds.
+    var now: UInt64
+    var listed: [FixtureVersion]
+    /// How many of the file's history records are expired at `now`.
+    var expired: Int
 }
 
 /// Flips bit 0 of `bytes[offset]` and describes the change.

@@ -24,6 +24,7 @@ enum FixtureCatalog {
         out += try passcodeCases()
         out += try indexCases()
         out += try attributeHashCases()
+        out += try historyCases()
         out += try clearPartCases()
         return out.sorted { $0.name < $1.name }
     }

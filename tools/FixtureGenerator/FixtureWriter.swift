@@ -30,6 +30,10 @@ enum FixtureWriter {
         if f.expect == .success {
             try write(Array(expectedJSON(f).utf8), to: dir.appendingPathComponent("expected.json"))
         }
+        if f.history != nil {
+            try write(Array(expectedHistoryJSON(f).utf8), to: dir.appendingPathComponent("expected-history.json"))
+        }
+        for (name, bytes) in f.extraFiles { try write(bytes, to: dir.appendingPathComponent(name)) }
         try write(Array(fixtureText(f).utf8), to: dir.appendingPathComponent("FIXTURE.txt"))
     }
 
@@ -43,7 +47,12 @@ enum FixtureWriter {
     static func fixtureText(_ f: Fixture) -> String {
         var lines = ["expect: \(f.expect.rawValue)", "description: \(f.description)"]
         if f.expect == .success { lines.append("recovered-tail-bytes: \(f.recoveredTailBytes)") }
+        if let h = f.history {
+            lines.append("history: expected-history.json")
+            lines.append("history-now: \(h.now) (\(isoDate(h.now)))")
+        }
         if let d = f.defect { lines.append("defect: \(d)") }
+        if let feature = f.feature { lines.append("feature: \(feature)") }
         lines.append("passcode: \(f.passcode == nil ? "none (no passcode.txt; do not unlock)" : "passcode.txt")")
         for (k, v) in f.notes { lines.append("\(k): \(v)") }
         return lines.joined(separator: "\n") + "\n"
@@ -59,23 +68,49 @@ enum FixtureWriter {
         var out = "{\n  \"fixture\": \(json(f.name)),\n  \"items\": ["
         for (i, item) in items.enumerated() {
             out += i == 0 ? "\n" : ",\n"
-            out += "    {\n"
-            out += "      \"class\": \(json(item.plaintext.itemClass.rawValue)),\n"
-            out += "      \"uuid\": \(json(hexString(item.uuid))),\n"
-            out += "      \"protection\": \(json(item.protection.code)),\n"
-            out += "      \"protectionClass\": \(item.protection.rawValue),\n"
-            out += "      \"flags\": \(item.flags),\n"
-            out += "      \"attributes\": {"
-            let names = item.plaintext.attributes.keys.sorted()
-            for (j, name) in names.enumerated() {
-                out += j == 0 ? "\n" : ",\n"
-                out += "        \(json(name)): \(json(item.plaintext.attributes[name]!))"
-            }
-            out += "\n      },\n"
-            out += "      \"data\": \(json(Data(item.plaintext.data).base64EncodedString()))\n"
-            out += "    }"
+            out += "    {\n" + itemFields(item) + "\n    }"
         }
         out += items.isEmpty ? "]\n}\n" : "\n  ]\n}\n"
+        return out
+    }
+
+    /// An item's fields after `leading`, one a line at six spaces, without the closing brace.
+    static func itemFields(_ item: FixtureItem, _ leading: [(String, String)] = []) -> String {
+        var out = ""
+        for (key, value) in leading { out += "      \(json(key)): \(value),\n" }
+        out += "      \"class\": \(json(item.plaintext.itemClass.rawValue)),\n"
+        out += "      \"uuid\": \(json(hexString(item.uuid))),\n"
+        out += "      \"protection\": \(json(item.protection.code)),\n"
+        out += "      \"protectionClass\": \(item.protection.rawValue),\n"
+        out += "      \"flags\": \(item.flags),\n"
+        out += "      \"attributes\": {"
+        let names = item.plaintext.attributes.keys.sorted()
+        for (j, name) in names.enumerated() {
+            out += j == 0 ? "\n" : ",\n"
+            out += "        \(json(name)): \(json(item.plaintext.attributes[name]!))"
+        }
+        out += "\n      },\n"
+        out += "      \"data\": \(json(Data(item.plaintext.data).base64EncodedString()))"
+        return out
+    }
+
+    // MARK: expected-history.json
+
+    /// The history at `now` (spec §7.7): each version not expired then, in file order (oldest
+    /// first), with its record's kind and time, then the item as it was, in expected.json's style.
+    static func expectedHistoryJSON(_ f: Fixture) -> String {
+        let h = f.history!
+        var out = "{\n  \"fixture\": \(json(f.name)),\n  \"now\": \(h.now),\n  \"versions\": ["
+        for (i, v) in h.listed.enumerated() {
+            out += i == 0 ? "\n" : ",\n"
+            out +=
+                "    {\n"
+                + itemFields(
+                    v.item,
+                    [("kind", "\(v.record.kind.rawValue)"), ("supersededAt", "\(v.record.supersededAt)")])
+                + "\n    }"
+        }
+        out += h.listed.isEmpty ? "]\n}\n" : "\n  ]\n}\n"
         return out
     }
 
@@ -135,8 +170,10 @@ enum FixtureWriter {
             | `device.secret.state/<file UUID hex>` | the device state (§9): the newest sequence this device saw |
             | `passcode.txt` | the passcode, UTF-8, no trailing newline; absent when the keychain has none |
             | `expected.json` | `success` fixtures only: every live item, sorted by class, protection class number, UUID |
-            | `FIXTURE.txt` | `key: value` lines: `expect`, `description`, `recovered-tail-bytes` (success), `defect` (negative fixtures), `passcode`, and notes such as `old-passcode-must-fail` (that passcode must be refused with an authentication error) |
+            | `expected-history.json` | fixtures with a `history:` line only: the history a reader lists at `now` (spec §7.7), below |
+            | `FIXTURE.txt` | `key: value` lines: `expect`, `description`, `recovered-tail-bytes` (success), `history` and `history-now` (fixtures with an expected history), `defect` (negative fixtures), `feature` (the part of the format beyond the rules every reader follows that the fixture tests: `history`, spec §7.7), `passcode`, and notes such as `old-passcode-must-fail` (that passcode must be refused with an authentication error) |
             | `golden_small/hexdump.txt` | golden_small's header and first record, annotated field by field (spec §14) |
+            | `history/hexdump.txt` | one history record of `history`, its frame, fixed part and the clear part of the put it keeps, annotated (spec §7.7) |
 
             `expect:` is what a conforming reader must do: succeed, or report one of the outcomes of
             spec/FORMAT.md §1.4, named here exactly as the spec names them:
@@ -169,6 +206,16 @@ enum FixtureWriter {
             (spec §7.1). `pdmn` (Apple's kSecAttrAccessible) is not stored (spec §7.1): a reader
             reports it from the protection class, so it is not among the attributes here (it is the
             `protection` field).
+
+            `expected-history.json` holds `now` (Unix seconds; the manifest's `historyNow`, and
+            `history-now:` in `FIXTURE.txt`) and `versions`: the history records not expired at
+            `now` (spec §7.7), in file order, oldest first, each with `kind` (1: replaced, 2:
+            deleted), `supersededAt` (the record's time, Unix seconds) and then, in the style of
+            `expected.json`, the item as that version held it (class, UUID, protection class, item
+            flags, attributes, data). A reader that lists history must list exactly these at `now`;
+            one that lists none still passes the fixture by its live items, and cannot reach the
+            outcome of `history_malformed`, whose defect only a reader of history records meets
+            (its `feature:` line says so).
 
             ## Using a fixture
 

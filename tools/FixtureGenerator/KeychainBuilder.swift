@@ -16,6 +16,19 @@ enum Change {
     case keybag(Keybag)
     /// Any record type with any payload, framed and tagged correctly.
     case raw(type: UInt8, payload: [UInt8])
+    /// A history record (spec §7.7) keeping the item's newest put before this transaction, its
+    /// payload copied byte for byte, with the bound and time given; it goes right before the
+    /// put or delete of the item in the same transaction, as a writer places it.
+    case history(uuid: [UInt8], kind: HistoryRecord.Kind, keepVersions: UInt8, keepDays: UInt16, at: UInt64)
+}
+
+/// A history record the builder wrote (spec §7.7), and the version it keeps.
+struct FixtureVersion {
+    var record: HistoryRecord
+    /// The item as it was before the transaction that replaced or deleted it.
+    var item: FixtureItem
+    var offset: Int
+    var sequence: UInt64
 }
 
 /// Where a record landed in the file.
@@ -63,6 +76,8 @@ final class KeychainBuilder {
     /// The newest put record of each live item, by item UUID hex.
     private(set) var livePut: [String: RecordInfo] = [:]
     private(set) var snapshots: [Snapshot] = []
+    /// Every history record written, in file order.
+    private(set) var versions: [FixtureVersion] = []
     /// Whether each put is followed, in its transaction, by its attribute-hash record (spec
     /// §7.6), as a writer that knows the record writes it.
     var hashRecords = false
@@ -171,8 +186,19 @@ final class KeychainBuilder {
     func commit(_ changes: [Change]) throws {
         var payloads: [(RecordType.RawValue, [UInt8], uuid: String?)] = []
         var next = live
+        /// The history records of this transaction, by index in `payloads`.
+        var kept: [Int: FixtureVersion] = [:]
         for change in changes {
             switch change {
+            case .history(let uuid, let kind, let keepVersions, let keepDays, let at):
+                // The newest put before this transaction: `livePut` and `live` change only
+                // once the transaction is written.
+                let record = HistoryRecord(
+                    uuid: uuid, kind: kind, keepVersions: keepVersions, keepDays: keepDays, supersededAt: at,
+                    put: newestPutPayload(uuid))
+                kept[payloads.count] = FixtureVersion(
+                    record: record, item: live[hexString(uuid)]!, offset: 0, sequence: 0)
+                payloads.append((RecordType.history.rawValue, record.encode(), nil))
             case .put(let item):
                 let itemKey = rng.bytes(32)
                 itemKeys[hexString(item.uuid)] = itemKey
@@ -210,6 +236,11 @@ final class KeychainBuilder {
                 offset: UInt64(offset), macKey: keys.recordMAC)
             let info = RecordInfo(offset: offset, size: record.count, type: type, sequence: sequence)
             records.append(info)
+            if var version = kept[i] {
+                version.offset = offset
+                version.sequence = sequence
+                versions.append(version)
+            }
             if let uuid, type == RecordType.itemPut.rawValue { livePut[uuid] = info }
             if let uuid, type == RecordType.itemDelete.rawValue { livePut[uuid] = nil }
             body += record
@@ -234,6 +265,13 @@ final class KeychainBuilder {
         return p.encode()
     }
 
+    /// The payload of the newest put record of the live item `uuid`, as the file holds it.
+    func newestPutPayload(_ uuid: [UInt8]) -> [UInt8] {
+        let put = livePut[hexString(uuid)]!
+        let start = put.offset - headerSize
+        return Array(body[start + FormatConstants.frameHeaderSize..<start + put.size - FormatConstants.frameTagSize])
+    }
+
     /// Makes the next record skip one sequence number (§6.5 forbids it).
     func skipSequenceNumber() { sequence += 1 }
 
@@ -249,6 +287,7 @@ final class KeychainBuilder {
     /// number + 1.
     func changePasscode(to newPasscode: String?) throws {
         precondition(passcode != nil, "the fixtures change or remove an existing passcode")
+        precondition(versions.isEmpty, "history records are not rewrapped here (spec §11.6): no such fixture keeps any")
         var newKeys: [ProtectionClass: SecretKey] = [:]
         for pc in ProtectionClass.allCases {
             if pc.isAlwaysAvailable {

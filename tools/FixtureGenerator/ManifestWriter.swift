@@ -9,7 +9,7 @@ import LatchkeyFormat
 /// FIXTURE.txt, so the two cannot disagree.
 enum ManifestWriter {
     /// The schema version of manifest.json (spec/CONFORMANCE.md §3); a new field raises the minor.
-    static let schema = "latchkey-fixtures-manifest 1.1"
+    static let schema = "latchkey-fixtures-manifest 1.2"
 
     static func write(
         keychains: [Fixture], backups: [BackupFixture], sync: [(name: String, expected: SyncFixtures.Expected)],
@@ -42,6 +42,7 @@ enum ManifestWriter {
             ("description", q(f.description))
         ]
         if let d = f.defect { fields.append(("defect", q(d))) }
+        if let feature = f.feature { fields.append(("feature", q(feature))) }
         var inputs: [(String, String)] = [("keychain", q("keychain")), ("deviceSecret", q("device.secret"))]
         inputs.append(("deviceState", f.state == nil ? "null" : q("device.secret.state/\(hexString(f.fileUUID))")))
         inputs.append(("passcode", f.passcode == nil ? "null" : q("passcode.txt")))
@@ -51,6 +52,11 @@ enum ManifestWriter {
             fields.append(("items", q("expected.json")))
             fields.append(("itemCount", "\(f.items.count)"))
             fields.append(("recoveredTailBytes", "\(f.recoveredTailBytes)"))
+        }
+        if let h = f.history {
+            fields.append(("history", q("expected-history.json")))
+            fields.append(("historyCount", "\(h.listed.count)"))
+            fields.append(("historyNow", "\(h.now)"))
         }
         if f.index != nil { fields.append(("indexUse", q(indexUse(f)))) }
         for (key, value) in f.notes where key == "old-passcode-must-fail" {

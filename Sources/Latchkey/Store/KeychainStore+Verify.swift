@@ -12,6 +12,11 @@ public struct VerifyReport: Sendable, Codable {
     public var checkedItems = 0
     /// Items whose class key was locked, so only their record tags were checked.
     public var lockedItems = 0
+    /// History records (spec §7.7) of the committed records, each checked to be well-formed.
+    public var historyRecords = 0
+    /// Of them, those whose earlier version was decrypted and checked as an item is (the others'
+    /// class keys were locked, or they are reported among the problems).
+    public var checkedVersions = 0
     public var recoveredTailBytes: UInt64 = 0
 }
 
@@ -67,10 +72,30 @@ extension KeychainStore {
             // comes with its put), so the state need not keep them.
             fresh.keepsAttributeHashes = false
             fresh.appliesLongTransactionsEarly = true
+            // History records are never applied (spec §7.7) but are checked as a full
+            // verification must: well-formed here, and their embedded puts decrypted and checked
+            // by the workers as items are, under the history record's offset.
+            var history: [(offset: UInt64, protection: ProtectionClass?, malformed: String?)] = []
+            let onHistory = { (record: AuthenticatedRecord) in
+                do {
+                    let put = try HistoryRecord.decode(record.buffer[record.payload]).decodedPut()
+                    history.append((record.offset, put.protectionClass, nil))
+                    checker.submit(
+                        AuthenticatedPut(
+                            buffer: record.buffer,
+                            payload: record.payload.lowerBound + HistoryRecord.fixedSize..<record.payload.upperBound,
+                            offset: record.offset, protection: put.protectionClass, inHistoryRecord: true))
+                } catch {
+                    history.append((record.offset, nil, String(describing: error)))
+                }
+            }
             do {
                 let end = try io(
-                    { try fresh.scan(fs: fs, fd: fd, keys: k, onPut: checker.submit, onBoundHashes: checker.bind) },
-                    "read the keychain")
+                    {
+                        try fresh.scan(
+                            fs: fs, fd: fd, keys: k, onPut: checker.submit, onBoundHashes: checker.bind,
+                            onHistory: onHistory)
+                    }, "read the keychain")
                 report.fileSize = end.fileSize
                 let seen = (try? device.state(fileUUID: h.fileUUID))??.newestSequence ?? 0
                 if let failure = end.failure, seen > fresh.lastSequence {
@@ -110,15 +135,34 @@ extension KeychainStore {
             var problems: [(UInt64, String)] = []
             for (id, slot) in fresh.items {
                 guard available[slot.protection] != nil else { report.lockedItems += 1; continue }
-                if let f = failed[slot.offset] { problems.append((slot.offset, f)); continue }
+                if let f = failed[slot.offset] {
+                    problems.append((slot.offset, "item at byte \(slot.offset): \(f)")); continue
+                }
                 report.checkedItems += 1
                 // The hash record bound to the item's newest put is not the item's (spec §7.6).
                 if mismatched.contains(slot.offset) {
-                    problems.append((slot.offset, KeychainStore.attributeHashMismatch(id)))
+                    problems.append(
+                        (slot.offset, "item at byte \(slot.offset): \(KeychainStore.attributeHashMismatch(id))"))
+                }
+            }
+            // Only the committed ones: a record of an unfinished write is reported as such.
+            for entry in history where entry.offset < fresh.end {
+                report.historyRecords += 1
+                let what = "history record at byte \(entry.offset) of \(path)"
+                if let malformed = entry.malformed {
+                    problems.append(
+                        (
+                            entry.offset,
+                            "\(what) is malformed (\(malformed)); its tag verifies, so it was written so: damaged by a faulty writer or tampered with by someone who holds the device secret (spec/FORMAT.md §7.7); compaction refuses the keychain while it is there"
+                        ))
+                } else if let f = failed[entry.offset] {
+                    problems.append((entry.offset, "\(what): \(f)"))
+                } else if let pc = entry.protection, available[pc] != nil {
+                    report.checkedVersions += 1
                 }
             }
             problems.sort { $0.0 < $1.0 }
-            report.problems += problems.map { "item at byte \($0.0): \($0.1)" }
+            report.problems += problems.map(\.1)
         } catch {
             report.problems.append(String(describing: error))
         }
@@ -322,7 +366,7 @@ final class ItemChecker: @unchecked Sendable {
                     }
                 }
                 if checked == true {
-                    if !clearPartAgrees { scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path) }
+                    if !clearPartAgrees { scratch.found[put.offset] = ItemChecker.clearPartProblem(put, path) }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, scratch.hashes) {
                         scratch.mismatched.insert(put.offset)
                     }
@@ -337,13 +381,16 @@ final class ItemChecker: @unchecked Sendable {
                     if !hash.withUnsafeBytes({
                         ItemChecker.clearPart(of: payload, agreesWith: plaintext.itemClass, uniqueKeyHash: $0, keys)
                     }) {
-                        scratch.found[put.offset] = ItemChecker.clearPartProblem(put.offset, path)
+                        scratch.found[put.offset] = ItemChecker.clearPartProblem(put, path)
                     }
                     if let bound = put.boundHashes, !ItemChecker.sameSet(bound, keys.attributeHashes(for: plaintext)) {
                         scratch.mismatched.insert(put.offset)
                     }
                 } catch {
-                    scratch.found[put.offset] = String(describing: error)
+                    scratch.found[put.offset] =
+                        put.inHistoryRecord
+                        ? "the earlier version it keeps does not decrypt to a valid item with its class key (written so, or tampered with by someone who holds the device secret; spec/FORMAT.md §7.7): \(error)"
+                        : String(describing: error)
                 }
             }
         }
@@ -361,8 +408,13 @@ final class ItemChecker: @unchecked Sendable {
             && payload[s + 24..<s + 40].elementsEqual(uniqueKeyHash)
     }
 
-    static func clearPartProblem(_ offset: UInt64, _ path: String) -> String {
-        "the item record at byte \(offset) of \(path) has a class tag or unique-key hash that its contents do not give (written by a faulty writer, or by someone who held its class key): a find by unique key may miss it or find it twice"
+    static func clearPartProblem(_ put: AuthenticatedPut, _ path: String) -> String {
+        if put.inHistoryRecord {
+            return
+                "the earlier version it keeps has a class tag or unique-key hash that its contents do not give (written by a faulty writer, or by someone who held its class key; spec/FORMAT.md §7.7, §8.4)"
+        }
+        return
+            "the item record at byte \(put.offset) of \(path) has a class tag or unique-key hash that its contents do not give (written by a faulty writer, or by someone who held its class key): a find by unique key may miss it or find it twice"
     }
 
     /// Unwraps the item keys of the well-formed puts of `group` into `scratch.itemKeys`, all of

@@ -122,6 +122,17 @@ struct AuthenticatedPut: Sendable {
     /// The hashes of the hash record bound to this put (spec §7.6), once the scan has read it
     /// (`scan`'s `onBoundHashes`).
     var boundHashes: [UInt64]?
+    /// The put embedded in a history record at `offset` (spec §7.7), not a put record: checked
+    /// as an item is, and reported as a version.
+    var inHistoryRecord = false
+}
+
+/// A record of another type than a put whose tag verified during a scan: its payload is
+/// `buffer[payload]` (the scan's read buffer, shared, not copied).
+struct AuthenticatedRecord: Sendable {
+    var buffer: [UInt8]
+    var payload: Range<Int>
+    var offset: UInt64
 }
 
 /// A decoded record waiting for its transaction to close.
@@ -231,11 +242,13 @@ extension LogState {
     /// Reads records from `end` to the end of the file and applies every closed transaction.
     /// Stops at an incomplete tail and reports where it starts; throws `Corruption` for damage.
     /// `onPut`, when given, sees every item-put record whose tag verified, as it is read (for
-    /// `verify`, which decrypts them without reading the file again), and `onBoundHashes` the
-    /// hashes of each hash record bound to a put, with the put's offset, right after it.
+    /// `verify`, which decrypts them without reading the file again), `onBoundHashes` the
+    /// hashes of each hash record bound to a put, with the put's offset, right after it, and
+    /// `onHistory` every history record whose tag verified (spec §7.7; never applied), its
+    /// payload uninterpreted: committed or not, which the caller decides from `end`.
     mutating func scan(
         fs: FileSystem, fd: Int32, keys: FileKeys, onPut: ((AuthenticatedPut) -> Void)? = nil,
-        onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil
+        onBoundHashes: ((UInt64, [UInt64]) -> Void)? = nil, onHistory: ((AuthenticatedRecord) -> Void)? = nil
     ) throws -> ScanEnd {
         let fileSize = try fs.size(fd)
         var offset = end
@@ -342,7 +355,17 @@ extension LogState {
                     }
                     skippedAncillary += 1
                 case .history:
-                    // Ancillary, never applied: read only when a history is asked for (§7.7).
+                    // Ancillary, never applied: read only when a history is asked for, or by a
+                    // full verification (§7.7).
+                    if let onHistory {
+                        let start = Int(offset - bufferStart)
+                        onHistory(
+                            AuthenticatedRecord(
+                                buffer: buffer,
+                                payload: start + FormatConstants.frameHeaderSize..<start + size
+                                    - FormatConstants.frameTagSize,
+                                offset: offset))
+                    }
                     skippedAncillary += 1
                 case .keybagChange:
                     // Retired (spec §6.6): anyone holding the device secret could write one, so
