@@ -223,6 +223,8 @@ import LatchkeyTestSupport
         let disk = try makeDisk()
         let kc = try createKeychain(on: disk, passcode: nil)
         kc.localStore!.indexTailLimit = .max
+        // The records below are counted by position: no history record (spec §7.7) between them.
+        kc.localStore!.historyPolicy = .off
         try kc.add(
             .genericPassword, attributes: attrs(["acct": "alice", "svce": "real"]), data: bytes("a"),
             protection: .always)
@@ -386,7 +388,9 @@ import LatchkeyTestSupport
             types.append(frame.type)
             offset += frame.recordSize
         }
-        #expect(types == Array(repeating: [1, 0x80], count: 49).flatMap { $0 }, "each live put with its hash record")
+        #expect(
+            types == [RecordType.history.rawValue] + Array(repeating: [1, 0x80], count: 49).flatMap { $0 },
+            "the deleted item's version (spec §7.7), then each live put with its hash record")
         try expectOneDecryption("after the compaction")
         _ = try kc.changePasscode(old: TestEnv.passcode, new: TestEnv.newPasscode, kdfLogN: TestEnv.logN)
         try expectOneDecryption("after the passcode change")
