@@ -824,7 +824,8 @@ public final class AgentServer: @unchecked Sendable {
         do {
             let response = try run(request, h, kc, context)
             switch request {
-            case .unlock, .add, .update, .delete, .addIdentity, .updateIdentities, .deleteIdentities: scheduleSync(h)
+            case .unlock, .add, .update, .delete, .restoreVersion, .addIdentity, .updateIdentities, .deleteIdentities:
+                scheduleSync(h)
             default: break
             }
             return response
@@ -856,7 +857,11 @@ public final class AgentServer: @unchecked Sendable {
         case .removePasscode(_, let old):
             return .count(try kc.changePasscode(old: old, new: nil, kdfLogN: KDFParameters.defaultLogN))
         case .compact:
-            let (before, after) = try kc.compact()
+            let (before, after) = try kc.compact(dropHistory: false)
+            return .compacted(before: before, after: after)
+        case .dropHistory:
+            let (before, after) = try kc.compact(dropHistory: true)
+            log("compacted \(h.path) without its history")
             return .compacted(before: before, after: after)
         case .info:
             return .info(try kc.info())
@@ -871,6 +876,12 @@ public final class AgentServer: @unchecked Sendable {
             return .count(try kc.update(q, attributes: attributes, data: data, protection: protection, context))
         case .delete(_, let q):
             return .count(try kc.delete(q, context))
+        case .history(_, let q):
+            // LocalBackend applies the caller's access groups and leaves out every version's data.
+            return .history(try kc.history(q, context))
+        case .restoreVersion(_, let uuid, let sequence):
+            let (item, asNew) = try kc.restoreVersion(uuid: uuid, sequence: sequence, context)
+            return .restored(item, asNew: asNew)
         case .addIdentity(_, let certificate, let privateKey, let attributes, let protection, let presence):
             let i = try kc.addIdentity(
                 certificate: certificate, privateKey: privateKey, attributes: attributes,

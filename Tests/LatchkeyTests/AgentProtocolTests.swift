@@ -69,8 +69,25 @@ import Testing
             protection: .afterFirstUnlockThisDeviceOnly, requiresUserPresence: true),
         .identities(target, identityQuery, Message.Read(limit: 5)),
         .updateIdentities(target, identityQuery, attributes: ["labl": .string("you")], protection: nil),
-        .deleteIdentities(trusted, IdentityQuery())
+        .deleteIdentities(trusted, IdentityQuery()),
+        .dropHistory(target),
+        .history(target, query), .history(trusted, Query(.genericPassword)),
+        .restoreVersion(target, uuid: [UInt8](repeating: 3, count: 16), sequence: 42),
+        .restoreVersion(trusted, uuid: [], sequence: .max)
     ]
+
+    /// Versions as a history answers them: no data (the item's reference and attributes).
+    static func version(_ kind: ItemVersion.Kind, _ date: Double, _ sequence: UInt64, live: Bool) -> ItemVersion {
+        var i = item
+        i.data = []
+        i.attributes["labl"] = .string("v\(sequence)")
+        return ItemVersion(item: i, kind: kind, date: date, sequence: sequence, itemIsLive: live)
+    }
+    static let history = ItemHistory(
+        versions: [
+            version(.current, 1.7e9, 0, live: true), version(.replaced, 1.6e9, 77, live: true),
+            version(.deleted, -0.0, .max, live: false)
+        ], locked: 3)
 
     static let state = AgentKeychainState(
         keychain: "/k/login.keychain", device: "/k/device", hasPasscode: true,
@@ -102,6 +119,12 @@ import Testing
                 v.liveItems = 1
                 v.checkedItems = 1; v.lockedItems = 0; v.recoveredTailBytes = 3; return v
             }()),
+        .history(history), .history(ItemHistory(versions: [], locked: 0)),
+        .restored(version(.replaced, 0, 0, live: true).item, asNew: true),
+        .restored(
+            {
+                var k = key; k.data = []; return k
+            }(), asNew: false),
         .needsAuthentication(prompt: "Use «mail»"), .needsAuthentication(prompt: nil),
         .error(KeychainError(.interactionNotAllowed, "the keychain is locked", underlying: "class ak")),
         .error(KeychainError(.param, "bad")),
@@ -126,7 +149,7 @@ import Testing
             #expect(v2[4] == 2 && Array(v2[5...]) == Array(frame[5...]), "\(r.name) in version 2")
             #expect(try Request.decode(frame: v2).encode(version: 2) == v2)
         }
-        #expect(Set(Self.requests.map(\.type)).count == 19, "one type per operation")
+        #expect(Set(Self.requests.map(\.type)).count == 22, "one type per operation")
     }
 
     @Test func everyResponse_roundTripsToTheSameBytes() throws {
@@ -223,6 +246,66 @@ import Testing
             Issue.record("not added"); return
         }
         #expect(ref.item(.genericPassword, data: secret) == stored)
+    }
+
+    /// The history requests and answers carry what their tables say (spec/AGENT.md §4.5, §5.1),
+    /// and a version has no field for data: a secret given to the encoder never reaches the
+    /// frame, and every decoded version's data is empty.
+    @Test func historyMessages_carryTheirFields_andNoData() throws {
+        guard
+            case .restoreVersion(let t, let uuid, let sequence) = try Request.decode(
+                frame: Request.restoreVersion(Self.target, uuid: [7, 7], sequence: 1 << 40).encode())
+        else {
+            Issue.record("not restoreVersion"); return
+        }
+        #expect(t == Self.target && uuid == [7, 7] && sequence == 1 << 40)
+        // restoreVersion: target, then bytes UUID, then u64 sequence, and nothing after.
+        let frame = Request.restoreVersion(Self.trusted, uuid: [0xAA], sequence: 5).encode()
+        #expect(Array(frame.suffix(13)) == [0, 0, 0, 1, 0xAA, 0, 0, 0, 0, 0, 0, 0, 5])
+        guard case .history(_, let q) = try Request.decode(frame: Request.history(Self.target, Self.query).encode())
+        else {
+            Issue.record("not history"); return
+        }
+        #expect(q.itemClass == Self.query.itemClass && q.synchronizable == .any && q.caseInsensitive)
+
+        guard case .history(let h) = try Response.decode(frame: Response.history(Self.history).encode()) else {
+            Issue.record("not a history answer"); return
+        }
+        #expect(h == Self.history)
+        #expect(h.versions.map(\.kind) == [.current, .replaced, .deleted] && h.locked == 3)
+
+        let secret = Array("do-not-send-this-version".utf8)
+        var leaky = Self.history
+        for i in leaky.versions.indices { leaky.versions[i].item.data = secret }
+        let leakyFrame = Response.history(leaky).encode()
+        #expect(!leakyFrame.contains(subsequence: secret))
+        #expect(leakyFrame == Response.history(Self.history).encode(), "the data is not encoded at all")
+        guard case .history(let back) = try Response.decode(frame: leakyFrame) else {
+            Issue.record("not a history answer"); return
+        }
+        #expect(back.versions.allSatisfy { $0.item.data.isEmpty })
+        var restoredItem = Self.item
+        restoredItem.data = secret
+        let restored = Response.restored(restoredItem, asNew: true).encode()
+        #expect(!restored.contains(subsequence: secret))
+        guard case .restored(let item, let asNew) = try Response.decode(frame: restored) else {
+            Issue.record("not restored"); return
+        }
+        #expect(asNew && item.data.isEmpty && item.persistentRef == Self.item.persistentRef)
+        #expect(item.attributes == Self.item.attributes && item.requiresUserPresence)
+
+        // A version's kind is 0, 1 or 2: the byte after its attributes (then f64, u64, bool).
+        let one = Array(Response.history(ItemHistory(versions: [Self.history.versions[0]], locked: 0)).encode()[4...])
+        let kindOffset = one.count - 8 - 1 - 8 - 8 - 1
+        #expect(one[kindOffset] == 0)
+        for bad: UInt8 in [3, 0xFF] {
+            var p = one
+            p[kindOffset] = bad
+            Self.expectMalformed(p, response: true, "version kind \(bad)")
+        }
+        var live = one
+        live[one.count - 9] = 2
+        Self.expectMalformed(live, response: true, "itemIsLive 2")
     }
 
     /// A status this Latchkey does not know (from a newer agent) is errSecInternal, with the

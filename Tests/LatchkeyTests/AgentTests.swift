@@ -829,6 +829,75 @@ extension AgentMessage.Response {
         #expect(try kc.find(q, includeData: false).count == 1)
     }
 
+    /// History through the agent (spec/AGENT.md: history, restoreVersion, dropHistory) is what a
+    /// direct open gives: the same versions (never their data), the same restores, the same
+    /// errors; and a caller of another access group sees none of a group's versions, through
+    /// the agent or directly, and can restore none.
+    @Test func history_andRestore_throughTheAgent_matchADirectOpen() throws {
+        let box = try AgentSandbox()
+        try box.startAgent()
+        let remote = try box.remote()
+        try remote.unlock(passcode: TestEnv.passcode)
+        let direct = try box.direct()
+        func failure(_ body: () throws -> Void) -> KeychainError? {
+            do { try body(); return nil } catch { return error as? KeychainError }
+        }
+        let q = AgentSandbox.query("h")
+        try remote.add(
+            .genericPassword, attributes: ["acct": .string("h"), "svce": .string("s"), "labl": .string("v1")],
+            data: Array("one".utf8))
+        try remote.update(q, attributes: ["labl": .string("v2")], data: Array("two".utf8))
+        try direct.update(q, attributes: ["labl": .string("v3")], data: Array("three".utf8))
+
+        let listed = try remote.history(q)
+        #expect(listed == (try direct.history(q)))
+        #expect(listed.versions.map(\.kind) == [.current, .replaced, .replaced] && listed.locked == 0)
+        #expect(listed.versions.map { $0.item.attributes["labl"] } == [.string("v3"), .string("v2"), .string("v1")])
+        #expect(listed.versions.allSatisfy { $0.item.data.isEmpty && $0.itemIsLive })
+
+        // The oldest version back through the agent: an update the direct open reads.
+        let restored = try remote.restore(listed.versions[2])
+        #expect(!restored.asNew && restored.item.data.isEmpty && restored.item.attributes["labl"] == .string("v1"))
+        #expect(try direct.find(q).first?.data == Array("one".utf8))
+        let after = try remote.history(q)
+        #expect(after == (try direct.history(q)) && after.versions.count == 4)
+
+        // A deleted item keeps its versions, and comes back as a new item.
+        #expect(try direct.delete(q) == 1)
+        let deleted = try remote.history(q)
+        #expect(deleted == (try direct.history(q)))
+        #expect(deleted.versions.first?.kind == .deleted && deleted.versions.allSatisfy { !$0.itemIsLive })
+        let back = try remote.restore(deleted.versions[0])
+        #expect(back.asNew && back.item.persistentRef != deleted.versions[0].item.persistentRef)
+        #expect(try direct.find(q).first?.data == Array("one".utf8))
+        // Again: the new item holds the unique key now; the same error both ways.
+        let twice = failure { try remote.restore(deleted.versions[0]) }
+        #expect(twice?.status == .duplicateItem && twice == failure { try direct.restore(deleted.versions[0]) })
+
+        // Another access group: nothing listed, nothing restored, through the agent or directly.
+        let stranger = CallerIdentity(applicationIdentifier: "com.example.stranger")
+        remote.caller = stranger
+        direct.caller = stranger
+        #expect(
+            try remote.history(Query(.genericPassword, synchronizable: .any)) == ItemHistory(versions: [], locked: 0))
+        #expect(try direct.history(Query(.genericPassword, synchronizable: .any)).versions.isEmpty)
+        #expect(try remote.history(q).versions.isEmpty)
+        let refused = failure { try remote.restore(listed.versions[1]) }
+        #expect(refused?.status == .itemNotFound && refused == failure { try direct.restore(listed.versions[1]) })
+        #expect(try direct.history(Query(.genericPassword)).versions.isEmpty)
+        remote.caller = AgentSandbox.caller
+        direct.caller = AgentSandbox.caller
+        #expect(try direct.find(q).first?.data == Array("one".utf8), "the stranger's restore changed nothing")
+
+        // dropHistory through the agent: only the current versions are left; an old version
+        // left the history, errSecItemNotFound both ways.
+        _ = try remote.compact(dropHistory: true)
+        let dropped = try direct.history(q)
+        #expect(dropped == (try remote.history(q)) && dropped.versions.map(\.kind) == [.current])
+        let gone = failure { try remote.restore(listed.versions[1]) }
+        #expect(gone?.status == .itemNotFound && gone == failure { try direct.restore(listed.versions[1]) })
+    }
+
     @Test func agentAndDirectWriters_loseNothing() throws {
         let box = try AgentSandbox()
         try box.startAgent()

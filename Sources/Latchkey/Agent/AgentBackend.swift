@@ -186,9 +186,10 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
         return n
     }
 
-    func compact() throws -> (before: UInt64, after: UInt64) {
-        let r = try client.call(.compact(target(nil)))
-        guard case .compacted(let before, let after) = r else { throw AgentClient.unexpected(r, to: "compact") }
+    func compact(dropHistory: Bool) throws -> (before: UInt64, after: UInt64) {
+        let request: AgentMessage.Request = dropHistory ? .dropHistory(target(nil)) : .compact(target(nil))
+        let r = try client.call(request)
+        guard case .compacted(let before, let after) = r else { throw AgentClient.unexpected(r, to: request.name) }
         return (before, after)
     }
 
@@ -212,11 +213,17 @@ final class AgentBackend: KeychainBackend, @unchecked Sendable {
 }
 
 extension AgentBackend {
+    /// The agent answers the versions without their data (spec/AGENT.md §5.1: a version has no
+    /// field for it).
     func history(_ query: Query, _ context: CallContext) throws -> ItemHistory {
-        throw KeychainError(.unimplemented, "history through the agent: not yet")
+        let r = try client.call(.history(target(context), query))
+        guard case .history(let h) = r else { throw AgentClient.unexpected(r, to: "history") }
+        return h
     }
 
     func restoreVersion(uuid: [UInt8], sequence: UInt64, _ context: CallContext) throws -> (item: Item, asNew: Bool) {
-        throw KeychainError(.unimplemented, "history through the agent: not yet")
+        let r = try client.call(.restoreVersion(target(context), uuid: uuid, sequence: sequence))
+        guard case .restored(let item, let asNew) = r else { throw AgentClient.unexpected(r, to: "restoreVersion") }
+        return (item, asNew)
     }
 }

@@ -165,10 +165,16 @@ package enum AgentMessage {
         case compact(Target)
         case info(Target)
         case verify(Target)
+        /// A compaction that drops every earlier version (spec/FORMAT.md §7.7).
+        case dropHistory(Target)
         case add(Target, [NewItem])
         case find(Target, Query, Read)
         case update(Target, Query, attributes: [String: AttributeValue], data: [UInt8]?, protection: ProtectionClass?)
         case delete(Target, Query)
+        /// The versions of the items the query names (`Keychain.history`); never their data.
+        case history(Target, Query)
+        /// Puts one version back (`Keychain.restore`): the item's UUID and the version's sequence number.
+        case restoreVersion(Target, uuid: [UInt8], sequence: UInt64)
         case addIdentity(
             Target, certificate: [UInt8], privateKey: [UInt8], attributes: [String: AttributeValue],
             protection: ProtectionClass?, requiresUserPresence: Bool)
@@ -189,10 +195,13 @@ package enum AgentMessage {
             case .compact: return 0x15
             case .info: return 0x16
             case .verify: return 0x17
+            case .dropHistory: return 0x18
             case .add: return 0x20
             case .find: return 0x21
             case .update: return 0x22
             case .delete: return 0x23
+            case .history: return 0x24
+            case .restoreVersion: return 0x25
             case .addIdentity: return 0x30
             case .identities: return 0x31
             case .updateIdentities: return 0x32
@@ -214,10 +223,13 @@ package enum AgentMessage {
             case .compact: return "compact"
             case .info: return "info"
             case .verify: return "verify"
+            case .dropHistory: return "dropHistory"
             case .add: return "add"
             case .find: return "find"
             case .update: return "update"
             case .delete: return "delete"
+            case .history: return "history"
+            case .restoreVersion: return "restoreVersion"
             case .addIdentity: return "addIdentity"
             case .identities: return "identities"
             case .updateIdentities: return "updateIdentities"
@@ -234,9 +246,9 @@ package enum AgentMessage {
             case .status, .stop, .lockAll: return nil
             case .open(let t), .unlock(let t, _), .lock(let t), .changePasscode(let t, _, _, _),
                 .removePasscode(let t, _),
-                .compact(let t), .info(let t), .verify(let t), .add(let t, _), .find(let t, _, _),
-                .update(let t, _, _, _, _),
-                .delete(let t, _), .addIdentity(let t, _, _, _, _, _), .identities(let t, _, _),
+                .compact(let t), .info(let t), .verify(let t), .dropHistory(let t), .add(let t, _),
+                .find(let t, _, _), .update(let t, _, _, _, _), .delete(let t, _), .history(let t, _),
+                .restoreVersion(let t, _, _), .addIdentity(let t, _, _, _, _, _), .identities(let t, _, _),
                 .updateIdentities(let t, _, _, _),
                 .deleteIdentities(let t, _):
                 return t
@@ -250,7 +262,7 @@ package enum AgentMessage {
                 switch self {
                 case .status, .stop, .lockAll:
                     break
-                case .open(let t), .lock(let t), .compact(let t), .info(let t), .verify(let t):
+                case .open(let t), .lock(let t), .compact(let t), .info(let t), .verify(let t), .dropHistory(let t):
                     o.target(t)
                 case .unlock(let t, let passcode):
                     o.target(t)
@@ -276,9 +288,13 @@ package enum AgentMessage {
                     o.attributes(attributes)
                     o.protection(protection)
                     o.optional(data) { $0.bytes($1) }
-                case .delete(let t, let q):
+                case .delete(let t, let q), .history(let t, let q):
                     o.target(t)
                     o.query(q)
+                case .restoreVersion(let t, let uuid, let sequence):
+                    o.target(t)
+                    o.bytes(uuid)
+                    o.u64(sequence)
                 case .addIdentity(let t, let certificate, let privateKey, let attributes, let protection, let presence):
                     o.target(t)
                     o.attributes(attributes)
@@ -324,6 +340,7 @@ package enum AgentMessage {
                 case 0x15: return .compact(try i.target())
                 case 0x16: return .info(try i.target())
                 case 0x17: return .verify(try i.target())
+                case 0x18: return .dropHistory(try i.target())
                 case 0x20:
                     let t = try i.target()
                     return .add(t, try i.list("items", minimumSize: 12) { try $0.newItem() })
@@ -342,6 +359,13 @@ package enum AgentMessage {
                 case 0x23:
                     let t = try i.target()
                     return .delete(t, try i.query())
+                case 0x24:
+                    let t = try i.target()
+                    return .history(t, try i.query())
+                case 0x25:
+                    let t = try i.target()
+                    let uuid = try i.bytes("item UUID")
+                    return .restoreVersion(t, uuid: uuid, sequence: try i.u64("sequence"))
                 case 0x30:
                     let t = try i.target()
                     let attributes = try i.attributes()
@@ -413,8 +437,8 @@ package enum AgentMessage {
                 self = .addIdentity(
                     t, certificate: certificate, privateKey: key, attributes: attributes,
                     protection: protection, requiresUserPresence: presence)
-            case .status, .stop, .lockAll, .open, .lock, .compact, .info, .verify, .delete, .updateIdentities,
-                .deleteIdentities:
+            case .status, .stop, .lockAll, .open, .lock, .compact, .info, .verify, .dropHistory, .delete, .history,
+                .restoreVersion, .updateIdentities, .deleteIdentities:
                 break
             }
         }
@@ -438,9 +462,14 @@ package enum AgentMessage {
         case identityAdded(certificate: Reference, privateKey: Reference)
         /// update, delete, updateIdentities, deleteIdentities, changePasscode, removePasscode.
         case count(Int)
+        /// compact, dropHistory.
         case compacted(before: UInt64, after: UInt64)
         case info(KeychainInfo)
         case verifyReport(VerifyReport)
+        /// history: the versions without their data, which no answer carries.
+        case history(ItemHistory)
+        /// restoreVersion: the item as restored (no data), and whether it was added as a new item.
+        case restored(Item, asNew: Bool)
         /// The read met an item that needs user presence: ask the user with this prompt and send
         /// the request again with `Authentication.passcode`.
         case needsAuthentication(prompt: String?)
@@ -460,6 +489,8 @@ package enum AgentMessage {
             case .compacted: return 0x88
             case .info: return 0x89
             case .verifyReport: return 0x8A
+            case .history: return 0x8B
+            case .restored: return 0x8C
             case .needsAuthentication: return 0xFE
             case .error: return 0xFF
             }
@@ -521,6 +552,13 @@ package enum AgentMessage {
                     o.u64(UInt64(max(0, v.checkedItems)))
                     o.u64(UInt64(max(0, v.lockedItems)))
                     o.u64(v.recoveredTailBytes)
+                case .history(let h):
+                    o.list(h.versions) { $0.version($1) }
+                    o.u64(UInt64(max(0, h.locked)))
+                case .restored(let item, let asNew):
+                    o.itemClass(item.itemClass)
+                    o.reference(Reference(item))
+                    o.bool(asNew)
                 case .needsAuthentication(let prompt):
                     o.optional(prompt) { $0.string($1) }
                 case .error(let e):
@@ -600,6 +638,13 @@ package enum AgentMessage {
                     v.lockedItems = try i.int("locked items")
                     v.recoveredTailBytes = try i.u64("recovered tail bytes")
                     return .verifyReport(v)
+                case 0x8B:
+                    let versions = try i.list("versions", minimumSize: 30) { try $0.version() }
+                    return .history(ItemHistory(versions: versions, locked: try i.int("locked versions")))
+                case 0x8C:
+                    let c = try i.itemClass()
+                    let item = try i.reference().item(c, data: [])
+                    return .restored(item, asNew: try i.bool("asNew"))
                 case 0xFE: return .needsAuthentication(prompt: try i.optional("prompt") { try $0.string("prompt") })
                 case 0xFF:
                     let status = Int32(bitPattern: try i.u32("status"))
@@ -692,6 +737,27 @@ package enum AgentMessage {
         case 16: return .giveBackupPassword
         case 17: return .chooseBackupPassword
         case 18: return .chooseBackupOutput
+        default: return nil
+        }
+    }
+
+    // MARK: Versions
+
+    /// The code of a version's kind (spec/AGENT.md §5.1): the history record's kind
+    /// (spec/FORMAT.md §7.7), and 0 for the current version.
+    static func versionKindCode(_ k: ItemVersion.Kind) -> UInt8 {
+        switch k {
+        case .current: return 0
+        case .replaced: return 1
+        case .deleted: return 2
+        }
+    }
+
+    static func versionKind(code: UInt8) -> ItemVersion.Kind? {
+        switch code {
+        case 0: return .current
+        case 1: return .replaced
+        case 2: return .deleted
         default: return nil
         }
     }
@@ -881,6 +947,17 @@ package enum AgentMessage {
             bool(r.requiresUserPresence)
             bytes(r.persistentRef)
             attributes(r.attributes)
+        }
+
+        /// A `version` (spec/AGENT.md §5.1): the item as a reference, without data (it has no
+        /// field for any), then kind, date, sequence number and whether the item is live.
+        mutating func version(_ v: ItemVersion) {
+            itemClass(v.item.itemClass)
+            reference(Reference(v.item))
+            u8(AgentMessage.versionKindCode(v.kind))
+            f64(v.date)
+            u64(v.sequence)
+            bool(v.itemIsLive)
         }
 
         mutating func state(_ s: AgentKeychainState) {
@@ -1081,6 +1158,19 @@ package enum AgentMessage {
             let ref = try bytes("persistent reference")
             return Reference(
                 persistentRef: ref, protection: p, requiresUserPresence: presence, attributes: try attributes())
+        }
+
+        mutating func version() throws -> ItemVersion {
+            let c = try itemClass()
+            let item = try reference().item(c, data: [])
+            let code = try u8("version kind")
+            guard let kind = AgentMessage.versionKind(code: code) else {
+                throw malformed("version kind", "\(code) (0 current, 1 replaced, 2 deleted)")
+            }
+            let date = try f64("version date")
+            let sequence = try u64("version sequence")
+            return ItemVersion(
+                item: item, kind: kind, date: date, sequence: sequence, itemIsLive: try bool("itemIsLive"))
         }
 
         mutating func state() throws -> AgentKeychainState {

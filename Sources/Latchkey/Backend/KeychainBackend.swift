@@ -48,7 +48,8 @@ package protocol KeychainBackend: AnyObject, Sendable {
     func deleteIdentities(_ query: IdentityQuery, _ context: CallContext) throws -> Int
 
     func changePasscode(old: [UInt8]?, new: [UInt8]?, kdfLogN: UInt8) throws -> Int
-    func compact() throws -> (before: UInt64, after: UInt64)
+    /// Rewrites the file to its live records; `dropHistory`: without any earlier version (§7.7).
+    func compact(dropHistory: Bool) throws -> (before: UInt64, after: UInt64)
     func info() throws -> KeychainInfo
     func verify() -> VerifyReport
 

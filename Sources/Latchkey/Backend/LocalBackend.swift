@@ -195,7 +195,9 @@ package final class LocalBackend: StreamingBackend, @unchecked Sendable {
         try store.changePasscode(old: old, new: new, logN: kdfLogN)
     }
 
-    package func compact() throws -> (before: UInt64, after: UInt64) { try store.compact() }
+    package func compact(dropHistory: Bool) throws -> (before: UInt64, after: UInt64) {
+        try store.compact(dropHistory: dropHistory)
+    }
 
     package func verify() -> VerifyReport { store.verify() }
 

@@ -278,9 +278,17 @@ public final class Keychain: @unchecked Sendable {
         try openBackend().changePasscode(old: old, new: new, kdfLogN: kdfLogN)
     }
 
-    /// Rewrites the file to its live records, atomically.
+    /// Rewrites the file to its live records, atomically. The earlier versions of changed and
+    /// deleted items that are not expired are kept (spec/FORMAT.md §7.7).
     @discardableResult
-    public func compact() throws -> (before: UInt64, after: UInt64) { try openBackend().compact() }
+    public func compact() throws -> (before: UInt64, after: UInt64) { try compact(dropHistory: false) }
+
+    /// Rewrites the file to its live records; `dropHistory`: every earlier version of every
+    /// item leaves the file (spec/FORMAT.md §7.7), whatever its bound.
+    @discardableResult
+    package func compact(dropHistory: Bool) throws -> (before: UInt64, after: UInt64) {
+        try openBackend().compact(dropHistory: dropHistory)
+    }
 
     /// Checks every byte of the file and decrypts every item it can.
     public func verify() -> VerifyReport {
