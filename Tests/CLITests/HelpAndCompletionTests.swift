@@ -44,7 +44,7 @@ import Testing
 
     /// docs/CLI.md promises that `--help` of the common commands fits a screen: 40 lines at
     /// 80 columns (they ran 60 to 80); `--help-all` keeps everything.
-    @Test(arguments: ["find", "add", "update", "delete", "list", "search", "show", "exec", "generate"])
+    @Test(arguments: ["find", "add", "update", "delete", "list", "search", "show", "exec", "generate", "history"])
     func commonCommands_helpFitsAScreen(_ command: String) throws {
         let sandbox = try CLISandbox()
         let short = try sandbox.run([command, "--help"], env: Self.narrow)

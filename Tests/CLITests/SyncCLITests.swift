@@ -110,24 +110,50 @@ import Testing
         #expect(
             try c.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
 
+        // Two changes on c, each synced; a syncs once and so holds only the second: the first
+        // is in a's one listing from the sync history, as c's, between a's own two versions.
+        for secret in ["s3cret-2", "s3cret-3"] {
+            try c.run(
+                ["update", "--service", "mail", "--account", "alice", "--synchronizable", "yes", "--set-data"],
+                stdin: Array(secret.utf8)
+            ).expectSuccess()
+            try c.run(["sync"]).expectSuccess()
+        }
+        try a.run(["sync"]).expectSuccess()
+        #expect(
+            try a.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret-3")
+        let changed = try a.run(["history", "mail/alice"])
+        try changed.expectSuccess()
+        #expect(!changed.out.contains("s3cret") && !changed.stderr.contains("s3cret"))
+        #expect(
+            try HistoryCommandTests.rows(changed).map { [$0.what, $0.place] } == [
+                ["current", "here"], ["changed", "c"], ["changed", "here"]
+            ], "\(changed.out)")
+
         // A delete on c reaches a and b.
         try c.run(["delete", "--service", "mail", "--account", "alice", "--synchronizable", "yes", "--yes"])
             .expectSuccess()
         try c.run(["sync"]).expectSuccess()
         try a.run(["sync"]).expectSuccess()
         #expect(try a.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).status == 1)
-        // The history keeps the deleted version; restoring it brings it back everywhere.
+        // The history keeps the deleted version (a's keychain's, as the delete found it: c's
+        // delete is not listed twice) and the others; putting back the version only sync
+        // keeps brings it back everywhere, as a new item.
         let history = try a.run(["history", "--service", "mail", "--account", "alice"])
         try history.expectSuccess()
-        #expect(history.out.contains("deleted"))
         #expect(!history.out.contains("s3cret"))
-        let n = try #require(
-            history.out.split(separator: "\n").first { $0.contains("\tchanged") }?.split(separator: "\t").first)
-        try a.run(["history", "--service", "mail", "--account", "alice", "--restore", String(n)]).expectSuccess()
+        let rows = try HistoryCommandTests.rows(history)
+        #expect(
+            rows.map { [$0.what, $0.place] } == [["deleted", "here"], ["changed", "c"], ["changed", "here"]],
+            "\(history.out)")
+        let n = try #require(rows.first { $0.place == "c" }?.n)
+        let restored = try a.run(["history", "--service", "mail", "--account", "alice", "--restore", String(n)])
+        try restored.expectSuccess()
+        #expect(restored.stderr.contains("restored version \(n) of mail/alice as a new item"), "\(restored.stderr)")
         try a.run(["sync"]).expectSuccess()
         try b.run(["sync"]).expectSuccess()
         #expect(
-            try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret")
+            try b.run(["find", "--service", "mail", "--account", "alice", "--synchronizable", "yes"]).out == "s3cret-2")
 
         // The history's bound is this machine's setting, kept in its state.
         #expect(try a.run(["sync", "config"]).out.contains("history-days: 365"))
@@ -204,10 +230,13 @@ import Testing
         #expect(try count(b, "bulk") == 300)
         #expect(try count(b, "round") == 11)
         #expect(try count(a, "round") == 11)
-        // One version of each item in history: no change was sent twice.
+        // One version of each item in history: no change was sent twice (a second copy of the
+        // version b holds would be listed, as a's).
         let history = try b.run(["history", "--service", "round", "--account", "r3"])
         try history.expectSuccess()
-        #expect(history.out.split(separator: "\n").count == 1, "\(history.out)")
+        #expect(
+            try HistoryCommandTests.rows(history).map { [$0.what, $0.place] } == [["current", "here"]], "\(history.out)"
+        )
     }
 
     @Test func aClearErrorWithoutGit() throws {

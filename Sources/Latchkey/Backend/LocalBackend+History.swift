@@ -7,16 +7,10 @@ extension LocalBackend {
     package func history(_ query: Query, _ context: CallContext) throws -> ItemHistory {
         try store.refresh()
         let policy = try AccessPolicy(caller: context.caller)
-        let sync: AttributeValue?
-        switch query.synchronizable {
-        case .notSynchronizable: sync = query.attributes["sync"] ?? .integer(0)
-        case .synchronizable: sync = .integer(1)
-        case .any: sync = nil
-        }
         let wantedUUID = query.persistentRef.map { Array($0.suffix(16)) }
         func matches(_ p: ItemPlaintext, _ pc: ProtectionClass, _ uuid: [UInt8]) -> Bool {
-            p.itemClass == query.itemClass && (query.protection == nil || query.protection == pc)
-                && (wantedUUID == nil || wantedUUID == uuid) && QueryPlanner.filter(p, query, sync: sync)
+            (query.protection == nil || query.protection == pc) && (wantedUUID == nil || wantedUUID == uuid)
+                && query.matches(p)
         }
         let earlier = try store.history(itemClass: query.itemClass)
         var locked = 0
@@ -124,5 +118,20 @@ extension LocalBackend {
             item.data = []
             return (item, !live)
         }
+    }
+}
+
+extension Query {
+    /// Whether an item's plaintext (the item now, or one of its versions) has this query's
+    /// class, attributes and synchronizable filter, compared as `find` compares them; the
+    /// protection class and persistent reference are the caller's to check.
+    package func matches(_ p: ItemPlaintext) -> Bool {
+        let sync: AttributeValue?
+        switch synchronizable {
+        case .notSynchronizable: sync = attributes["sync"] ?? .integer(0)
+        case .synchronizable: sync = .integer(1)
+        case .any: sync = nil
+        }
+        return p.itemClass == itemClass && QueryPlanner.filter(p, self, sync: sync)
     }
 }

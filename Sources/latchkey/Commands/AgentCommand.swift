@@ -78,6 +78,9 @@ struct AgentCommand: ParsableCommand {
 
     func run() throws {
         if stop { return try stopAgent() }
+        // The agent's writes keep the history its own environment sets (its clients' does not
+        // travel): a malformed setting stops it from starting.
+        try GlobalSettings.checkHistorySettings()
         if let fd = daemonChild { return runDaemonChild(reportingTo: fd) }
         if daemon { return try spawnDaemon() }
         try runForeground()

@@ -14,12 +14,22 @@ struct CompactCommand: ParsableCommand {
         discussion: """
             Writes a new file beside the keychain, syncs it and renames it over the old one, so \
             a crash leaves either the old or the new file. Needs no passcode: item records \
-            are copied still encrypted. Prints the size before and after on stderr.
+            are copied still encrypted. Earlier versions ('latchkey history') within their \
+            bound are kept, unless --drop-history: then every earlier version of every item \
+            leaves the keychain. Their bytes may survive on the disk (and in backups and \
+            snapshots) until overwritten; versions synced to other machines stay in the sync \
+            history. Prints the size before and after on stderr.
 
             Example:
               latchkey compact
+              latchkey compact --drop-history
             """
     )
+
+    @Flag(
+        name: .customLong("drop-history"),
+        help: "Drop every earlier version of every item ('latchkey history').")
+    var dropHistory = false
 
     @OptionGroup(title: "Global options") var global: GlobalOptions
 
@@ -35,10 +45,12 @@ struct CompactCommand: ParsableCommand {
         let progress = Progress("compact", total: estimate, unit: .bytes)
         defer { progress.finish() }
         let (before, after) = try progress.whileRunning(tick: CompactCommand.follow(beside: global.keychainPath)) {
-            try keychain.compact()
+            try keychain.compact(dropHistory: dropHistory)
         }
         progress.finish()
-        Output.status("compacted \(global.keychainPath): \(before) -> \(after) bytes")
+        Output.status(
+            "compacted \(global.keychainPath): \(before) -> \(after) bytes\(dropHistory ? ", every earlier version dropped" : "")"
+        )
     }
 
     /// A progress tick that follows the size of the file `compact` writes beside `path`

@@ -188,6 +188,7 @@ struct GlobalSettings {
     ///   opening would, so it makes one round trip instead of two.
     /// - Throws: `KeychainError` from opening, or errSecAuthFailed for a wrong passcode.
     func open(unlock: Unlock, acceptRollback: Bool = false, deferAgentOpen: Bool = false) throws -> Keychain {
+        try GlobalSettings.checkHistorySettings()
         let given = try givenPasscode()
         // `.eager` commands (verify, and any that must hold every class key in this process,
         // such as a backup) open the file themselves; see AgentRouting.swift for the agent.
@@ -222,6 +223,15 @@ struct GlobalSettings {
         }
         if let passcode { try keychain.unlockUnlessAgentIsUnlocked(passcode: passcode) }
         return keychain
+    }
+
+    /// Refuses a malformed LATCHKEY_HISTORY_VERSIONS or LATCHKEY_HISTORY_DAYS (errSecParam,
+    /// exit 2, naming the variable), which the engine would otherwise replace by its default
+    /// without a word (`HistoryPolicy.fromProcessEnvironment`). Every command that opens a
+    /// keychain comes through `open`, so every writer checks it before it changes anything;
+    /// readers too, so that a bad setting shows at the next command, not only at the next change.
+    static func checkHistorySettings() throws {
+        _ = try HistoryPolicy(lookup: environment)
     }
 
     /// Runs `body`; when it fails because the keychain is locked and no passcode was given,
