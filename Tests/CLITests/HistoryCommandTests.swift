@@ -105,9 +105,15 @@ import Testing
         sb.environment["LATCHKEY_AGENT_SOCK"] = "none"
         try sb.initKeychain()
         try Self.flow(sb, env: [:])
-        // Locked (a passcode, none given, no agent, no terminal): exit 4, nothing listed.
-        let locked = try sb.run(["history", "mail/alice"], env: ["LATCHKEY_PASSCODE": nil])
+        // Locked (a passcode, none given, no agent, no terminal): exit 4, nothing listed; with
+        // no earlier version (after the flow's --drop-history) and with one.
+        let noPasscode: [String: String?] = ["LATCHKEY_PASSCODE": nil]
+        let locked = try sb.run(["history", "mail/alice"], env: noPasscode)
         #expect(locked.status == 4 && locked.out.isEmpty, "\(locked.stderr)")
+        try sb.run(["update", "--service", "mail", "--account", "alice", "--set-label", "New"]).expectSuccess()
+        let lockedVersion = try sb.run(["history", "mail/alice"], env: noPasscode)
+        #expect(lockedVersion.status == 4 && lockedVersion.out.isEmpty, "\(lockedVersion.stderr)")
+        #expect(lockedVersion.stderr.contains("1 earlier version(s) are locked"), "\(lockedVersion.stderr)")
     }
 
     /// The same, every command through a started agent: no passcode is given to any of them,

@@ -102,7 +102,16 @@ struct HistoryCommand: ParsableCommand {
         let syncs = FileManager.default.fileExists(
             atPath: SyncEngine.directory(for: settings.keychainPath) + "/state")
         let keychain = syncs ? try settings.open(unlock: .eager) : try settings.open(unlock: .whenNeeded)
-        let history = try settings.retryingUnlocked(keychain) { try keychain.history(query) }
+        let history = try settings.retryingUnlocked(keychain) { () -> ItemHistory in
+            let h = try keychain.history(query)
+            // Nothing readable: a locked item the query meets fails as find fails (exit 4, or
+            // the passcode asked on a terminal), rather than reading as no match.
+            if h.versions.isEmpty {
+                if h.locked > 0 { throw HistoryCommand.locked(h.locked, alone: true) }
+                _ = try keychain.find(query, limit: 1, includeData: false)
+            }
+            return h
+        }
         let engine = syncs ? try SyncEngine(keychain: keychain) : nil
         let synced = try engine?.history() ?? []
         let (entries, lockedSync) = HistoryCommand.listing(history, synced, query)
@@ -119,12 +128,7 @@ struct HistoryCommand: ParsableCommand {
             return
         }
         guard !entries.isEmpty else {
-            if locked > 0 {
-                throw KeychainError(
-                    .interactionNotAllowed,
-                    "\(locked) earlier version(s) are locked, and no other version matches: run 'latchkey unlock' (or give the passcode) to list them"
-                )
-            }
+            if locked > 0 { throw HistoryCommand.locked(locked, alone: true) }
             throw KeychainError(.itemNotFound, "no item matches the query, and no earlier version of one does")
         }
         var table = Table(["N", "DATE", "WHAT", "WHERE", "ITEM", "LABEL"], rightAligned: [0])
@@ -132,10 +136,15 @@ struct HistoryCommand: ParsableCommand {
             table.append([String(i + 1), ISODate.format(e.date), e.what, e.place, e.name, e.label])
         }
         Output.table(table)
-        if locked > 0 {
-            Output.note(
-                "\(locked) earlier version(s) are locked: run 'latchkey unlock' (or give the passcode) to list them")
-        }
+        if locked > 0 { Output.note(HistoryCommand.locked(locked, alone: false).message) }
+    }
+
+    /// What to say of `n` earlier versions whose class is locked; `alone`: nothing else is listed.
+    static func locked(_ n: Int, alone: Bool) -> KeychainError {
+        KeychainError(
+            .interactionNotAllowed,
+            "\(n) earlier version(s) are locked\(alone ? ", and no other version matches" : ""): run 'latchkey unlock' (or give the passcode) to list them"
+        )
     }
 
     /// Puts `e` back and says so on stderr.
