@@ -90,6 +90,11 @@ import Testing
         #expect(current.status == 2 && current.stderr.contains("current version"), "\(current.stderr)")
         #expect(try sb.run(["history", "--restore", "0"], env: env).status == 2)
 
+        // verify decrypts and counts the versions (opened here; an agent's report has no such count).
+        let verified = try sb.run(["verify"], env: env)
+        try verified.expectSuccess()
+        if env.isEmpty { #expect(verified.out.contains("earlier versions ("), "\(verified.out)") }
+
         // compact keeps the versions; --drop-history drops every one of them.
         try sb.run(["compact"], env: env).expectSuccess()
         #expect(try rows(sb.run(["history", "mail/alice"], env: env)).count == again.count)

@@ -74,6 +74,10 @@ struct VerifyCommand: ParsableCommand {
         var checkedItems: Int
         var lockedItems: Int
         var recoveredTailBytes: UInt64
+        /// Earlier versions (spec/FORMAT.md §7.7), and of them those decrypted and checked; 0
+        /// from an agent, whose report does not carry them (spec/AGENT.md).
+        var historyVersions = 0
+        var checkedVersions = 0
     }
 
     func run() throws {
@@ -87,7 +91,8 @@ struct VerifyCommand: ParsableCommand {
             report = Report(
                 path: path, ok: r.ok, problems: r.problems, fileSize: r.fileSize, records: r.records,
                 liveItems: r.liveItems, checkedItems: r.checkedItems, lockedItems: r.lockedItems,
-                recoveredTailBytes: r.recoveredTailBytes)
+                recoveredTailBytes: r.recoveredTailBytes, historyVersions: r.historyRecords,
+                checkedVersions: r.checkedVersions)
         } catch let error as KeychainError where error.status == .decode {
             // A keychain refused on open (damage, rollback, a newer version) is still a verify
             // result; its error already says what happened and what to do, so that is what is
@@ -103,6 +108,8 @@ struct VerifyCommand: ParsableCommand {
             Output.line(
                 Style.stdout.green("ok:")
                     + " \(path): \(report.fileSize) bytes, \(report.records) records, \(report.liveItems) live items (\(report.checkedItems) decrypted, \(report.lockedItems) locked)"
+                    + (report.historyVersions > 0
+                        ? ", \(report.historyVersions) earlier versions (\(report.checkedVersions) decrypted)" : "")
             )
         } else if let refusal, refusal.message.contains("rolled back") {
             Output.line(Style.stdout.red("rolled back:") + " \(path)")
