@@ -187,9 +187,10 @@ import LatchkeyTestSupport
             types.append(header.type)
             offset += header.recordSize
         }
-        // Each put is followed by its attribute-hash record (spec §7.6), in the same transaction.
-        #expect(types == [1, 0x80, 1, 0x80, 1, 0x80])
-        #expect(flags == [1, 1, 1, 1, 1, 0])
+        // Each put follows the version it replaces (spec §7.7) and is followed by its
+        // attribute-hash record (§7.6), all in the same transaction.
+        #expect(types == [0x81, 1, 0x80, 0x81, 1, 0x80, 0x81, 1, 0x80])
+        #expect(flags == [1, 1, 1, 1, 1, 1, 1, 1, 0])
     }
 
     @Test func update_whenNothingMatches_throwsItemNotFound() throws {

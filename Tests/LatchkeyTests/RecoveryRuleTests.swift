@@ -127,10 +127,11 @@ import LatchkeyFormat
         #expect(plan.cutAt == UInt64(damagedAt))
         #expect(plan.keptItems == 1)
         #expect(
-            plan.dropped.map(\.kind) == ["put", "delete"],
-            "bob's damaged put does not verify; alice's update and delete do")
-        #expect(plan.dropped.first?.summary?.contains("acct=alice") == true)
-        #expect(plan.dropped.first?.effect == "the item keeps its earlier version")
+            plan.dropped.map(\.kind) == ["history", "put", "history", "delete"],
+            "bob's damaged put does not verify; alice's update and delete do, each after the version it kept")
+        #expect(plan.dropped.first?.effect == "an earlier version of the item is forgotten")
+        #expect(plan.dropped[1].summary?.contains("acct=alice") == true)
+        #expect(plan.dropped[1].effect == "the item keeps its earlier version")
         #expect(plan.dropped.last?.effect == "the item comes back (its delete is dropped)")
         #expect(plan.unverifiableBytes > 0)
         #expect(disk.keychainBytes == file, "planning changes nothing")
