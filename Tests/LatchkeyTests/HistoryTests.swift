@@ -175,6 +175,26 @@ import LatchkeyTestSupport
         #expect(try secret(kc, q) == "b1")
     }
 
+    /// A version of group A does not reach the item after it moved to group B: restoring it as
+    /// an update would overwrite an item the caller may no longer use.
+    @Test func aVersionOfAGroup_cannotOverwriteTheItemMovedToAnotherGroup() throws {
+        let (_, kc) = try keychain()
+        let both = CallerIdentity(applicationIdentifier: "app.both", keychainAccessGroups: ["team.a", "team.b"])
+        let onlyA = CallerIdentity(applicationIdentifier: "app.a", keychainAccessGroups: ["team.a"])
+        let q = Query(.genericPassword, attrs(["svce": "vault"]))
+        kc.caller = both
+        try kc.add(.genericPassword, attributes: attrs(["svce": "vault", "agrp": "team.a"]), data: bytes("in a"))
+        try kc.update(q, attributes: attrs(["agrp": "team.b"]), data: bytes("in b"))
+        kc.caller = onlyA
+        let versions = try kc.history(q).versions
+        #expect(versions.map(\.kind) == [.replaced], "the version of group A; the current one is B's")
+        expectKeychainError(.noAccessForItem) { try kc.restore(versions[0]) }
+        kc.caller = both
+        #expect(try secret(kc, q) == "in b", "unchanged")
+        try kc.restore(versions[0])
+        #expect(try secret(kc, q) == "in a")
+    }
+
     @Test func passcodeChange_rewrapsHistory_andRemovalDropsAkpuHistory() throws {
         let (disk, kc) = try keychain()
         let pinned = Query(.genericPassword, attrs(["svce": "pin"]))

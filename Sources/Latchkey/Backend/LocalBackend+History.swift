@@ -58,8 +58,10 @@ extension LocalBackend {
             }
             out.append(ItemVersion(item: shown, kind: .current, date: mdat, sequence: 0, itemIsLive: true))
         }
+        var isLive: [[UInt8]: Bool] = [:]
         for v in visible.reversed() where named.contains(v.uuid) {
-            let live = try current[v.uuid] != nil || store.liveItem(uuid: v.uuid) != nil
+            let live = try isLive[v.uuid] ?? (current[v.uuid] != nil || store.liveItem(uuid: v.uuid) != nil)
+            isLive[v.uuid] = live
             var item = makeItem(v.plaintext!, protection: v.protection, id: ID16(v.uuid), flags: v.flags)
             item.data = []
             out.append(
@@ -104,7 +106,18 @@ extension LocalBackend {
             }
             p.attributes["pdmn"] = nil
             p.attributes["mdat"] = .date(ItemRules.now())
-            let live = try store.liveItem(uuid: uuid) != nil
+            let current = try store.liveItem(uuid: uuid)
+            // An update replaces the item as it is now: the caller must be allowed its group now
+            // too (a version of group A does not open an item moved to group B since).
+            if let current {
+                let now = try store.read(current)
+                guard policy.permits(now) else {
+                    throw KeychainError(
+                        .noAccessForItem,
+                        "the item is now in an access group this caller may not use, so it cannot be restored here")
+                }
+            }
+            let live = current != nil
             let id = live ? ID16(uuid) : try ID16.random()
             do {
                 try tx.commit([.put(id: id, plaintext: p, protection: v.protection, flags: v.flags)])
