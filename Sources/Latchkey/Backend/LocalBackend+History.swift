@@ -5,6 +5,11 @@ extension LocalBackend {
     static let unixToReference = 978_307_200.0
 
     package func history(_ query: Query, _ context: CallContext) throws -> ItemHistory {
+        // One state of the file for the whole listing: the versions are found, then read again.
+        try store.withStoreLock { try history(query, context, holdingStoreLock: ()) }
+    }
+
+    private func history(_ query: Query, _ context: CallContext, holdingStoreLock: Void) throws -> ItemHistory {
         try store.refresh()
         let policy = try AccessPolicy(caller: context.caller)
         let wantedUUID = query.persistentRef.map { Array($0.suffix(16)) }
@@ -12,18 +17,19 @@ extension LocalBackend {
             (query.protection == nil || query.protection == pc) && (wantedUUID == nil || wantedUUID == uuid)
                 && query.matches(p)
         }
-        let earlier = try store.history(itemClass: query.itemClass)
+        // Two passes over the versions, so that memory follows the matches, not the history:
+        // the first decrypts each version of the class to learn which items the query names
+        // (keeping nothing else), the second reads those items' versions again.
+        let refs = try store.liveHistoryRefs()
         var locked = 0
         var named = Set<[UInt8]>()
-        var visible: [StoredVersion] = []
-        for v in earlier {
+        for ref in refs {
+            guard let v = try store.version(ref, itemClass: query.itemClass) else { continue }
             guard let p = v.plaintext else {
                 locked += 1
                 continue
             }
-            guard policy.permits(p) else { continue }
-            visible.append(v)
-            if matches(p, v.protection, v.uuid) { named.insert(v.uuid) }
+            if policy.permits(p) && matches(p, v.protection, v.uuid) { named.insert(v.uuid) }
         }
         // The current versions: of the live items the query matches, and of the items named
         // by an earlier version that are still live (renamed since, say).
@@ -59,7 +65,13 @@ extension LocalBackend {
             out.append(ItemVersion(item: shown, kind: .current, date: mdat, sequence: 0, itemIsLive: true))
         }
         var isLive: [[UInt8]: Bool] = [:]
-        for v in visible.reversed() where named.contains(v.uuid) {
+        var visible: [StoredVersion] = []
+        for ref in refs where named.contains(ref.bound.uuid) {
+            if let v = try store.version(ref, itemClass: query.itemClass), let p = v.plaintext, policy.permits(p) {
+                visible.append(v)
+            }
+        }
+        for v in visible.reversed() {
             let live = try isLive[v.uuid] ?? (current[v.uuid] != nil || store.liveItem(uuid: v.uuid) != nil)
             isLive[v.uuid] = live
             var item = makeItem(v.plaintext!, protection: v.protection, id: ID16(v.uuid), flags: v.flags)
