@@ -8,8 +8,9 @@
 //      keybag decoder, the record scan, the transaction rules (§10.3), the torn-tail logic,
 //      verify, and, after unlocking with the fixture passcodes when the scrypt cost is small,
 //      item decryption and the plaintext decoder;
-//   3. the bytes themselves fed to every small decoder (frame header, put and delete payloads,
-//      item plaintext, device state).
+//   3. the bytes themselves fed to every small decoder (frame header, put, delete and history
+//      payloads, item plaintext, device state).
+// Each keychain that opens is also listed (its history, §7.7) and compacted.
 // Any crash, trap, hang or unbounded allocation is a bug; errors are the expected outcome.
 import Foundation
 import Latchkey
@@ -108,10 +109,17 @@ private func open(_ bytes: [UInt8], unlock: Bool) {
                 }
             }
         }
+        // The history (spec/FORMAT.md §7.7): its walk, the bound, and each version decrypted
+        // when its class is unlocked; then a compaction, which copies or refuses it.
+        var versions = 0
+        for c in [ItemClass.genericPassword, .internetPassword] {
+            versions += (try? kc.history(Query(c, synchronizable: .any)))?.versions.count ?? 0
+        }
         let report = kc.verify()
+        _ = try? kc.compact()
         if debug {
             print(
-                "fuzz-keychain: opened (unlock \(unlock)), \(found) items read, verify ok \(report.ok) \(report.problems)"
+                "fuzz-keychain: opened (unlock \(unlock)), \(found) items read, \(versions) versions listed, verify ok \(report.ok) \(report.problems)"
             )
         }
         _ = try? kc.info()
@@ -124,6 +132,7 @@ private func decoders(_ bytes: [UInt8]) {
     _ = try? ItemPutPayload.decode(bytes[...])
     _ = try? ItemPutPayload.decodeClear(bytes[...])
     _ = try? ItemDeletePayload.decode(bytes[...])
+    _ = try? HistoryRecord.decode(bytes[...])
     _ = try? ItemPlaintext.decode(bytes)
     _ = try? FileHeader.decode(bytes)
     _ = try? DeviceSecret.decodeFile(bytes)
