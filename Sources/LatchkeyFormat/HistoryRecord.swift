@@ -59,13 +59,25 @@ public struct HistoryRecord: Equatable, Sendable {
         return w.bytes
     }
 
-    /// Decodes a payload and checks it as §7.7 requires: a known kind, a version bound of at
-    /// least 1, zero reserved bytes, and an embedded put payload that decodes (§7.1) and names
-    /// the record's UUID.
+    /// What a history record says in the clear, read without copying the version it holds.
+    public struct Header: Sendable {
+        public var uuid: ArraySlice<UInt8>
+        public var kind: Kind
+        public var keepVersions: UInt8
+        public var keepDays: UInt16
+        public var supersededAt: UInt64
+        /// The clear part of the embedded put (§7.1).
+        public var put: ItemPutClear
+    }
+
+    /// Checks a payload as §7.7 requires: a known kind, a version bound of at least 1, zero
+    /// reserved bytes, and an embedded put payload whose fixed part is valid (§7.1) and that
+    /// names the record's UUID. Copies nothing: the walk over a file's history and the reading
+    /// of a version both start here.
     /// - Throws: `FormatError` for a record no writer writes (an integrity error, §7.7).
-    public static func decode(_ payload: ArraySlice<UInt8>) throws -> HistoryRecord {
+    public static func decodeHeader(_ payload: ArraySlice<UInt8>) throws -> Header {
         var r = ByteReader(payload)
-        let uuid = try r.readBytes(count: 16, "history UUID")
+        let uuid = try r.readSlice(count: 16, "history UUID")
         let rawKind = try r.readInteger(as: UInt8.self, "history kind")
         guard let kind = Kind(rawValue: rawKind) else {
             throw FormatError.invalidField(field: "history kind", reason: "unknown kind \(rawKind)")
@@ -77,12 +89,20 @@ public struct HistoryRecord: Equatable, Sendable {
         let days = try r.readInteger(as: UInt16.self, "history days bound")
         let at = try r.readInteger(as: UInt64.self, "history time")
         try r.readReserved(count: 4, "history reserved")
-        let put = try r.readBytes(count: r.remaining, "history put")
-        let decoded = try ItemPutPayload.decode(put[...])
-        guard decoded.uuid == uuid else {
+        let put = try ItemPutPayload.decodeClear(payload.dropFirst(fixedSize))
+        guard put.uuid.elementsEqual(uuid) else {
             throw FormatError.invalidField(field: "history put", reason: "its UUID is not the record's")
         }
-        return HistoryRecord(uuid: uuid, kind: kind, keepVersions: keep, keepDays: days, supersededAt: at, put: put)
+        return Header(uuid: uuid, kind: kind, keepVersions: keep, keepDays: days, supersededAt: at, put: put)
+    }
+
+    /// Decodes a payload, checked as `decodeHeader` checks it.
+    /// - Throws: `FormatError` for a record no writer writes (an integrity error, §7.7).
+    public static func decode(_ payload: ArraySlice<UInt8>) throws -> HistoryRecord {
+        let h = try decodeHeader(payload)
+        return HistoryRecord(
+            uuid: Array(h.uuid), kind: h.kind, keepVersions: h.keepVersions, keepDays: h.keepDays,
+            supersededAt: h.supersededAt, put: Array(payload.dropFirst(fixedSize)))
     }
 
     /// The embedded put, decoded.

@@ -147,9 +147,9 @@ extension KeychainStore {
                     throw changed(offset, "changed")
                 }
                 let payload = record.dropFirst(FormatConstants.frameHeaderSize).dropLast(FormatConstants.frameTagSize)
-                let h: HistoryRecord
+                let h: HistoryRecord.Header
                 do {
-                    h = try HistoryRecord.decode(payload)
+                    h = try HistoryRecord.decodeHeader(payload)
                 } catch {
                     throw KeychainError(
                         .decode,
@@ -160,7 +160,7 @@ extension KeychainStore {
                     HistoryRecordRef(
                         offset: offset, recordSize: frame.recordSize, sequence: frame.sequence,
                         bound: HistoryBound.Entry(
-                            uuid: h.uuid, keepVersions: h.keepVersions, keepDays: h.keepDays,
+                            uuid: Array(h.uuid), keepVersions: h.keepVersions, keepDays: h.keepDays,
                             supersededAt: h.supersededAt)))
             }
             offset += UInt64(frame.recordSize)
@@ -198,27 +198,26 @@ extension KeychainStore {
     func version(_ ref: HistoryRecordRef, itemClass: ItemClass? = nil) throws -> StoredVersion? {
         mutex.lock(); defer { mutex.unlock() }
         let payload = try readHistoryPayload(ref)
-        let h: HistoryRecord
-        let put: ItemPutPayload
+        let h: HistoryRecord.Header
         do {
-            h = try HistoryRecord.decode(payload[...])
-            put = try h.decodedPut()
+            h = try HistoryRecord.decodeHeader(payload[...])
         } catch {
             throw KeychainError(
                 .decode, "the history record at byte \(ref.offset) of \(path) is malformed (\(error))",
                 remedy: .verifyAndRestore)
         }
-        if let itemClass, put.classTagWord != keys.classTagWord(itemClass) { return nil }
+        let put = h.put
+        if let itemClass, put.classTag != keys.classTagWord(itemClass) { return nil }
         var plaintext: ItemPlaintext?
         if isAvailable(put.protectionClass) {
             let slot = ItemSlot(
-                offset: ref.offset, recordSize: UInt32(ref.recordSize), classTag: put.classTagWord,
+                offset: ref.offset, recordSize: UInt32(ref.recordSize), classTag: put.classTag,
                 protection: put.protectionClass, flags: put.flags, uniqueHash: ID16(put.uniqueKeyHash),
                 sequence: ref.sequence)
-            plaintext = try open(h.put[...], slot)
+            plaintext = try open(payload[HistoryRecord.fixedSize...], slot)
         }
         return StoredVersion(
-            uuid: h.uuid, sequence: ref.sequence, kind: h.kind, supersededAt: h.supersededAt,
+            uuid: Array(h.uuid), sequence: ref.sequence, kind: h.kind, supersededAt: h.supersededAt,
             protection: put.protectionClass, flags: put.flags, plaintext: plaintext)
     }
 
